@@ -1,0 +1,1 @@
+//! Serialization of a policy back to the v1 file format.
