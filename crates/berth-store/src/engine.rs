@@ -1,0 +1,157 @@
+//! The shared in-memory engine: MVCC state behind a read-write lock, plus watchers.
+//!
+//! Lock order: `state` before `watchers`. Applying changes takes `state` for writing and
+//! notifies watchers before releasing it; registering a watch takes `state` for reading, so a
+//! watch sees every change exactly once, either in its replay or live.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use tokio::sync::mpsc::{self, UnboundedReceiver};
+
+use crate::mvcc::{State, WriteOp};
+use crate::watch::Watchers;
+use crate::{Error, KeyValue, RangeResult, Result, Revision, WatchEvent};
+
+/// MVCC state and watchers, shared by the store handles and the durable writer.
+pub(crate) struct Engine {
+    state: RwLock<State>,
+    watchers: Mutex<Watchers>,
+    closed: AtomicBool,
+}
+
+impl Engine {
+    pub(crate) fn new(state: State) -> Engine {
+        Engine {
+            state: RwLock::new(state),
+            watchers: Mutex::new(Watchers::default()),
+            closed: AtomicBool::new(false),
+        }
+    }
+
+    // A panic while holding a lock cannot leave `State` half-updated in a way later readers
+    // would misread (updates are pushes), so poisoning is ignored.
+    fn read(&self) -> RwLockReadGuard<'_, State> {
+        self.state.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, State> {
+        self.state.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn watchers(&self) -> MutexGuard<'_, Watchers> {
+        self.watchers.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn check_open(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            Err(Error::Closed)
+        } else {
+            Ok(())
+        }
+    }
+
+    pub(crate) fn current_revision(&self) -> Revision {
+        self.read().current()
+    }
+
+    pub(crate) fn compacted_revision(&self) -> Revision {
+        self.read().compacted()
+    }
+
+    pub(crate) fn get(&self, key: &str) -> Result<Option<KeyValue>> {
+        self.check_open()?;
+        Ok(self.read().get(key))
+    }
+
+    pub(crate) fn range(
+        &self,
+        prefix: &str,
+        start_after: Option<&str>,
+        limit: usize,
+        at: Option<Revision>,
+    ) -> Result<RangeResult> {
+        self.check_open()?;
+        self.read().range(prefix, start_after, limit, at)
+    }
+
+    pub(crate) fn watch(
+        &self,
+        prefix: &str,
+        after: Revision,
+    ) -> Result<UnboundedReceiver<WatchEvent>> {
+        let state = self.read();
+        // Checked under the lock so that `close` (which clears watchers after setting the flag)
+        // cannot miss this watcher.
+        self.check_open()?;
+        if after < state.compacted() {
+            return Err(Error::Compacted {
+                requested: after,
+                compacted: state.compacted(),
+            });
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        let history = state.changes_after(after);
+        self.watchers().register(prefix, after, tx, history);
+        Ok(rx)
+    }
+
+    pub(crate) fn compact(&self, revision: Revision) -> Result<()> {
+        self.check_open()?;
+        let mut state = self.write();
+        if revision > state.current() {
+            return Err(Error::FutureRevision {
+                requested: revision,
+                current: state.current(),
+            });
+        }
+        if revision > state.compacted() {
+            state.compact(revision);
+        }
+        Ok(())
+    }
+
+    /// Checks and applies one write at once (the memory backend).
+    pub(crate) fn write_now(&self, op: WriteOp) -> Result<KeyValue> {
+        self.check_open()?;
+        let mut state = self.write();
+        let result = state.plan(vec![op]).pop().unwrap_or(Err(Error::Closed));
+        if let Ok(event) = &result {
+            let events = std::slice::from_ref(event);
+            state.apply(events);
+            self.watchers().notify(events);
+        }
+        result.map(|event| event.kv)
+    }
+
+    /// Decides a batch of writes against the current state without changing it (the durable
+    /// writer persists the accepted ones, then calls [`Engine::apply`]). Only valid while the
+    /// caller is the only writer.
+    pub(crate) fn plan(&self, ops: Vec<WriteOp>) -> Vec<Result<WatchEvent>> {
+        self.read().plan(ops)
+    }
+
+    /// Applies planned (and persisted) changes and notifies watchers.
+    pub(crate) fn apply(&self, events: &[WatchEvent]) {
+        let mut state = self.write();
+        state.apply(events);
+        self.watchers().notify(events);
+    }
+
+    /// Marks the engine closed and ends every watch.
+    pub(crate) fn close(&self) {
+        let _state = self.write();
+        self.closed.store(true, Ordering::Release);
+        self.watchers().clear();
+    }
+
+    #[cfg(test)]
+    pub(crate) fn watcher_count(&self) -> usize {
+        self.watchers().len()
+    }
+
+    #[cfg(test)]
+    pub(crate) fn indexed_keys(&self) -> usize {
+        self.read().indexed_keys()
+    }
+}

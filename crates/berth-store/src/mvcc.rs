@@ -1,0 +1,319 @@
+//! The in-memory MVCC index: every key's versions back to the compacted revision, and the log
+//! of changes (one per revision) that watches replay.
+//!
+//! `State` is plain data with no locking; [`crate::engine::Engine`] wraps it.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::ops::Bound;
+
+use bytes::Bytes;
+
+use crate::{Error, EventKind, KeyValue, RangeResult, Result, Revision, WatchEvent};
+
+/// A write asked for by a caller, before it is checked and given a revision.
+#[derive(Debug)]
+pub(crate) enum WriteOp {
+    Create {
+        key: String,
+        value: Bytes,
+    },
+    Update {
+        key: String,
+        value: Bytes,
+        expected: Option<Revision>,
+    },
+    Delete {
+        key: String,
+        expected: Option<Revision>,
+    },
+}
+
+impl WriteOp {
+    fn key(&self) -> &str {
+        match self {
+            WriteOp::Create { key, .. }
+            | WriteOp::Update { key, .. }
+            | WriteOp::Delete { key, .. } => key,
+        }
+    }
+}
+
+/// One version of a key. `value: None` is a deletion (tombstone).
+#[derive(Clone, Debug)]
+struct Version {
+    mod_revision: Revision,
+    create_revision: Revision,
+    value: Option<Bytes>,
+}
+
+/// The store's data: current state, history and change log.
+#[derive(Debug, Default)]
+pub(crate) struct State {
+    /// Each key's versions, oldest first, all newer than the compacted revision except the
+    /// first, which may be the version visible at the compacted revision.
+    keys: BTreeMap<String, Vec<Version>>,
+    /// The change of every revision in `compacted + 1 ..= current`, in order.
+    log: VecDeque<WatchEvent>,
+    current: Revision,
+    compacted: Revision,
+}
+
+impl State {
+    /// A state holding `kvs` at revision `revision`, with no history (compacted = current).
+    pub(crate) fn restored(kvs: Vec<KeyValue>, revision: Revision) -> State {
+        let current = kvs
+            .iter()
+            .map(|kv| kv.mod_revision)
+            .fold(revision.max(0), Revision::max);
+        let keys = kvs
+            .into_iter()
+            .map(|kv| {
+                let version = Version {
+                    mod_revision: kv.mod_revision,
+                    create_revision: kv.create_revision,
+                    value: Some(kv.value),
+                };
+                (kv.key, vec![version])
+            })
+            .collect();
+        State {
+            keys,
+            log: VecDeque::new(),
+            current,
+            compacted: current,
+        }
+    }
+
+    pub(crate) fn current(&self) -> Revision {
+        self.current
+    }
+
+    pub(crate) fn compacted(&self) -> Revision {
+        self.compacted
+    }
+
+    /// The value of `key` at revision `at`.
+    fn visible(&self, key: &str, versions: &[Version], at: Revision) -> Option<KeyValue> {
+        let idx = versions.partition_point(|v| v.mod_revision <= at);
+        let version = versions.get(idx.checked_sub(1)?)?;
+        Some(KeyValue {
+            key: key.to_owned(),
+            value: version.value.clone()?,
+            create_revision: version.create_revision,
+            mod_revision: version.mod_revision,
+        })
+    }
+
+    pub(crate) fn get(&self, key: &str) -> Option<KeyValue> {
+        let versions = self.keys.get(key)?;
+        self.visible(key, versions, self.current)
+    }
+
+    /// Checks that `at` is a readable revision and resolves None to the current one.
+    pub(crate) fn read_revision(&self, at: Option<Revision>) -> Result<Revision> {
+        let at = at.unwrap_or(self.current);
+        if at > self.current {
+            return Err(Error::FutureRevision {
+                requested: at,
+                current: self.current,
+            });
+        }
+        if at < self.compacted {
+            return Err(Error::Compacted {
+                requested: at,
+                compacted: self.compacted,
+            });
+        }
+        Ok(at)
+    }
+
+    pub(crate) fn range(
+        &self,
+        prefix: &str,
+        start_after: Option<&str>,
+        limit: usize,
+        at: Option<Revision>,
+    ) -> Result<RangeResult> {
+        let at = self.read_revision(at)?;
+        let start = match start_after {
+            Some(after) if after >= prefix => Bound::Excluded(after),
+            _ => Bound::Included(prefix),
+        };
+        let mut kvs = Vec::new();
+        let mut more = false;
+        let candidates = self
+            .keys
+            .range::<str, _>((start, Bound::Unbounded))
+            .take_while(|(key, _)| key.starts_with(prefix));
+        for (key, versions) in candidates {
+            let Some(kv) = self.visible(key, versions, at) else {
+                continue;
+            };
+            if limit > 0 && kvs.len() == limit {
+                more = true;
+                break;
+            }
+            kvs.push(kv);
+        }
+        Ok(RangeResult {
+            kvs,
+            more,
+            revision: at,
+        })
+    }
+
+    /// Decides each write in order against the current state, as amended by the earlier writes
+    /// of the same batch, giving each accepted write the next revision. Changes nothing.
+    pub(crate) fn plan(&self, ops: Vec<WriteOp>) -> Vec<Result<WatchEvent>> {
+        let mut next = self.current;
+        let mut overlay: HashMap<String, Option<KeyValue>> = HashMap::new();
+        ops.into_iter()
+            .map(|op| {
+                let latest = match overlay.get(op.key()) {
+                    Some(kv) => kv.clone(),
+                    None => self.get(op.key()),
+                };
+                let event = decide(op, latest, next + 1)?;
+                next += 1;
+                let after = match event.kind {
+                    EventKind::Put => Some(event.kv.clone()),
+                    EventKind::Delete => None,
+                };
+                overlay.insert(event.kv.key.clone(), after);
+                Ok(event)
+            })
+            .collect()
+    }
+
+    /// Applies planned changes, which must carry the revisions `current + 1, current + 2, ...`.
+    pub(crate) fn apply(&mut self, events: &[WatchEvent]) {
+        for event in events {
+            let kv = &event.kv;
+            debug_assert_eq!(kv.mod_revision, self.current + 1);
+            let value = match event.kind {
+                EventKind::Put => Some(kv.value.clone()),
+                EventKind::Delete => None,
+            };
+            let version = Version {
+                mod_revision: kv.mod_revision,
+                create_revision: kv.create_revision,
+                value,
+            };
+            match self.keys.get_mut(kv.key.as_str()) {
+                Some(versions) => versions.push(version),
+                None => {
+                    self.keys.insert(kv.key.clone(), vec![version]);
+                }
+            }
+            self.log.push_back(event.clone());
+            self.current = kv.mod_revision;
+        }
+    }
+
+    /// The logged changes after revision `after`, oldest first. `after` must not be below the
+    /// compacted revision.
+    pub(crate) fn changes_after(&self, after: Revision) -> impl Iterator<Item = &WatchEvent> {
+        let skip = usize::try_from(after.saturating_sub(self.compacted)).unwrap_or(0);
+        self.log.iter().skip(skip)
+    }
+
+    /// Forgets history at or below `revision` (which must be in `compacted..=current`). Only keys
+    /// changed in the forgotten revisions are visited.
+    pub(crate) fn compact(&mut self, revision: Revision) {
+        while self
+            .log
+            .front()
+            .is_some_and(|event| event.kv.mod_revision <= revision)
+        {
+            let Some(event) = self.log.pop_front() else {
+                break;
+            };
+            let key = event.kv.key;
+            let Some(versions) = self.keys.get_mut(key.as_str()) else {
+                continue;
+            };
+            // Keep the version visible at `revision` (if any) and everything newer.
+            let visible = versions.partition_point(|v| v.mod_revision <= revision);
+            if visible > 1 {
+                versions.drain(..visible - 1);
+            }
+            if versions
+                .first()
+                .is_some_and(|v| v.value.is_none() && v.mod_revision <= revision)
+            {
+                versions.remove(0);
+            }
+            if versions.is_empty() {
+                self.keys.remove(key.as_str());
+            }
+        }
+        self.compacted = revision;
+    }
+
+    /// Number of keys with any retained version (live, deleted-but-retained). For tests.
+    #[cfg(test)]
+    pub(crate) fn indexed_keys(&self) -> usize {
+        self.keys.len()
+    }
+}
+
+/// Decides one write against the key's latest value, at revision `revision`.
+fn decide(op: WriteOp, latest: Option<KeyValue>, revision: Revision) -> Result<WatchEvent> {
+    fn check(key: &str, current: &KeyValue, expected: Option<Revision>) -> Result<()> {
+        match expected {
+            Some(expected) if expected != current.mod_revision => Err(Error::Conflict {
+                key: key.to_owned(),
+                expected,
+                actual: current.mod_revision,
+            }),
+            _ => Ok(()),
+        }
+    }
+    match (op, latest) {
+        (WriteOp::Create { key, .. }, Some(_)) => Err(Error::AlreadyExists { key }),
+        (WriteOp::Create { key, value }, None) => Ok(WatchEvent {
+            kind: EventKind::Put,
+            kv: KeyValue {
+                key,
+                value,
+                create_revision: revision,
+                mod_revision: revision,
+            },
+            prev: None,
+        }),
+        (WriteOp::Update { key, .. } | WriteOp::Delete { key, .. }, None) => {
+            Err(Error::NotFound { key })
+        }
+        (
+            WriteOp::Update {
+                key,
+                value,
+                expected,
+            },
+            Some(current),
+        ) => {
+            check(&key, &current, expected)?;
+            Ok(WatchEvent {
+                kind: EventKind::Put,
+                kv: KeyValue {
+                    key,
+                    value,
+                    create_revision: current.create_revision,
+                    mod_revision: revision,
+                },
+                prev: Some(current),
+            })
+        }
+        (WriteOp::Delete { key, expected }, Some(current)) => {
+            check(&key, &current, expected)?;
+            Ok(WatchEvent {
+                kind: EventKind::Delete,
+                kv: KeyValue {
+                    mod_revision: revision,
+                    ..current.clone()
+                },
+                prev: Some(current),
+            })
+        }
+    }
+}
