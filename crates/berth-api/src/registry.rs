@@ -536,6 +536,16 @@ impl ResourceType {
         self.verbs.contains(&verb)
     }
 
+    /// The entry of the same group and resource in the group's preferred version (itself when
+    /// this is the preferred version). Versions of one resource share storage: a
+    /// `scheduling.k8s.io/v1beta1` PriorityClass is the `v1` object under another apiVersion.
+    pub fn canonical(&'static self) -> &'static ResourceType {
+        versions(self.group)
+            .into_iter()
+            .find_map(|v| find(self.group, v, self.plural))
+            .unwrap_or(self)
+    }
+
     /// The URL prefix of this resource's group version: `/api/v1` or `/apis/<group>/<version>`.
     pub fn group_version_path(&self) -> String {
         if self.group.is_empty() {
@@ -665,6 +675,12 @@ mod tests {
         assert!(find_kind("v1", "Deployment").is_none());
         let pc = find_kind("scheduling.k8s.io/v1beta1", "PriorityClass").unwrap();
         assert_eq!(pc.version, "v1beta1");
+        assert_eq!(pc.canonical().version, "v1");
+        assert_eq!(pc.canonical().canonical(), pc.canonical());
+        assert_eq!(find("", "v1", "pods").unwrap().canonical().plural, "pods");
+        // events.k8s.io events are their own group; the server converts between the two.
+        let ev = find("events.k8s.io", "v1", "events").unwrap();
+        assert_eq!(ev.canonical().group, "events.k8s.io");
     }
 
     #[test]
