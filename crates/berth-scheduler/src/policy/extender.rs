@@ -1,7 +1,13 @@
 //! Scheduler extenders as the policy file declares them. berth parses and validates them but
 //! never calls them.
 
+use std::collections::BTreeSet;
+
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::syntax::{is_extended_resource_name, qualified_name_errors};
+use super::PolicyEntryError;
 
 /// One `extenders` entry (upstream's `ExtenderConfig`). Kept for validation and reporting only:
 /// **berth does not call extenders**.
@@ -77,4 +83,46 @@ pub struct ExtenderManagedResource {
     pub name: String,
     /// Whether the scheduler's PodFitsResources ignores this resource.
     pub ignored_by_scheduler: bool,
+}
+
+/// Decodes and validates the `extenders` list (scheduler spec §6.2).
+pub(crate) fn extenders(items: &[Value], errors: &mut Vec<PolicyEntryError>) -> Vec<Extender> {
+    let mut out = Vec::new();
+    let mut managed = BTreeSet::new();
+    for (i, item) in items.iter().enumerate() {
+        let label = match item.get("urlPrefix").and_then(Value::as_str) {
+            Some(url) => format!("extenders[{i}] ({url})"),
+            None => format!("extenders[{i}]"),
+        };
+        let extender: Extender = match serde_json::from_value(item.clone()) {
+            Ok(e) => e,
+            Err(e) => {
+                errors.push(PolicyEntryError::new(label, e.to_string()));
+                continue;
+            }
+        };
+        if !extender.prioritize_verb.is_empty() && extender.weight <= 0 {
+            errors.push(PolicyEntryError::new(
+                &label,
+                format!("Priority for extender {} should have a positive weight applied to it", extender.url_prefix),
+            ));
+        }
+        for resource in &extender.managed_resources {
+            for problem in qualified_name_errors(&resource.name) {
+                errors.push(PolicyEntryError::new(&label, format!("managedResources {:?}: {problem}", resource.name)));
+            }
+            if !is_extended_resource_name(&resource.name) {
+                errors.push(PolicyEntryError::new(&label, format!("{} is an invalid extended resource name", resource.name)));
+            }
+            if !managed.insert(resource.name.clone()) {
+                errors.push(PolicyEntryError::new(&label, format!("Duplicate extender managed resource name {}", resource.name)));
+            }
+        }
+        out.push(extender);
+    }
+    let binders = out.iter().filter(|e| !e.bind_verb.is_empty()).count();
+    if binders > 1 {
+        errors.push(PolicyEntryError::new("extenders", format!("Only one extender can implement bind, found {binders}")));
+    }
+    out
 }

@@ -34,6 +34,7 @@
 //! assert_eq!(policy.ordered_predicates()[0].name, "CheckNodeCondition");
 //! ```
 
+mod arguments;
 mod defaults;
 mod error;
 mod extender;
@@ -41,12 +42,11 @@ mod names;
 mod order;
 mod parse;
 mod serialize;
+mod syntax;
 mod validate;
 
 #[cfg(test)]
 mod tests;
-
-use serde::Serialize;
 
 pub use error::{PolicyEntryError, PolicyError};
 pub use extender::{Extender, ExtenderManagedResource, ExtenderTlsConfig};
@@ -54,8 +54,9 @@ pub use names::{PredicateName, PriorityName};
 
 /// A validated scheduler policy.
 ///
-/// Serializing it (`serde_json::to_string`) yields a `kind: Policy` v1 file that
-/// [`Policy::from_str`] loads back to an equal value.
+/// Serializing it (`serde_json::to_string`, or [`Policy::to_json`]) yields a `kind: Policy` v1
+/// file that [`Policy::from_str`] loads back to an equal value; [`PredicateConfig`] and
+/// [`PriorityConfig`] serialize as the file's entries.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Policy {
     /// The configured predicates in file order (the file's list, or the defaults when the file
@@ -77,7 +78,7 @@ pub struct Policy {
 }
 
 /// One predicate of the policy: the name the file gives it and what it checks.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct PredicateConfig {
     /// The name as written in the file (for a static predicate possibly an alias, e.g.
     /// `PodFitsPorts`; for a configurable one the user's name, e.g. `Region`).
@@ -87,7 +88,7 @@ pub struct PredicateConfig {
 }
 
 /// What a predicate checks: a static predicate, or one configured by its `argument`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum PredicateKind {
     /// A registered static predicate.
     Builtin(PredicateName),
@@ -108,7 +109,7 @@ pub enum PredicateKind {
 }
 
 /// One priority of the policy: its name, weight and what it scores.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct PriorityConfig {
     /// The name as written in the file.
     pub name: String,
@@ -119,7 +120,7 @@ pub struct PriorityConfig {
 }
 
 /// What a priority scores: a static priority, or one configured by its `argument`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum PriorityKind {
     /// A registered static priority.
     Builtin(PriorityName),
