@@ -170,10 +170,12 @@ pub(crate) fn documentation_form(text: &str) -> Option<String> {
                 changed = true;
             }
             closed_flow_indent = Some(open_flow_indent);
-        } else if depth_before == 0 && depth_after == 0 && !code.trim().is_empty() {
-            if !is_key_line(&line) || indent(&line) <= open_flow_indent {
-                closed_flow_indent = None;
-            }
+        } else if depth_before == 0
+            && depth_after == 0
+            && !code.trim().is_empty()
+            && (!is_key_line(&line) || indent(&line) <= open_flow_indent)
+        {
+            closed_flow_indent = None;
         }
         out.push(line);
     }
