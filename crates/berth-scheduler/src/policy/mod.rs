@@ -15,7 +15,18 @@
 //! Accepted forms (see `parse.rs`): `apiVersion: v1`, the documentation's `version: "v1"`, or no
 //! version at all, always with `kind: Policy`. The documentation's samples load as printed,
 //! including `...` elision lines, callout numbers after values and the "sample modified" file's
-//! JSON-in-YAML layout.
+//! JSON-in-YAML layout. Unknown keys are ignored, as upstream.
+//!
+//! Decisions beyond upstream 1.11 (each a load error that names the entry):
+//! * `predicates` / `priorities` absent means [`Policy::default_policy`]'s lists; `[]` means
+//!   none (besides the mandatory `CheckNodeCondition`).
+//! * `CheckNodeLabelPresence` and `checkServiceAffinity` without an argument are rejected with
+//!   upstream's "Predicate type not found" message and a hint to give the argument.
+//! * Configurable predicates run in their type's slot (see [`Policy::ordered_predicates`]).
+//! * Duplicate names (and `PodFitsPorts` next to `PodFitsHostPorts`) are rejected.
+//! * Argument label keys must be valid label keys, label lists non-empty, and `presence` must
+//!   be given explicitly (upstream silently reads a missing `presence` as `false`).
+//! * `weight` must be an integer (not a string, not a float).
 //!
 //! ```
 //! # use berth_scheduler::policy::{Policy, PredicateKind};
