@@ -1,1 +1,36 @@
-//! berth-core
+//! berth-core: the shared, pure model of berth.
+//!
+//! What it is: functions over Kubernetes JSON shapes (`serde_json::Value`) that every other
+//! crate needs to agree on, written to match upstream Kubernetes behaviour and messages:
+//!
+//! * [`quantity`]: resource quantities (`100m`, `1.5Gi`) with upstream canonical printing;
+//! * [`labels`]: label selectors, string form (`a in (x,y),!b`) and `LabelSelector` JSON;
+//! * [`fields`]: field selectors (`spec.nodeName=n1,status.phase!=Failed`);
+//! * [`patch`]: strategic merge patch with per-kind list strategies and directives;
+//! * [`validation`]: upstream-exact field validation (`FieldError` with upstream messages);
+//! * [`qos`]: a pod's QoS class.
+//!
+//! What it is not: no I/O, no clock, no HTTP status mapping (the API server turns
+//! [`validation::FieldError`]s and the error enums here into `Status` objects), no typed API
+//! structs.
+//!
+//! ```
+//! use berth_core::{labels::Selector, quantity::Quantity, qos::qos_class};
+//! use serde_json::json;
+//!
+//! let sel = Selector::parse("tier in (web,api),!canary").unwrap();
+//! let labels = json!({"tier": "web"});
+//! assert!(sel.matches(labels.as_object().unwrap()));
+//!
+//! assert_eq!(Quantity::parse("1.5").unwrap().to_string(), "1500m");
+//!
+//! let spec = json!({"containers": [{"name": "c", "resources": {"limits": {"cpu": "1", "memory": "1Gi"}}}]});
+//! assert_eq!(qos_class(&spec), "Guaranteed");
+//! ```
+
+pub mod fields;
+pub mod labels;
+pub mod patch;
+pub mod qos;
+pub mod quantity;
+pub mod validation;
