@@ -326,7 +326,8 @@ impl Quantity {
         }
         let mut format = self.format;
         if format == Format::BinarySI
-            && (self.nanos.abs() < 1024 * NANO_PER_UNIT || self.nanos % NANO_PER_UNIT != 0)
+            && (self.nanos.unsigned_abs() < (1024 * NANO_PER_UNIT) as u128
+                || self.nanos % NANO_PER_UNIT != 0)
         {
             format = Format::DecimalSI;
         }
