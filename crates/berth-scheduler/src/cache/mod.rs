@@ -1,0 +1,301 @@
+//! The cluster cache: nodes, the pods placed on them, and the objects the predicates and
+//! priorities read, kept up to date incrementally by the driver.
+//!
+//! Besides per-node aggregates (requested resources, ports, volumes, pod count) it keeps the
+//! indexes that let a decision avoid scanning every pod of the cluster: pods by
+//! (namespace, label key, value) with per-node counts, the distinct (anti-)affinity terms of
+//! placed pods with per-node counts, and nodes by (label key, value).
+
+mod dump;
+mod objects;
+mod pods;
+mod query;
+
+use crate::compiled::Selector;
+use crate::events::{ClusterEvent, NodeChange};
+use crate::intern::{Interner, Sym};
+use crate::model::{Node, Pod};
+use crate::node_info::NodeInfo;
+use crate::pod_info::{PodInfo, Term};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use thiserror::Error;
+
+pub use dump::CacheDump;
+pub(crate) use objects::Workload;
+
+/// Errors from cache updates.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum CacheError {
+    /// The object could not be decoded.
+    #[error("cannot decode {kind}: {reason}")]
+    Decode {
+        /// Object kind.
+        kind: &'static str,
+        /// Decoder message.
+        reason: String,
+    },
+    /// The pod is already in the cache (assume of a placed pod).
+    #[error("pod {0} is already in the cache")]
+    PodExists(String),
+    /// The pod is not in the cache.
+    #[error("pod {0} is not in the cache")]
+    PodNotFound(String),
+    /// The pod is in the cache but was not assumed.
+    #[error("pod {0} was not assumed")]
+    NotAssumed(String),
+}
+
+/// Pods indexed by one label pair, with per-node counts.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Posting {
+    pub pods: HashSet<u32>,
+    pub nodes: HashMap<u32, u32>,
+}
+
+/// Kind of an (anti-)affinity term carried by a placed pod.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) enum TermKind {
+    RequiredAnti,
+    RequiredAffinity,
+    PreferredAffinity,
+    PreferredAnti,
+}
+
+/// A distinct term of placed pods and where its carriers are.
+#[derive(Debug, Clone)]
+pub(crate) struct ExistingTerm {
+    pub kind: TermKind,
+    pub weight: i64,
+    pub term: Term,
+    pub nodes: HashMap<u32, u32>,
+    pub total: u32,
+}
+
+/// A pod held by the cache.
+#[derive(Debug, Clone)]
+pub(crate) struct PodSlot {
+    pub info: PodInfo,
+    pub node: u32,
+    pub assumed: bool,
+    pub seq: u64,
+    pub terms: Vec<u32>,
+    pub attach: Vec<(crate::node_info::AttachKind, Sym, Sym)>,
+}
+
+/// The scheduler's view of the cluster. See the module docs.
+#[derive(Debug, Clone, Default)]
+pub struct ClusterCache {
+    pub(crate) interner: Interner,
+    pub(crate) nodes: Vec<NodeInfo>,
+    node_by_name: HashMap<String, u32>,
+    free_nodes: Vec<u32>,
+    /// Existing nodes sorted by name: the order decisions visit nodes in.
+    pub(crate) order: Vec<u32>,
+    pub(crate) pods: Vec<Option<PodSlot>>,
+    pod_by_key: HashMap<String, u32>,
+    free_pods: Vec<u32>,
+    pub(crate) postings: HashMap<(Sym, Sym, Sym), Posting>,
+    pub(crate) ns_pods: HashMap<Sym, HashSet<u32>>,
+    pub(crate) terms: Vec<ExistingTerm>,
+    term_ids: HashMap<(TermKind, i64, Term), u32>,
+    pub(crate) term_index: HashMap<(Sym, Sym), Vec<u32>>,
+    pub(crate) generic_terms: Vec<u32>,
+    /// Number of placed pods carrying each term kind (for fast skips).
+    pub(crate) term_kind_pods: [usize; 4],
+    pub(crate) topo: HashMap<(Sym, Sym), Vec<u32>>,
+    pub(crate) services: BTreeMap<String, Workload>,
+    pub(crate) controllers: BTreeMap<String, Workload>,
+    pub(crate) pvs: HashMap<String, objects::CompiledPv>,
+    pub(crate) pvcs: HashMap<String, crate::model::PersistentVolumeClaim>,
+    pub(crate) classes: HashMap<String, objects::CompiledClass>,
+    generation: u64,
+    seq: u64,
+}
+
+impl ClusterCache {
+    /// An empty cache.
+    pub fn new() -> ClusterCache {
+        ClusterCache::default()
+    }
+
+    /// Global generation: bumped on every change.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// Number of nodes (node objects present).
+    pub fn node_count(&self) -> usize {
+        self.order.len()
+    }
+
+    /// Number of pods held (bound and assumed).
+    pub fn pod_count(&self) -> usize {
+        self.pod_by_key.len()
+    }
+
+    /// The generation of a node's info, if the node exists.
+    pub fn node_generation(&self, name: &str) -> Option<u64> {
+        self.node_by_name
+            .get(name)
+            .map(|&ix| self.nodes[ix as usize].generation)
+    }
+
+    /// The compiled node, if present.
+    pub fn node(&self, name: &str) -> Option<&NodeInfo> {
+        self.node_by_name
+            .get(name)
+            .map(|&ix| &self.nodes[ix as usize])
+            .filter(|n| n.exists)
+    }
+
+    /// The interner (for resolving symbols in explanations).
+    pub fn interner(&self) -> &Interner {
+        &self.interner
+    }
+
+    pub(crate) fn node_index(&self, name: &str) -> Option<u32> {
+        self.node_by_name.get(name).copied()
+    }
+
+    /// Compiles a pod against this cache's interner (adds new label strings).
+    pub fn compile_pod(&mut self, pod: &Pod) -> PodInfo {
+        PodInfo::compile(pod, &mut self.interner)
+    }
+
+    /// Decodes and compiles a pod from Kubernetes JSON.
+    pub fn compile_pod_json(&mut self, bytes: &[u8]) -> Result<PodInfo, CacheError> {
+        let pod: Pod = serde_json::from_slice(bytes).map_err(|e| CacheError::Decode {
+            kind: "Pod",
+            reason: e.to_string(),
+        })?;
+        Ok(self.compile_pod(&pod))
+    }
+
+    fn bump(&mut self) {
+        self.generation += 1;
+    }
+
+    fn slot_for_node(&mut self, name: &str) -> u32 {
+        if let Some(&ix) = self.node_by_name.get(name) {
+            return ix;
+        }
+        let info = NodeInfo {
+            name: name.to_string(),
+            ..NodeInfo::default()
+        };
+        let ix = match self.free_nodes.pop() {
+            Some(ix) => {
+                self.nodes[ix as usize] = info;
+                ix
+            }
+            None => {
+                self.nodes.push(info);
+                (self.nodes.len() - 1) as u32
+            }
+        };
+        self.node_by_name.insert(name.to_string(), ix);
+        ix
+    }
+
+    fn topo_update(&mut self, ix: u32, add: bool) {
+        let labels = self.nodes[ix as usize].labels.0.clone();
+        for (k, v) in labels {
+            let e = self.topo.entry((k, v)).or_default();
+            if add {
+                e.push(ix);
+            } else {
+                e.retain(|&n| n != ix);
+                if e.is_empty() {
+                    self.topo.remove(&(k, v));
+                }
+            }
+        }
+    }
+
+    fn order_insert(&mut self, ix: u32) {
+        let name = &self.nodes[ix as usize].name;
+        let nodes = &self.nodes;
+        let pos = self
+            .order
+            .partition_point(|&o| nodes[o as usize].name.as_str() < name.as_str());
+        self.order.insert(pos, ix);
+    }
+
+    /// Adds or replaces a node.
+    pub fn upsert_node(&mut self, node: &Node) -> ClusterEvent {
+        self.bump();
+        let ix = self.slot_for_node(&node.metadata.name);
+        let old = self.nodes[ix as usize].clone();
+        if old.exists {
+            self.topo_update(ix, false);
+        }
+        self.nodes[ix as usize].set_node(node, &mut self.interner);
+        self.topo_update(ix, true);
+        if !old.exists {
+            self.order_insert(ix);
+            return ClusterEvent::NodeAdded;
+        }
+        let new = &self.nodes[ix as usize];
+        ClusterEvent::NodeChanged(NodeChange {
+            labels: old.labels != new.labels,
+            taints: old.taints != new.taints,
+            allocatable: old.alloc != new.alloc || old.alloc_pods != new.alloc_pods,
+            conditions: old.conditions != new.conditions,
+            unschedulable: old.unschedulable != new.unschedulable,
+        })
+    }
+
+    /// Adds or replaces a node from Kubernetes JSON.
+    pub fn upsert_node_json(&mut self, bytes: &[u8]) -> Result<ClusterEvent, CacheError> {
+        let node: Node = serde_json::from_slice(bytes).map_err(|e| CacheError::Decode {
+            kind: "Node",
+            reason: e.to_string(),
+        })?;
+        Ok(self.upsert_node(&node))
+    }
+
+    /// Removes a node. Pods bound to it stay accounted on a placeholder until they are removed.
+    pub fn remove_node(&mut self, name: &str) -> Option<ClusterEvent> {
+        let ix = *self.node_by_name.get(name)?;
+        if !self.nodes[ix as usize].exists {
+            return None;
+        }
+        self.bump();
+        self.topo_update(ix, false);
+        self.order.retain(|&o| o != ix);
+        let n = &mut self.nodes[ix as usize];
+        let pods = std::mem::take(&mut n.pods);
+        *n = NodeInfo {
+            name: name.to_string(),
+            pods,
+            generation: n.generation + 1,
+            ..NodeInfo::default()
+        };
+        self.release_node_if_empty(ix);
+        Some(ClusterEvent::NodeDeleted)
+    }
+
+    fn release_node_if_empty(&mut self, ix: u32) {
+        let n = &self.nodes[ix as usize];
+        if !n.exists && n.pods.is_empty() {
+            self.node_by_name.remove(&n.name);
+            self.nodes[ix as usize] = NodeInfo::default();
+            self.free_nodes.push(ix);
+        }
+    }
+
+    pub(crate) fn pod_slot(&self, ix: u32) -> Option<&PodSlot> {
+        self.pods.get(ix as usize).and_then(|p| p.as_ref())
+    }
+
+    /// Services in a namespace whose selector matches the pod.
+    pub(crate) fn matching_services<'a>(
+        &'a self,
+        pod: &'a PodInfo,
+    ) -> impl Iterator<Item = &'a Selector> + 'a {
+        self.services
+            .values()
+            .filter(move |w| w.ns == pod.ns && w.selector.matches(&pod.labels, &self.interner))
+            .map(|w| &w.selector)
+    }
+}

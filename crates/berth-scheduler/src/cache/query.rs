@@ -1,0 +1,108 @@
+//! Read-side queries over the cache indexes, used once per decision (never per node).
+
+use super::{ClusterCache, TermKind};
+use crate::compiled::Selector;
+use crate::intern::Sym;
+use crate::pod_info::{PodInfo, Term};
+
+impl ClusterCache {
+    /// Calls `f(node_slot, count)` for the placed pods matching `term` (namespaces and selector),
+    /// grouped by node. A node may be reported more than once.
+    pub(crate) fn for_each_term_match(&self, term: &Term, mut f: impl FnMut(u32, u32)) {
+        if term.selector.nothing {
+            return;
+        }
+        for &ns in &term.namespaces {
+            self.for_each_selector_match(ns, &term.selector, &mut f);
+        }
+    }
+
+    /// Calls `f(node_slot, count)` for placed pods in `ns` matching `sel`.
+    pub(crate) fn for_each_selector_match(
+        &self,
+        ns: Sym,
+        sel: &Selector,
+        f: &mut impl FnMut(u32, u32),
+    ) {
+        if sel.nothing {
+            return;
+        }
+        match sel.index_pair() {
+            Some((k, v)) => {
+                let Some(p) = self.postings.get(&(ns, k, v)) else {
+                    return;
+                };
+                if sel.reqs.len() == 1 {
+                    for (&n, &c) in &p.nodes {
+                        f(n, c);
+                    }
+                } else {
+                    for &ix in &p.pods {
+                        if let Some(s) = self.pod_slot(ix) {
+                            if sel.matches(&s.info.labels, &self.interner) {
+                                f(s.node, 1);
+                            }
+                        }
+                    }
+                }
+            }
+            None => {
+                let Some(set) = self.ns_pods.get(&ns) else {
+                    return;
+                };
+                for &ix in set {
+                    if let Some(s) = self.pod_slot(ix) {
+                        if sel.matches(&s.info.labels, &self.interner) {
+                            f(s.node, 1);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Calls `f(term_id)` for each distinct term of placed pods, of one of `kinds`, that `pod`
+    /// matches.
+    pub(crate) fn for_each_existing_term_matching(
+        &self,
+        pod: &PodInfo,
+        kinds: &[TermKind],
+        mut f: impl FnMut(u32),
+    ) {
+        if kinds.iter().all(|k| self.term_kind_pods[*k as usize] == 0) {
+            return;
+        }
+        let mut visit = |id: u32| {
+            let t = &self.terms[id as usize];
+            if t.total > 0
+                && kinds.contains(&t.kind)
+                && t.term.matches(pod.ns, &pod.labels, &self.interner)
+            {
+                f(id);
+            }
+        };
+        for pair in &pod.labels.0 {
+            if let Some(ids) = self.term_index.get(pair) {
+                for &id in ids {
+                    visit(id);
+                }
+            }
+        }
+        for &id in &self.generic_terms {
+            visit(id);
+        }
+    }
+
+    /// Calls `f(node_slot)` for every node in the same topology (`key`) as node `src`.
+    #[inline]
+    pub(crate) fn for_each_same_topology(&self, src: u32, key: Sym, mut f: impl FnMut(u32)) {
+        let Some(v) = self.nodes[src as usize].labels.get(key) else {
+            return;
+        };
+        if let Some(nodes) = self.topo.get(&(key, v)) {
+            for &n in nodes {
+                f(n);
+            }
+        }
+    }
+}

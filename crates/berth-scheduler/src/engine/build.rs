@@ -1,0 +1,183 @@
+//! `Scheduler::builder()`: turns a policy into the ordered predicate and priority lists.
+
+use super::Scheduler;
+use crate::policy::{Policy, PredicateKind, PredicateName, PriorityKind, PriorityName};
+use crate::predicates::Pred;
+use crate::priorities::Prio;
+use rand::SeedableRng;
+use thiserror::Error;
+
+/// Errors from [`SchedulerBuilder::build`].
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum BuildError {
+    /// hardPodAffinitySymmetricWeight outside 1..100.
+    #[error("invalid hardPodAffinitySymmetricWeight: {0}, must be in the range 1-100")]
+    HardPodAffinityWeight(i32),
+    /// A priority weight ≤ 0.
+    #[error("Priority {0} should have a positive weight applied to it or it has overflown")]
+    Weight(String),
+}
+
+/// Builds a [`Scheduler`]; defaults: the default policy, seed 0, score every node.
+#[derive(Debug, Clone)]
+pub struct SchedulerBuilder {
+    policy: Option<Policy>,
+    seed: u64,
+    percentage: u32,
+    max_pd_vols: Option<i64>,
+    parallel_threshold: usize,
+}
+
+impl Default for SchedulerBuilder {
+    fn default() -> Self {
+        SchedulerBuilder {
+            policy: None,
+            seed: 0,
+            percentage: 100,
+            max_pd_vols: None,
+            parallel_threshold: 4096,
+        }
+    }
+}
+
+impl SchedulerBuilder {
+    /// The policy (default: [`Policy::default_policy`]).
+    pub fn policy(mut self, p: Policy) -> Self {
+        self.policy = Some(p);
+        self
+    }
+    /// Seed of the tie-breaking RNG.
+    pub fn seed(mut self, s: u64) -> Self {
+        self.seed = s;
+        self
+    }
+    /// `percentageOfNodesToScore`: 100 (default) evaluates every node; 1..99 stops filtering after
+    /// `max(100, N*p/100)` feasible nodes; 0 is the adaptive 1.14+ rule.
+    pub fn percentage_of_nodes_to_score(mut self, p: u32) -> Self {
+        self.percentage = p;
+        self
+    }
+    /// `KUBE_MAX_PD_VOLS`: overrides the default attach limits of the volume-count predicates.
+    pub fn max_pd_vols(mut self, v: Option<i64>) -> Self {
+        self.max_pd_vols = v.filter(|v| *v > 0);
+        self
+    }
+    /// Node count from which filtering is split over rayon (default 4096; `usize::MAX` disables).
+    pub fn parallel_threshold(mut self, n: usize) -> Self {
+        self.parallel_threshold = n;
+        self
+    }
+
+    /// Validates and builds.
+    pub fn build(self) -> Result<Scheduler, BuildError> {
+        let policy = self.policy.unwrap_or_else(Policy::default_policy);
+        let hw = policy.hard_pod_affinity_symmetric_weight;
+        if !(1..=100).contains(&hw) {
+            return Err(BuildError::HardPodAffinityWeight(hw));
+        }
+        let mut arg_labels: Vec<Vec<String>> = Vec::new();
+        let mut preds: Vec<Pred> = Vec::new();
+        for p in policy.ordered_predicates() {
+            let pred = match &p.kind {
+                PredicateKind::Builtin(n) => builtin_pred(*n),
+                PredicateKind::LabelsPresence { labels, presence } => {
+                    arg_labels.push(labels.clone());
+                    Pred::CheckNodeLabelPresence {
+                        slot: arg_labels.len() - 1,
+                        presence: *presence,
+                    }
+                }
+                PredicateKind::ServiceAffinity { labels } => {
+                    arg_labels.push(labels.clone());
+                    Pred::CheckServiceAffinity {
+                        slot: arg_labels.len() - 1,
+                    }
+                }
+            };
+            if !preds.contains(&pred) {
+                preds.push(pred);
+            }
+        }
+        preds.sort_by_key(|p| p.rank());
+        let mut prios = Vec::new();
+        for p in &policy.priorities {
+            if p.weight <= 0 {
+                return Err(BuildError::Weight(p.name.clone()));
+            }
+            let prio = match &p.kind {
+                PriorityKind::Builtin(n) => builtin_prio(*n),
+                PriorityKind::ServiceAntiAffinity { label } => {
+                    arg_labels.push(vec![label.clone()]);
+                    Prio::ServiceAntiAffinity {
+                        slot: arg_labels.len() - 1,
+                    }
+                }
+                PriorityKind::LabelPreference { label, presence } => {
+                    arg_labels.push(vec![label.clone()]);
+                    Prio::NodeLabel {
+                        slot: arg_labels.len() - 1,
+                        presence: *presence,
+                    }
+                }
+            };
+            prios.push((prio, p.weight, p.name.clone()));
+        }
+        Ok(Scheduler {
+            preds,
+            prios,
+            arg_labels,
+            always_check_all: policy.always_check_all_predicates,
+            hard_weight: hw as i64,
+            percentage: self.percentage,
+            max_pd_vols: self.max_pd_vols,
+            parallel_threshold: self.parallel_threshold.max(2),
+            rng: rand::rngs::SmallRng::seed_from_u64(self.seed),
+            next_start: 0,
+            scratch: Default::default(),
+            counts: Vec::new(),
+        })
+    }
+}
+
+fn builtin_pred(n: PredicateName) -> Pred {
+    use PredicateName as N;
+    match n {
+        N::NoVolumeZoneConflict => Pred::NoVolumeZoneConflict,
+        N::MaxEBSVolumeCount => Pred::MaxEBSVolumeCount,
+        N::MaxGCEPDVolumeCount => Pred::MaxGCEPDVolumeCount,
+        N::MaxAzureDiskVolumeCount => Pred::MaxAzureDiskVolumeCount,
+        N::MaxCSIVolumeCountPred => Pred::MaxCSIVolumeCountPred,
+        N::MatchInterPodAffinity => Pred::MatchInterPodAffinity,
+        N::NoDiskConflict => Pred::NoDiskConflict,
+        N::GeneralPredicates => Pred::GeneralPredicates,
+        N::PodFitsResources => Pred::PodFitsResources,
+        N::PodFitsHostPorts => Pred::PodFitsHostPorts,
+        N::HostName => Pred::HostName,
+        N::MatchNodeSelector => Pred::MatchNodeSelector,
+        N::PodToleratesNodeTaints => Pred::PodToleratesNodeTaints,
+        N::PodToleratesNodeNoExecuteTaints => Pred::PodToleratesNodeNoExecuteTaints,
+        N::CheckNodeCondition => Pred::CheckNodeCondition,
+        N::CheckNodeMemoryPressure => Pred::CheckNodeMemoryPressure,
+        N::CheckNodeDiskPressure => Pred::CheckNodeDiskPressure,
+        N::CheckNodePIDPressure => Pred::CheckNodePIDPressure,
+        N::CheckNodeUnschedulable => Pred::CheckNodeUnschedulable,
+        N::CheckVolumeBinding => Pred::CheckVolumeBinding,
+    }
+}
+
+fn builtin_prio(n: PriorityName) -> Prio {
+    use PriorityName as N;
+    match n {
+        N::SelectorSpreadPriority => Prio::SelectorSpread,
+        N::InterPodAffinityPriority => Prio::InterPodAffinity,
+        N::LeastRequestedPriority => Prio::LeastRequested,
+        N::BalancedResourceAllocation => Prio::BalancedResourceAllocation,
+        N::NodePreferAvoidPodsPriority => Prio::NodePreferAvoidPods,
+        N::NodeAffinityPriority => Prio::NodeAffinity,
+        N::TaintTolerationPriority => Prio::TaintToleration,
+        N::ServiceSpreadingPriority => Prio::ServiceSpreading,
+        N::EqualPriority => Prio::Equal,
+        N::ImageLocalityPriority => Prio::ImageLocality,
+        N::MostRequestedPriority => Prio::MostRequested,
+    }
+}

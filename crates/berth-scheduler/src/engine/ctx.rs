@@ -1,0 +1,76 @@
+//! Per-decision pod state (`PreFilter`): everything about the pod and its relation to the cluster
+//! that does not depend on the candidate node, computed once per decision.
+
+use crate::cache::ClusterCache;
+use crate::intern::{Interner, Sym};
+use crate::node_info::AttachKind;
+use crate::pod_info::PodInfo;
+use crate::predicates::{check_volume_binding, match_inter_pod_affinity, no_volume_zone_conflict};
+
+/// Reusable per-node buffers, indexed by node slot.
+#[derive(Debug, Default)]
+pub(crate) struct Scratch {
+    /// Inter-pod affinity flags per node slot.
+    pub aff_flags: Vec<u8>,
+    /// Bitmask of own affinity terms satisfied per node slot.
+    pub aff_sat: Vec<u64>,
+    /// Per-node signed counts for priorities (inter-pod affinity, spreading).
+    pub counts: Vec<i64>,
+    /// Secondary per-node counts.
+    pub counts2: Vec<i64>,
+    /// Topology values already visited (dedupe buffer).
+    pub seen: Vec<(Sym, Sym)>,
+}
+
+impl Scratch {
+    pub(crate) fn reset(&mut self, n: usize) {
+        for v in [&mut self.counts, &mut self.counts2] {
+            v.clear();
+            v.resize(n, 0);
+        }
+        self.aff_flags.clear();
+        self.aff_flags.resize(n, 0);
+        self.aff_sat.clear();
+        self.aff_sat.resize(n, 0);
+    }
+}
+
+/// Everything the per-node checks read, computed once per decision.
+pub(crate) struct PodCtx<'a> {
+    /// The pod.
+    pub pod: &'a PodInfo,
+    /// The cache.
+    pub cache: &'a ClusterCache,
+    /// Symbols.
+    pub i: &'a Interner,
+    /// Inter-pod affinity state.
+    pub affinity: match_inter_pod_affinity::State<'a>,
+    /// Volume zone constraints of bound claims.
+    pub zones: no_volume_zone_conflict::State,
+    /// Volume binding state.
+    pub binding: check_volume_binding::State<'a>,
+    /// The pod's attachable volume ids.
+    pub attach: Vec<(AttachKind, Sym, Sym)>,
+    /// `KUBE_MAX_PD_VOLS` override.
+    pub max_pd_vols: Option<i64>,
+    /// Resolved label arguments of labelsPresence / labelPreference / serviceAntiAffinity entries.
+    pub label_args: Vec<Vec<Option<Sym>>>,
+    /// hardPodAffinitySymmetricWeight.
+    pub hard_weight: i64,
+    /// CSI drivers of the pod's volumes with their allocatable limit resource names.
+    pub csi_drivers: Vec<Sym>,
+    /// Limit resource symbol per CSI driver (parallel to `csi_drivers`).
+    pub csi_limits: Vec<Option<Sym>>,
+    /// serviceAffinity entries: the (key, value) pairs a node must carry; None = any node.
+    pub service_affinity: Vec<Vec<(Sym, Option<Sym>)>>,
+}
+
+impl PodCtx<'_> {
+    /// The allocatable resource naming the attach limit of a CSI driver.
+    pub(crate) fn csi_limit_key(&self, driver: Sym) -> Option<Sym> {
+        self.csi_drivers
+            .iter()
+            .position(|d| *d == driver)
+            .and_then(|i| self.csi_limits[i])
+    }
+}

@@ -1,0 +1,271 @@
+//! The scheduling algorithm: filter (predicates) → score (priorities) → select.
+
+mod build;
+mod ctx;
+pub(crate) mod filter;
+mod fit_error;
+
+pub use build::{BuildError, SchedulerBuilder};
+pub(crate) use ctx::{PodCtx, Scratch};
+pub use fit_error::FitError;
+
+use crate::cache::ClusterCache;
+use crate::pod_info::{CVolume, PodInfo};
+use crate::predicates::{
+    check_service_affinity, check_volume_binding, match_inter_pod_affinity,
+    no_volume_zone_conflict, Pred,
+};
+use crate::priorities::Prio;
+use rand::Rng;
+use serde::Serialize;
+
+/// The outcome of one scheduling decision.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub enum Decision {
+    /// Bind the pod to `node`; `score` is its weighted total (0 when it was the only feasible node).
+    Scheduled {
+        /// Chosen node.
+        node: String,
+        /// Weighted score.
+        score: i64,
+    },
+    /// No node fits.
+    Unschedulable(FitError),
+    /// The decision could not be made (no nodes, a predicate error); not a FitError, no preemption.
+    Error(String),
+}
+
+/// A scheduler: a policy plus selection state (tie-breaking RNG, filtering start index) and
+/// reusable buffers. Build with [`Scheduler::builder`].
+#[derive(Debug)]
+pub struct Scheduler {
+    pub(crate) preds: Vec<Pred>,
+    pub(crate) prios: Vec<(Prio, i64, String)>,
+    pub(crate) arg_labels: Vec<Vec<String>>,
+    pub(crate) always_check_all: bool,
+    pub(crate) hard_weight: i64,
+    percentage: u32,
+    max_pd_vols: Option<i64>,
+    parallel_threshold: usize,
+    rng: rand::rngs::SmallRng,
+    next_start: usize,
+    pub(crate) scratch: Scratch,
+    pub(crate) counts: Vec<i64>,
+}
+
+/// A pending pod nominated to a node (from preemption), considered by the two-pass filter.
+#[derive(Debug, Clone, Copy)]
+pub struct Nominated<'a> {
+    /// The nominated pod.
+    pub pod: &'a PodInfo,
+    /// The node it is nominated to.
+    pub node: &'a str,
+}
+
+impl Scheduler {
+    /// A builder with defaults.
+    pub fn builder() -> SchedulerBuilder {
+        SchedulerBuilder::default()
+    }
+
+    /// `numFeasibleNodesToFind` for `n` nodes under the configured percentage.
+    pub fn num_feasible_nodes_to_find(&self, n: usize) -> usize {
+        if n < 100 || self.percentage >= 100 {
+            return n;
+        }
+        let p = if self.percentage > 0 {
+            self.percentage as usize
+        } else {
+            50usize.saturating_sub(n / 125).max(5)
+        };
+        (n * p / 100).max(100)
+    }
+
+    pub(crate) fn prepare<'a>(
+        &'a mut self,
+        preds: &[Pred],
+        cache: &'a ClusterCache,
+        pod: &'a PodInfo,
+    ) -> Result<PodCtx<'a>, String> {
+        let i = &cache.interner;
+        let has_pred = |p: fn(&Pred) -> bool| preds.iter().any(p);
+        self.scratch.reset(cache.nodes.len());
+        let (all_terms, first_pod) = if has_pred(|p| *p == Pred::MatchInterPodAffinity) {
+            match_inter_pod_affinity::prepare(cache, pod, &mut self.scratch)?
+        } else {
+            (0, false)
+        };
+        let has_vols = !pod.volumes.is_empty();
+        let zones = if has_vols && has_pred(|p| *p == Pred::NoVolumeZoneConflict) {
+            no_volume_zone_conflict::prepare(cache, pod)
+        } else {
+            Default::default()
+        };
+        let binding = if has_vols && has_pred(|p| *p == Pred::CheckVolumeBinding) {
+            check_volume_binding::prepare(cache, pod)
+        } else {
+            Default::default()
+        };
+        if let Some(e) = &binding.error {
+            return Err(e.clone());
+        }
+        let label_args: Vec<Vec<Option<crate::intern::Sym>>> = self
+            .arg_labels
+            .iter()
+            .map(|ls| ls.iter().map(|l| i.get(l)).collect())
+            .collect();
+        let service_affinity = self
+            .arg_labels
+            .iter()
+            .enumerate()
+            .map(|(slot, _)| {
+                if preds.contains(&Pred::CheckServiceAffinity { slot }) {
+                    check_service_affinity::prepare(cache, pod, &label_args[slot])
+                } else {
+                    Vec::new()
+                }
+            })
+            .collect();
+        let mut csi_drivers = Vec::new();
+        for v in &pod.volumes {
+            if let CVolume::Csi { driver, .. } = v {
+                if !csi_drivers.contains(driver) {
+                    csi_drivers.push(*driver);
+                }
+            }
+        }
+        let csi_limits = csi_drivers
+            .iter()
+            .map(|d| i.get(&format!("attachable-volumes-csi-{}", i.resolve(*d))))
+            .collect();
+        let attach = if has_vols {
+            cache.attach_ids(pod)
+        } else {
+            Vec::new()
+        };
+        Ok(PodCtx {
+            pod,
+            cache,
+            i,
+            affinity: match_inter_pod_affinity::State {
+                flags: &self.scratch.aff_flags,
+                sat: &self.scratch.aff_sat,
+                all_terms,
+                first_pod,
+            },
+            zones,
+            binding,
+            attach,
+            max_pd_vols: self.max_pd_vols,
+            label_args,
+            hard_weight: self.hard_weight,
+            csi_drivers,
+            csi_limits,
+            service_affinity,
+        })
+    }
+
+    /// Schedules `pod` (compiled with [`ClusterCache::compile_pod`]) against the cache.
+    pub fn schedule(&mut self, cache: &ClusterCache, pod: &PodInfo) -> Decision {
+        self.schedule_with_nominated(cache, pod, &[])
+    }
+
+    /// Schedules with nominated pods taken into account (two-pass rule, scheduler.md §2.3).
+    pub fn schedule_with_nominated(
+        &mut self,
+        cache: &ClusterCache,
+        pod: &PodInfo,
+        nominated: &[Nominated],
+    ) -> Decision {
+        if cache.order.is_empty() {
+            return Decision::Error("no nodes available to schedule pods".into());
+        }
+        let n = cache.order.len();
+        let to_find = self.num_feasible_nodes_to_find(n);
+        let start = if to_find < n { self.next_start % n } else { 0 };
+        let parallel = to_find == n && n >= self.parallel_threshold;
+        let always = self.always_check_all;
+        let preds = std::mem::take(&mut self.preds);
+        let prios = std::mem::take(&mut self.prios);
+        let mut counts = std::mem::take(&mut self.counts);
+        let result = (|| {
+            let ctx = self.prepare(&preds, cache, pod).map_err(Decision::Error)?;
+            let f = filter::run(&ctx, &preds, always, nominated, start, to_find, parallel)
+                .map_err(Decision::Error)?;
+            if f.feasible.is_empty() {
+                return Err(Decision::Unschedulable(FitError::new(cache, n, &f.failed)));
+            }
+            if f.feasible.len() == 1 {
+                return Ok((f.feasible[0], 0, f.visited));
+            }
+            let totals = score_all(&ctx, &prios, &f.feasible, &mut counts);
+            let max = totals.iter().copied().max().unwrap_or(0);
+            Ok((
+                pick(&mut self.rng, &f.feasible, &totals, max),
+                max,
+                f.visited,
+            ))
+        })();
+        self.preds = preds;
+        self.prios = prios;
+        self.counts = counts;
+        match result {
+            Ok((node, score, visited)) => {
+                if to_find < n {
+                    self.next_start = (start + visited) % n;
+                }
+                Decision::Scheduled {
+                    node: cache.nodes[node as usize].name.clone(),
+                    score,
+                }
+            }
+            Err(d) => d,
+        }
+    }
+}
+
+/// Weighted totals per feasible node.
+pub(crate) fn score_all(
+    ctx: &PodCtx,
+    prios: &[(Prio, i64, String)],
+    feasible: &[u32],
+    counts: &mut Vec<i64>,
+) -> Vec<i64> {
+    let mut totals = vec![0i64; feasible.len()];
+    if prios.is_empty() {
+        totals.fill(1);
+        return totals;
+    }
+    let mut raw = vec![0i64; feasible.len()];
+    let mut constant = 0i64;
+    for (p, w, _) in prios {
+        if let Some(u) = p.uniform(ctx) {
+            constant += u * w;
+            continue;
+        }
+        p.score(ctx, feasible, counts, &mut raw);
+        for (t, r) in totals.iter_mut().zip(&raw) {
+            *t += r * w;
+        }
+    }
+    if constant != 0 {
+        totals.iter_mut().for_each(|t| *t += constant);
+    }
+    totals
+}
+
+fn pick(rng: &mut rand::rngs::SmallRng, feasible: &[u32], totals: &[i64], max: i64) -> u32 {
+    let ties = totals.iter().filter(|t| **t == max).count();
+    let k = if ties > 1 {
+        rng.random_range(0..ties)
+    } else {
+        0
+    };
+    let pos = totals
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| **t == max)
+        .nth(k)
+        .map_or(0, |(j, _)| j);
+    feasible[pos]
+}

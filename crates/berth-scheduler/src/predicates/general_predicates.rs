@@ -1,0 +1,44 @@
+//! GeneralPredicates: PodFitsResources, HostName, PodFitsHostPorts and MatchNodeSelector, all run,
+//! reasons collected in that order.
+
+use super::{
+    host_name, match_node_selector, pod_fits_host_ports, pod_fits_resources, NodeView, Reason,
+};
+use crate::engine::PodCtx;
+
+/// Runs the four checks without short-circuit.
+#[inline]
+pub(crate) fn check(c: &PodCtx, n: &NodeView, out: &mut Vec<Reason>) -> bool {
+    let a = pod_fits_resources::check(c, n, out);
+    let b = host_name::check(c, n, out);
+    let d = pod_fits_host_ports::check(c, n, out);
+    let e = match_node_selector::check(c, n, out);
+    a && b && d && e
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testutil::*;
+    use serde_json::json;
+
+    #[test]
+    fn collects_all_in_order() {
+        let n = node_json(
+            json!({"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "1", "memory": "1Gi", "pods": "10"}}}),
+        );
+        let p = pod(
+            json!({"spec": {"nodeName": "other", "nodeSelector": {"a": "b"},
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": "2", "memory": "2Gi"}}}]}}),
+        );
+        let got = reasons_of(builtin(P::GeneralPredicates), vec![n], vec![], p);
+        assert_eq!(
+            got,
+            vec![vec![
+                "Insufficient cpu".to_string(),
+                "Insufficient memory".into(),
+                "node(s) didn't match the requested hostname".into(),
+                "node(s) didn't match node selector".into()
+            ]]
+        );
+    }
+}

@@ -1,0 +1,121 @@
+//! MatchNodeSelector: `spec.nodeSelector` AND required node affinity (terms ORed).
+
+use super::{NodeView, Reason};
+use crate::compiled::Labels;
+use crate::engine::PodCtx;
+use crate::intern::{Interner, Sym};
+use crate::pod_info::PodInfo;
+
+/// True if the node satisfies the pod's nodeSelector and required node affinity.
+#[inline]
+pub(crate) fn matches(pod: &PodInfo, labels: &Labels, name: Sym, i: &Interner) -> bool {
+    if !pod
+        .node_selector
+        .iter()
+        .all(|(k, v)| labels.get(*k) == Some(*v))
+    {
+        return false;
+    }
+    match &pod.required_node_terms {
+        None => true,
+        Some(terms) => terms.iter().any(|t| t.matches(labels, name, i)),
+    }
+}
+
+/// Checks the node.
+#[inline]
+pub(crate) fn check(c: &PodCtx, n: &NodeView, out: &mut Vec<Reason>) -> bool {
+    if matches(c.pod, &n.info.labels, n.info.name_sym, c.i) {
+        return true;
+    }
+    out.push(Reason::NodeSelectorNotMatch);
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testutil::*;
+    use serde_json::json;
+
+    fn term(exprs: serde_json::Value) -> serde_json::Value {
+        json!({"matchExpressions": exprs})
+    }
+
+    #[test]
+    fn vectors() {
+        let aff = |terms: serde_json::Value| json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}});
+        let cases = vec![
+            (
+                json!({"nodeSelector": {"foo": "bar"}}),
+                json!({"foo": "bar", "baz": "blah"}),
+                true,
+            ),
+            (json!({"nodeSelector": {"foo": "bar"}}), json!({}), false),
+            (
+                json!({"affinity": aff(json!([term(json!([{"key": "kernel-version", "operator": "Gt", "values": ["0204"]}]))]))}),
+                json!({"kernel-version": "0206"}),
+                true,
+            ),
+            (
+                json!({"affinity": aff(json!([]))}),
+                json!({"a": "b"}),
+                false,
+            ),
+            (
+                json!({"affinity": aff(json!([term(json!([{"key": "foo", "operator": "In", "values": ["bar"]}])), term(json!([{"key": "diffkey", "operator": "In", "values": ["v"]}]))]))}),
+                json!({"diffkey": "v"}),
+                true,
+            ),
+            (
+                json!({"nodeSelector": {"foo": "bar"}, "affinity": aff(json!([term(json!([{"key": "zone", "operator": "In", "values": ["z1"]}]))]))}),
+                json!({"foo": "bar", "zone": "z2"}),
+                false,
+            ),
+            (
+                json!({"affinity": aff(json!([term(json!([{"key": "foo", "operator": "NotIn", "values": ["x"]}]))]))}),
+                json!({}),
+                true,
+            ),
+            (
+                json!({"affinity": aff(json!([term(json!([{"key": "foo", "operator": "DoesNotExist"}]))]))}),
+                json!({"foo": "1"}),
+                false,
+            ),
+            (
+                json!({"affinity": aff(json!([term(json!([{"key": "n", "operator": "Lt", "values": ["5"]}]))]))}),
+                json!({"n": "x"}),
+                false,
+            ),
+            (
+                json!({"affinity": aff(json!([{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}]))}),
+                json!({}),
+                true,
+            ),
+            (
+                json!({"affinity": aff(json!([{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n2"]}]}]))}),
+                json!({}),
+                false,
+            ),
+            (
+                json!({"affinity": aff(json!([term(json!([{"key": "foo", "operator": "Bogus", "values": ["x"]}]))]))}),
+                json!({"foo": "x"}),
+                false,
+            ),
+        ];
+        for (spec, labels, fit) in cases {
+            let n = node_json(json!({"metadata": {"name": "n1", "labels": labels}}));
+            let got = reasons_of(
+                builtin(P::MatchNodeSelector),
+                vec![n],
+                vec![],
+                pod(json!({"spec": spec})),
+            );
+            let w: Vec<String> = if fit {
+                vec![]
+            } else {
+                vec!["node(s) didn't match node selector".into()]
+            };
+            assert_eq!(got, vec![w], "{spec} {labels}");
+        }
+    }
+}

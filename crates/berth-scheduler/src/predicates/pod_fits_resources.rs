@@ -1,0 +1,107 @@
+//! PodFitsResources: pod count, cpu, memory, ephemeral-storage and scalar resources against
+//! allocatable (scheduler.md §4.1.1).
+
+use super::{NodeView, Reason, ResourceName};
+use crate::engine::PodCtx;
+
+/// Collects every insufficient resource.
+#[inline]
+pub(crate) fn check(c: &PodCtx, n: &NodeView, out: &mut Vec<Reason>) -> bool {
+    let info = n.info;
+    let before = out.len();
+    if info.pod_count + 1 > info.alloc_pods {
+        out.push(Reason::Insufficient(ResourceName::Pods));
+    }
+    let req = &c.pod.request;
+    if req.cpu == 0 && req.memory == 0 && req.ephemeral == 0 && req.scalars.is_empty() {
+        return out.len() == before;
+    }
+    let (a, u) = (&info.alloc, &info.requested);
+    if a.cpu < req.cpu + u.cpu {
+        out.push(Reason::Insufficient(ResourceName::Cpu));
+    }
+    if a.memory < req.memory + u.memory {
+        out.push(Reason::Insufficient(ResourceName::Memory));
+    }
+    if a.ephemeral < req.ephemeral + u.ephemeral {
+        out.push(Reason::Insufficient(ResourceName::EphemeralStorage));
+    }
+    for &(name, v) in &req.scalars {
+        if a.scalar(name) < v + u.scalar(name) {
+            out.push(Reason::Insufficient(ResourceName::Scalar(name)));
+        }
+    }
+    out.len() == before
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testutil::*;
+    use serde_json::json;
+
+    fn c(cpu: i64, mem: i64) -> serde_json::Value {
+        json!({"name": "c", "resources": {"requests": {"cpu": format!("{cpu}m"), "memory": mem.to_string()}}})
+    }
+
+    #[test]
+    fn upstream_vectors() {
+        // node alloc cpu=10m, memory=20, pods=32; "used" is one existing pod with that request.
+        let cases: Vec<(
+            Vec<serde_json::Value>,
+            Vec<serde_json::Value>,
+            (i64, i64),
+            Vec<&str>,
+        )> = vec![
+            (vec![], vec![], (10, 20), vec![]),
+            (
+                vec![c(1, 1)],
+                vec![],
+                (10, 20),
+                vec!["Insufficient cpu", "Insufficient memory"],
+            ),
+            (
+                vec![c(1, 1)],
+                vec![c(3, 1)],
+                (8, 19),
+                vec!["Insufficient cpu"],
+            ),
+            (vec![c(1, 1)], vec![c(1, 1), c(1, 1)], (9, 19), vec![]),
+            (vec![c(5, 1)], vec![], (5, 19), vec![]),
+            (vec![c(2, 1)], vec![], (9, 5), vec!["Insufficient cpu"]),
+        ];
+        for (containers, init, used, want) in cases {
+            let n = node_json(
+                json!({"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "10m", "memory": "20", "pods": "32"}}}),
+            );
+            let existing = pod(
+                json!({"metadata": {"name": "e"}, "spec": {"nodeName": "n1", "containers": [c(used.0, used.1)]}}),
+            );
+            let p = pod(json!({"spec": {"containers": containers, "initContainers": init}}));
+            let got = reasons_of(builtin(P::PodFitsResources), vec![n], vec![existing], p);
+            assert_eq!(
+                got,
+                vec![want.iter().map(|s| s.to_string()).collect::<Vec<_>>()]
+            );
+        }
+    }
+
+    #[test]
+    fn pods_and_extended() {
+        let n = node_json(
+            json!({"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "1", "memory": "1Gi", "pods": "1", "example.com/gpu": "1"}}}),
+        );
+        let e = pod(json!({"metadata": {"name": "e"}, "spec": {"nodeName": "n1"}}));
+        let p = pod(
+            json!({"spec": {"containers": [{"name": "c", "resources": {"requests": {"example.com/gpu": "2", "ephemeral-storage": "1Gi"}}}]}}),
+        );
+        let got = reasons_of(builtin(P::PodFitsResources), vec![n], vec![e], p);
+        assert_eq!(
+            got,
+            vec![vec![
+                "Insufficient pods".to_string(),
+                "Insufficient ephemeral-storage".into(),
+                "Insufficient example.com/gpu".into()
+            ]]
+        );
+    }
+}

@@ -1,0 +1,97 @@
+//! LeastRequestedPriority: favours nodes with more unrequested cpu and memory.
+
+use super::{requested, MAX_PRIORITY};
+use crate::node_info::NodeInfo;
+use crate::pod_info::PodInfo;
+
+#[inline]
+fn unused(req: i64, cap: i64) -> i64 {
+    if cap == 0 || req > cap {
+        0
+    } else {
+        (cap - req) * MAX_PRIORITY / cap
+    }
+}
+
+/// `(s_cpu + s_mem) / 2` with `s = (alloc - requested) * 10 / alloc`.
+#[inline]
+pub(crate) fn score(pod: &PodInfo, n: &NodeInfo) -> i64 {
+    let (cpu, mem) = requested(pod, n);
+    (unused(cpu, n.alloc.cpu) + unused(mem, n.alloc.memory)) / 2
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testutil::*;
+    use serde_json::json;
+
+    #[test]
+    fn vectors() {
+        let cpu_only = json!([{"name": "a", "resources": {"requests": {"cpu": "1000m", "memory": "0"}}}, {"name": "b", "resources": {"requests": {"cpu": "2000m", "memory": "0"}}}]);
+        let cpu_mem = json!([{"name": "a", "resources": {"requests": {"cpu": "1000m", "memory": "2000"}}}, {"name": "b", "resources": {"requests": {"cpu": "2000m", "memory": "3000"}}}]);
+        let lr = builtin_prio(R::LeastRequestedPriority);
+        let none = pod(json!({}));
+        assert_eq!(
+            scores_of(
+                lr.clone(),
+                vec![cm("m1", "4000m", "10000"), cm("m2", "4000m", "10000")],
+                vec![],
+                none.clone()
+            ),
+            vec![10, 10]
+        );
+        assert_eq!(
+            scores_of(
+                lr.clone(),
+                vec![cm("m1", "4000m", "10000"), cm("m2", "6000m", "10000")],
+                vec![],
+                pod(json!({"spec": {"containers": cpu_mem}}))
+            ),
+            vec![3, 5]
+        );
+        let on = |name: &str, node: &str, cs: &serde_json::Value| {
+            pod(json!({"metadata": {"name": name}, "spec": {"nodeName": node, "containers": cs}}))
+        };
+        assert_eq!(
+            scores_of(
+                lr.clone(),
+                vec![cm("m1", "10000m", "20000"), cm("m2", "10000m", "20000")],
+                vec![
+                    on("a", "m1", &cpu_only),
+                    on("b", "m1", &cpu_only),
+                    on("c", "m2", &cpu_only),
+                    on("d", "m2", &cpu_mem)
+                ],
+                none.clone()
+            ),
+            vec![7, 5]
+        );
+        assert_eq!(
+            scores_of(
+                lr.clone(),
+                vec![cm("m1", "4000m", "10000"), cm("m2", "4000m", "10000")],
+                vec![on("a", "m1", &cpu_only), on("b", "m2", &cpu_mem)],
+                pod(json!({"spec": {"containers": cpu_only}}))
+            ),
+            vec![5, 2]
+        );
+        assert_eq!(
+            scores_of(
+                lr.clone(),
+                vec![cm("m1", "0", "0"), cm("m2", "0", "0")],
+                vec![],
+                none
+            ),
+            vec![0, 0]
+        );
+        assert_eq!(
+            scores_of(
+                lr,
+                vec![cm("m1", "1000m", "2Gi")],
+                vec![],
+                pod(json!({"spec": {"containers": [{"name": "c"}]}}))
+            ),
+            vec![9]
+        );
+    }
+}

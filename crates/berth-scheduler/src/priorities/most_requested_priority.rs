@@ -1,0 +1,60 @@
+//! MostRequestedPriority: favours nodes with more requested cpu and memory (bin packing).
+
+use super::{requested, MAX_PRIORITY};
+use crate::node_info::NodeInfo;
+use crate::pod_info::PodInfo;
+
+#[inline]
+fn used(req: i64, cap: i64) -> i64 {
+    if cap == 0 || req > cap {
+        0
+    } else {
+        req * MAX_PRIORITY / cap
+    }
+}
+
+/// `(s_cpu + s_mem) / 2` with `s = requested * 10 / alloc`.
+#[inline]
+pub(crate) fn score(pod: &PodInfo, n: &NodeInfo) -> i64 {
+    let (cpu, mem) = requested(pod, n);
+    (used(cpu, n.alloc.cpu) + used(mem, n.alloc.memory)) / 2
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testutil::*;
+    use serde_json::json;
+
+    #[test]
+    fn vectors() {
+        let mr = builtin_prio(R::MostRequestedPriority);
+        let cpu_mem = pod(
+            json!({"spec": {"containers": [{"name": "a", "resources": {"requests": {"cpu": "1000m", "memory": "2000"}}}, {"name": "b", "resources": {"requests": {"cpu": "2000m", "memory": "3000"}}}]}}),
+        );
+        assert_eq!(
+            scores_of(
+                mr.clone(),
+                vec![cm("m1", "4000m", "10000"), cm("m2", "6000m", "10000")],
+                vec![],
+                cpu_mem
+            ),
+            vec![6, 5]
+        );
+        assert_eq!(
+            scores_of(
+                mr.clone(),
+                vec![cm("m1", "4000m", "10000")],
+                vec![],
+                pod(json!({}))
+            ),
+            vec![0]
+        );
+        let big = pod(
+            json!({"spec": {"containers": [{"name": "a", "resources": {"requests": {"cpu": "5000m", "memory": "5000"}}}]}}),
+        );
+        assert_eq!(
+            scores_of(mr, vec![cm("m1", "4000m", "10000")], vec![], big),
+            vec![2]
+        );
+    }
+}

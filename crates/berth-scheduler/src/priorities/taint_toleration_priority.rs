@@ -1,0 +1,85 @@
+//! TaintTolerationPriority: fewer intolerable PreferNoSchedule taints score higher.
+
+use super::MAX_PRIORITY;
+use crate::compiled::Effect;
+use crate::engine::PodCtx;
+
+/// Scores the feasible nodes.
+pub(crate) fn score(c: &PodCtx, feasible: &[u32], out: &mut [i64]) {
+    let tols: Vec<&crate::compiled::CToleration> = c
+        .pod
+        .tolerations
+        .iter()
+        .filter(|t| t.effect.is_none_or(|e| e == Effect::PreferNoSchedule))
+        .collect();
+    let mut max = 0;
+    for (o, &ix) in out.iter_mut().zip(feasible) {
+        let n = &c.cache.nodes[ix as usize];
+        *o = if !n.soft_taints {
+            0
+        } else {
+            n.taints
+                .iter()
+                .filter(|t| {
+                    t.effect == Effect::PreferNoSchedule && !tols.iter().any(|x| x.tolerates(t))
+                })
+                .count() as i64
+        };
+        max = max.max(*o);
+    }
+    for o in out.iter_mut() {
+        *o = if max == 0 {
+            MAX_PRIORITY
+        } else {
+            MAX_PRIORITY - MAX_PRIORITY * *o / max
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testutil::*;
+    use serde_json::json;
+
+    fn n(name: &str, taints: serde_json::Value) -> crate::model::Node {
+        node_json(json!({"metadata": {"name": name}, "spec": {"taints": taints}}))
+    }
+
+    #[test]
+    fn vectors() {
+        let tp = builtin_prio(R::TaintTolerationPriority);
+        let p1 = pod(
+            json!({"spec": {"tolerations": [{"key": "foo", "operator": "Equal", "value": "bar", "effect": "PreferNoSchedule"}]}}),
+        );
+        let got = scores_of(
+            tp.clone(),
+            vec![
+                n(
+                    "n1",
+                    json!([{"key": "foo", "value": "bar", "effect": "PreferNoSchedule"}]),
+                ),
+                n(
+                    "n2",
+                    json!([{"key": "foo", "value": "blah", "effect": "PreferNoSchedule"}]),
+                ),
+            ],
+            vec![],
+            p1,
+        );
+        assert_eq!(got, vec![10, 0]);
+        let nodes = vec![
+            n(
+                "n1",
+                json!([{"key": "a", "effect": "PreferNoSchedule"}, {"key": "b", "effect": "PreferNoSchedule"}, {"key": "c", "effect": "NoSchedule"}]),
+            ),
+            n("n2", json!([{"key": "a", "effect": "PreferNoSchedule"}])),
+            n("n3", json!([])),
+        ];
+        assert_eq!(
+            scores_of(tp.clone(), nodes.clone(), vec![], pod(json!({}))),
+            vec![0, 5, 10]
+        );
+        let p3 = pod(json!({"spec": {"tolerations": [{"key": "a", "operator": "Exists"}]}}));
+        assert_eq!(scores_of(tp, nodes, vec![], p3), vec![0, 10, 10]);
+    }
+}
