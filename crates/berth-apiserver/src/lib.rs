@@ -1,1 +1,130 @@
-//! berth-apiserver
+//! berth's Kubernetes API server.
+//!
+//! It serves the Kubernetes REST API over the store of `berth-store`: discovery, OpenAPI stubs,
+//! CRUD with optimistic concurrency, list with selectors and paging, watch, merge/JSON/strategic
+//! patches, server-side Tables, the `binding`/`eviction`/`status` subresources and the
+//! admission chain (defaults, Priority, validation). It is not a scheduler or a controller: those
+//! are clients of this API, in process through [`ApiServer::in_process_router`] or over HTTPS.
+//!
+//! ```no_run
+//! # async fn demo() {
+//! use berth_apiserver::{ApiServer, Clock};
+//! let server = ApiServer::new(berth_store::Store::memory(), Clock::starting_at(chrono::Utc::now()), "127.0.0.1:6443".into());
+//! server.bootstrap().await.unwrap();
+//! let router = server.in_process_router(); // a tower Service: kube::Client::new(router, "default")
+//! # }
+//! ```
+
+mod admission;
+mod clock;
+mod codec;
+mod deletion;
+mod error;
+mod objects;
+mod path;
+mod request;
+mod selectors;
+mod server;
+mod strict;
+mod subresources;
+pub mod tls;
+mod watch;
+
+pub use clock::Clock;
+pub use error::ApiError;
+
+use berth_store::Store;
+use serde_json::json;
+use server::{Ctx, Inner};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How many revisions of history the store keeps for watches and paged lists.
+const HISTORY_REVISIONS: i64 = 200_000;
+
+/// The API server: state shared by its routers.
+#[derive(Clone)]
+pub struct ApiServer {
+    store: Store,
+    clock: Clock,
+    address: String,
+}
+
+impl ApiServer {
+    /// A server over `store`; `address` is what legacy discovery advertises.
+    pub fn new(store: Store, clock: Clock, address: String) -> ApiServer {
+        ApiServer {
+            store,
+            clock,
+            address,
+        }
+    }
+
+    fn ctx(&self, token: Option<String>) -> Ctx {
+        Arc::new(Inner {
+            store: self.store.clone(),
+            clock: self.clock.clone(),
+            address: self.address.clone(),
+            token,
+        })
+    }
+
+    /// The router for in-process clients (no authentication).
+    pub fn in_process_router(&self) -> axum::Router {
+        server::router(self.ctx(None))
+    }
+
+    /// The router for the network listener: every request needs `Authorization: Bearer <token>`.
+    pub fn authenticated_router(&self, token: String) -> axum::Router {
+        server::router(self.ctx(Some(token)))
+    }
+
+    /// Creates what exists in every cluster: the four namespaces and the two system
+    /// priority classes. Existing objects are left as they are.
+    pub async fn bootstrap(&self) -> Result<(), ApiError> {
+        let ts = self.clock.timestamp();
+        let mut objects = Vec::new();
+        for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+            objects.push((("", "v1", "namespaces"), None, ns.to_string(), json!({
+                "apiVersion": "v1", "kind": "Namespace",
+                "metadata": {"name": ns, "uid": uuid::Uuid::new_v4().to_string(), "creationTimestamp": ts, "labels": {"kubernetes.io/metadata.name": ns}},
+                "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}})));
+        }
+        for (name, value) in [
+            admission::SYSTEM_NODE_CRITICAL,
+            admission::SYSTEM_CLUSTER_CRITICAL,
+        ] {
+            objects.push((("scheduling.k8s.io", "v1", "priorityclasses"), None, name.to_string(), json!({
+                "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                "metadata": {"name": name, "uid": uuid::Uuid::new_v4().to_string(), "creationTimestamp": ts, "generation": 1},
+                "value": value, "globalDefault": false, "preemptionPolicy": "PreemptLowerPriority",
+                "description": "Used for system critical pods that must not be moved from their current node."})));
+        }
+        for ((g, v, plural), ns, name, obj) in objects {
+            let rt = berth_api::registry::find(g, v, plural).ok_or(ApiError::NoRoute)?;
+            let key = path::key(rt, ns, &name);
+            match self.store.create(&key, codec::encode(&obj)).await {
+                Ok(_) | Err(berth_store::Error::AlreadyExists { .. }) => {}
+                Err(e) => return Err(ApiError::Internal(e.to_string())),
+            }
+        }
+        Ok(())
+    }
+
+    /// Compacts the store's history every minute, keeping the last revisions.
+    pub fn spawn_compactor(&self) {
+        let store = self.store.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(60));
+            loop {
+                tick.tick().await;
+                let target = store.current_revision() - HISTORY_REVISIONS;
+                if target > store.compacted_revision() {
+                    if let Err(e) = store.compact(target) {
+                        tracing::warn!(error = %e, "compaction failed");
+                    }
+                }
+            }
+        });
+    }
+}

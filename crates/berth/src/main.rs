@@ -1,1 +1,43 @@
-fn main() {}
+//! The `berth` command: the all-in-one control plane and its tools.
+
+mod bench;
+mod serve;
+
+use clap::{Parser, Subcommand};
+
+/// berth: a Kubernetes-compatible scheduling control plane.
+#[derive(Parser)]
+#[command(name = "berth", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the all-in-one control plane: API server, embedded storage and simulated nodes.
+    Serve(serve::ServeArgs),
+    /// Benchmarks that print pods/second (never asserted).
+    #[command(subcommand)]
+    Bench(bench::BenchCommand),
+}
+
+fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("BERTH_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        match cli.command {
+            Command::Serve(args) => serve::run(args).await,
+            Command::Bench(cmd) => bench::run(cmd).await,
+        }
+    })
+}

@@ -1,0 +1,115 @@
+//! Between stored bytes, request bodies and the objects handlers work on.
+
+use crate::error::{ApiError, ApiResult};
+use crate::path::Target;
+use crate::request::content_type;
+use crate::strict::{self, FieldValidation};
+use axum::http::HeaderMap;
+use berth_store::KeyValue;
+use serde_json::Value;
+
+/// Decodes a stored object, stamping its resourceVersion and the apiVersion asked for.
+pub fn decode(kv: &KeyValue, target: &Target) -> ApiResult<Value> {
+    let mut v: Value = serde_json::from_slice(&kv.value)
+        .map_err(|e| ApiError::Internal(format!("stored object {} is corrupt: {e}", kv.key)))?;
+    stamp(&mut v, kv.mod_revision, target);
+    Ok(v)
+}
+
+/// Sets `metadata.resourceVersion` and the `apiVersion`/`kind` of the requested version.
+pub fn stamp(v: &mut Value, revision: i64, target: &Target) {
+    if let Some(obj) = v.as_object_mut() {
+        obj.insert("apiVersion".into(), Value::String(target.rt.api_version()));
+        obj.insert("kind".into(), Value::String(target.rt.kind.to_string()));
+        let meta = obj
+            .entry("metadata")
+            .or_insert_with(|| Value::Object(Default::default()));
+        if let Some(m) = meta.as_object_mut() {
+            m.insert(
+                "resourceVersion".into(),
+                Value::String(revision.to_string()),
+            );
+        }
+    }
+}
+
+/// The bytes stored for an object: everything but its resourceVersion, which is the store's.
+pub fn encode(v: &Value) -> bytes::Bytes {
+    let mut v = v.clone();
+    if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+        m.remove("resourceVersion");
+    }
+    bytes::Bytes::from(serde_json::to_vec(&v).unwrap_or_default())
+}
+
+/// Parses a request body (JSON, or YAML by Content-Type) and applies field validation for
+/// the kind it claims. Returns the object and any warnings (for `fieldValidation=Warn`).
+pub fn decode_body(
+    body: &[u8],
+    headers: &HeaderMap,
+    validation: FieldValidation,
+    group: &str,
+    kind: &str,
+    version: &str,
+) -> ApiResult<(Value, Vec<String>)> {
+    let ctype = content_type(headers);
+    let (value, dups) = match ctype.as_str() {
+        "" | "application/json" | "*/*" => strict::parse_json(body).map_err(|e| bad_body(kind, version, &e))?,
+        "application/yaml" | "application/x-yaml" | "text/yaml" => {
+            (strict::parse_yaml(body).map_err(|e| bad_body(kind, version, &e))?, Vec::new())
+        }
+        "application/vnd.kubernetes.protobuf" => {
+            return Err(ApiError::UnsupportedMediaType(
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml".into(),
+            ))
+        }
+        other => {
+            return Err(ApiError::UnsupportedMediaType(format!(
+                "the body of the request was in an unknown format ({other}) - accepted media types include: application/json, application/yaml"
+            )))
+        }
+    };
+    if !value.is_object() {
+        return Err(bad_body(kind, version, "the body must be a JSON object"));
+    }
+    let mut problems: Vec<String> = dups
+        .iter()
+        .map(|d| format!("duplicate field \"{d}\""))
+        .collect();
+    // Type errors are refused whatever the validation level; unknown fields depend on it.
+    match strict::schema_check(group, kind, &value) {
+        Ok(unknown) => problems.extend(unknown.iter().map(|u| format!("unknown field \"{u}\""))),
+        Err(e) => return Err(bad_body(kind, version, &e)),
+    }
+    match validation {
+        FieldValidation::Strict if !problems.is_empty() => {
+            Err(strict::strict_error(kind, version, &problems))
+        }
+        FieldValidation::Warn => Ok((value, problems)),
+        _ => Ok((value, Vec::new())),
+    }
+}
+
+fn bad_body(kind: &str, version: &str, err: &str) -> ApiError {
+    ApiError::BadRequest(format!(
+        "{kind} in version \"{version}\" cannot be handled as a {kind}: {err}"
+    ))
+}
+
+/// `metadata.<field>` as a string, or "".
+pub fn meta_str<'a>(v: &'a Value, field: &str) -> &'a str {
+    v.get("metadata")
+        .and_then(|m| m.get(field))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+/// A mutable `metadata` map, created if absent.
+pub fn meta_mut(v: &mut Value) -> &mut serde_json::Map<String, Value> {
+    if !v.get("metadata").is_some_and(Value::is_object) {
+        v["metadata"] = Value::Object(Default::default());
+    }
+    v["metadata"]
+        .as_object_mut()
+        .expect("metadata was just made an object")
+}

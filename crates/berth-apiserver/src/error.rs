@@ -1,0 +1,228 @@
+//! API errors, turned into Kubernetes `Status` objects at the HTTP edge.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::{json, Value};
+
+/// One field-level cause inside a 422 `Invalid` Status.
+#[derive(Debug, Clone)]
+pub struct Cause {
+    pub reason: String,
+    pub message: String,
+    pub field: String,
+}
+
+/// Everything a request can fail with. Each variant maps to one Kubernetes `Status` reason.
+#[derive(Debug, Clone)]
+pub enum ApiError {
+    NotFound {
+        resource: String,
+        name: String,
+    },
+    /// A path or resource the server does not serve.
+    NoRoute,
+    AlreadyExists {
+        resource: String,
+        name: String,
+    },
+    Conflict {
+        resource: String,
+        name: String,
+        message: String,
+    },
+    Invalid {
+        kind: String,
+        name: String,
+        causes: Vec<Cause>,
+    },
+    BadRequest(String),
+    Unauthorized,
+    Forbidden(String),
+    MethodNotAllowed(String),
+    UnsupportedMediaType(String),
+    Expired(String),
+    TooManyRequests {
+        message: String,
+        causes: Vec<Cause>,
+    },
+    Internal(String),
+}
+
+impl ApiError {
+    pub fn code(&self) -> u16 {
+        match self {
+            ApiError::NotFound { .. } | ApiError::NoRoute => 404,
+            ApiError::AlreadyExists { .. } | ApiError::Conflict { .. } => 409,
+            ApiError::Invalid { .. } => 422,
+            ApiError::BadRequest(_) => 400,
+            ApiError::Unauthorized => 401,
+            ApiError::Forbidden(_) => 403,
+            ApiError::MethodNotAllowed(_) => 405,
+            ApiError::UnsupportedMediaType(_) => 415,
+            ApiError::Expired(_) => 410,
+            ApiError::TooManyRequests { .. } => 429,
+            ApiError::Internal(_) => 500,
+        }
+    }
+
+    fn reason(&self) -> &'static str {
+        match self {
+            ApiError::NotFound { .. } | ApiError::NoRoute => "NotFound",
+            ApiError::AlreadyExists { .. } => "AlreadyExists",
+            ApiError::Conflict { .. } => "Conflict",
+            ApiError::Invalid { .. } => "Invalid",
+            ApiError::BadRequest(_) => "BadRequest",
+            ApiError::Unauthorized => "Unauthorized",
+            ApiError::Forbidden(_) => "Forbidden",
+            ApiError::MethodNotAllowed(_) => "MethodNotAllowed",
+            ApiError::UnsupportedMediaType(_) => "UnsupportedMediaType",
+            ApiError::Expired(_) => "Expired",
+            ApiError::TooManyRequests { .. } => "TooManyRequests",
+            ApiError::Internal(_) => "InternalError",
+        }
+    }
+
+    pub fn message(&self) -> String {
+        match self {
+            ApiError::NotFound { resource, name } => format!("{resource} \"{name}\" not found"),
+            ApiError::NoRoute => "the server could not find the requested resource".into(),
+            ApiError::AlreadyExists { resource, name } => {
+                format!("{resource} \"{name}\" already exists")
+            }
+            ApiError::Conflict { message, .. } => message.clone(),
+            ApiError::Invalid { kind, name, causes } => {
+                let list: Vec<String> = causes
+                    .iter()
+                    .map(|c| {
+                        if c.field.is_empty() {
+                            c.message.clone()
+                        } else {
+                            format!("{}: {}", c.field, c.message)
+                        }
+                    })
+                    .collect();
+                let joined = if list.len() == 1 {
+                    list[0].clone()
+                } else {
+                    format!("[{}]", list.join(", "))
+                };
+                format!("{kind} \"{name}\" is invalid: {joined}")
+            }
+            ApiError::BadRequest(m)
+            | ApiError::MethodNotAllowed(m)
+            | ApiError::Forbidden(m)
+            | ApiError::UnsupportedMediaType(m)
+            | ApiError::Expired(m)
+            | ApiError::Internal(m) => m.clone(),
+            ApiError::Unauthorized => "Unauthorized".into(),
+            ApiError::TooManyRequests { message, .. } => message.clone(),
+        }
+    }
+
+    /// The `Status` object a Kubernetes API server returns for this error.
+    pub fn status(&self) -> Value {
+        let mut status = json!({
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message(),
+            "reason": self.reason(),
+            "code": self.code(),
+        });
+        let details = match self {
+            ApiError::NotFound { resource, name }
+            | ApiError::AlreadyExists { resource, name }
+            | ApiError::Conflict { resource, name, .. } => {
+                let (group, kind) = split_group(resource);
+                let mut d = json!({"name": name, "kind": kind});
+                if !group.is_empty() {
+                    d["group"] = json!(group);
+                }
+                Some(d)
+            }
+            ApiError::Invalid { kind, name, causes } => Some(json!({
+                "name": name,
+                "kind": kind,
+                "causes": causes_json(causes),
+            })),
+            ApiError::TooManyRequests { causes, .. } if !causes.is_empty() => {
+                Some(json!({ "causes": causes_json(causes) }))
+            }
+            _ => None,
+        };
+        if let Some(d) = details {
+            status["details"] = d;
+        }
+        status
+    }
+}
+
+fn causes_json(causes: &[Cause]) -> Value {
+    Value::Array(
+        causes
+            .iter()
+            .map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field}))
+            .collect(),
+    )
+}
+
+/// `"pods"` → ("", "pods"); `"deployments.apps"` → ("apps", "deployments").
+fn split_group(resource: &str) -> (&str, &str) {
+    match resource.split_once('.') {
+        Some((r, g)) => (g, r),
+        None => ("", resource),
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let code = StatusCode::from_u16(self.code()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let mut resp = (
+            code,
+            [(axum::http::header::CONTENT_TYPE, "application/json")],
+            self.status().to_string(),
+        )
+            .into_response();
+        if code == StatusCode::TOO_MANY_REQUESTS {
+            resp.headers_mut()
+                .insert("retry-after", axum::http::HeaderValue::from_static("5"));
+        }
+        resp
+    }
+}
+
+/// The result type of every handler.
+pub type ApiResult<T> = Result<T, ApiError>;
+
+/// Store errors become API errors once, here.
+pub fn from_store(err: berth_store::Error, resource: &str, name: &str) -> ApiError {
+    use berth_store::Error as S;
+    match err {
+        S::AlreadyExists { .. } => ApiError::AlreadyExists {
+            resource: resource.into(),
+            name: name.into(),
+        },
+        S::NotFound { .. } => ApiError::NotFound {
+            resource: resource.into(),
+            name: name.into(),
+        },
+        S::Conflict { .. } => ApiError::Conflict {
+            resource: resource.into(),
+            name: name.into(),
+            message: format!(
+                "Operation cannot be fulfilled on {resource} \"{name}\": the object has been modified; please apply your changes to the latest version and try again"
+            ),
+        },
+        S::Compacted {
+            requested,
+            compacted,
+        } => ApiError::Expired(format!(
+            "too old resource version: {requested} ({compacted})"
+        )),
+        S::FutureRevision { requested, current } => ApiError::Internal(format!(
+            "Too large resource version: {requested}, current: {current}"
+        )),
+        other => ApiError::Internal(other.to_string()),
+    }
+}

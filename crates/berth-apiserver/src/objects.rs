@@ -1,0 +1,675 @@
+//! CRUD on objects: get, list, create, update, patch, delete.
+
+use crate::admission;
+use crate::codec::{self, decode, encode, meta_mut, meta_str};
+use crate::error::{from_store, ApiError, ApiResult};
+use crate::path::{self, Target};
+use crate::request::{Answer, Query};
+use crate::selectors::Selectors;
+use crate::server::{json_response, Ctx};
+use crate::subresources;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use base64::Engine;
+use berth_api::tables::{self, IncludeObject};
+use serde_json::{json, Value};
+
+/// A request addressed to a resource, with everything the handlers need.
+pub struct ApiRequest {
+    pub target: Target,
+    pub query: Query,
+    pub headers: HeaderMap,
+    pub body: bytes::Bytes,
+    pub answer: Answer,
+}
+
+impl ApiRequest {
+    pub fn resource(&self) -> String {
+        path::qualified_resource(self.target.rt)
+    }
+    pub fn name(&self) -> &str {
+        self.target.name.as_deref().unwrap_or("")
+    }
+    pub fn key(&self) -> String {
+        path::key(
+            self.target.rt,
+            self.target.namespace.as_deref(),
+            self.name(),
+        )
+    }
+    pub fn not_found(&self) -> ApiError {
+        ApiError::NotFound {
+            resource: self.resource(),
+            name: self.name().to_string(),
+        }
+    }
+}
+
+/// Reads the current stored object addressed by `req`.
+pub fn read(ctx: &Ctx, req: &ApiRequest) -> ApiResult<(Value, i64)> {
+    let kv = ctx
+        .store
+        .get(&req.key())
+        .map_err(|e| from_store(e, &req.resource(), req.name()))?
+        .ok_or_else(|| req.not_found())?;
+    Ok((decode(&kv, &req.target)?, kv.mod_revision))
+}
+
+fn include_object(q: &Query) -> IncludeObject {
+    match q.get("includeObject") {
+        Some("None") => IncludeObject::None,
+        Some("Object") => IncludeObject::Object,
+        _ => IncludeObject::Metadata,
+    }
+}
+
+/// An object or list in the representation the client accepted.
+pub fn respond(ctx: &Ctx, req: &ApiRequest, code: StatusCode, v: Value) -> Response {
+    if req.answer == Answer::Table && req.target.subresource.is_none() {
+        let list_meta = json!({"resourceVersion": v["metadata"]["resourceVersion"]});
+        let t = tables::table(
+            req.target.rt,
+            &[v],
+            list_meta,
+            include_object(&req.query),
+            ctx.clock.now(),
+            true,
+        );
+        return json_response(code, &t);
+    }
+    json_response(code, &v)
+}
+
+pub async fn get(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
+    match req.target.subresource.as_deref() {
+        None | Some("status") => {
+            let (v, _) = read(ctx, req)?;
+            Ok(respond(ctx, req, StatusCode::OK, v))
+        }
+        Some(_) => Err(ApiError::MethodNotAllowed(
+            "the server does not allow this method on the requested resource".into(),
+        )),
+    }
+}
+
+/// Where a paged list continues: the revision of its first page and the last key returned.
+struct Continue {
+    rv: i64,
+    start: String,
+}
+
+fn encode_continue(rv: i64, last_key: &str) -> String {
+    let token = json!({"v": "meta.k8s.io/v1", "rv": rv, "start": format!("{last_key}\u{0}")});
+    base64::engine::general_purpose::STANDARD.encode(token.to_string())
+}
+
+fn decode_continue(token: &str) -> ApiResult<Continue> {
+    let bad = || ApiError::BadRequest(format!("continue key is not valid: {token}"));
+    let raw = base64::engine::general_purpose::STANDARD
+        .decode(token)
+        .map_err(|_| bad())?;
+    let v: Value = serde_json::from_slice(&raw).map_err(|_| bad())?;
+    let rv = v["rv"].as_i64().ok_or_else(bad)?;
+    let start = v["start"]
+        .as_str()
+        .ok_or_else(bad)?
+        .trim_end_matches('\u{0}')
+        .to_string();
+    Ok(Continue { rv, start })
+}
+
+pub async fn list(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
+    let rt = req.target.rt;
+    let selectors = Selectors::from_query(rt, &req.query)?;
+    let limit = req.query.int("limit")?.unwrap_or(0).max(0) as usize;
+    let prefix = path::collection_prefix(rt, req.target.namespace.as_deref());
+    let (mut start_after, mut at) = (None, None);
+    if let Some(token) = req.query.get("continue").filter(|t| !t.is_empty()) {
+        let c = decode_continue(token)?;
+        at = Some(c.rv);
+        start_after = Some(c.start);
+    } else if let Some(rv) = req
+        .query
+        .get("resourceVersion")
+        .filter(|r| !r.is_empty() && *r != "0")
+    {
+        if req.query.get("resourceVersionMatch") == Some("Exact") {
+            at =
+                Some(rv.parse().map_err(|_| {
+                    ApiError::BadRequest(format!("invalid resource version: {rv}"))
+                })?);
+        }
+    }
+    let resource = req.resource();
+    let mut items = Vec::new();
+    let mut revision;
+    let mut next = None;
+    loop {
+        let page = if limit == 0 {
+            0
+        } else {
+            (limit - items.len()).max(64)
+        };
+        let r = ctx
+            .store
+            .range(&prefix, start_after.as_deref(), page, at)
+            .map_err(|e| from_store(e, &resource, ""))?;
+        revision = r.revision;
+        at = Some(r.revision);
+        let mut taken = 0;
+        let mut full = false;
+        for kv in &r.kvs {
+            taken += 1;
+            start_after = Some(kv.key.clone());
+            let obj = decode(kv, &req.target)?;
+            if selectors.matches(&obj) {
+                items.push(obj);
+                if limit > 0 && items.len() >= limit {
+                    full = true;
+                    break;
+                }
+            }
+        }
+        if full {
+            // Keys remain past the last one taken: in this page, or in the store.
+            if taken < r.kvs.len() || r.more {
+                next = start_after.clone();
+            }
+            break;
+        }
+        if !r.more {
+            break;
+        }
+    }
+    let mut meta = json!({"resourceVersion": revision.to_string()});
+    if let Some(last) = next {
+        meta["continue"] = json!(encode_continue(revision, &last));
+    }
+    if req.answer == Answer::Table {
+        let t = tables::table(
+            rt,
+            &items,
+            meta,
+            include_object(&req.query),
+            ctx.clock.now(),
+            true,
+        );
+        return Ok(json_response(StatusCode::OK, &t));
+    }
+    let list = json!({
+        "kind": rt.list_kind(),
+        "apiVersion": rt.api_version(),
+        "metadata": meta,
+        "items": items,
+    });
+    Ok(json_response(StatusCode::OK, &list))
+}
+
+/// Decodes the body of a create/update for the target's kind.
+pub fn body_object(req: &ApiRequest) -> ApiResult<(Value, Vec<String>)> {
+    let rt = req.target.rt;
+    let (obj, warnings) = codec::decode_body(
+        &req.body,
+        &req.headers,
+        req.query.field_validation()?,
+        rt.group,
+        rt.kind,
+        rt.version,
+    )?;
+    let kind = obj.get("kind").and_then(Value::as_str).unwrap_or(rt.kind);
+    let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    if kind != rt.kind
+        || (!api_version.is_empty()
+            && berth_api::registry::find_kind(api_version, kind).map(|t| t.plural)
+                != Some(rt.plural))
+    {
+        return Err(ApiError::BadRequest(format!(
+            "the API version in the data ({api_version}) does not match the expected API version ({})",
+            rt.api_version()
+        )));
+    }
+    Ok((obj, warnings))
+}
+
+pub async fn create(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
+    match (req.target.rt.plural, req.target.subresource.as_deref()) {
+        ("pods", Some("binding")) | ("bindings", None) => {
+            return subresources::bind(ctx, req).await
+        }
+        ("pods", Some("eviction")) => return subresources::evict(ctx, req).await,
+        (_, Some(_)) | (_, None) if req.target.name.is_some() => {
+            return Err(ApiError::MethodNotAllowed(
+                "the server does not allow this method on the requested resource".into(),
+            ))
+        }
+        _ => {}
+    }
+    let rt = req.target.rt;
+    let (mut obj, warnings) = body_object(req)?;
+    let ns = req.target.namespace.clone();
+    {
+        let meta = meta_mut(&mut obj);
+        if rt.namespaced {
+            match (meta.get("namespace").and_then(Value::as_str), ns.as_deref()) {
+                (Some(a), Some(b)) if !a.is_empty() && a != b => {
+                    return Err(ApiError::BadRequest(
+                        "the namespace of the provided object does not match the namespace sent on the request".into(),
+                    ))
+                }
+                (_, Some(b)) => {
+                    meta.insert("namespace".into(), json!(b));
+                }
+                (_, None) => {}
+            }
+        } else {
+            meta.remove("namespace");
+        }
+        let name = meta.get("name").and_then(Value::as_str).unwrap_or("");
+        if name.is_empty() {
+            if let Some(prefix) = meta
+                .get("generateName")
+                .and_then(Value::as_str)
+                .filter(|g| !g.is_empty())
+            {
+                let generated = format!("{prefix}{}", random_suffix());
+                meta.insert("name".into(), json!(generated));
+            }
+        }
+        meta.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
+        meta.insert("creationTimestamp".into(), json!(ctx.clock.timestamp()));
+        meta.insert("generation".into(), json!(1));
+        for field in [
+            "resourceVersion",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "selfLink",
+        ] {
+            meta.remove(field);
+        }
+    }
+    admission::admit_create(ctx, rt, &mut obj).await?;
+    admission::validate(rt, &obj, None)?;
+    let name = meta_str(&obj, "name").to_string();
+    let key = path::key(rt, ns.as_deref(), &name);
+    let mut target = req.target.clone();
+    target.name = Some(name.clone());
+    if req.query.dry_run()? {
+        return Ok(with_warnings(
+            respond(ctx, req, StatusCode::CREATED, obj),
+            &warnings,
+        ));
+    }
+    let kv = ctx
+        .store
+        .create(&key, encode(&obj))
+        .await
+        .map_err(|e| from_store(e, &req.resource(), &name))?;
+    codec::stamp(&mut obj, kv.mod_revision, &target);
+    Ok(with_warnings(
+        respond(ctx, req, StatusCode::CREATED, obj),
+        &warnings,
+    ))
+}
+
+fn random_suffix() -> String {
+    use rand::Rng;
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let mut rng = rand::rng();
+    (0..5)
+        .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
+        .collect()
+}
+
+/// Adds `Warning: 299 - "..."` headers, as upstream does for `fieldValidation=Warn`.
+fn with_warnings(mut resp: Response, warnings: &[String]) -> Response {
+    for w in warnings {
+        if let Ok(v) =
+            axum::http::HeaderValue::from_str(&format!("299 - \"{}\"", w.replace('"', "'")))
+        {
+            resp.headers_mut().append("warning", v);
+        }
+    }
+    resp
+}
+
+pub async fn update(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
+    let (new, warnings) = body_object(req)?;
+    let name = meta_str(&new, "name");
+    if !name.is_empty() && name != req.name() {
+        return Err(ApiError::BadRequest(format!(
+            "the name of the object ({name}) does not match the name on the URL ({})",
+            req.name()
+        )));
+    }
+    let (old, old_rv) = read(ctx, req)?;
+    let expected = match meta_str(&new, "resourceVersion") {
+        "" => None,
+        rv => Some(
+            rv.parse::<i64>()
+                .map_err(|_| ApiError::BadRequest(format!("invalid resourceVersion: {rv}")))?,
+        ),
+    };
+    if let Some(e) = expected {
+        if e != old_rv {
+            return Err(from_store(
+                berth_store::Error::Conflict {
+                    key: req.key(),
+                    expected: e,
+                    actual: old_rv,
+                },
+                &req.resource(),
+                req.name(),
+            ));
+        }
+    }
+    let resp = write_update(ctx, req, &old, new, Some(old_rv)).await?;
+    Ok(with_warnings(resp, &warnings))
+}
+
+/// Merges what an update may change into `old`, validates and stores it (CAS on `expected`).
+pub async fn write_update(
+    ctx: &Ctx,
+    req: &ApiRequest,
+    old: &Value,
+    mut new: Value,
+    expected: Option<i64>,
+) -> ApiResult<Response> {
+    let rt = req.target.rt;
+    let status_only = req.target.subresource.as_deref() == Some("status");
+    if status_only {
+        // The status subresource changes status (and nothing else).
+        let status = new.get("status").cloned();
+        new = old.clone();
+        match status {
+            Some(s) => new["status"] = s,
+            None => {
+                if let Some(o) = new.as_object_mut() {
+                    o.remove("status");
+                }
+            }
+        }
+    } else if rt.subresources.iter().any(|s| s.name == "status") {
+        // The main resource cannot change status where a status subresource exists.
+        match old.get("status") {
+            Some(s) => new["status"] = s.clone(),
+            None => {
+                if let Some(o) = new.as_object_mut() {
+                    o.remove("status");
+                }
+            }
+        }
+    }
+    {
+        let old_meta = old.get("metadata").cloned().unwrap_or_default();
+        let meta = meta_mut(&mut new);
+        for field in [
+            "uid",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "namespace",
+            "name",
+        ] {
+            match old_meta.get(field) {
+                Some(v) => meta.insert(field.into(), v.clone()),
+                None => meta.remove(field),
+            };
+        }
+        let mut generation = old_meta
+            .get("generation")
+            .and_then(Value::as_i64)
+            .unwrap_or(1);
+        if !status_only && old.get("spec") != new.get("spec") {
+            generation += 1;
+        }
+        meta_mut(&mut new).insert("generation".into(), json!(generation));
+    }
+    admission::admit_update(ctx, rt, old, &mut new).await?;
+    admission::validate(rt, &new, Some(old))?;
+    codec::stamp(&mut new, expected.unwrap_or(0), &req.target);
+    if req.query.dry_run()? {
+        return Ok(respond(ctx, req, StatusCode::OK, new));
+    }
+    // Removing the last finalizer of an object being deleted completes its deletion.
+    let finalizers_done = new["metadata"].get("deletionTimestamp").is_some()
+        && new["metadata"]["finalizers"]
+            .as_array()
+            .is_none_or(|f| f.is_empty())
+        && rt.plural != "pods";
+    if finalizers_done {
+        let kv = ctx
+            .store
+            .delete(&req.key(), expected)
+            .await
+            .map_err(|e| from_store(e, &req.resource(), req.name()))?;
+        codec::stamp(&mut new, kv.mod_revision, &req.target);
+        return Ok(respond(ctx, req, StatusCode::OK, new));
+    }
+    let kv = ctx
+        .store
+        .update(&req.key(), encode(&new), expected)
+        .await
+        .map_err(|e| from_store(e, &req.resource(), req.name()))?;
+    codec::stamp(&mut new, kv.mod_revision, &req.target);
+    Ok(respond(ctx, req, StatusCode::OK, new))
+}
+
+pub async fn patch(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
+    let ctype = crate::request::content_type(&req.headers);
+    let patch_doc: Value = match ctype.as_str() {
+        "application/apply-patch+yaml" => crate::strict::parse_yaml(&req.body)
+            .map_err(|e| ApiError::BadRequest(format!("error decoding YAML: {e}")))?,
+        "application/json-patch+json" | "application/merge-patch+json" | "application/strategic-merge-patch+json" => {
+            serde_json::from_slice(&req.body)
+                .map_err(|e| ApiError::BadRequest(format!("error decoding patch: {e}")))?
+        }
+        other => {
+            return Err(ApiError::UnsupportedMediaType(format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got {other:?})"
+            )))
+        }
+    };
+    // Server-side apply of an object that does not exist yet creates it.
+    if ctype == "application/apply-patch+yaml" && req.target.subresource.is_none() {
+        if let Err(ApiError::NotFound { .. }) = read(ctx, req) {
+            let create_req = ApiRequest {
+                target: Target {
+                    name: None,
+                    ..req.target.clone()
+                },
+                query: req.query.clone(),
+                headers: json_headers(),
+                body: bytes::Bytes::from(patch_doc.to_string()),
+                answer: req.answer,
+            };
+            return create(ctx, &create_req).await;
+        }
+    }
+    for _ in 0..16 {
+        let (old, rv) = read(ctx, req)?;
+        let mut patched = apply_patch(&ctype, &old, &patch_doc, req.target.rt.kind)?;
+        strip_server_fields(&mut patched, &old);
+        if req.query.field_validation()? == crate::strict::FieldValidation::Strict {
+            let unknown =
+                crate::strict::schema_check(req.target.rt.group, req.target.rt.kind, &patched)
+                    .map_err(|e| ApiError::BadRequest(e))?;
+            if !unknown.is_empty() {
+                let problems: Vec<String> = unknown
+                    .iter()
+                    .map(|u| format!("unknown field \"{u}\""))
+                    .collect();
+                return Err(crate::strict::strict_error(
+                    req.target.rt.kind,
+                    req.target.rt.version,
+                    &problems,
+                ));
+            }
+        }
+        // A resourceVersion inside the patch is a precondition.
+        let expected = match patched["metadata"]["resourceVersion"].as_str() {
+            Some(p) if !p.is_empty() && p != rv.to_string() => {
+                return Err(from_store(
+                    berth_store::Error::Conflict {
+                        key: req.key(),
+                        expected: 0,
+                        actual: rv,
+                    },
+                    &req.resource(),
+                    req.name(),
+                ))
+            }
+            _ => Some(rv),
+        };
+        match write_update(ctx, req, &old, patched, expected).await {
+            Err(ApiError::Conflict { .. }) => continue,
+            other => return other,
+        }
+    }
+    Err(ApiError::Conflict {
+        resource: req.resource(),
+        name: req.name().to_string(),
+        message: format!(
+            "Operation cannot be fulfilled on {} \"{}\": too many concurrent updates",
+            req.resource(),
+            req.name()
+        ),
+    })
+}
+
+fn json_headers() -> HeaderMap {
+    let mut h = HeaderMap::new();
+    h.insert(
+        axum::http::header::CONTENT_TYPE,
+        axum::http::HeaderValue::from_static("application/json"),
+    );
+    h
+}
+
+/// Applies a patch of the given media type to `old`.
+pub fn apply_patch(ctype: &str, old: &Value, patch: &Value, kind: &str) -> ApiResult<Value> {
+    match ctype {
+        "application/json-patch+json" => {
+            let p: json_patch::Patch = serde_json::from_value(patch.clone())
+                .map_err(|e| ApiError::BadRequest(format!("error decoding patch: {e}")))?;
+            let mut doc = old.clone();
+            json_patch::patch(&mut doc, &p).map_err(|e| ApiError::Invalid {
+                kind: kind.into(),
+                name: meta_str(old, "name").into(),
+                causes: vec![crate::error::Cause {
+                    reason: "FieldValueInvalid".into(),
+                    message: e.to_string(),
+                    field: String::new(),
+                }],
+            })?;
+            Ok(doc)
+        }
+        "application/merge-patch+json" => {
+            let mut doc = old.clone();
+            json_patch::merge(&mut doc, patch);
+            Ok(doc)
+        }
+        _ => berth_core::patch::strategic_merge(old, patch, kind)
+            .map_err(|e| ApiError::BadRequest(e.to_string())),
+    }
+}
+
+/// Fields a patch may not set: identity and server-managed metadata come from the stored object.
+fn strip_server_fields(patched: &mut Value, old: &Value) {
+    if let Some(m) = patched.get_mut("metadata").and_then(Value::as_object_mut) {
+        m.remove("managedFields");
+        if let Some(uid) = old["metadata"].get("uid") {
+            m.insert("uid".into(), uid.clone());
+        }
+    }
+}
+
+pub async fn delete(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
+    let options = DeleteOptions::from_request(req)?;
+    let (current, rv) = read(ctx, req)?;
+    if let Some(uid) = &options.precondition_uid {
+        if uid != meta_str(&current, "uid") {
+            return Err(ApiError::Conflict {
+                resource: req.resource(),
+                name: req.name().to_string(),
+                message: format!(
+                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                    meta_str(&current, "uid")
+                ),
+            });
+        }
+    }
+    if req.query.dry_run()? {
+        return Ok(respond(ctx, req, StatusCode::OK, current));
+    }
+    crate::deletion::delete_object(ctx, req, current, rv, &options).await
+}
+
+/// The parts of `DeleteOptions` (body or query) berth honours.
+#[derive(Debug, Default, Clone)]
+pub struct DeleteOptions {
+    pub grace_period_seconds: Option<i64>,
+    pub precondition_uid: Option<String>,
+    pub precondition_rv: Option<i64>,
+}
+
+impl DeleteOptions {
+    pub fn from_request(req: &ApiRequest) -> ApiResult<DeleteOptions> {
+        let body: Value = if req.body.iter().all(u8::is_ascii_whitespace) {
+            Value::Null
+        } else {
+            serde_json::from_slice(&req.body)
+                .map_err(|e| ApiError::BadRequest(format!("error decoding DeleteOptions: {e}")))?
+        };
+        DeleteOptions::from_value(&body, &req.query)
+    }
+
+    pub fn from_value(body: &Value, query: &Query) -> ApiResult<DeleteOptions> {
+        let grace = match query.int("gracePeriodSeconds")? {
+            Some(g) => Some(g),
+            None => body.get("gracePeriodSeconds").and_then(Value::as_i64),
+        };
+        Ok(DeleteOptions {
+            grace_period_seconds: grace,
+            precondition_uid: body["preconditions"]["uid"].as_str().map(str::to_string),
+            precondition_rv: body["preconditions"]["resourceVersion"]
+                .as_str()
+                .and_then(|r| r.parse().ok()),
+        })
+    }
+}
+
+pub async fn delete_collection(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
+    let rt = req.target.rt;
+    let selectors = Selectors::from_query(rt, &req.query)?;
+    let options = DeleteOptions::from_request(req)?;
+    let prefix = path::collection_prefix(rt, req.target.namespace.as_deref());
+    let r = ctx
+        .store
+        .range(&prefix, None, 0, None)
+        .map_err(|e| from_store(e, &req.resource(), ""))?;
+    let mut items = Vec::new();
+    for kv in &r.kvs {
+        let obj = decode(kv, &req.target)?;
+        if !selectors.matches(&obj) {
+            continue;
+        }
+        let mut target = req.target.clone();
+        target.name = Some(meta_str(&obj, "name").to_string());
+        target.namespace = obj["metadata"]["namespace"].as_str().map(str::to_string);
+        let one = ApiRequest {
+            target,
+            query: req.query.clone(),
+            headers: req.headers.clone(),
+            body: bytes::Bytes::new(),
+            answer: Answer::Json,
+        };
+        if crate::deletion::delete_object(ctx, &one, obj.clone(), kv.mod_revision, &options)
+            .await
+            .is_ok()
+        {
+            items.push(obj);
+        }
+    }
+    let list = json!({"kind": rt.list_kind(), "apiVersion": rt.api_version(), "metadata": {"resourceVersion": ctx.store.current_revision().to_string()}, "items": items});
+    Ok(json_response(StatusCode::OK, &list))
+}

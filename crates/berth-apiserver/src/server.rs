@@ -1,0 +1,203 @@
+//! The HTTP surface: one dispatcher that routes every request by its path.
+
+use crate::clock::Clock;
+use crate::error::{ApiError, ApiResult};
+use crate::path::{self, Route};
+use crate::request::{negotiate, Answer, Query};
+use crate::{objects, watch};
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use berth_api::{discovery, openapi};
+use berth_store::Store;
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+/// Largest request body accepted (upstream's limit is 3 MiB).
+const MAX_BODY: usize = 3 * 1024 * 1024;
+
+/// Shared state of every handler.
+pub struct Inner {
+    pub store: Store,
+    pub clock: Clock,
+    /// Address written into legacy discovery's `serverAddressByClientCIDRs`.
+    pub address: String,
+    /// Bearer token required on the network listener; `None` for the in-process router.
+    pub token: Option<String>,
+}
+
+pub type Ctx = Arc<Inner>;
+
+/// A JSON response with the given status.
+pub fn json_response(code: StatusCode, v: &Value) -> Response {
+    (
+        code,
+        [(header::CONTENT_TYPE, "application/json")],
+        v.to_string(),
+    )
+        .into_response()
+}
+
+/// Builds the router over `ctx`. Authentication applies when `ctx.token` is set.
+pub fn router(ctx: Ctx) -> Router {
+    Router::new().fallback(dispatch).with_state(ctx)
+}
+
+async fn dispatch(State(ctx): State<Ctx>, req: Request) -> Response {
+    if let Some(token) = &ctx.token {
+        if !authorized(req.headers(), token) {
+            return ApiError::Unauthorized.into_response();
+        }
+    }
+    match route(&ctx, req).await {
+        Ok(r) => r,
+        Err(e) => e.into_response(),
+    }
+}
+
+fn authorized(headers: &HeaderMap, token: &str) -> bool {
+    use subtle::ConstantTimeEq;
+    let Some(value) = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+    else {
+        return false;
+    };
+    let Some(given) = value.strip_prefix("Bearer ") else {
+        return false;
+    };
+    given.trim().as_bytes().ct_eq(token.as_bytes()).into()
+}
+
+async fn route(ctx: &Ctx, req: Request) -> ApiResult<Response> {
+    let (parts, body) = req.into_parts();
+    let path = parts.uri.path().to_string();
+    let query = Query::parse(parts.uri.query());
+    let headers = parts.headers;
+    let method = parts.method;
+    let answer = negotiate(&headers);
+
+    if method == Method::GET {
+        if let Some(r) = fixed_route(ctx, &path, answer) {
+            return Ok(r);
+        }
+    }
+    if let Some(route) = path::discovery_route(&path) {
+        if method != Method::GET {
+            return Err(ApiError::MethodNotAllowed(format!(
+                "the server does not allow this method on the requested resource"
+            )));
+        }
+        return discovery_response(ctx, route, answer);
+    }
+    // POST namespaces/{ns}/bindings is the older form of pods/{name}/binding.
+    let target = path::parse(&path).ok_or(ApiError::NoRoute)?;
+    let body = axum::body::to_bytes(body, MAX_BODY)
+        .await
+        .map_err(|e| ApiError::BadRequest(format!("request body: {e}")))?;
+    let req = objects::ApiRequest {
+        target,
+        query,
+        headers,
+        body,
+        answer,
+    };
+    match method {
+        Method::GET if req.target.name.is_some() => objects::get(ctx, &req).await,
+        Method::GET if req.query.flag("watch") => watch::watch(ctx, &req).await,
+        Method::GET => objects::list(ctx, &req).await,
+        Method::POST => objects::create(ctx, &req).await,
+        Method::PUT => objects::update(ctx, &req).await,
+        Method::PATCH => objects::patch(ctx, &req).await,
+        Method::DELETE if req.target.name.is_some() => objects::delete(ctx, &req).await,
+        Method::DELETE => objects::delete_collection(ctx, &req).await,
+        _ => Err(ApiError::MethodNotAllowed(format!(
+            "the server does not allow this method on the requested resource"
+        ))),
+    }
+}
+
+/// `/version`, health checks and OpenAPI.
+fn fixed_route(_ctx: &Ctx, path: &str, _answer: Answer) -> Option<Response> {
+    let r = match path {
+        "/version" | "/version/" => json_response(StatusCode::OK, &version()),
+        "/healthz" | "/livez" | "/readyz" => (StatusCode::OK, "ok").into_response(),
+        "/openapi/v2" => (
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, openapi::OPENAPI_V2_CONTENT_TYPE)],
+            Vec::<u8>::new(),
+        )
+            .into_response(),
+        "/openapi/v3" | "/openapi/v3/" => {
+            json_response(StatusCode::OK, &openapi::openapi_v3_index())
+        }
+        p if p.starts_with("/openapi/v3/") => {
+            match openapi::openapi_v3_document(p.trim_start_matches("/openapi/v3/")) {
+                Some(doc) => json_response(StatusCode::OK, &doc),
+                None => ApiError::NoRoute.into_response(),
+            }
+        }
+        _ => return None,
+    };
+    Some(r)
+}
+
+/// What `/version` says: 1.32, so that the kubectl dispatcher picks kubectl 1.32.
+pub fn version() -> Value {
+    json!({
+        "major": "1",
+        "minor": "32",
+        "gitVersion": "v1.32.0-berth",
+        "gitCommit": "berth",
+        "gitTreeState": "clean",
+        "buildDate": "2026-01-01T00:00:00Z",
+        "goVersion": "go1.23.0",
+        "compiler": "berth",
+        "platform": "linux/amd64",
+    })
+}
+
+fn discovery_response(ctx: &Ctx, route: Route, answer: Answer) -> ApiResult<Response> {
+    let aggregated = |v: Value| {
+        (
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, discovery::AGGREGATED_CONTENT_TYPE)],
+            v.to_string(),
+        )
+            .into_response()
+    };
+    Ok(match route {
+        Route::CoreVersions if answer == Answer::AggregatedDiscovery => {
+            aggregated(discovery::aggregated_core())
+        }
+        Route::Groups if answer == Answer::AggregatedDiscovery => {
+            aggregated(discovery::aggregated_groups())
+        }
+        Route::CoreVersions => {
+            json_response(StatusCode::OK, &discovery::api_versions(&ctx.address))
+        }
+        Route::Groups => json_response(StatusCode::OK, &discovery::api_group_list()),
+        Route::Group(g) => json_response(
+            StatusCode::OK,
+            &discovery::api_group(&g).ok_or(ApiError::NoRoute)?,
+        ),
+        Route::GroupVersion(g, v) => json_response(
+            StatusCode::OK,
+            &discovery::api_resource_list(&g, &v).ok_or(ApiError::NoRoute)?,
+        ),
+    })
+}
+
+/// A chunked response body fed by a stream of lines.
+pub fn streaming(
+    stream: impl futures::Stream<Item = Result<bytes::Bytes, std::io::Error>> + Send + 'static,
+) -> Response {
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(header::CACHE_CONTROL, "no-cache, private")
+        .body(Body::from_stream(stream))
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}

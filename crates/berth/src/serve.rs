@@ -1,0 +1,102 @@
+//! `berth serve`: the API server over embedded storage, with simulated nodes, in one process.
+
+use anyhow::Context;
+use berth_apiserver::{tls, ApiServer, Clock};
+use berth_store::Store;
+use std::path::PathBuf;
+
+#[derive(clap::Args, Debug)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub bind_address: String,
+    /// Port to listen on (0 picks a free one; the kubeconfig names the one chosen).
+    #[arg(long, default_value_t = 6443)]
+    pub port: u16,
+    /// Where the store, the certificates and the kubeconfig live.
+    #[arg(long, default_value = "./berth-data")]
+    pub data_dir: PathBuf,
+    /// How many simulated nodes to register (node-1..node-N).
+    #[arg(long, default_value_t = 3)]
+    pub nodes: usize,
+    /// Keep everything in memory (nothing survives a restart).
+    #[arg(long)]
+    pub memory_store: bool,
+}
+
+/// Everything `berth serve` started, for callers (benchmarks) that run it in process.
+pub struct Running {
+    pub kubeconfig: PathBuf,
+    pub url: String,
+    pub server: ApiServer,
+}
+
+pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
+    std::fs::create_dir_all(&args.data_dir)
+        .with_context(|| format!("creating data dir {}", args.data_dir.display()))?;
+    let store = if args.memory_store {
+        Store::memory()
+    } else {
+        Store::open(&args.data_dir.join("store")).with_context(|| {
+            format!(
+                "opening the store in {}",
+                args.data_dir.join("store").display()
+            )
+        })?
+    };
+    let listener = tokio::net::TcpListener::bind((args.bind_address.as_str(), args.port))
+        .await
+        .with_context(|| format!("listening on {}:{}", args.bind_address, args.port))?;
+    let port = listener.local_addr()?.port();
+    let host = match args.bind_address.as_str() {
+        "0.0.0.0" | "::" => "127.0.0.1".to_string(),
+        h => h.to_string(),
+    };
+    let url = format!("https://{host}:{port}");
+    let server = ApiServer::new(
+        store,
+        Clock::starting_at(chrono::Utc::now()),
+        format!("{host}:{port}"),
+    );
+    server.bootstrap().await.map_err(|e| {
+        anyhow::anyhow!(
+            "creating the default namespaces and priority classes: {}",
+            e.message()
+        )
+    })?;
+    server.spawn_compactor();
+
+    let creds = tls::load_or_create(&args.data_dir, &[host.clone()])?;
+    let kubeconfig = tls::write_kubeconfig(&args.data_dir, &url, &creds)?;
+    let config = tls::server_config(&creds)?;
+    tokio::spawn(tls::serve(
+        listener,
+        server.authenticated_router(creds.token.clone()),
+        config,
+    ));
+
+    let client = kube::Client::new(server.in_process_router(), "default");
+    if args.nodes > 0 {
+        berth_kubelet::Kubelet::new(client.clone(), berth_kubelet::NodeSpec::quick(args.nodes))
+            .start()
+            .await?;
+    }
+    Ok(Running {
+        kubeconfig,
+        url,
+        server,
+    })
+}
+
+pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let running = start(&args).await?;
+    println!("berth is serving the Kubernetes API at {}", running.url);
+    println!("kubeconfig: {}", running.kubeconfig.display());
+    println!(
+        "try:\n  export KUBECONFIG={}\n  kubectl get nodes",
+        running.kubeconfig.display()
+    );
+    tokio::signal::ctrl_c().await?;
+    Ok(())
+}
