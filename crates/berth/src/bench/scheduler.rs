@@ -1,8 +1,62 @@
-//! `berth bench scheduler`.
+//! `berth bench scheduler`: the engine in process on the scheduler_perf workloads.
+
+use berth_scheduler::bench::{self, BenchConfig};
 
 #[derive(clap::Args, Debug)]
-pub struct SchedulerBenchArgs {}
+pub struct SchedulerBenchArgs {
+    /// Workload: basic, pod-anti-affinity, anti-affinity-groups, pod-affinity,
+    /// preferred-pod-affinity, preferred-pod-anti-affinity, node-affinity, topology-levels, ...
+    #[arg(long, default_value = "basic")]
+    workload: String,
+    /// Number of nodes.
+    #[arg(long, default_value_t = 5000)]
+    nodes: usize,
+    /// Number of measured pods.
+    #[arg(long, default_value_t = 10000)]
+    pods: usize,
+    /// Pods scheduled before measuring (default: the workload's own).
+    #[arg(long)]
+    init_pods: Option<usize>,
+    /// percentageOfNodesToScore: 100 scores every node, 0 is upstream's adaptive rule.
+    #[arg(long, default_value_t = 100)]
+    percentage_of_nodes_to_score: u32,
+    /// Seed for tie-breaking.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Print one JSON object per run.
+    #[arg(long)]
+    json: bool,
+}
 
-pub fn run(_args: SchedulerBenchArgs) -> anyhow::Result<()> {
-    anyhow::bail!("berth bench scheduler: not implemented yet")
+pub fn run(args: SchedulerBenchArgs) -> anyhow::Result<()> {
+    let cfg = BenchConfig {
+        workload: args.workload.clone(),
+        nodes: args.nodes,
+        pods: args.pods,
+        init_pods: args.init_pods,
+        percentage_of_nodes_to_score: args.percentage_of_nodes_to_score,
+        seed: args.seed,
+    };
+    let report = bench::run(&cfg).map_err(|e| anyhow::anyhow!("{e}"))?;
+    if args.json {
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        println!(
+            "workload {} nodes {} pods {} (init {}): {:.0} pods/s, p50 {:.3} ms, p99 {:.3} ms, unschedulable {}, valid {}{}",
+            report.workload,
+            report.nodes,
+            report.pods,
+            report.init_pods,
+            report.pods_per_second,
+            report.p50_ms,
+            report.p99_ms,
+            report.unschedulable,
+            report.valid,
+            report.invalid_reason.as_deref().map(|r| format!(" ({r})")).unwrap_or_default()
+        );
+    }
+    if !report.valid {
+        anyhow::bail!("the placement is invalid");
+    }
+    Ok(())
 }
