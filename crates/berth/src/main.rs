@@ -1,6 +1,7 @@
 //! The `berth` command: the all-in-one control plane and its tools.
 
 mod bench;
+mod scheduler;
 mod serve;
 
 use clap::{Parser, Subcommand};
@@ -17,6 +18,8 @@ struct Cli {
 enum Command {
     /// Run the all-in-one control plane: API server, embedded storage and simulated nodes.
     Serve(serve::ServeArgs),
+    /// Run a scheduler against any Kubernetes API server (a custom scheduler next to the default one).
+    Scheduler(scheduler::SchedulerArgs),
     /// Benchmarks that print pods/second (never asserted).
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -37,6 +40,7 @@ fn main() -> anyhow::Result<()> {
     runtime.block_on(async {
         match cli.command {
             Command::Serve(args) => serve::run(args).await,
+            Command::Scheduler(args) => scheduler::run(args).await,
             Command::Bench(cmd) => bench::run(cmd).await,
         }
     })

@@ -22,6 +22,12 @@ pub struct ServeArgs {
     /// Keep everything in memory (nothing survives a restart).
     #[arg(long)]
     pub memory_store: bool,
+    /// The scheduler policy file (the seed's `kind: Policy`, JSON or YAML); the default policy without one.
+    #[arg(long)]
+    pub policy_config_file: Option<PathBuf>,
+    /// Do not run the built-in `default-scheduler` (pods stay Pending unless another scheduler binds them).
+    #[arg(long)]
+    pub disable_scheduler: bool,
 }
 
 /// Everything `berth serve` started, for callers (benchmarks) that run it in process.
@@ -32,6 +38,8 @@ pub struct Running {
 }
 
 pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
+    // A bad policy file stops the start before anything is served.
+    let policy = crate::scheduler::load_policy(args.policy_config_file.as_deref())?;
     std::fs::create_dir_all(&args.data_dir)
         .with_context(|| format!("creating data dir {}", args.data_dir.display()))?;
     let store = if args.memory_store {
@@ -80,6 +88,17 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
         berth_kubelet::Kubelet::new(client.clone(), berth_kubelet::NodeSpec::quick(args.nodes))
             .start()
             .await?;
+    }
+    if !args.disable_scheduler {
+        let cfg = berth_scheduler::driver::DriverConfig {
+            policy,
+            ..berth_scheduler::driver::DriverConfig::named("default-scheduler")
+        };
+        tokio::spawn(async move {
+            if let Err(e) = berth_scheduler::driver::run(client, cfg).await {
+                tracing::error!(error = %e, "default-scheduler stopped");
+            }
+        });
     }
     Ok(Running {
         kubeconfig,

@@ -1,0 +1,47 @@
+//! The driver: runs the engine against an API server.
+//!
+//! `watch → cache → decide → act`: informer tasks turn list+watch streams into [`Update`]s;
+//! one scheduling loop owns the cache, the queue and the engine, and is the only writer of all
+//! three; binding, events and status updates go out through the API in tasks of their own, so the
+//! next pod is decided while a binding is in flight.
+
+mod informers;
+mod recorder;
+mod scheduling_loop;
+
+pub use scheduling_loop::run;
+
+use crate::policy::Policy;
+
+/// How a scheduler instance is configured.
+#[derive(Debug, Clone)]
+pub struct DriverConfig {
+    /// Pods whose `spec.schedulerName` equals this are ours (`default-scheduler` by default).
+    pub scheduler_name: String,
+    /// The policy (the seed's default without a policy file).
+    pub policy: Policy,
+    /// `percentageOfNodesToScore` (100 = every node).
+    pub percentage_of_nodes_to_score: u32,
+    /// Seed for tie-breaking between equal scores.
+    pub seed: u64,
+}
+
+impl DriverConfig {
+    /// The default scheduler with the seed's default policy.
+    pub fn named(name: &str) -> DriverConfig {
+        DriverConfig {
+            scheduler_name: name.to_string(),
+            policy: Policy::default_policy(),
+            percentage_of_nodes_to_score: 100,
+            seed: 0,
+        }
+    }
+}
+
+/// Errors that stop the driver.
+#[derive(Debug, thiserror::Error)]
+pub enum DriverError {
+    /// The policy could not be turned into a scheduler.
+    #[error("building the scheduler: {0}")]
+    Build(String),
+}

@@ -1,0 +1,269 @@
+//! The scheduling loop: the only owner of the cache, the queue and the engine.
+
+use super::informers::{self, Change, Kind, Update};
+use super::recorder::{PodRef, Recorder};
+use super::{DriverConfig, DriverError};
+use crate::model::Pod;
+use crate::queue::{QueueConfig, QueuedPod, SchedulingQueue};
+use crate::{ClusterCache, ClusterEvent, Decision, Scheduler};
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+/// Longest the loop sleeps without looking at the queue (unschedulable timeouts need a tick).
+const MAX_IDLE: Duration = Duration::from_secs(1);
+
+/// What a finished binding reports back to the loop.
+struct Bound {
+    pod: QueuedPod<String, Pod>,
+    node: String,
+    result: Result<(), String>,
+}
+
+struct Loop {
+    name: String,
+    cache: ClusterCache,
+    queue: SchedulingQueue<String, Pod>,
+    scheduler: Scheduler,
+    recorder: Recorder,
+    started: Instant,
+    bound_tx: mpsc::UnboundedSender<Bound>,
+}
+
+/// Runs the scheduler named in `cfg` against `client` until the process ends.
+pub async fn run(client: kube::Client, cfg: DriverConfig) -> Result<(), DriverError> {
+    let scheduler = Scheduler::builder()
+        .policy(cfg.policy.clone())
+        .seed(cfg.seed)
+        .percentage_of_nodes_to_score(cfg.percentage_of_nodes_to_score)
+        .build()
+        .map_err(|e| DriverError::Build(e.to_string()))?;
+    let (tx, mut updates) = mpsc::unbounded_channel();
+    informers::spawn_all(&client, &tx);
+    let (bound_tx, mut bound_rx) = mpsc::unbounded_channel();
+    let mut l = Loop {
+        name: cfg.scheduler_name.clone(),
+        cache: ClusterCache::new(),
+        queue: SchedulingQueue::new(QueueConfig::default()),
+        scheduler,
+        recorder: Recorder::new(client, &cfg.scheduler_name),
+        started: Instant::now(),
+        bound_tx,
+    };
+    tracing::info!(scheduler = %l.name, "scheduler started");
+    loop {
+        // Everything already known goes into the cache before the next decision.
+        while let Ok(u) = updates.try_recv() {
+            l.apply(u);
+        }
+        while let Ok(b) = bound_rx.try_recv() {
+            l.finish_binding(b);
+        }
+        let now = l.now();
+        if let Some(pod) = l.queue.pop(now) {
+            l.schedule_one(pod);
+            continue;
+        }
+        let wait = l
+            .queue
+            .next_ready_at(now)
+            .map(|at| at.saturating_sub(now))
+            .unwrap_or(MAX_IDLE)
+            .min(MAX_IDLE);
+        tokio::select! {
+            u = updates.recv() => match u {
+                Some(u) => l.apply(u),
+                None => return Ok(()),
+            },
+            Some(b) = bound_rx.recv() => l.finish_binding(b),
+            _ = tokio::time::sleep(wait) => {}
+        }
+    }
+}
+
+impl Loop {
+    fn now(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    fn apply(&mut self, u: Update) {
+        let event = match (u.kind, u.change) {
+            (Kind::Pod, Change::Apply(b)) => self.pod_changed(&b),
+            (Kind::Pod, Change::Delete(b)) => self.pod_deleted(&b),
+            (Kind::Node, Change::Apply(b)) => self.cache.upsert_node_json(&b).ok(),
+            (Kind::Node, Change::Delete(b)) => {
+                name_of(&b).and_then(|(_, n)| self.cache.remove_node(&n))
+            }
+            (Kind::Service, Change::Apply(b)) => self.cache.upsert_service_json(&b).ok(),
+            (Kind::Service, Change::Delete(b)) => key_of(&b).map(|k| self.cache.remove_service(&k)),
+            (k @ (Kind::ReplicationController | Kind::ReplicaSet | Kind::StatefulSet), change) => {
+                let kind = match k {
+                    Kind::ReplicationController => "ReplicationController",
+                    Kind::ReplicaSet => "ReplicaSet",
+                    _ => "StatefulSet",
+                };
+                match change {
+                    Change::Apply(b) => self.cache.upsert_controller_json(kind, &b).ok(),
+                    Change::Delete(b) => key_of(&b).map(|k| self.cache.remove_controller(kind, &k)),
+                }
+            }
+            (k, change) => {
+                let kind = match k {
+                    Kind::PersistentVolume => "PersistentVolume",
+                    Kind::PersistentVolumeClaim => "PersistentVolumeClaim",
+                    _ => "StorageClass",
+                };
+                match change {
+                    Change::Apply(b) => self.cache.upsert_volume_object_json(kind, &b).ok(),
+                    Change::Delete(b) => {
+                        let key = if kind == "PersistentVolumeClaim" {
+                            key_of(&b)
+                        } else {
+                            name_of(&b).map(|(_, n)| n)
+                        };
+                        key.map(|k| match kind {
+                            "PersistentVolume" => self.cache.remove_persistent_volume(&k),
+                            "PersistentVolumeClaim" => {
+                                self.cache.remove_persistent_volume_claim(&k)
+                            }
+                            _ => self.cache.remove_storage_class(&k),
+                        })
+                    }
+                }
+            }
+        };
+        if let Some(ev) = event {
+            self.cluster_changed(&ev);
+        }
+    }
+
+    fn cluster_changed(&mut self, ev: &ClusterEvent) {
+        let now = self.now();
+        self.queue.move_on_event(|pod| ev.may_help(pod), now);
+    }
+
+    fn pod_changed(&mut self, bytes: &[u8]) -> Option<ClusterEvent> {
+        let pod: Pod = serde_json::from_slice(bytes).ok()?;
+        let key = format!("{}/{}", pod.metadata.namespace, pod.metadata.name);
+        if !pod.spec.node_name.is_empty() {
+            // Bound (by us or anyone): the cache owns it; it leaves the queue.
+            self.queue.delete(&key);
+            return self.cache.upsert_pod(&pod);
+        }
+        if self.cache.is_assumed(&key) {
+            return None; // our binding is in flight; its result decides
+        }
+        let ours = pod.spec.scheduler_name == self.name;
+        let terminating = pod.metadata.deletion_timestamp.is_some();
+        let done = matches!(pod.status.phase.as_str(), "Succeeded" | "Failed");
+        if !ours || terminating || done {
+            self.queue.delete(&key);
+            return None;
+        }
+        let priority = pod.spec.priority.unwrap_or(0);
+        let now = self.now();
+        if self.queue.contains(&key) {
+            // Status-only changes (our own condition updates) do not reset the pod's backoff.
+            if self.queue.get(&key).is_some_and(|old| {
+                old.spec != pod.spec || old.metadata.labels != pod.metadata.labels
+            }) {
+                self.queue.update(key, pod, priority, now);
+            }
+        } else {
+            self.queue.add(key, pod, priority, now);
+        }
+        None
+    }
+
+    fn pod_deleted(&mut self, bytes: &[u8]) -> Option<ClusterEvent> {
+        let (ns, name) = name_of(bytes)?;
+        let key = format!("{ns}/{name}");
+        self.queue.delete(&key);
+        if self.cache.is_assumed(&key) {
+            let _ = self.cache.forget(&key);
+        }
+        self.cache.remove_pod(&key)
+    }
+
+    fn schedule_one(&mut self, queued: QueuedPod<String, Pod>) {
+        let info = self.cache.compile_pod(&queued.payload);
+        let pod = pod_ref(&queued.payload);
+        match self.scheduler.schedule(&self.cache, &info) {
+            Decision::Scheduled { node, .. } => {
+                if let Err(e) = self.cache.assume(info, &node) {
+                    tracing::warn!(pod = %queued.key, error = %e, "assume failed");
+                    let now = self.now();
+                    self.queue.add_backoff(queued, now);
+                    return;
+                }
+                let recorder = self.recorder.clone();
+                let tx = self.bound_tx.clone();
+                tokio::spawn(async move {
+                    let result = recorder.bind(&pod, &node).await.map_err(|e| e.to_string());
+                    if result.is_ok() {
+                        recorder.scheduled(&pod, &node).await;
+                    }
+                    let _ = tx.send(Bound {
+                        pod: queued,
+                        node,
+                        result,
+                    });
+                });
+            }
+            Decision::Unschedulable(fit) => {
+                let message = fit.message();
+                tracing::debug!(pod = %queued.key, %message, "unschedulable");
+                let recorder = self.recorder.clone();
+                tokio::spawn(async move { recorder.failed(&pod, &message, "Unschedulable").await });
+                let now = self.now();
+                self.queue.add_unschedulable(queued, now);
+            }
+            Decision::Error(message) => {
+                let recorder = self.recorder.clone();
+                tokio::spawn(
+                    async move { recorder.failed(&pod, &message, "SchedulerError").await },
+                );
+                let now = self.now();
+                self.queue.add_backoff(queued, now);
+            }
+        }
+    }
+
+    fn finish_binding(&mut self, b: Bound) {
+        match b.result {
+            Ok(()) => {
+                self.queue.done(&b.pod.key);
+            }
+            Err(e) => {
+                tracing::info!(pod = %b.pod.key, node = %b.node, error = %e, "binding failed; retrying");
+                let _ = self.cache.forget(&b.pod.key);
+                let now = self.now();
+                self.queue.add_backoff(b.pod, now);
+            }
+        }
+    }
+}
+
+fn pod_ref(pod: &Pod) -> PodRef {
+    PodRef {
+        namespace: pod.metadata.namespace.clone(),
+        name: pod.metadata.name.clone(),
+        uid: pod.metadata.uid.clone(),
+    }
+}
+
+fn name_of(bytes: &[u8]) -> Option<(String, String)> {
+    let v: serde_json::Value = serde_json::from_slice(bytes).ok()?;
+    let m = v.get("metadata")?;
+    Some((
+        m.get("namespace")
+            .and_then(|n| n.as_str())
+            .unwrap_or("")
+            .to_string(),
+        m.get("name")?.as_str()?.to_string(),
+    ))
+}
+
+fn key_of(bytes: &[u8]) -> Option<String> {
+    name_of(bytes).map(|(ns, n)| format!("{ns}/{n}"))
+}
