@@ -32,6 +32,8 @@
 pub mod bench;
 mod cache;
 pub mod compiled;
+#[cfg(feature = "driver")]
+pub mod driver;
 mod engine;
 mod events;
 mod explain;
