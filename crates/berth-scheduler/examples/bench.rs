@@ -1,6 +1,6 @@
 //! `cargo run --release -p berth-scheduler --example bench -- --workload basic --nodes 5000 --pods 10000 [--init-pods K] [--percentage-of-nodes-to-score P] [--seed S] [--json]`
 
-use berth_scheduler::bench::{run, BenchConfig};
+use berth_scheduler::bench::{run_tuned, BenchConfig};
 
 fn main() {
     let mut cfg = BenchConfig {
@@ -12,6 +12,7 @@ fn main() {
         seed: 1,
     };
     let mut json = false;
+    let mut threshold = None;
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
     while i < args.len() {
@@ -27,6 +28,7 @@ fn main() {
             "--init-pods" => cfg.init_pods = Some(num()),
             "--percentage-of-nodes-to-score" => cfg.percentage_of_nodes_to_score = num() as u32,
             "--seed" => cfg.seed = num() as u64,
+            "--parallel-threshold" => threshold = Some(num()),
             "--json" => {
                 json = true;
                 i += 1;
@@ -36,7 +38,7 @@ fn main() {
         }
         i += 2;
     }
-    match run(&cfg) {
+    match run_tuned(&cfg, threshold) {
         Ok(r) if json => println!("{}", serde_json::to_string(&r).unwrap()),
         Ok(r) => println!(
             "{:<28} nodes {:>6} init {:>6} pods {:>6}  {:>10.0} pods/s  p50 {:.3} ms  p99 {:.3} ms  unschedulable {}  valid {}{}",

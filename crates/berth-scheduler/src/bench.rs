@@ -181,6 +181,14 @@ fn percentile(sorted: &[f64], q: f64) -> f64 {
 
 /// Runs a workload.
 pub fn run(cfg: &BenchConfig) -> Result<BenchReport, String> {
+    run_tuned(cfg, None)
+}
+
+/// Runs a workload with an explicit rayon node-count threshold (None = the engine default).
+pub fn run_tuned(
+    cfg: &BenchConfig,
+    parallel_threshold: Option<usize>,
+) -> Result<BenchReport, String> {
     let w = cfg.workload.as_str();
     if !WORKLOADS.contains(&w) {
         return Err(format!(
@@ -204,12 +212,16 @@ pub fn run(cfg: &BenchConfig) -> Result<BenchReport, String> {
             cache.upsert_service(&svc);
         }
     }
-    let mut sched = Scheduler::builder()
+    let sched = Scheduler::builder()
         .policy(policy(w))
         .seed(cfg.seed)
-        .percentage_of_nodes_to_score(cfg.percentage_of_nodes_to_score)
-        .build()
-        .map_err(|e| e.to_string())?;
+        .percentage_of_nodes_to_score(cfg.percentage_of_nodes_to_score);
+    let mut sched = match parallel_threshold {
+        Some(t) => sched.parallel_threshold(t),
+        None => sched,
+    }
+    .build()
+    .map_err(|e| e.to_string())?;
     let mut placed: Vec<(Pod, String)> = Vec::with_capacity(init + cfg.pods);
     let mut place =
         |cache: &mut ClusterCache, sched: &mut Scheduler, p: Pod| -> Result<bool, String> {

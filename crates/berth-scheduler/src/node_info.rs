@@ -68,6 +68,8 @@ pub struct NodeInfo {
     pub exists: bool,
     /// Labels.
     pub labels: Labels,
+    /// Topology domain id of each label (parallel to `labels`).
+    pub domains: Vec<u32>,
     /// Taints.
     pub taints: Vec<CTaint>,
     /// Has NoSchedule or NoExecute taints.
@@ -211,4 +213,82 @@ fn parse_avoid(text: Option<&str>) -> Vec<(String, String)> {
         }
     }
     out
+}
+
+/// Node flag bits in [`NodeHot::flags`].
+pub(crate) mod flag {
+    pub const MISSING: u32 = 1;
+    pub const NOT_READY: u32 = 2;
+    pub const OUT_OF_DISK: u32 = 4;
+    pub const NETWORK: u32 = 8;
+    pub const UNSCHEDULABLE: u32 = 16;
+    pub const HARD_TAINTS: u32 = 32;
+    pub const MEMORY_PRESSURE: u32 = 64;
+    pub const DISK_PRESSURE: u32 = 128;
+    pub const PID_PRESSURE: u32 = 256;
+    pub const PORTS: u32 = 512;
+}
+
+/// The few numbers of a node the filter's fast path and the resource priorities read, kept in
+/// one dense array indexed by node slot.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NodeHot {
+    /// Allocatable millicores.
+    pub alloc_cpu: i64,
+    /// Allocatable memory.
+    pub alloc_mem: i64,
+    /// Allocatable ephemeral storage.
+    pub alloc_eph: i64,
+    /// Allocatable pods.
+    pub alloc_pods: i64,
+    /// Requested millicores.
+    pub req_cpu: i64,
+    /// Requested memory.
+    pub req_mem: i64,
+    /// Requested ephemeral storage.
+    pub req_eph: i64,
+    /// Pods on the node.
+    pub pod_count: i64,
+    /// Non-zero requested millicores.
+    pub nz_cpu: i64,
+    /// Non-zero requested memory.
+    pub nz_mem: i64,
+    /// `flag::*` bits.
+    pub flags: u32,
+}
+
+impl NodeInfo {
+    /// The hot summary of this node.
+    pub fn hot(&self) -> NodeHot {
+        let c = self.conditions;
+        let mut f = 0;
+        let mut set = |cond: bool, bit: u32| {
+            if cond {
+                f |= bit
+            }
+        };
+        set(!self.exists, flag::MISSING);
+        set(c.not_ready, flag::NOT_READY);
+        set(c.out_of_disk, flag::OUT_OF_DISK);
+        set(c.network_unavailable, flag::NETWORK);
+        set(self.unschedulable, flag::UNSCHEDULABLE);
+        set(self.hard_taints, flag::HARD_TAINTS);
+        set(c.memory_pressure, flag::MEMORY_PRESSURE);
+        set(c.disk_pressure, flag::DISK_PRESSURE);
+        set(c.pid_pressure, flag::PID_PRESSURE);
+        set(!self.ports.is_empty(), flag::PORTS);
+        NodeHot {
+            alloc_cpu: self.alloc.cpu,
+            alloc_mem: self.alloc.memory,
+            alloc_eph: self.alloc.ephemeral,
+            alloc_pods: self.alloc_pods,
+            req_cpu: self.requested.cpu,
+            req_mem: self.requested.memory,
+            req_eph: self.requested.ephemeral,
+            pod_count: self.pod_count,
+            nz_cpu: self.nonzero.0,
+            nz_mem: self.nonzero.1,
+            flags: f,
+        }
+    }
 }

@@ -13,11 +13,11 @@ mod query;
 
 use crate::compiled::Selector;
 use crate::events::{ClusterEvent, NodeChange};
-use crate::intern::{Interner, Sym};
+use crate::intern::{FxMap, FxSet, Interner, Sym};
 use crate::model::{Node, Pod};
 use crate::node_info::NodeInfo;
 use crate::pod_info::{PodInfo, Term};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use thiserror::Error;
 
 pub use dump::CacheDump;
@@ -48,8 +48,8 @@ pub enum CacheError {
 /// Pods indexed by one label pair, with per-node counts.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Posting {
-    pub pods: HashSet<u32>,
-    pub nodes: HashMap<u32, u32>,
+    pub pods: FxSet<u32>,
+    pub nodes: FxMap<u32, u32>,
 }
 
 /// Kind of an (anti-)affinity term carried by a placed pod.
@@ -67,7 +67,7 @@ pub(crate) struct ExistingTerm {
     pub kind: TermKind,
     pub weight: i64,
     pub term: Term,
-    pub nodes: HashMap<u32, u32>,
+    pub nodes: FxMap<u32, u32>,
     pub total: u32,
 }
 
@@ -94,15 +94,22 @@ pub struct ClusterCache {
     pub(crate) pods: Vec<Option<PodSlot>>,
     pod_by_key: HashMap<String, u32>,
     free_pods: Vec<u32>,
-    pub(crate) postings: HashMap<(Sym, Sym, Sym), Posting>,
-    pub(crate) ns_pods: HashMap<Sym, HashSet<u32>>,
+    pub(crate) postings: FxMap<(Sym, Sym, Sym), Posting>,
+    pub(crate) ns_pods: FxMap<Sym, FxSet<u32>>,
     pub(crate) terms: Vec<ExistingTerm>,
     term_ids: HashMap<(TermKind, i64, Term), u32>,
-    pub(crate) term_index: HashMap<(Sym, Sym), Vec<u32>>,
+    pub(crate) term_index: FxMap<(Sym, Sym), Vec<u32>>,
     pub(crate) generic_terms: Vec<u32>,
     /// Number of placed pods carrying each term kind (for fast skips).
     pub(crate) term_kind_pods: [usize; 4],
-    pub(crate) topo: HashMap<(Sym, Sym), Vec<u32>>,
+    pub(crate) topo: FxMap<(Sym, Sym), u32>,
+    /// Topology domains: nodes sharing one (label key, value); indexed by `NodeInfo::domains`.
+    pub(crate) domains: Vec<Vec<u32>>,
+    free_domains: Vec<u32>,
+    /// Nodes with PreferNoSchedule taints.
+    pub(crate) soft_taint_nodes: usize,
+    /// Compact per-node-slot data read by the filter's fast path.
+    pub(crate) hot: Vec<crate::node_info::NodeHot>,
     pub(crate) services: BTreeMap<String, Workload>,
     pub(crate) controllers: BTreeMap<String, Workload>,
     pub(crate) pvs: HashMap<String, objects::CompiledPv>,
@@ -175,6 +182,16 @@ impl ClusterCache {
         self.generation += 1;
     }
 
+    pub(crate) fn refresh_hot(&mut self, ix: u32) {
+        let ix = ix as usize;
+        if self.hot.len() < self.nodes.len() {
+            self.hot.resize(self.nodes.len(), Default::default());
+        }
+        if let Some(n) = self.nodes.get(ix) {
+            self.hot[ix] = n.hot();
+        }
+    }
+
     fn slot_for_node(&mut self, name: &str) -> u32 {
         if let Some(&ix) = self.node_by_name.get(name) {
             return ix;
@@ -199,16 +216,40 @@ impl ClusterCache {
 
     fn topo_update(&mut self, ix: u32, add: bool) {
         let labels = self.nodes[ix as usize].labels.0.clone();
-        for (k, v) in labels {
-            let e = self.topo.entry((k, v)).or_default();
-            if add {
-                e.push(ix);
-            } else {
-                e.retain(|&n| n != ix);
-                if e.is_empty() {
+        if add {
+            let mut doms = Vec::with_capacity(labels.len());
+            for (k, v) in labels {
+                let id = match self.topo.get(&(k, v)) {
+                    Some(&id) => id,
+                    None => {
+                        let id = match self.free_domains.pop() {
+                            Some(id) => id,
+                            None => {
+                                self.domains.push(Vec::new());
+                                (self.domains.len() - 1) as u32
+                            }
+                        };
+                        self.topo.insert((k, v), id);
+                        id
+                    }
+                };
+                self.domains[id as usize].push(ix);
+                doms.push(id);
+            }
+            self.nodes[ix as usize].domains = doms;
+        } else {
+            for (k, v) in labels {
+                let Some(&id) = self.topo.get(&(k, v)) else {
+                    continue;
+                };
+                let d = &mut self.domains[id as usize];
+                d.retain(|&n| n != ix);
+                if d.is_empty() {
                     self.topo.remove(&(k, v));
+                    self.free_domains.push(id);
                 }
             }
+            self.nodes[ix as usize].domains.clear();
         }
     }
 
@@ -231,6 +272,15 @@ impl ClusterCache {
         }
         self.nodes[ix as usize].set_node(node, &mut self.interner);
         self.topo_update(ix, true);
+        self.refresh_hot(ix);
+        let soft = self.nodes[ix as usize].soft_taints;
+        if soft != (old.exists && old.soft_taints) {
+            if soft {
+                self.soft_taint_nodes += 1;
+            } else {
+                self.soft_taint_nodes -= 1;
+            }
+        }
         if !old.exists {
             self.order_insert(ix);
             return ClusterEvent::NodeAdded;
@@ -263,6 +313,9 @@ impl ClusterCache {
         self.bump();
         self.topo_update(ix, false);
         self.order.retain(|&o| o != ix);
+        if self.nodes[ix as usize].soft_taints {
+            self.soft_taint_nodes -= 1;
+        }
         let n = &mut self.nodes[ix as usize];
         let pods = std::mem::take(&mut n.pods);
         *n = NodeInfo {
@@ -272,6 +325,7 @@ impl ClusterCache {
             ..NodeInfo::default()
         };
         self.release_node_if_empty(ix);
+        self.refresh_hot(ix);
         Some(ClusterEvent::NodeDeleted)
     }
 

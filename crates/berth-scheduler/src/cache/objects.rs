@@ -1,7 +1,7 @@
 //! Services, controllers and volume objects held by the cache.
 
 use super::{CacheError, ClusterCache};
-use crate::compiled::{Labels, NodeTerm, Selector};
+use crate::compiled::{NodeTerm, Selector};
 use crate::events::ClusterEvent;
 use crate::intern::Sym;
 use crate::model::{
@@ -12,7 +12,6 @@ use crate::model::{
 /// A selector-bearing object (Service, ReplicationController, ReplicaSet, StatefulSet).
 #[derive(Debug, Clone)]
 pub(crate) struct Workload {
-    pub kind: &'static str,
     pub ns: Sym,
     pub selector: Selector,
     pub seq: u64,
@@ -24,7 +23,6 @@ pub(crate) struct CompiledPv {
     pub pv: PersistentVolume,
     pub terms: Option<Vec<NodeTerm>>,
     pub zone: Vec<(Sym, Vec<Sym>)>,
-    pub labels: Labels,
 }
 
 /// A StorageClass with allowed topologies compiled (terms ORed, requirements ANDed).
@@ -68,15 +66,7 @@ impl ClusterCache {
             .map(|w| w.seq)
             .unwrap_or_else(|| self.next_seq());
         self.bump();
-        self.services.insert(
-            key,
-            Workload {
-                kind: "Service",
-                ns,
-                selector,
-                seq,
-            },
-        );
+        self.services.insert(key, Workload { ns, selector, seq });
         ClusterEvent::ServiceChanged
     }
 
@@ -154,15 +144,7 @@ impl ClusterCache {
             .map(|w| w.seq)
             .unwrap_or_else(|| self.next_seq());
         self.bump();
-        self.controllers.insert(
-            key,
-            Workload {
-                kind,
-                ns,
-                selector,
-                seq,
-            },
-        );
+        self.controllers.insert(key, Workload { ns, selector, seq });
         ClusterEvent::ServiceChanged
     }
 
@@ -219,16 +201,8 @@ impl ClusterCache {
         {
             i.intern(id);
         }
-        let labels = crate::compiled::Labels::compile(&pv.metadata.labels, i);
-        self.pvs.insert(
-            pv.metadata.name.clone(),
-            CompiledPv {
-                pv,
-                terms,
-                zone,
-                labels,
-            },
-        );
+        self.pvs
+            .insert(pv.metadata.name.clone(), CompiledPv { pv, terms, zone });
         ClusterEvent::VolumeChanged
     }
     /// Removes a PersistentVolume.

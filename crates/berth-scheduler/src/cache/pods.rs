@@ -265,6 +265,7 @@ impl ClusterCache {
         }
         self.seq += 1;
         self.pod_by_key.insert(info.key.clone(), ix);
+        self.refresh_hot(nix);
         self.pods[ix as usize] = Some(PodSlot {
             info,
             node: nix,
@@ -369,11 +370,12 @@ impl ClusterCache {
             dec(&mut et.nodes, nix);
         }
         self.release_node_if_empty(nix);
+        self.refresh_hot(nix);
         Some(slot)
     }
 }
 
-fn dec(map: &mut std::collections::HashMap<u32, u32>, k: u32) {
+fn dec(map: &mut crate::intern::FxMap<u32, u32>, k: u32) {
     if let Some(c) = map.get_mut(&k) {
         *c -= 1;
         if *c == 0 {

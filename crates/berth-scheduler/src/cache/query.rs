@@ -96,13 +96,15 @@ impl ClusterCache {
     /// Calls `f(node_slot)` for every node in the same topology (`key`) as node `src`.
     #[inline]
     pub(crate) fn for_each_same_topology(&self, src: u32, key: Sym, mut f: impl FnMut(u32)) {
-        let Some(v) = self.nodes[src as usize].labels.get(key) else {
+        let n = &self.nodes[src as usize];
+        let Some(pos) = n.labels.0.iter().position(|(k, _)| *k == key) else {
             return;
         };
-        if let Some(nodes) = self.topo.get(&(key, v)) {
-            for &n in nodes {
-                f(n);
-            }
+        let Some(&dom) = n.domains.get(pos) else {
+            return;
+        };
+        for &m in &self.domains[dom as usize] {
+            f(m);
         }
     }
 }

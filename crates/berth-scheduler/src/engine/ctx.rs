@@ -14,24 +14,17 @@ pub(crate) struct Scratch {
     pub aff_flags: Vec<u8>,
     /// Bitmask of own affinity terms satisfied per node slot.
     pub aff_sat: Vec<u64>,
-    /// Per-node signed counts for priorities (inter-pod affinity, spreading).
-    pub counts: Vec<i64>,
-    /// Secondary per-node counts.
-    pub counts2: Vec<i64>,
-    /// Topology values already visited (dedupe buffer).
-    pub seen: Vec<(Sym, Sym)>,
 }
 
 impl Scratch {
-    pub(crate) fn reset(&mut self, n: usize) {
-        for v in [&mut self.counts, &mut self.counts2] {
-            v.clear();
-            v.resize(n, 0);
-        }
+    /// Clears the inter-pod affinity buffers for `n` node slots.
+    pub(crate) fn reset(&mut self, n: usize, affinity_terms: bool) {
         self.aff_flags.clear();
         self.aff_flags.resize(n, 0);
         self.aff_sat.clear();
-        self.aff_sat.resize(n, 0);
+        if affinity_terms {
+            self.aff_sat.resize(n, 0);
+        }
     }
 }
 

@@ -118,6 +118,96 @@ pub(crate) fn check_node(
     run_predicates(c, preds, always, &base, out)
 }
 
+/// A per-decision plan for the fast path: nodes whose flags avoid `slow_mask`, whose
+/// inter-pod-affinity state is clean and whose resources fit are feasible without running the
+/// predicates; every other node runs the predicates (which also yields its reasons).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FastPlan {
+    slow_mask: u32,
+    affinity: bool,
+    resources: bool,
+}
+
+/// The fast plan for this pod and predicate list, if every configured predicate can be decided
+/// from node flags, the affinity state and the hot resource numbers.
+pub(crate) fn plan(c: &PodCtx, preds: &[Pred], nominated: &[Nominated]) -> Option<FastPlan> {
+    use crate::node_info::flag::*;
+    if !nominated.is_empty() {
+        return None;
+    }
+    let pod = c.pod;
+    let mut p = FastPlan {
+        slow_mask: 0,
+        affinity: false,
+        resources: false,
+    };
+    let vols = !pod.volumes.is_empty();
+    for pred in preds {
+        match pred {
+            Pred::CheckNodeCondition => {
+                p.slow_mask |= MISSING | NOT_READY | OUT_OF_DISK | NETWORK | UNSCHEDULABLE
+            }
+            Pred::CheckNodeUnschedulable => p.slow_mask |= UNSCHEDULABLE,
+            Pred::GeneralPredicates
+            | Pred::PodFitsResources
+            | Pred::HostName
+            | Pred::PodFitsHostPorts
+            | Pred::MatchNodeSelector => {
+                if matches!(pred, Pred::GeneralPredicates | Pred::PodFitsResources) {
+                    if !pod.request.scalars.is_empty() {
+                        return None;
+                    }
+                    p.resources = true;
+                }
+                if matches!(pred, Pred::GeneralPredicates | Pred::HostName)
+                    && !pod.node_name.is_empty()
+                {
+                    return None;
+                }
+                if matches!(pred, Pred::GeneralPredicates | Pred::PodFitsHostPorts)
+                    && !pod.host_ports.is_empty()
+                {
+                    p.slow_mask |= PORTS;
+                }
+                if matches!(pred, Pred::GeneralPredicates | Pred::MatchNodeSelector)
+                    && (!pod.node_selector.is_empty() || pod.required_node_terms.is_some())
+                {
+                    return None;
+                }
+            }
+            Pred::PodToleratesNodeTaints | Pred::PodToleratesNodeNoExecuteTaints => {
+                p.slow_mask |= MISSING | HARD_TAINTS
+            }
+            Pred::CheckNodeMemoryPressure => {
+                if pod.best_effort {
+                    p.slow_mask |= MEMORY_PRESSURE
+                }
+            }
+            Pred::CheckNodeDiskPressure => p.slow_mask |= DISK_PRESSURE,
+            Pred::CheckNodePIDPressure => p.slow_mask |= PID_PRESSURE,
+            Pred::MatchInterPodAffinity => p.affinity = true,
+            Pred::CheckServiceAffinity { slot } => {
+                if c.service_affinity.get(*slot).is_some_and(|v| !v.is_empty()) {
+                    return None;
+                }
+            }
+            Pred::CheckNodeLabelPresence { .. } => return None,
+            Pred::NoDiskConflict
+            | Pred::MaxEBSVolumeCount
+            | Pred::MaxGCEPDVolumeCount
+            | Pred::MaxCSIVolumeCountPred
+            | Pred::MaxAzureDiskVolumeCount
+            | Pred::CheckVolumeBinding
+            | Pred::NoVolumeZoneConflict => {
+                if vols {
+                    return None;
+                }
+            }
+        }
+    }
+    Some(p)
+}
+
 fn run_range(
     c: &PodCtx,
     preds: &[Pred],
@@ -125,6 +215,7 @@ fn run_range(
     nominated: &[Nominated],
     nodes: &[u32],
     limit: usize,
+    fast: Option<FastPlan>,
 ) -> Result<Filtered, String> {
     let mut f = Filtered {
         feasible: Vec::with_capacity(nodes.len().min(limit)),
@@ -132,11 +223,35 @@ fn run_range(
         visited: 0,
     };
     let mut reasons = Vec::new();
+    let hot = &c.cache.hot;
+    let req = &c.pod.request;
+    let zero_req = req.cpu == 0 && req.memory == 0 && req.ephemeral == 0;
+    let aff = &c.affinity;
     for &ix in nodes {
         if f.feasible.len() >= limit {
             break;
         }
         f.visited += 1;
+        if let Some(p) = fast {
+            let h = &hot[ix as usize];
+            let i = ix as usize;
+            let ok = h.flags & p.slow_mask == 0
+                && (!p.affinity
+                    || (aff.flags[i] == 0
+                        && (aff.all_terms == 0
+                            || aff.first_pod
+                            || aff.sat[i] & aff.all_terms == aff.all_terms)))
+                && (!p.resources
+                    || (h.pod_count < h.alloc_pods
+                        && (zero_req
+                            || (req.cpu + h.req_cpu <= h.alloc_cpu
+                                && req.memory + h.req_mem <= h.alloc_mem
+                                && req.ephemeral + h.req_eph <= h.alloc_eph))));
+            if ok {
+                f.feasible.push(ix);
+                continue;
+            }
+        }
         reasons.clear();
         if check_node(c, preds, always, ix, nominated, &mut reasons)? {
             f.feasible.push(ix);
@@ -159,6 +274,7 @@ pub(crate) fn run(
     parallel: bool,
 ) -> Result<Filtered, String> {
     let order = &c.cache.order;
+    let fast = plan(c, preds, nominated);
     if parallel {
         let chunk = order
             .len()
@@ -166,7 +282,7 @@ pub(crate) fn run(
             .max(512);
         let parts: Vec<Result<Filtered, String>> = order
             .par_chunks(chunk)
-            .map(|nodes| run_range(c, preds, always, nominated, nodes, usize::MAX))
+            .map(|nodes| run_range(c, preds, always, nominated, nodes, usize::MAX, fast))
             .collect();
         let mut out = Filtered {
             feasible: Vec::with_capacity(order.len()),
@@ -182,9 +298,9 @@ pub(crate) fn run(
         return Ok(out);
     }
     if start == 0 {
-        return run_range(c, preds, always, nominated, order, to_find);
+        return run_range(c, preds, always, nominated, order, to_find, fast);
     }
-    let mut a = run_range(c, preds, always, nominated, &order[start..], to_find)?;
+    let mut a = run_range(c, preds, always, nominated, &order[start..], to_find, fast)?;
     if a.feasible.len() < to_find {
         let b = run_range(
             c,
@@ -193,6 +309,7 @@ pub(crate) fn run(
             nominated,
             &order[..start],
             to_find - a.feasible.len(),
+            fast,
         )?;
         a.feasible.extend_from_slice(&b.feasible);
         a.failed.extend_from_slice(&b.failed);

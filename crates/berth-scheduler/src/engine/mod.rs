@@ -89,7 +89,8 @@ impl Scheduler {
     ) -> Result<PodCtx<'a>, String> {
         let i = &cache.interner;
         let has_pred = |p: fn(&Pred) -> bool| preds.iter().any(p);
-        self.scratch.reset(cache.nodes.len());
+        self.scratch
+            .reset(cache.nodes.len(), !pod.affinity.is_empty());
         let (all_terms, first_pod) = if has_pred(|p| *p == Pred::MatchInterPodAffinity) {
             match_inter_pod_affinity::prepare(cache, pod, &mut self.scratch)?
         } else {
@@ -236,19 +237,46 @@ pub(crate) fn score_all(
         totals.fill(1);
         return totals;
     }
-    let mut raw = vec![0i64; feasible.len()];
+    let mut raw = Vec::new();
     let mut constant = 0i64;
+    let (mut least, mut most, mut balanced) = (0i64, 0i64, 0i64);
     for (p, w, _) in prios {
         if let Some(u) = p.uniform(ctx) {
             constant += u * w;
             continue;
         }
-        p.score(ctx, feasible, counts, &mut raw);
-        for (t, r) in totals.iter_mut().zip(&raw) {
-            *t += r * w;
+        match p {
+            Prio::LeastRequested => least += w,
+            Prio::MostRequested => most += w,
+            Prio::BalancedResourceAllocation => balanced += w,
+            _ => {
+                raw.resize(feasible.len(), 0);
+                p.score(ctx, feasible, counts, &mut raw);
+                for (t, r) in totals.iter_mut().zip(&raw) {
+                    *t += r * w;
+                }
+            }
         }
     }
-    if constant != 0 {
+    // the resource priorities in one pass over the dense node data
+    if least != 0 || most != 0 || balanced != 0 {
+        let hot = &ctx.cache.hot;
+        let pod = ctx.pod;
+        for (t, &ix) in totals.iter_mut().zip(feasible) {
+            let h = &hot[ix as usize];
+            let mut s = constant;
+            if least != 0 {
+                s += least * crate::priorities::least_requested(pod, h);
+            }
+            if balanced != 0 {
+                s += balanced * crate::priorities::balanced(pod, h);
+            }
+            if most != 0 {
+                s += most * crate::priorities::most_requested(pod, h);
+            }
+            *t += s;
+        }
+    } else if constant != 0 {
         totals.iter_mut().for_each(|t| *t += constant);
     }
     totals

@@ -1,7 +1,7 @@
 //! BalancedResourceAllocation: favours nodes whose cpu and memory fractions are close.
 
 use super::{requested, MAX_PRIORITY};
-use crate::node_info::NodeInfo;
+use crate::node_info::NodeHot;
 use crate::pod_info::PodInfo;
 
 #[inline]
@@ -15,9 +15,9 @@ fn fraction(req: i64, cap: i64) -> f64 {
 
 /// `int((1 - |f_cpu - f_mem|) * 10)`, 0 if either fraction is ≥ 1.
 #[inline]
-pub(crate) fn score(pod: &PodInfo, n: &NodeInfo) -> i64 {
+pub(crate) fn score(pod: &PodInfo, n: &NodeHot) -> i64 {
     let (cpu, mem) = requested(pod, n);
-    let (fc, fm) = (fraction(cpu, n.alloc.cpu), fraction(mem, n.alloc.memory));
+    let (fc, fm) = (fraction(cpu, n.alloc_cpu), fraction(mem, n.alloc_mem));
     if fc >= 1.0 || fm >= 1.0 {
         return 0;
     }

@@ -1,7 +1,7 @@
 //! LeastRequestedPriority: favours nodes with more unrequested cpu and memory.
 
-use super::{requested, MAX_PRIORITY};
-use crate::node_info::NodeInfo;
+use super::requested;
+use crate::node_info::NodeHot;
 use crate::pod_info::PodInfo;
 
 #[inline]
@@ -9,15 +9,15 @@ fn unused(req: i64, cap: i64) -> i64 {
     if cap == 0 || req > cap {
         0
     } else {
-        (cap - req) * MAX_PRIORITY / cap
+        super::div10(cap - req, cap)
     }
 }
 
 /// `(s_cpu + s_mem) / 2` with `s = (alloc - requested) * 10 / alloc`.
 #[inline]
-pub(crate) fn score(pod: &PodInfo, n: &NodeInfo) -> i64 {
+pub(crate) fn score(pod: &PodInfo, n: &NodeHot) -> i64 {
     let (cpu, mem) = requested(pod, n);
-    (unused(cpu, n.alloc.cpu) + unused(mem, n.alloc.memory)) / 2
+    (unused(cpu, n.alloc_cpu) + unused(mem, n.alloc_mem)) / 2
 }
 
 #[cfg(test)]

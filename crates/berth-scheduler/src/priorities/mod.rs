@@ -118,15 +118,24 @@ impl Prio {
             }
         }
         match self {
-            Prio::LeastRequested => per_node(nodes, feasible, out, |n| {
-                least_requested_priority::score(c.pod, n)
-            }),
-            Prio::MostRequested => per_node(nodes, feasible, out, |n| {
-                most_requested_priority::score(c.pod, n)
-            }),
-            Prio::BalancedResourceAllocation => per_node(nodes, feasible, out, |n| {
-                balanced_resource_allocation::score(c.pod, n)
-            }),
+            Prio::LeastRequested => {
+                let hot = &c.cache.hot;
+                for (o, &ix) in out.iter_mut().zip(feasible) {
+                    *o = least_requested_priority::score(c.pod, &hot[ix as usize]);
+                }
+            }
+            Prio::MostRequested => {
+                let hot = &c.cache.hot;
+                for (o, &ix) in out.iter_mut().zip(feasible) {
+                    *o = most_requested_priority::score(c.pod, &hot[ix as usize]);
+                }
+            }
+            Prio::BalancedResourceAllocation => {
+                let hot = &c.cache.hot;
+                for (o, &ix) in out.iter_mut().zip(feasible) {
+                    *o = balanced_resource_allocation::score(c.pod, &hot[ix as usize]);
+                }
+            }
             Prio::Equal => out.fill(1),
             Prio::NodePreferAvoidPods => node_prefer_avoid_pods_priority::score(c, feasible, out),
             Prio::ImageLocality => per_node(nodes, feasible, out, |n| {
@@ -151,6 +160,46 @@ impl Prio {
 
 /// Requested (non-zero) cpu and memory on the node including the pod.
 #[inline]
-pub(crate) fn requested(pod: &crate::pod_info::PodInfo, n: &NodeInfo) -> (i64, i64) {
-    (n.nonzero.0 + pod.nonzero.0, n.nonzero.1 + pod.nonzero.1)
+pub(crate) fn requested(
+    pod: &crate::pod_info::PodInfo,
+    n: &crate::node_info::NodeHot,
+) -> (i64, i64) {
+    (n.nz_cpu + pod.nonzero.0, n.nz_mem + pod.nonzero.1)
+}
+
+pub(crate) use balanced_resource_allocation::score as balanced;
+pub(crate) use least_requested_priority::score as least_requested;
+pub(crate) use most_requested_priority::score as most_requested;
+
+/// `num * 10 / den` (integer division, `0 <= num <= den`, `den > 0`), computed in f64 when that is
+/// exact: for `den < 2^40` a non-integer quotient is at least `1/den` away from the next integer,
+/// far more than f64's rounding error, and an integer quotient is computed exactly.
+#[inline(always)]
+pub(crate) fn div10(num: i64, den: i64) -> i64 {
+    if den < (1 << 40) && num >= 0 {
+        ((num * MAX_PRIORITY) as f64 / den as f64) as i64
+    } else {
+        num.saturating_mul(MAX_PRIORITY) / den
+    }
+}
+
+#[cfg(test)]
+mod div_tests {
+    #[test]
+    fn div10_matches_integer_division() {
+        let mut x: u64 = 0x9e3779b97f4a7c15;
+        for _ in 0..200_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let den = (x % (1 << 36)) as i64 + 1;
+            let num = ((x >> 20) as i64).rem_euclid(den + 1);
+            assert_eq!(super::div10(num, den), num * 10 / den, "{num} {den}");
+        }
+        for den in 1..2000i64 {
+            for num in 0..=den {
+                assert_eq!(super::div10(num, den), num * 10 / den);
+            }
+        }
+    }
 }

@@ -1,7 +1,7 @@
 //! MostRequestedPriority: favours nodes with more requested cpu and memory (bin packing).
 
-use super::{requested, MAX_PRIORITY};
-use crate::node_info::NodeInfo;
+use super::requested;
+use crate::node_info::NodeHot;
 use crate::pod_info::PodInfo;
 
 #[inline]
@@ -9,15 +9,15 @@ fn used(req: i64, cap: i64) -> i64 {
     if cap == 0 || req > cap {
         0
     } else {
-        req * MAX_PRIORITY / cap
+        super::div10(req, cap)
     }
 }
 
 /// `(s_cpu + s_mem) / 2` with `s = requested * 10 / alloc`.
 #[inline]
-pub(crate) fn score(pod: &PodInfo, n: &NodeInfo) -> i64 {
+pub(crate) fn score(pod: &PodInfo, n: &NodeHot) -> i64 {
     let (cpu, mem) = requested(pod, n);
-    (used(cpu, n.alloc.cpu) + used(mem, n.alloc.memory)) / 2
+    (used(cpu, n.alloc_cpu) + used(mem, n.alloc_mem)) / 2
 }
 
 #[cfg(test)]
