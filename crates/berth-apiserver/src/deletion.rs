@@ -32,16 +32,8 @@ pub async fn delete_object(
 
     if rt.kind == "Namespace" {
         if !already_deleting {
-            let meta = meta_mut(&mut current);
-            meta.insert("deletionTimestamp".into(), json!(ctx.clock.timestamp()));
-            meta.insert("deletionGracePeriodSeconds".into(), json!(0));
             current["status"]["phase"] = json!("Terminating");
-            let kv = ctx
-                .store
-                .update(&req.key(), encode(&current), expected)
-                .await
-                .map_err(|e| from_store(e, &req.resource(), req.name()))?;
-            codec::stamp(&mut current, kv.mod_revision, &req.target);
+            mark_deleting(ctx, req, &mut current, &ctx.clock.timestamp(), 0, expected).await?;
             tokio::spawn(empty_namespace(ctx.clone(), req.name().to_string()));
         }
         return Ok(respond(ctx, req, StatusCode::OK, current));
@@ -49,38 +41,21 @@ pub async fn delete_object(
 
     if let Some(grace) = graceful.filter(|g| *g > 0) {
         // A bound, running pod terminates: its kubelet removes it when it has stopped.
-        let deadline = now + chrono::Duration::seconds(grace);
+        let deadline = (now + chrono::Duration::seconds(grace))
+            .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
         let shorter = current["metadata"]["deletionGracePeriodSeconds"]
             .as_i64()
             .is_none_or(|g| grace < g);
         if !already_deleting || shorter {
-            let meta = meta_mut(&mut current);
-            meta.insert(
-                "deletionTimestamp".into(),
-                json!(deadline.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
-            );
-            meta.insert("deletionGracePeriodSeconds".into(), json!(grace));
-            let kv = ctx
-                .store
-                .update(&req.key(), encode(&current), expected)
-                .await
-                .map_err(|e| from_store(e, &req.resource(), req.name()))?;
-            codec::stamp(&mut current, kv.mod_revision, &req.target);
+            mark_deleting(ctx, req, &mut current, &deadline, grace, expected).await?;
         }
         return Ok(respond(ctx, req, StatusCode::OK, current));
     }
 
     if finalizers {
+        // The object goes when its last finalizer is removed (objects::write_update).
         if !already_deleting {
-            let meta = meta_mut(&mut current);
-            meta.insert("deletionTimestamp".into(), json!(ctx.clock.timestamp()));
-            meta.insert("deletionGracePeriodSeconds".into(), json!(0));
-            let kv = ctx
-                .store
-                .update(&req.key(), encode(&current), expected)
-                .await
-                .map_err(|e| from_store(e, &req.resource(), req.name()))?;
-            codec::stamp(&mut current, kv.mod_revision, &req.target);
+            mark_deleting(ctx, req, &mut current, &ctx.clock.timestamp(), 0, expected).await?;
         }
         return Ok(respond(ctx, req, StatusCode::OK, current));
     }
@@ -92,6 +67,27 @@ pub async fn delete_object(
         .map_err(|e| from_store(e, &req.resource(), req.name()))?;
     codec::stamp(&mut current, kv.mod_revision, &req.target);
     Ok(respond(ctx, req, StatusCode::OK, current))
+}
+
+/// Stores `current` with `deletionTimestamp` and `deletionGracePeriodSeconds` set.
+async fn mark_deleting(
+    ctx: &Ctx,
+    req: &ApiRequest,
+    current: &mut Value,
+    deletion_timestamp: &str,
+    grace: i64,
+    expected: Option<i64>,
+) -> ApiResult<()> {
+    let meta = meta_mut(current);
+    meta.insert("deletionTimestamp".into(), json!(deletion_timestamp));
+    meta.insert("deletionGracePeriodSeconds".into(), json!(grace));
+    let kv = ctx
+        .store
+        .update(&req.key(), encode(current), expected)
+        .await
+        .map_err(|e| from_store(e, &req.resource(), req.name()))?;
+    codec::stamp(current, kv.mod_revision, &req.target);
+    Ok(())
 }
 
 /// `Some(seconds)` when a pod must terminate gracefully, `Some(0)`/`None` when it goes at once.
