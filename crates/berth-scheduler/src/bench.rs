@@ -427,3 +427,39 @@ mod tests {
         assert!(run(&cfg).is_err());
     }
 }
+
+#[cfg(test)]
+mod plan_tests {
+    use super::*;
+
+    #[test]
+    fn basic_takes_the_memo_path() {
+        let mut cache = ClusterCache::new();
+        for i in 0..3 {
+            cache.upsert_node(&node("basic", i));
+        }
+        let p = cache.compile_pod(&pod("basic", 0, "sched-1"));
+        let mut s = Scheduler::builder()
+            .policy(policy("basic"))
+            .build()
+            .unwrap();
+        let preds = s.preds.clone();
+        let prios = s.prios.clone();
+        let ctx = s.prepare(&preds, &cache, &p).unwrap();
+        for (pr, _, name) in &prios {
+            assert!(
+                pr.uniform(&ctx).is_some()
+                    || matches!(
+                        pr,
+                        crate::priorities::Prio::LeastRequested
+                            | crate::priorities::Prio::BalancedResourceAllocation
+                    ),
+                "{name} not uniform"
+            );
+        }
+        assert!(
+            crate::engine::filter::plan(&ctx, &preds, &[]).is_some(),
+            "{preds:?}"
+        );
+    }
+}

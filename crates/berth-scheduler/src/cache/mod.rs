@@ -110,6 +110,8 @@ pub struct ClusterCache {
     pub(crate) soft_taint_nodes: usize,
     /// Compact per-node-slot data read by the filter's fast path.
     pub(crate) hot: Vec<crate::node_info::NodeHot>,
+    /// Cache generation at which each slot's `hot` entry last changed.
+    pub(crate) hot_gen: Vec<u64>,
     pub(crate) services: BTreeMap<String, Workload>,
     pub(crate) controllers: BTreeMap<String, Workload>,
     pub(crate) pvs: HashMap<String, objects::CompiledPv>,
@@ -187,8 +189,12 @@ impl ClusterCache {
         if self.hot.len() < self.nodes.len() {
             self.hot.resize(self.nodes.len(), Default::default());
         }
+        if self.hot_gen.len() < self.nodes.len() {
+            self.hot_gen.resize(self.nodes.len(), 0);
+        }
         if let Some(n) = self.nodes.get(ix) {
             self.hot[ix] = n.hot();
+            self.hot_gen[ix] = self.generation;
         }
     }
 

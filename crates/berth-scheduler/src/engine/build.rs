@@ -135,6 +135,7 @@ impl SchedulerBuilder {
             next_start: 0,
             scratch: Default::default(),
             counts: Vec::new(),
+            memo: Default::default(),
         })
     }
 }

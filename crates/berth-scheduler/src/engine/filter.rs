@@ -121,11 +121,11 @@ pub(crate) fn check_node(
 /// A per-decision plan for the fast path: nodes whose flags avoid `slow_mask`, whose
 /// inter-pod-affinity state is clean and whose resources fit are feasible without running the
 /// predicates; every other node runs the predicates (which also yields its reasons).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct FastPlan {
-    slow_mask: u32,
-    affinity: bool,
-    resources: bool,
+    pub slow_mask: u32,
+    pub affinity: bool,
+    pub resources: bool,
 }
 
 /// The fast plan for this pod and predicate list, if every configured predicate can be decided
@@ -206,6 +206,21 @@ pub(crate) fn plan(c: &PodCtx, preds: &[Pred], nominated: &[Nominated]) -> Optio
         }
     }
     Some(p)
+}
+
+pub(crate) fn fast_ok(
+    p: &FastPlan,
+    req: &crate::compiled::Resources,
+    h: &crate::node_info::NodeHot,
+) -> bool {
+    let zero_req = req.cpu == 0 && req.memory == 0 && req.ephemeral == 0;
+    h.flags & p.slow_mask == 0
+        && (!p.resources
+            || (h.pod_count < h.alloc_pods
+                && (zero_req
+                    || (req.cpu + h.req_cpu <= h.alloc_cpu
+                        && req.memory + h.req_mem <= h.alloc_mem
+                        && req.ephemeral + h.req_eph <= h.alloc_eph))))
 }
 
 fn run_range(

@@ -4,6 +4,7 @@ mod build;
 mod ctx;
 pub(crate) mod filter;
 mod fit_error;
+mod memo;
 
 pub use build::{BuildError, SchedulerBuilder};
 pub(crate) use ctx::{PodCtx, Scratch};
@@ -51,6 +52,7 @@ pub struct Scheduler {
     next_start: usize,
     pub(crate) scratch: Scratch,
     pub(crate) counts: Vec<i64>,
+    memo: memo::Memo,
 }
 
 /// A pending pod nominated to a node (from preemption), considered by the two-pass filter.
@@ -189,8 +191,34 @@ impl Scheduler {
         let preds = std::mem::take(&mut self.preds);
         let prios = std::mem::take(&mut self.prios);
         let mut counts = std::mem::take(&mut self.counts);
+        let mut memo = std::mem::take(&mut self.memo);
         let result = (|| {
             let ctx = self.prepare(&preds, cache, pod).map_err(Decision::Error)?;
+            if to_find == n && nominated.is_empty() && ctx.affinity.all_terms == 0 {
+                if let Some((plan, weights, constant)) = memo_plan(&ctx, &preds, &prios) {
+                    let r = memo::run(&ctx, &preds, always, plan, weights, &mut memo)
+                        .map_err(Decision::Error)?;
+                    if memo.feasible.is_empty() {
+                        return Err(Decision::Unschedulable(FitError::new(cache, n, &r.failed)));
+                    }
+                    if memo.feasible.len() == 1 {
+                        return Ok((memo.feasible[0], 0, n));
+                    }
+                    let k = if r.ties > 1 {
+                        self.rng.random_range(0..r.ties)
+                    } else {
+                        0
+                    };
+                    let pos = memo
+                        .scores
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, s)| **s == r.max)
+                        .nth(k)
+                        .map_or(0, |(j, _)| j);
+                    return Ok((memo.feasible[pos], r.max + constant, n));
+                }
+            }
             let f = filter::run(&ctx, &preds, always, nominated, start, to_find, parallel)
                 .map_err(Decision::Error)?;
             if f.feasible.is_empty() {
@@ -210,6 +238,7 @@ impl Scheduler {
         self.preds = preds;
         self.prios = prios;
         self.counts = counts;
+        self.memo = memo;
         match result {
             Ok((node, score, visited)) => {
                 if to_find < n {
@@ -223,6 +252,30 @@ impl Scheduler {
             Err(d) => d,
         }
     }
+}
+
+/// The memo path applies when the fast filter plan exists and every priority is uniform for this
+/// pod or one of the resource priorities; returns (plan, (least, most, balanced) weights,
+/// constant from the uniform priorities).
+fn memo_plan(
+    ctx: &PodCtx,
+    preds: &[Pred],
+    prios: &[(Prio, i64, String)],
+) -> Option<(filter::FastPlan, (i64, i64, i64), i64)> {
+    if prios.is_empty() {
+        return None;
+    }
+    let plan = filter::plan(ctx, preds, &[])?;
+    let (mut w, mut constant) = ((0, 0, 0), 0);
+    for (p, weight, _) in prios {
+        match p {
+            Prio::LeastRequested => w.0 += weight,
+            Prio::MostRequested => w.1 += weight,
+            Prio::BalancedResourceAllocation => w.2 += weight,
+            _ => constant += p.uniform(ctx)? * weight,
+        }
+    }
+    Some((plan, w, constant))
 }
 
 /// Weighted totals per feasible node.

@@ -93,6 +93,16 @@ impl Prio {
             Prio::ServiceSpreading if c.cache.matching_services(pod).next().is_none() => {
                 Some(MAX_PRIORITY)
             }
+            Prio::TaintToleration if c.cache.soft_taint_nodes == 0 => Some(MAX_PRIORITY),
+            Prio::ServiceAntiAffinity { slot }
+                if c.label_args
+                    .get(*slot)
+                    .and_then(|v| v.first().copied())
+                    .flatten()
+                    .is_none() =>
+            {
+                Some(0)
+            }
             _ => None,
         }
     }
