@@ -33,6 +33,8 @@ pub enum Kind {
 pub enum Change {
     Apply(Vec<u8>),
     Delete(Vec<u8>),
+    /// The initial list of this kind is complete (sent after every relist, too).
+    Synced,
 }
 
 /// What the informers send to the scheduling loop.
@@ -56,7 +58,8 @@ where
                     serde_json::to_vec(&o).ok().map(Change::Apply)
                 }
                 Ok(watcher::Event::Delete(o)) => serde_json::to_vec(&o).ok().map(Change::Delete),
-                Ok(_) => None,
+                Ok(watcher::Event::InitDone) => Some(Change::Synced),
+                Ok(watcher::Event::Init) => None,
                 Err(e) => {
                     tracing::warn!(?kind, error = %e, "watch failed; retrying");
                     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -71,6 +74,9 @@ where
         }
     });
 }
+
+/// How many kinds [`spawn_all`] watches (each reports [`Change::Synced`] once listed).
+pub const KINDS: usize = 9;
 
 /// Starts an informer for every kind the engine reads.
 pub fn spawn_all(client: &kube::Client, tx: &mpsc::UnboundedSender<Update>) {

@@ -3,13 +3,18 @@
 //! `watch → cache → decide → act`: informer tasks turn list+watch streams into [`Update`]s;
 //! one scheduling loop owns the cache, the queue and the engine, and is the only writer of all
 //! three; binding, events and status updates go out through the API in tasks of their own, so the
-//! next pod is decided while a binding is in flight.
+//! next pod is decided while a binding is in flight. [`leader`] elects one active replica
+//! through a Lease; [`ops`] holds the metrics and serves `/metrics`, `/healthz`, `/readyz`.
 
 mod informers;
+pub mod leader;
+pub mod ops;
 mod recorder;
 mod scheduling_loop;
 
-pub use scheduling_loop::run;
+pub use leader::{LeaderElectionConfig, LeaderElector};
+pub use ops::Ops;
+pub use scheduling_loop::{run, run_with};
 
 use crate::policy::Policy;
 

@@ -1,13 +1,14 @@
 //! The scheduling loop: the only owner of the cache, the queue and the engine.
 
 use super::informers::{self, Change, Kind, Update};
+use super::ops::{AttemptResult, Ops};
 use super::recorder::{PodRef, Recorder};
 use super::{DriverConfig, DriverError};
 use crate::model::Pod;
 use crate::queue::{QueueConfig, QueuedPod, SchedulingQueue};
 use crate::{ClusterCache, ClusterEvent, Decision, Scheduler};
 use std::time::Duration;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
 /// Longest the loop sleeps without looking at the queue (unschedulable timeouts need a tick).
@@ -18,6 +19,8 @@ struct Bound {
     pod: QueuedPod<String, Pod>,
     node: String,
     result: Result<(), String>,
+    /// When the attempt that chose `node` started (for the e2e latency).
+    started: Instant,
 }
 
 struct Loop {
@@ -28,10 +31,26 @@ struct Loop {
     recorder: Recorder,
     started: Instant,
     bound_tx: mpsc::UnboundedSender<Bound>,
+    ops: Ops,
+    /// Kinds whose initial list is complete; nothing is scheduled before all are.
+    synced: [bool; informers::KINDS],
+    /// With leader election: `true` while this instance holds the lease.
+    leading: Option<watch::Receiver<bool>>,
 }
 
 /// Runs the scheduler named in `cfg` against `client` until the process ends.
 pub async fn run(client: kube::Client, cfg: DriverConfig) -> Result<(), DriverError> {
+    run_with(client, cfg, Ops::new(), None).await
+}
+
+/// Like [`run`], reporting into `ops`; with `leading`, pods are scheduled only while it reads
+/// `true` (the informers and the cache run either way, so a standby takes over warm).
+pub async fn run_with(
+    client: kube::Client,
+    cfg: DriverConfig,
+    ops: Ops,
+    leading: Option<watch::Receiver<bool>>,
+) -> Result<(), DriverError> {
     let scheduler = Scheduler::builder()
         .policy(cfg.policy.clone())
         .seed(cfg.seed)
@@ -49,9 +68,14 @@ pub async fn run(client: kube::Client, cfg: DriverConfig) -> Result<(), DriverEr
         recorder: Recorder::new(client, &cfg.scheduler_name),
         started: Instant::now(),
         bound_tx,
+        ops,
+        synced: [false; informers::KINDS],
+        leading,
     };
     tracing::info!(scheduler = %l.name, "scheduler started");
     loop {
+        let (active, backoff, unschedulable) = l.queue.pending_counts();
+        l.ops.pending(active, backoff, unschedulable);
         // Everything already known goes into the cache before the next decision.
         while let Ok(u) = updates.try_recv() {
             l.apply(u);
@@ -60,9 +84,11 @@ pub async fn run(client: kube::Client, cfg: DriverConfig) -> Result<(), DriverEr
             l.finish_binding(b);
         }
         let now = l.now();
-        if let Some(pod) = l.queue.pop(now) {
-            l.schedule_one(pod);
-            continue;
+        if l.may_schedule() {
+            if let Some(pod) = l.queue.pop(now) {
+                l.schedule_one(pod);
+                continue;
+            }
         }
         let wait = l
             .queue
@@ -76,6 +102,7 @@ pub async fn run(client: kube::Client, cfg: DriverConfig) -> Result<(), DriverEr
                 None => return Ok(()),
             },
             Some(b) = bound_rx.recv() => l.finish_binding(b),
+            _ = leadership_changed(&mut l.leading) => {}
             _ = tokio::time::sleep(wait) => {}
         }
     }
@@ -86,10 +113,24 @@ impl Loop {
         self.started.elapsed()
     }
 
+    /// Whether pods may be popped now: every informer has listed, and we lead (if electing).
+    fn may_schedule(&self) -> bool {
+        self.synced.iter().all(|s| *s) && self.leading.as_ref().is_none_or(|r| *r.borrow())
+    }
+
     fn apply(&mut self, u: Update) {
+        if let Change::Synced = u.change {
+            self.synced[u.kind as usize] = true;
+            if self.synced.iter().all(|s| *s) && !self.ops.synced() {
+                tracing::info!(scheduler = %self.name, "informers synced");
+                self.ops.set_synced();
+            }
+            return;
+        }
         let event = match (u.kind, u.change) {
             (Kind::Pod, Change::Apply(b)) => self.pod_changed(&b),
             (Kind::Pod, Change::Delete(b)) => self.pod_deleted(&b),
+            (_, Change::Synced) => None,
             (Kind::Node, Change::Apply(b)) => self.cache.upsert_node_json(&b).ok(),
             (Kind::Node, Change::Delete(b)) => {
                 name_of(&b).and_then(|(_, n)| self.cache.remove_node(&n))
@@ -105,6 +146,7 @@ impl Loop {
                 match change {
                     Change::Apply(b) => self.cache.upsert_controller_json(kind, &b).ok(),
                     Change::Delete(b) => key_of(&b).map(|k| self.cache.remove_controller(kind, &k)),
+                    Change::Synced => None,
                 }
             }
             (k, change) => {
@@ -115,6 +157,7 @@ impl Loop {
                 };
                 match change {
                     Change::Apply(b) => self.cache.upsert_volume_object_json(kind, &b).ok(),
+                    Change::Synced => None,
                     Change::Delete(b) => {
                         let key = if kind == "PersistentVolumeClaim" {
                             key_of(&b)
@@ -186,9 +229,17 @@ impl Loop {
     }
 
     fn schedule_one(&mut self, queued: QueuedPod<String, Pod>) {
+        let started = Instant::now();
         let info = self.cache.compile_pod(&queued.payload);
         let pod = pod_ref(&queued.payload);
-        match self.scheduler.schedule(&self.cache, &info) {
+        let decision = self.scheduler.schedule(&self.cache, &info);
+        let result = match &decision {
+            Decision::Scheduled { .. } => AttemptResult::Scheduled,
+            Decision::Unschedulable(_) => AttemptResult::Unschedulable,
+            Decision::Error(_) => AttemptResult::Error,
+        };
+        self.ops.attempt(result, started.elapsed());
+        match decision {
             Decision::Scheduled { node, .. } => {
                 if let Err(e) = self.cache.assume(info, &node) {
                     tracing::warn!(pod = %queued.key, error = %e, "assume failed");
@@ -207,6 +258,7 @@ impl Loop {
                         pod: queued,
                         node,
                         result,
+                        started,
                     });
                 });
             }
@@ -232,6 +284,7 @@ impl Loop {
     fn finish_binding(&mut self, b: Bound) {
         match b.result {
             Ok(()) => {
+                self.ops.scheduled_e2e(b.started.elapsed());
                 self.queue.done(&b.pod.key);
             }
             Err(e) => {
@@ -241,6 +294,18 @@ impl Loop {
                 self.queue.add_backoff(b.pod, now);
             }
         }
+    }
+}
+
+/// Resolves when leadership flips (never without leader election, or once the sender is gone).
+async fn leadership_changed(leading: &mut Option<watch::Receiver<bool>>) {
+    match leading {
+        Some(rx) => {
+            if rx.changed().await.is_err() {
+                std::future::pending::<()>().await
+            }
+        }
+        None => std::future::pending().await,
     }
 }
 

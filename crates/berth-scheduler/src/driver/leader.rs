@@ -1,0 +1,268 @@
+//! Leader election on a `coordination.k8s.io/v1` Lease, the way client-go's `leaderelection`
+//! package does it: acquire by creating the Lease, renew by replacing it with a
+//! `resourceVersion` precondition, take over a Lease whose record has not moved for its
+//! `leaseDurationSeconds`.
+//!
+//! Expiry is judged on the local monotonic clock from when this elector first *observed* the
+//! current record (holder, renewTime, duration), not by comparing another host's `renewTime`
+//! with our wall clock: for hosts with synchronised clocks that is `renewTime + leaseDuration`,
+//! and clock skew between hosts can never make two replicas lead at once. The leader gives up
+//! when it has not renewed for `renew_deadline` (< `lease_duration`), so it has stopped before
+//! anyone may take over.
+
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::api::{Api, PostParams};
+use serde_json::{json, Value};
+use std::time::Duration;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+/// Timings and identity of one elector (upstream defaults: 15s / 10s / 2s).
+#[derive(Debug, Clone)]
+pub struct LeaderElectionConfig {
+    /// Namespace of the Lease (`kube-system`).
+    pub namespace: String,
+    /// Name of the Lease (the scheduler's name).
+    pub name: String,
+    /// Who we are in `holderIdentity` (hostname + random suffix).
+    pub identity: String,
+    /// How long non-leaders wait after the last observed renewal before taking over.
+    pub lease_duration: Duration,
+    /// How long the leader keeps trying to renew before giving up.
+    pub renew_deadline: Duration,
+    /// Time between attempts to acquire or renew.
+    pub retry_period: Duration,
+}
+
+impl LeaderElectionConfig {
+    /// Upstream timings for the Lease `kube-system/<name>`.
+    pub fn new(name: &str, identity: &str) -> LeaderElectionConfig {
+        LeaderElectionConfig {
+            namespace: "kube-system".into(),
+            name: name.into(),
+            identity: identity.into(),
+            lease_duration: Duration::from_secs(15),
+            renew_deadline: Duration::from_secs(10),
+            retry_period: Duration::from_secs(2),
+        }
+    }
+
+    /// Rejects timings with which two leaders could overlap (as kube-scheduler does).
+    pub fn validate(&self) -> Result<(), String> {
+        if self.lease_duration <= self.renew_deadline {
+            return Err(
+                "--leader-elect-lease-duration must be greater than --leader-elect-renew-deadline"
+                    .into(),
+            );
+        }
+        if self.renew_deadline <= self.retry_period {
+            return Err(
+                "--leader-elect-renew-deadline must be greater than --leader-elect-retry-period"
+                    .into(),
+            );
+        }
+        if self.retry_period.is_zero() {
+            return Err("--leader-elect-retry-period must be positive".into());
+        }
+        Ok(())
+    }
+}
+
+/// A unique holder identity: the host name plus a random suffix (as upstream's `id_<uuid>`).
+pub fn default_identity() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "berth".into());
+    format!("{host}_{:016x}", rand::random::<u64>())
+}
+
+/// Why leading ended.
+#[derive(Debug, thiserror::Error)]
+pub enum LeaderError {
+    /// The Lease could not be renewed within the renew deadline, or another holder has it.
+    #[error("leader election lost: {0}")]
+    Lost(String),
+}
+
+/// The lease record as last observed, and when (local clock) it was first seen.
+#[derive(Debug, Clone, PartialEq)]
+struct Record {
+    holder: String,
+    renew_time: String,
+    duration: Duration,
+}
+
+/// One participant in the election for a Lease.
+pub struct LeaderElector {
+    api: Api<Lease>,
+    cfg: LeaderElectionConfig,
+    observed: Option<(Record, Instant)>,
+}
+
+/// Outcome of one acquire-or-renew attempt.
+enum Attempt {
+    Leading,
+    HeldBy(String),
+}
+
+impl LeaderElector {
+    /// An elector for `cfg.namespace/cfg.name` through `client`.
+    pub fn new(client: kube::Client, cfg: LeaderElectionConfig) -> LeaderElector {
+        LeaderElector {
+            api: Api::namespaced(client, &cfg.namespace),
+            cfg,
+            observed: None,
+        }
+    }
+
+    /// Campaigns until it leads, then renews; `leading` is `true` exactly while we hold the
+    /// Lease. Returns only when leadership is lost (`leading` is `false` by then).
+    pub async fn run(mut self, leading: watch::Sender<bool>) -> LeaderError {
+        let lease = format!("{}/{}", self.cfg.namespace, self.cfg.name);
+        loop {
+            match self.try_acquire_or_renew().await {
+                Ok(Attempt::Leading) => break,
+                Ok(Attempt::HeldBy(h)) => tracing::debug!(%lease, holder = %h, "lease held"),
+                Err(e) => tracing::warn!(%lease, error = %e, "acquiring the lease failed"),
+            }
+            tokio::time::sleep(jitter(self.cfg.retry_period)).await;
+        }
+        tracing::info!(%lease, identity = %self.cfg.identity, "became leader");
+        let _ = leading.send(true);
+        let mut last_renew = Instant::now();
+        loop {
+            tokio::time::sleep(self.cfg.retry_period).await;
+            let left = self.cfg.renew_deadline.saturating_sub(last_renew.elapsed());
+            let why = match tokio::time::timeout(left, self.try_acquire_or_renew()).await {
+                Ok(Ok(Attempt::Leading)) => {
+                    last_renew = Instant::now();
+                    continue;
+                }
+                Ok(Ok(Attempt::HeldBy(h))) => format!("the lease {lease} is now held by {h}"),
+                Ok(Err(e)) if last_renew.elapsed() < self.cfg.renew_deadline => {
+                    tracing::warn!(%lease, error = %e, "renewing the lease failed; retrying");
+                    continue;
+                }
+                Ok(Err(e)) => format!("could not renew {lease} within the renew deadline: {e}"),
+                Err(_) => format!("could not renew {lease} within the renew deadline"),
+            };
+            let _ = leading.send(false);
+            tracing::error!(%lease, reason = %why, "stopped leading");
+            return LeaderError::Lost(why);
+        }
+    }
+
+    async fn try_acquire_or_renew(&mut self) -> Result<Attempt, kube::Error> {
+        let me = self.cfg.identity.clone();
+        let now = micro_time_now();
+        let current = match self.api.get_opt(&self.cfg.name).await? {
+            None => {
+                let lease = self.lease(None, &me, &now, &now, 0)?;
+                return match self.api.create(&PostParams::default(), &lease).await {
+                    Ok(created) => {
+                        self.observe(&created);
+                        Ok(Attempt::Leading)
+                    }
+                    Err(kube::Error::Api(s)) if s.code == 409 => Ok(Attempt::HeldBy("?".into())),
+                    Err(e) => Err(e),
+                };
+            }
+            Some(l) => l,
+        };
+        let record = self.observe(&current);
+        let expired = self
+            .observed
+            .as_ref()
+            .is_some_and(|(_, at)| at.elapsed() >= record.duration);
+        if !record.holder.is_empty() && record.holder != me && !expired {
+            return Ok(Attempt::HeldBy(record.holder));
+        }
+        let spec = serde_json::to_value(&current.spec).unwrap_or(Value::Null);
+        let (acquire, transitions) = if record.holder == me {
+            let acquired = spec.get("acquireTime").and_then(Value::as_str);
+            (acquired.unwrap_or(&now).to_string(), transitions_of(&spec))
+        } else {
+            (now.clone(), transitions_of(&spec) + 1)
+        };
+        let rv = current.metadata.resource_version.clone();
+        let lease = self.lease(rv, &me, &acquire, &now, transitions)?;
+        match self
+            .api
+            .replace(&self.cfg.name, &PostParams::default(), &lease)
+            .await
+        {
+            Ok(updated) => {
+                self.observe(&updated);
+                Ok(Attempt::Leading)
+            }
+            Err(kube::Error::Api(s)) if s.code == 409 => Ok(Attempt::HeldBy(record.holder)),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Notes the record in `lease`; the observation time moves only when the record changes.
+    fn observe(&mut self, lease: &Lease) -> Record {
+        let spec = serde_json::to_value(&lease.spec).unwrap_or(Value::Null);
+        let text = |k: &str| {
+            spec.get(k)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
+        let secs = spec.get("leaseDurationSeconds").and_then(Value::as_u64);
+        let record = Record {
+            holder: text("holderIdentity"),
+            renew_time: text("renewTime"),
+            duration: secs.map_or(self.cfg.lease_duration, Duration::from_secs),
+        };
+        if self.observed.as_ref().map(|(r, _)| r) != Some(&record) {
+            self.observed = Some((record.clone(), Instant::now()));
+        }
+        record
+    }
+
+    fn lease(
+        &self,
+        resource_version: Option<String>,
+        holder: &str,
+        acquire: &str,
+        renew: &str,
+        transitions: i64,
+    ) -> Result<Lease, kube::Error> {
+        serde_json::from_value(json!({
+            "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {
+                "name": self.cfg.name, "namespace": self.cfg.namespace,
+                "resourceVersion": resource_version,
+            },
+            "spec": {
+                "holderIdentity": holder,
+                "leaseDurationSeconds": self.cfg.lease_duration.as_secs(),
+                "acquireTime": acquire, "renewTime": renew,
+                "leaseTransitions": transitions,
+            },
+        }))
+        .map_err(kube::Error::SerdeError)
+    }
+}
+
+fn transitions_of(spec: &Value) -> i64 {
+    spec.get("leaseTransitions")
+        .and_then(Value::as_i64)
+        .unwrap_or(0)
+}
+
+/// `MicroTime` text for now (RFC 3339, microseconds, UTC).
+fn micro_time_now() -> String {
+    chrono::Utc::now()
+        .format("%Y-%m-%dT%H:%M:%S%.6fZ")
+        .to_string()
+}
+
+/// `period` plus up to 20% (client-go's `JitterUntil` factor 1.2), so replicas do not march in step.
+fn jitter(period: Duration) -> Duration {
+    period + period.mul_f64(rand::random::<f64>() * 0.2)
+}

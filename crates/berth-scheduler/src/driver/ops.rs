@@ -1,0 +1,230 @@
+//! Operations: the scheduler's Prometheus metrics (upstream names) and the plain-HTTP
+//! `/metrics`, `/healthz` and `/readyz` endpoints.
+
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+type Labels = Vec<(String, String)>;
+type HistogramFamily = Family<Labels, Histogram, fn() -> Histogram>;
+
+/// Upstream's buckets for scheduling latencies: 1ms doubling 15 times (~16s).
+fn latency_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.001, 2.0, 15))
+}
+
+fn labels(key: &str, value: &str) -> Labels {
+    vec![(key.to_string(), value.to_string())]
+}
+
+/// How one scheduling attempt ended (the `result` label).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttemptResult {
+    /// A node was selected (and binding started).
+    Scheduled,
+    /// No node fits.
+    Unschedulable,
+    /// The attempt failed (engine or binding error).
+    Error,
+}
+
+impl AttemptResult {
+    fn label(self) -> &'static str {
+        match self {
+            AttemptResult::Scheduled => "scheduled",
+            AttemptResult::Unschedulable => "unschedulable",
+            AttemptResult::Error => "error",
+        }
+    }
+}
+
+/// The scheduler's metrics; cloning shares them.
+#[derive(Clone)]
+struct Metrics {
+    e2e: Histogram,
+    attempt: HistogramFamily,
+    pending: Family<Labels, Gauge>,
+    attempts: Family<Labels, Counter>,
+    preemption: Counter,
+}
+
+struct Inner {
+    registry: Registry,
+    metrics: Metrics,
+    synced: AtomicBool,
+    leading: AtomicBool,
+}
+
+/// Shared operational state of one scheduler: metrics, informer sync and leadership.
+/// Cloning shares it.
+#[derive(Clone)]
+pub struct Ops {
+    inner: Arc<Inner>,
+}
+
+impl Default for Ops {
+    fn default() -> Self {
+        Ops::new()
+    }
+}
+
+impl Ops {
+    /// Fresh metrics, registered under upstream's names; every label value starts at 0.
+    pub fn new() -> Ops {
+        let metrics = Metrics {
+            e2e: latency_histogram(),
+            attempt: Family::new_with_constructor(latency_histogram),
+            pending: Family::default(),
+            attempts: Family::default(),
+            preemption: Counter::default(),
+        };
+        let mut registry = Registry::default();
+        registry.register(
+            "scheduler_e2e_scheduling_duration_seconds",
+            "E2e scheduling latency in seconds (scheduling algorithm + binding)",
+            metrics.e2e.clone(),
+        );
+        registry.register(
+            "scheduler_scheduling_attempt_duration_seconds",
+            "Scheduling attempt latency in seconds (scheduling algorithm), by result",
+            metrics.attempt.clone(),
+        );
+        registry.register(
+            "scheduler_pending_pods",
+            "Number of pending pods, by the queue type",
+            metrics.pending.clone(),
+        );
+        registry.register(
+            "scheduler_schedule_attempts",
+            "Number of attempts to schedule pods, by the result",
+            metrics.attempts.clone(),
+        );
+        registry.register(
+            "scheduler_preemption_attempts",
+            "Total preemption attempts in the cluster till now",
+            metrics.preemption.clone(),
+        );
+        for r in ["scheduled", "unschedulable", "error"] {
+            let _ = metrics.attempts.get_or_create(&labels("result", r));
+        }
+        for q in ["active", "backoff", "unschedulable"] {
+            let _ = metrics.pending.get_or_create(&labels("queue", q));
+        }
+        Ops {
+            inner: Arc::new(Inner {
+                registry,
+                metrics,
+                synced: AtomicBool::new(false),
+                leading: AtomicBool::new(false),
+            }),
+        }
+    }
+
+    /// Records one scheduling attempt: how it ended and how long the algorithm took.
+    pub fn attempt(&self, result: AttemptResult, took: Duration) {
+        let m = &self.inner.metrics;
+        let l = labels("result", result.label());
+        m.attempts.get_or_create(&l).inc();
+        m.attempt.get_or_create(&l).observe(took.as_secs_f64());
+    }
+
+    /// Records a pod scheduled and bound, `took` from the start of its attempt.
+    pub fn scheduled_e2e(&self, took: Duration) {
+        self.inner.metrics.e2e.observe(took.as_secs_f64());
+    }
+
+    /// Sets the pending pods per queue.
+    pub fn pending(&self, active: usize, backoff: usize, unschedulable: usize) {
+        let m = &self.inner.metrics;
+        for (q, n) in [
+            ("active", active),
+            ("backoff", backoff),
+            ("unschedulable", unschedulable),
+        ] {
+            m.pending.get_or_create(&labels("queue", q)).set(n as i64);
+        }
+    }
+
+    /// Counts one preemption attempt.
+    pub fn preemption_attempt(&self) {
+        self.inner.metrics.preemption.inc();
+    }
+
+    /// Marks the informers' initial lists as done.
+    pub fn set_synced(&self) {
+        self.inner.synced.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether the informers' initial lists are done.
+    pub fn synced(&self) -> bool {
+        self.inner.synced.load(Ordering::SeqCst)
+    }
+
+    /// Notes whether this instance currently leads (informational; `/readyz` is ok either way).
+    pub fn set_leading(&self, leading: bool) {
+        self.inner.leading.store(leading, Ordering::SeqCst);
+    }
+
+    /// The metrics in the Prometheus/OpenMetrics text format.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        if encode(&mut out, &self.inner.registry).is_err() {
+            out.clear();
+        }
+        out
+    }
+
+    fn readyz(&self) -> (u16, String) {
+        let leader = if self.inner.leading.load(Ordering::SeqCst) {
+            "leading"
+        } else {
+            "not leading"
+        };
+        if self.synced() {
+            (200, format!("ok ({leader})"))
+        } else {
+            (500, "informers not synced yet".to_string())
+        }
+    }
+}
+
+/// Serves `/metrics`, `/healthz` and `/readyz` over plain HTTP on `listener` until the process
+/// ends.
+pub async fn serve(listener: tokio::net::TcpListener, ops: Ops) -> std::io::Result<()> {
+    use axum::http::{header, StatusCode};
+    use axum::routing::get;
+    let metrics = {
+        let ops = ops.clone();
+        move || {
+            let ops = ops.clone();
+            async move {
+                (
+                    [(
+                        header::CONTENT_TYPE,
+                        "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                    )],
+                    ops.render(),
+                )
+            }
+        }
+    };
+    let readyz = move || {
+        let ops = ops.clone();
+        async move {
+            let (code, body) = ops.readyz();
+            (StatusCode::from_u16(code).unwrap_or(StatusCode::OK), body)
+        }
+    };
+    let app = axum::Router::new()
+        .route("/metrics", get(metrics))
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/livez", get(|| async { "ok" }))
+        .route("/readyz", get(readyz));
+    axum::serve(listener, app).await
+}
