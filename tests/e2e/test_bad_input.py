@@ -1,0 +1,252 @@
+"""Bad input gets a clear error with the right code, and changes nothing."""
+
+import json
+
+import pytest
+import requests
+from conftest import pod, to_yaml
+from kubernetes import client as k8s
+from kubernetes.client.rest import ApiException
+
+
+class Raw:
+    """Plain HTTPS requests with the admin token, for bodies no client would send."""
+
+    def __init__(self, berth):
+        self.berth = berth
+
+    def request(self, method, path, body=None, content_type="application/json", **params):
+        headers = {"Authorization": f"Bearer {self.berth.token()}"}
+        if content_type:
+            headers["Content-Type"] = content_type
+        return requests.request(method, self.berth.url + path, data=body, params=params,
+                                headers=headers, verify=self.berth.ca_file(), timeout=30)
+
+
+@pytest.fixture
+def raw(berth):
+    return Raw(berth)
+
+
+def pod_names(berth, ns):
+    return sorted(p.metadata.name for p in berth.core.list_namespaced_pod(ns).items)
+
+
+def assert_status(resp, code, reason, *fragments):
+    assert resp.status_code == code, resp.text
+    status = resp.json()
+    assert status["kind"] == "Status" and status["status"] == "Failure"
+    assert status["code"] == code and status["reason"] == reason
+    for f in fragments:
+        assert f in status["message"], status["message"]
+    return status
+
+
+def test_malformed_json_is_bad_request(berth, raw, ns):
+    r = raw.request("POST", f"/api/v1/namespaces/{ns}/pods", b'{"apiVersion":"v1","kind":"Pod",')
+    assert_status(r, 400, "BadRequest")
+    r = raw.request("POST", f"/api/v1/namespaces/{ns}/pods", b"not json at all")
+    assert_status(r, 400, "BadRequest")
+    assert pod_names(berth, ns) == []
+
+
+def test_malformed_yaml_is_bad_request(berth, raw, ns):
+    body = b"apiVersion: v1\nkind: Pod\nmetadata:\n  name: [unclosed\n"
+    r = raw.request("POST", f"/api/v1/namespaces/{ns}/pods", body,
+                    content_type="application/yaml")
+    assert_status(r, 400, "BadRequest")
+    assert pod_names(berth, ns) == []
+
+
+def test_well_formed_yaml_body_is_accepted(berth, raw, ns):
+    r = raw.request("POST", f"/api/v1/namespaces/{ns}/pods", to_yaml(pod("fromyaml")),
+                    content_type="application/yaml")
+    assert r.status_code == 201, r.text
+    assert pod_names(berth, ns) == ["fromyaml"]
+
+
+def test_malformed_patch_is_bad_request(berth, raw, ns):
+    berth.kubectl("create", "-f", "-", "-n", ns, stdin=pod("target", labels={"a": "1"}))
+    before = berth.core.read_namespaced_pod("target", ns)
+    r = raw.request("PATCH", f"/api/v1/namespaces/{ns}/pods/target", b'{"metadata":',
+                    content_type="application/merge-patch+json")
+    assert_status(r, 400, "BadRequest")
+    r = raw.request("PATCH", f"/api/v1/namespaces/{ns}/pods/target", b'{"a":1}',
+                    content_type="application/json-patch+json")
+    assert r.status_code in (400, 422), r.text
+    r = raw.request("PATCH", f"/api/v1/namespaces/{ns}/pods/target", b'{}',
+                    content_type="text/plain")
+    assert_status(r, 415, "UnsupportedMediaType")
+    after = berth.core.read_namespaced_pod("target", ns)
+    assert after.metadata.resource_version == before.metadata.resource_version
+
+
+def test_unknown_field_under_strict_validation_is_refused_by_name(berth, ns):
+    bad = pod("strict")
+    bad["spec"]["foo"] = "bar"
+    bad["spec"]["containers"][0]["imagePullPolice"] = "Always"
+    r = berth.kubectl("create", "-f", "-", "-n", ns, stdin=bad, check=False)
+    assert r.returncode != 0
+    assert "Error from server (BadRequest)" in r.stderr
+    assert 'unknown field "spec.foo"' in r.stderr
+    assert 'unknown field "spec.containers[0].imagePullPolice"' in r.stderr
+    assert pod_names(berth, ns) == []
+    # The same file goes through when the user turns validation off.
+    out = berth.kubectl("create", "-f", "-", "-n", ns, "--validate=false", stdin=bad).stdout
+    assert out.strip() == "pod/strict created"
+
+
+def test_unknown_field_in_apply_of_an_existing_pod(berth, ns):
+    berth.kubectl("apply", "-f", "-", "-n", ns, stdin=pod("ap", labels={"a": "1"}))
+    before = berth.core.read_namespaced_pod("ap", ns)
+    bad = pod("ap", labels={"a": "2"})
+    bad["spec"]["bogus"] = True
+    r = berth.kubectl("apply", "-f", "-", "-n", ns, stdin=bad, check=False)
+    assert r.returncode != 0
+    assert 'unknown field "spec.bogus"' in r.stderr
+    after = berth.core.read_namespaced_pod("ap", ns)
+    assert after.metadata.resource_version == before.metadata.resource_version
+
+
+def test_duplicate_field_is_bad_request(berth, raw, ns):
+    body = ('{"apiVersion":"v1","kind":"Pod","metadata":{"name":"d1","name":"d2"},'
+            '"spec":{"containers":[{"name":"c","image":"i"}]}}')
+    r = raw.request("POST", f"/api/v1/namespaces/{ns}/pods", body, fieldValidation="Strict")
+    assert_status(r, 400, "BadRequest", 'duplicate field "metadata.name"')
+    assert pod_names(berth, ns) == []
+
+
+def test_toleration_exists_with_a_value_is_invalid(berth, ns):
+    bad = pod("tol", tolerations=[{"key": "k", "operator": "Exists", "value": "v",
+                                   "effect": "NoSchedule"}])
+    r = berth.kubectl("create", "-f", "-", "-n", ns, stdin=bad, check=False)
+    assert r.returncode != 0
+    assert 'The Pod "tol" is invalid' in r.stderr
+    assert "spec.tolerations[0].operator" in r.stderr
+    assert pod_names(berth, ns) == []
+
+
+def test_pod_without_containers_is_invalid(berth, raw, ns):
+    body = json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "empty"},
+                       "spec": {"containers": []}})
+    r = raw.request("POST", f"/api/v1/namespaces/{ns}/pods", body)
+    status = assert_status(r, 422, "Invalid", 'Pod "empty" is invalid')
+    assert any(c["field"] == "spec.containers" for c in status["details"]["causes"])
+    assert pod_names(berth, ns) == []
+
+
+def test_stale_resource_version_on_update_conflicts(berth, ns):
+    core = berth.core
+    core.create_namespaced_pod(ns, pod("cas", labels={"v": "1"}))
+    stale = core.read_namespaced_pod("cas", ns)
+    core.patch_namespaced_pod("cas", ns, {"metadata": {"labels": {"v": "2"}}})
+    stale.metadata.labels = {"v": "stale"}
+    try:
+        core.replace_namespaced_pod("cas", ns, stale)
+        raise AssertionError("stale update accepted")
+    except ApiException as e:
+        assert e.status == 409
+        body = json.loads(e.body)
+        assert body["reason"] == "Conflict"
+        assert "the object has been modified" in body["message"]
+    assert core.read_namespaced_pod("cas", ns).metadata.labels == {"v": "2"}
+
+    # kubectl replace with the stale object says the same.
+    stale_manifest = pod("cas", labels={"v": "stale"})
+    stale_manifest["metadata"]["resourceVersion"] = stale.metadata.resource_version
+    r = berth.kubectl("replace", "-f", "-", "-n", ns, stdin=stale_manifest, check=False)
+    assert r.returncode != 0 and "Error from server (Conflict)" in r.stderr
+    assert core.read_namespaced_pod("cas", ns).metadata.labels == {"v": "2"}
+
+
+def test_binding_an_already_bound_pod_with_kubectl_conflicts(berth, ns):
+    berth.kubectl("create", "-f", "-", "-n", ns, stdin=pod("bound", node="node-1"))
+    binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "bound"},
+               "target": {"apiVersion": "v1", "kind": "Node", "name": "node-2"}}
+    r = berth.kubectl("create", "-f", "-", "-n", ns, stdin=binding, check=False)
+    assert r.returncode != 0
+    assert "Error from server (Conflict)" in r.stderr
+    assert "already assigned to node" in r.stderr
+    assert berth.core.read_namespaced_pod("bound", ns).spec.node_name == "node-1"
+
+
+def test_create_in_a_missing_namespace_is_not_found(berth):
+    r = berth.kubectl("create", "-f", "-", "-n", "no-such-ns", stdin=pod("p"), check=False)
+    assert r.returncode != 0
+    assert 'namespaces "no-such-ns" not found' in r.stderr
+
+
+# priority classes ------------------------------------------------------------------------------
+
+
+def priority_class(name, value, global_default=False):
+    return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+            "metadata": {"name": name}, "value": value, "globalDefault": global_default}
+
+
+@pytest.fixture
+def classes(berth):
+    """Priority classes the test creates, deleted afterwards."""
+    made = []
+
+    def create(name, value, global_default=False, check=True):
+        r = berth.kubectl("create", "-f", "-", stdin=priority_class(name, value, global_default),
+                          check=check)
+        if r.returncode == 0:
+            made.append(name)
+        return r
+
+    yield create
+    for name in made:
+        berth.kubectl("delete", "priorityclass", name, check=False)
+
+
+def class_names(berth):
+    return sorted(c.metadata.name for c in berth.scheduling.list_priority_class().items)
+
+
+def test_priority_class_value_over_one_billion_is_invalid(berth, classes):
+    before = class_names(berth)
+    r = classes("too-high", 1_000_000_001, check=False)
+    assert r.returncode != 0
+    assert 'The PriorityClass "too-high" is invalid' in r.stderr
+    assert "value" in r.stderr and "1000000000" in r.stderr
+    assert class_names(berth) == before
+    # The ceiling itself is allowed.
+    classes("at-ceiling", 1_000_000_000)
+
+
+def test_second_global_default_priority_class_is_refused(berth, classes):
+    classes("first-default", 1000, global_default=True)
+    r = classes("second-default", 2000, global_default=True, check=False)
+    assert r.returncode != 0
+    assert "Error from server (Forbidden)" in r.stderr or "is invalid" in r.stderr
+    assert "first-default" in r.stderr and "Only one default can exist" in r.stderr
+    assert "second-default" not in class_names(berth)
+
+
+def test_pod_with_unknown_priority_class_is_forbidden(berth, ns):
+    bad = pod("prio", priorityClassName="no-such-class")
+    r = berth.kubectl("create", "-f", "-", "-n", ns, stdin=bad, check=False)
+    assert r.returncode != 0
+    assert "Error from server (Forbidden)" in r.stderr
+    assert "no PriorityClass with name no-such-class was found" in r.stderr
+    assert pod_names(berth, ns) == []
+
+
+def test_pod_gets_the_priority_of_its_class(berth, ns, classes):
+    classes("e2e-high", 100000)
+    berth.kubectl("create", "-f", "-", "-n", ns, stdin=pod("hi", priorityClassName="e2e-high"))
+    p = berth.core.read_namespaced_pod("hi", ns)
+    assert p.spec.priority == 100000 and p.spec.priority_class_name == "e2e-high"
+
+
+def test_priority_class_through_the_python_client_is_forbidden(berth):
+    body = k8s.V1PriorityClass(metadata=k8s.V1ObjectMeta(name="system-fake"), value=5)
+    try:
+        berth.scheduling.create_priority_class(body)
+        raise AssertionError("reserved name accepted")
+    except ApiException as e:
+        assert e.status == 422
+        assert "system-" in json.loads(e.body)["message"]
+    assert "system-fake" not in class_names(berth)
