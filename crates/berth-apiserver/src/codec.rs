@@ -58,10 +58,9 @@ pub fn decode_body(
         "application/yaml" | "application/x-yaml" | "text/yaml" => {
             (strict::parse_yaml(body).map_err(|e| bad_body(kind, version, &e))?, Vec::new())
         }
-        "application/vnd.kubernetes.protobuf" => {
-            return Err(ApiError::UnsupportedMediaType(
-                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml".into(),
-            ))
+        crate::protobuf::MEDIA_TYPE => {
+            let api_version = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
+            (crate::protobuf::decode(body, &api_version, kind).map_err(|e| bad_body(kind, version, &e))?, Vec::new())
         }
         other => {
             return Err(ApiError::UnsupportedMediaType(format!(

@@ -22,6 +22,7 @@ mod deletion;
 mod error;
 mod objects;
 mod path;
+mod protobuf;
 mod request;
 mod selectors;
 mod server;
