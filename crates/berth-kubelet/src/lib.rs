@@ -15,8 +15,14 @@
 //! # }
 //! ```
 
+pub mod allocatable;
+pub mod config;
+pub mod eviction;
+pub mod model;
 mod node;
+pub mod oom;
 mod pods;
+pub mod usage;
 
 pub use node::NodeSpec;
 

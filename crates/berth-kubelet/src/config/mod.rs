@@ -1,0 +1,620 @@
+//! Node pools: the `cluster.yaml` that `berth serve --cluster` reads (see `examples/cluster.yaml`).
+//!
+//! Each pool names how many nodes to start and what they look like: capacity (including
+//! extended resources such as `nvidia.com/gpu`), labels, taints, images present, and kubelet
+//! settings in the seed's `node-config.yaml` shape (`kubeletArguments`, lists of strings) or the
+//! seed's `KubeletConfig` form (`systemReserved`, `kubeReserved`, `evictionHard`...). Parsing
+//! validates everything; an error names the pool and the field.
+
+use crate::allocatable::{allocatable, ResourceList};
+use crate::eviction::thresholds::{parse_duration, parse_thresholds, EvictionSettings};
+use crate::eviction::EvictionConfig;
+use berth_core::quantity::Quantity;
+use serde::Deserialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// An invalid cluster file: which pool, which field, why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cluster file: {0}")]
+    File(String),
+    #[error("pool {pool}: {field}: {reason}")]
+    Pool {
+        pool: String,
+        field: String,
+        reason: String,
+    },
+}
+
+/// A taint as the node spec carries it.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Taint {
+    pub key: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub value: String,
+    pub effect: String,
+}
+
+/// An image present on the node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Image {
+    pub name: String,
+    pub size_bytes: i64,
+    pub inodes: i64,
+}
+
+/// A file system's size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FsCapacity {
+    pub bytes: i64,
+    pub inodes: i64,
+}
+
+/// What the node's own daemons (kubelet, runtime, system) use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SystemUsage {
+    pub cpu_milli: i64,
+    pub memory: i64,
+    pub ephemeral_storage: i64,
+    pub pids: i64,
+}
+
+impl Default for SystemUsage {
+    fn default() -> Self {
+        SystemUsage {
+            cpu_milli: 100,
+            memory: 256 << 20,
+            ephemeral_storage: 0,
+            pids: 200,
+        }
+    }
+}
+
+/// One simulated node, fully resolved.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeConfig {
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+    pub taints: Vec<Taint>,
+    pub images: Vec<Image>,
+    /// `status.capacity` (schedulable resources; inodes are not among them).
+    pub capacity: ResourceList,
+    /// `status.allocatable`.
+    pub allocatable: ResourceList,
+    pub kube_reserved: ResourceList,
+    pub system_reserved: ResourceList,
+    pub eviction: EvictionConfig,
+    pub nodefs_inodes: i64,
+    /// A dedicated image file system, else images live on nodefs.
+    pub imagefs: Option<FsCapacity>,
+    pub max_pids: i64,
+    pub system_usage: SystemUsage,
+}
+
+impl NodeConfig {
+    /// The quick form (`--nodes N`): 4 CPU, 16Gi, 100Gi disk, 110 pods, no reservations and no
+    /// eviction thresholds, so allocatable equals capacity.
+    pub fn quick(count: usize) -> Vec<NodeConfig> {
+        (1..=count)
+            .map(|i| {
+                let name = format!("node-{i}");
+                let capacity: ResourceList = [
+                    ("cpu", "4"),
+                    ("memory", "16Gi"),
+                    ("pods", "110"),
+                    ("ephemeral-storage", "100Gi"),
+                ]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), Quantity::parse(v).expect("valid")))
+                .collect();
+                NodeConfig {
+                    labels: default_labels(&name)
+                        .into_iter()
+                        .chain([("node-role.kubernetes.io/worker".into(), String::new())])
+                        .collect(),
+                    name,
+                    taints: vec![],
+                    images: vec![],
+                    allocatable: capacity.clone(),
+                    capacity,
+                    kube_reserved: ResourceList::new(),
+                    system_reserved: ResourceList::new(),
+                    eviction: EvictionConfig::default(),
+                    nodefs_inodes: DEFAULT_INODES,
+                    imagefs: None,
+                    max_pids: DEFAULT_MAX_PIDS,
+                    system_usage: SystemUsage::default(),
+                }
+            })
+            .collect()
+    }
+
+    /// The node's memory capacity in bytes.
+    pub fn memory_capacity(&self) -> i64 {
+        self.capacity.get("memory").map_or(0, Quantity::value)
+    }
+
+    /// The node's nodefs capacity in bytes.
+    pub fn nodefs_bytes(&self) -> i64 {
+        self.capacity
+            .get("ephemeral-storage")
+            .map_or(0, Quantity::value)
+    }
+}
+
+const DEFAULT_INODES: i64 = 1_000_000;
+const DEFAULT_MAX_PIDS: i64 = 32768;
+const DEFAULT_IMAGE_INODES: i64 = 1000;
+
+fn default_labels(name: &str) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        ("kubernetes.io/hostname".to_string(), name.to_string()),
+        ("kubernetes.io/os".to_string(), "linux".to_string()),
+        ("kubernetes.io/arch".to_string(), "amd64".to_string()),
+    ])
+}
+
+/// A YAML scalar read as text (`cpu: 8` and `cpu: "8"` alike).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+enum Scalar {
+    Text(String),
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+}
+
+impl Scalar {
+    fn text(&self) -> String {
+        match self {
+            Scalar::Text(s) => s.clone(),
+            Scalar::Int(i) => i.to_string(),
+            Scalar::Float(f) => f.to_string(),
+            Scalar::Bool(b) => b.to_string(),
+        }
+    }
+}
+
+/// A `kubeletArguments` value: a list of strings, or a single one.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+enum Args {
+    List(Vec<Scalar>),
+    One(Scalar),
+}
+
+impl Args {
+    fn list(&self) -> Vec<String> {
+        match self {
+            Args::List(v) => v.iter().map(Scalar::text).collect(),
+            Args::One(s) => vec![s.text()],
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawImage {
+    name: String,
+    #[serde(default)]
+    names: Vec<String>,
+    size: Scalar,
+    inodes: Option<i64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawFs {
+    capacity: Scalar,
+    inodes: Option<Scalar>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawSystemUsage {
+    cpu: Option<Scalar>,
+    memory: Option<Scalar>,
+    #[serde(rename = "ephemeral-storage")]
+    ephemeral_storage: Option<Scalar>,
+    pids: Option<i64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawPool {
+    name: Option<String>,
+    #[serde(default = "one")]
+    count: usize,
+    name_prefix: Option<String>,
+    #[serde(default)]
+    capacity: BTreeMap<String, Scalar>,
+    #[serde(default)]
+    labels: BTreeMap<String, Scalar>,
+    #[serde(default)]
+    taints: Vec<Taint>,
+    #[serde(default)]
+    images: Vec<RawImage>,
+    imagefs: Option<RawFs>,
+    max_pids: Option<i64>,
+    system_usage: Option<RawSystemUsage>,
+    #[serde(default)]
+    kubelet_arguments: BTreeMap<String, Args>,
+    kubelet_config: Option<Value>,
+}
+
+fn one() -> usize {
+    1
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCluster {
+    pools: Vec<Value>,
+}
+
+/// Kubelet arguments berth understands; others are accepted and ignored (reported back).
+const EVICTION_ARGS: [&str; 10] = [
+    "kube-reserved",
+    "system-reserved",
+    "eviction-hard",
+    "eviction-soft",
+    "eviction-soft-grace-period",
+    "eviction-max-pod-grace-period",
+    "eviction-pressure-transition-period",
+    "eviction-minimum-reclaim",
+    "experimental-allocatable-ignore-eviction",
+    "enforce-node-allocatable",
+];
+
+/// A parsed cluster file: the nodes to start, and settings that were accepted but ignored.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cluster {
+    pub nodes: Vec<NodeConfig>,
+    /// `pool: argument` for kubelet arguments berth does not simulate.
+    pub ignored: Vec<String>,
+}
+
+/// Parses a cluster file (YAML or JSON).
+pub fn parse_cluster(text: &str) -> Result<Cluster, ConfigError> {
+    let value: Value =
+        serde_saphyr::from_str(text).map_err(|e| ConfigError::File(e.to_string()))?;
+    let raw: RawCluster =
+        serde_json::from_value(value).map_err(|e| ConfigError::File(e.to_string()))?;
+    if raw.pools.is_empty() {
+        return Err(ConfigError::File(
+            "pools: at least one pool is required".into(),
+        ));
+    }
+    let mut cluster = Cluster {
+        nodes: vec![],
+        ignored: vec![],
+    };
+    let mut names = std::collections::BTreeSet::new();
+    for (i, pool) in raw.pools.into_iter().enumerate() {
+        let label = pool
+            .get("name")
+            .and_then(Value::as_str)
+            .map_or_else(|| format!("#{}", i + 1), str::to_string);
+        let err = |field: &str, reason: String| ConfigError::Pool {
+            pool: label.clone(),
+            field: field.to_string(),
+            reason,
+        };
+        let raw: RawPool = serde_json::from_value(pool).map_err(|e| err("pool", e.to_string()))?;
+        let nodes = resolve_pool(&raw, i, &err, &mut cluster.ignored)?;
+        for n in nodes {
+            if !names.insert(n.name.clone()) {
+                return Err(err(
+                    "namePrefix",
+                    format!("node name {} is used twice", n.name),
+                ));
+            }
+            cluster.nodes.push(n);
+        }
+    }
+    Ok(cluster)
+}
+
+fn parse_quantity(
+    v: &str,
+    field: &str,
+    err: &dyn Fn(&str, String) -> ConfigError,
+) -> Result<Quantity, ConfigError> {
+    let q = Quantity::parse(v.trim())
+        .map_err(|e| err(field, format!("invalid quantity {v:?}: {e}")))?;
+    if q.milli_value() < 0 {
+        return Err(err(field, format!("must not be negative: {v}")));
+    }
+    Ok(q)
+}
+
+/// `cpu=500m,memory=1Gi` statements into a resource list.
+fn parse_reserved(
+    list: &[String],
+    field: &str,
+    err: &dyn Fn(&str, String) -> ConfigError,
+) -> Result<ResourceList, ConfigError> {
+    let mut out = ResourceList::new();
+    for st in list.iter().flat_map(|s| s.split(',')).map(str::trim) {
+        if st.is_empty() {
+            continue;
+        }
+        let (k, v) = st
+            .split_once('=')
+            .ok_or_else(|| err(field, format!("expected resource=quantity, got {st:?}")))?;
+        out.insert(k.trim().to_string(), parse_quantity(v, field, err)?);
+    }
+    Ok(out)
+}
+
+/// The `KubeletConfig` form, as `kubeletArguments` entries. Accepts the inner map or a whole
+/// `kind: KubeletConfig` object (its `spec.kubeletConfig`).
+fn kubelet_config_args(
+    v: &Value,
+    err: &dyn Fn(&str, String) -> ConfigError,
+) -> Result<BTreeMap<String, Vec<String>>, ConfigError> {
+    let inner = v
+        .pointer("/spec/kubeletConfig")
+        .unwrap_or(v)
+        .as_object()
+        .ok_or_else(|| err("kubeletConfig", "must be a map".into()))?;
+    let text = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let mut out = BTreeMap::new();
+    for (k, v) in inner {
+        let field = format!("kubeletConfig.{k}");
+        let map_entries = |sep: &str| -> Result<Vec<String>, ConfigError> {
+            let m = v
+                .as_object()
+                .ok_or_else(|| err(&field, "must be a map".into()))?;
+            Ok(m.iter()
+                .map(|(k, v)| format!("{k}{sep}{}", text(v)))
+                .collect())
+        };
+        let (arg, values) = match k.as_str() {
+            "systemReserved" => ("system-reserved", map_entries("=")?),
+            "kubeReserved" => ("kube-reserved", map_entries("=")?),
+            "evictionHard" => ("eviction-hard", map_entries("<")?),
+            "evictionSoft" => ("eviction-soft", map_entries("<")?),
+            "evictionSoftGracePeriod" => ("eviction-soft-grace-period", map_entries("=")?),
+            "evictionMinimumReclaim" => ("eviction-minimum-reclaim", map_entries("=")?),
+            "evictionMaxPodGracePeriod" => ("eviction-max-pod-grace-period", vec![text(v)]),
+            "evictionPressureTransitionPeriod" => {
+                ("eviction-pressure-transition-period", vec![text(v)])
+            }
+            "enforceNodeAllocatable" => (
+                "enforce-node-allocatable",
+                v.as_array()
+                    .map(|a| a.iter().map(text).collect::<Vec<_>>())
+                    .map(|a| vec![a.join(",")])
+                    .unwrap_or_else(|| vec![text(v)]),
+            ),
+            "maxPods" => ("max-pods", vec![text(v)]),
+            _ => continue,
+        };
+        out.insert(arg.to_string(), values);
+    }
+    Ok(out)
+}
+
+fn resolve_pool(
+    raw: &RawPool,
+    index: usize,
+    err: &dyn Fn(&str, String) -> ConfigError,
+    ignored: &mut Vec<String>,
+) -> Result<Vec<NodeConfig>, ConfigError> {
+    let pool_name = raw
+        .name
+        .clone()
+        .unwrap_or_else(|| format!("pool-{}", index + 1));
+    // Kubelet settings: kubeletArguments, then the KubeletConfig form on top.
+    let mut args: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (k, v) in &raw.kubelet_arguments {
+        if EVICTION_ARGS.contains(&k.as_str()) || k == "max-pods" {
+            args.insert(k.clone(), v.list());
+        } else {
+            ignored.push(format!("{pool_name}: {k}"));
+        }
+    }
+    if let Some(kc) = &raw.kubelet_config {
+        args.extend(kubelet_config_args(kc, err)?);
+    }
+    let arg = |k: &str| args.get(k).cloned().unwrap_or_default();
+    let kubelet_field = |k: &str| {
+        if raw.kubelet_arguments.contains_key(k) {
+            format!("kubeletArguments.{k}")
+        } else {
+            format!("kubeletConfig ({k})")
+        }
+    };
+
+    let mut capacity = ResourceList::new();
+    let mut nodefs_inodes = DEFAULT_INODES;
+    for (k, v) in &raw.capacity {
+        let field = format!("capacity.{k}");
+        let q = parse_quantity(&v.text(), &field, err)?;
+        if k == "inodes" {
+            nodefs_inodes = q.value();
+        } else {
+            capacity.insert(k.clone(), q);
+        }
+    }
+    for (k, v) in [
+        ("cpu", "4"),
+        ("memory", "16Gi"),
+        ("pods", "110"),
+        ("ephemeral-storage", "100Gi"),
+    ] {
+        capacity
+            .entry(k.to_string())
+            .or_insert_with(|| Quantity::parse(v).expect("valid"));
+    }
+    if let Some(mp) = arg("max-pods").first() {
+        let q = parse_quantity(mp, &kubelet_field("max-pods"), err)?;
+        capacity.insert("pods".into(), q);
+    }
+    let kube_reserved =
+        parse_reserved(&arg("kube-reserved"), &kubelet_field("kube-reserved"), err)?;
+    let system_reserved = parse_reserved(
+        &arg("system-reserved"),
+        &kubelet_field("system-reserved"),
+        err,
+    )?;
+    let settings = EvictionSettings {
+        hard: arg("eviction-hard"),
+        soft: arg("eviction-soft"),
+        soft_grace_period: arg("eviction-soft-grace-period"),
+        minimum_reclaim: arg("eviction-minimum-reclaim"),
+    };
+    let enforce = arg("enforce-node-allocatable");
+    let enforce_pods = enforce.is_empty()
+        || enforce
+            .iter()
+            .any(|s| s.split(',').any(|t| t.trim() == "pods"));
+    use crate::eviction::thresholds::parse_statements;
+    parse_statements(&settings.hard)
+        .map_err(|e| err(&kubelet_field("eviction-hard"), e.to_string()))?;
+    parse_statements(&settings.soft)
+        .map_err(|e| err(&kubelet_field("eviction-soft"), e.to_string()))?;
+    let thresholds = parse_thresholds(&settings, enforce_pods).map_err(|e| {
+        let field = match &e {
+            crate::eviction::thresholds::ThresholdError::NoGracePeriod(_) => "eviction-soft",
+            crate::eviction::thresholds::ThresholdError::BadGracePeriod(_) => {
+                "eviction-soft-grace-period"
+            }
+            crate::eviction::thresholds::ThresholdError::MinReclaimNegative(_)
+            | crate::eviction::thresholds::ThresholdError::MinReclaimPercent(..) => {
+                "eviction-minimum-reclaim"
+            }
+            _ => "eviction-soft-grace-period",
+        };
+        err(&kubelet_field(field), e.to_string())
+    })?;
+    let max_pod_grace_period = match arg("eviction-max-pod-grace-period").first() {
+        None => 0,
+        Some(s) => s.trim().parse::<i64>().map_err(|_| {
+            err(
+                &kubelet_field("eviction-max-pod-grace-period"),
+                format!("expected a number of seconds, got {s:?}"),
+            )
+        })?,
+    };
+    let pressure_transition_period = match arg("eviction-pressure-transition-period").first() {
+        None => Duration::from_secs(300),
+        Some(s) => parse_duration(s).map_err(|e| {
+            err(
+                &kubelet_field("eviction-pressure-transition-period"),
+                e.to_string(),
+            )
+        })?,
+    };
+    let ignore_eviction = match arg("experimental-allocatable-ignore-eviction").first() {
+        None => false,
+        Some(s) => s.trim().parse::<bool>().map_err(|_| {
+            err(
+                &kubelet_field("experimental-allocatable-ignore-eviction"),
+                format!("expected true or false, got {s:?}"),
+            )
+        })?,
+    };
+    let alloc = allocatable(
+        &capacity,
+        &kube_reserved,
+        &system_reserved,
+        &thresholds,
+        ignore_eviction,
+    );
+
+    let mut images = Vec::new();
+    for (i, im) in raw.images.iter().enumerate() {
+        let field = format!("images[{i}].size");
+        let size = parse_quantity(&im.size.text(), &field, err)?.value();
+        for name in std::iter::once(&im.name).chain(&im.names) {
+            images.push(Image {
+                name: name.clone(),
+                size_bytes: size,
+                inodes: im.inodes.unwrap_or(DEFAULT_IMAGE_INODES),
+            });
+        }
+    }
+    let imagefs = match &raw.imagefs {
+        None => None,
+        Some(fs) => Some(FsCapacity {
+            bytes: parse_quantity(&fs.capacity.text(), "imagefs.capacity", err)?.value(),
+            inodes: match &fs.inodes {
+                Some(i) => parse_quantity(&i.text(), "imagefs.inodes", err)?.value(),
+                None => DEFAULT_INODES,
+            },
+        }),
+    };
+    let mut system_usage = SystemUsage::default();
+    if let Some(su) = &raw.system_usage {
+        if let Some(c) = &su.cpu {
+            system_usage.cpu_milli =
+                parse_quantity(&c.text(), "systemUsage.cpu", err)?.milli_value();
+        }
+        if let Some(m) = &su.memory {
+            system_usage.memory = parse_quantity(&m.text(), "systemUsage.memory", err)?.value();
+        }
+        if let Some(e) = &su.ephemeral_storage {
+            system_usage.ephemeral_storage =
+                parse_quantity(&e.text(), "systemUsage.ephemeral-storage", err)?.value();
+        }
+        if let Some(p) = su.pids {
+            system_usage.pids = p.max(0);
+        }
+    }
+    for t in &raw.taints {
+        if !matches!(
+            t.effect.as_str(),
+            "NoSchedule" | "PreferNoSchedule" | "NoExecute"
+        ) {
+            return Err(err(
+                "taints",
+                format!(
+                    "effect {:?} must be NoSchedule, PreferNoSchedule or NoExecute",
+                    t.effect
+                ),
+            ));
+        }
+    }
+    let prefix = raw
+        .name_prefix
+        .clone()
+        .unwrap_or_else(|| format!("{pool_name}-"));
+    let nodes = (1..=raw.count)
+        .map(|i| {
+            let name = format!("{prefix}{i}");
+            let mut labels = default_labels(&name);
+            labels.extend(raw.labels.iter().map(|(k, v)| (k.clone(), v.text())));
+            NodeConfig {
+                name,
+                labels,
+                taints: raw.taints.clone(),
+                images: images.clone(),
+                capacity: capacity.clone(),
+                allocatable: alloc.clone(),
+                kube_reserved: kube_reserved.clone(),
+                system_reserved: system_reserved.clone(),
+                eviction: EvictionConfig {
+                    thresholds: thresholds.clone(),
+                    max_pod_grace_period,
+                    pressure_transition_period,
+                },
+                nodefs_inodes,
+                imagefs,
+                max_pids: raw.max_pids.unwrap_or(DEFAULT_MAX_PIDS),
+                system_usage,
+            }
+        })
+        .collect();
+    Ok(nodes)
+}
+
+#[cfg(test)]
+mod tests;

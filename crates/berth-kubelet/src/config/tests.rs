@@ -1,0 +1,118 @@
+use super::*;
+
+const EXAMPLE: &str = include_str!("../../../../examples/cluster.yaml");
+
+fn node<'a>(c: &'a Cluster, name: &str) -> &'a NodeConfig {
+    c.nodes.iter().find(|n| n.name == name).unwrap()
+}
+
+#[test]
+fn example_file() {
+    let c = parse_cluster(EXAMPLE).unwrap();
+    let names: Vec<&str> = c.nodes.iter().map(|n| n.name.as_str()).collect();
+    assert_eq!(names, ["general-1", "general-2", "small-1", "gpu-node-1"]);
+    let g = node(&c, "general-1");
+    assert_eq!(g.allocatable["memory"].to_string(), "29596Mi");
+    assert_eq!(g.allocatable["cpu"].to_string(), "7500m");
+    assert_eq!(g.labels["topology.kubernetes.io/zone"], "zone-a");
+    assert_eq!(g.labels["kubernetes.io/hostname"], "general-1");
+    assert_eq!(g.images.len(), 2);
+    // memory.available is copied to allocatableMemory.available (enforce-node-allocatable=pods).
+    assert_eq!(g.eviction.thresholds.len(), 5);
+    let s = node(&c, "small-1");
+    assert_eq!(s.allocatable["memory"].value(), 8204 << 20);
+    assert_eq!(s.eviction.max_pod_grace_period, 30);
+    assert!(s.imagefs.is_some());
+    let gpu = node(&c, "gpu-node-1");
+    assert_eq!(gpu.allocatable["nvidia.com/gpu"].to_string(), "2");
+    assert_eq!(gpu.allocatable["cpu"].to_string(), "15");
+    assert_eq!(gpu.allocatable["memory"].value(), (63 << 30) - (100 << 20));
+    assert_eq!(gpu.taints[0].key, "nvidia.com/gpu");
+}
+
+#[test]
+fn seed_node_config_and_kubelet_config_forms() {
+    let text = r#"
+pools:
+- name: seed001
+  capacity: {memory: 10Gi}
+  kubeletArguments:
+    eviction-hard: ["memory.available<10%"]
+    system-reserved: ["memory=1Gi"]
+    max-pods: ["250"]
+    image-gc-high-threshold: ["85"]
+- name: seed004
+  kubeletConfig:
+    apiVersion: machineconfiguration.openshift.io/v1
+    kind: KubeletConfig
+    metadata: {name: set-allocatable}
+    spec:
+      machineConfigPoolSelector: {matchLabels: {custom-kubelet: small-pods}}
+      kubeletConfig:
+        systemReserved: {cpu: 500m, memory: 512Mi}
+        kubeReserved: {cpu: 500m, memory: 512Mi}
+"#;
+    let c = parse_cluster(text).unwrap();
+    let a = &c.nodes[0].allocatable;
+    assert_eq!(a["memory"].value(), 8589934576);
+    assert_eq!(a["pods"].to_string(), "250");
+    assert_eq!(c.ignored, vec!["seed001: image-gc-high-threshold"]);
+    let b = &c.nodes[1].allocatable;
+    assert_eq!(b["cpu"].to_string(), "3");
+    assert_eq!(b["memory"].to_string(), "15Gi");
+    assert!(c.nodes[1].eviction.thresholds.is_empty());
+}
+
+#[test]
+fn errors_name_pool_and_field() {
+    let cases = [
+        (
+            "pools:\n- name: p\n  capacity: {memory: 10Gx}\n",
+            "pool p: capacity.memory: invalid quantity",
+        ),
+        (
+            "pools:\n- name: p\n  kubeletArguments:\n    eviction-hard: [\"mem.available<1Gi\"]\n",
+            "pool p: kubeletArguments.eviction-hard: unsupported eviction signal mem.available",
+        ),
+        (
+            "pools:\n- name: p\n  kubeletArguments:\n    eviction-soft: [\"memory.available<1Gi\"]\n",
+            "pool p: kubeletArguments.eviction-soft: grace period must be specified for the soft eviction threshold memory.available",
+        ),
+        (
+            "pools:\n- name: p\n  kubeletArguments:\n    system-reserved: [\"memory=lots\"]\n",
+            "pool p: kubeletArguments.system-reserved: invalid quantity",
+        ),
+        (
+            "pools:\n- name: p\n  kubeletConfig:\n    evictionHard: {memory.available: -1Gi}\n",
+            "pool p: kubeletConfig (eviction-hard): eviction threshold memory.available must be positive",
+        ),
+        (
+            "pools:\n- name: p\n  kubeletArguments:\n    eviction-pressure-transition-period: [\"5 minutes\"]\n",
+            "pool p: kubeletArguments.eviction-pressure-transition-period: invalid duration",
+        ),
+        ("pools:\n- name: p\n  capacty: {}\n", "pool p: pool: unknown field `capacty`"),
+        ("pools:\n- count: 2\n- count: 1\n  capacity: {cpu: x}\n", "pool #2: capacity.cpu"),
+        (
+            "pools:\n- name: a\n  namePrefix: n-\n- name: b\n  namePrefix: n-\n",
+            "pool b: namePrefix: node name n-1 is used twice",
+        ),
+        (
+            "pools:\n- name: p\n  taints: [{key: k, effect: Never}]\n",
+            "pool p: taints: effect \"Never\"",
+        ),
+        ("pools: []\n", "cluster file: pools: at least one pool"),
+        ("nodes: 3\n", "cluster file:"),
+    ];
+    for (text, want) in cases {
+        let e = parse_cluster(text).unwrap_err().to_string();
+        assert!(e.starts_with(want), "{e}\n  wanted {want}");
+    }
+}
+
+#[test]
+fn quick_nodes_keep_capacity() {
+    let n = NodeConfig::quick(2);
+    assert_eq!(n[1].name, "node-2");
+    assert_eq!(n[0].allocatable, n[0].capacity);
+    assert!(n[0].eviction.thresholds.is_empty());
+}

@@ -1,0 +1,217 @@
+use super::*;
+use crate::config::parse_cluster;
+use serde_json::json;
+
+const MI: i64 = 1 << 20;
+const GI: i64 = 1 << 30;
+
+fn node(extra: &str) -> NodeModel {
+    let text = format!(
+        "pools:\n- name: pool\n  capacity: {{cpu: '2', memory: 4Gi, pods: '3', ephemeral-storage: 10Gi}}\n  systemUsage: {{memory: 256Mi, pids: 100}}\n{extra}"
+    );
+    NodeModel::new(parse_cluster(&text).unwrap().nodes.remove(0))
+}
+
+fn pod(name: &str, resources: Value, annotations: Value) -> PodState {
+    let p = json!({
+        "metadata": {"namespace": "ns", "name": name, "uid": name, "annotations": annotations},
+        "spec": {"containers": [{"name": "c", "image": format!("img-{name}"), "resources": resources}]},
+        "status": {"phase": "Running"},
+    });
+    PodState::from_pod(&p, Duration::ZERO).0
+}
+
+fn add(n: &mut NodeModel, p: PodState) {
+    n.pods.insert(p.key.clone(), p);
+}
+
+#[test]
+fn admission_fit() {
+    let mut n = node("");
+    add(
+        &mut n,
+        pod(
+            "a",
+            json!({"requests": {"cpu": "1500m", "memory": "1Gi"}}),
+            json!({}),
+        ),
+    );
+    // (resources, expected rejection reason)
+    let cases = [
+        (json!({"requests": {"cpu": "500m"}}), None),
+        (json!({"requests": {"cpu": "600m"}}), Some("OutOfcpu")),
+        (
+            json!({"limits": {"memory": "4Gi", "cpu": "100m"}}),
+            Some("OutOfmemory"),
+        ),
+        (
+            json!({"requests": {"nvidia.com/gpu": "1"}}),
+            Some("OutOfnvidia.com/gpu"),
+        ),
+        (json!({}), None),
+    ];
+    for (res, want) in cases {
+        let got = n.admit(&pod("b", res.clone(), json!({}))).err();
+        assert_eq!(got.as_ref().map(|r| r.reason.as_str()), want, "{res}");
+    }
+    let e = n
+        .admit(&pod("b", json!({"requests": {"cpu": "600m"}}), json!({})))
+        .unwrap_err();
+    assert_eq!(
+        e.message,
+        "Node didn't have enough resource: cpu, requested: 600, used: 1500, capacity: 2000"
+    );
+    add(&mut n, pod("c", json!({}), json!({})));
+    add(&mut n, pod("d", json!({}), json!({})));
+    assert_eq!(
+        n.admit(&pod("e", json!({}), json!({}))).unwrap_err().reason,
+        "OutOfpods"
+    );
+}
+
+#[test]
+fn admission_under_pressure() {
+    let be = pod("be", json!({}), json!({}));
+    let burst = pod("bu", json!({"requests": {"memory": "10Mi"}}), json!({}));
+    let mut tolerant = be.clone();
+    tolerant.tolerates_memory_pressure = true;
+    // (conditions, pod, admitted)
+    let cases = [
+        (vec![], &be, true),
+        (vec![Condition::MemoryPressure], &be, false),
+        (vec![Condition::MemoryPressure], &tolerant, true),
+        (vec![Condition::MemoryPressure], &burst, true),
+        (vec![Condition::DiskPressure], &burst, false),
+        (vec![Condition::PIDPressure], &burst, false),
+    ];
+    for (conds, p, want) in cases {
+        let mut n = node("");
+        n.conditions = conds.iter().copied().collect();
+        let got = n.admit(p);
+        assert_eq!(got.is_ok(), want, "{conds:?} {}", p.key);
+        if let Err(r) = got {
+            assert_eq!(r.reason, "Evicted");
+            assert!(r.message.starts_with("The node had condition: ["));
+        }
+    }
+    let mut n = node("");
+    n.conditions = [Condition::MemoryPressure, Condition::DiskPressure].into();
+    assert_eq!(
+        n.admit(&be).unwrap_err().message,
+        "The node had condition: [MemoryPressure DiskPressure]. "
+    );
+}
+
+#[test]
+fn stats_from_usage() {
+    let mut n = node("");
+    add(
+        &mut n,
+        pod(
+            "be",
+            json!({}),
+            json!({"berth.io/usage": "memory=1Gi,ephemeral-storage=2Gi,inodes=500"}),
+        ),
+    );
+    add(
+        &mut n,
+        pod(
+            "g",
+            json!({"limits": {"cpu": "1", "memory": "512Mi"}}),
+            json!({}),
+        ),
+    );
+    let s = n.stats(Duration::ZERO);
+    assert_eq!(s.memory_working_set, GI + 512 * MI + 256 * MI);
+    assert_eq!(s.pods_memory_working_set, GI + 512 * MI);
+    assert_eq!(s.nodefs.used_bytes, 2 * GI);
+    assert_eq!(s.nodefs.inodes_used, 500);
+    assert_eq!(s.pids, 100 + 5 + 1);
+}
+
+#[test]
+fn eviction_of_best_effort_under_memory_pressure() {
+    let mut n = node("  kubeletArguments:\n    eviction-hard: [\"memory.available<1Gi\"]\n");
+    add(
+        &mut n,
+        pod(
+            "g",
+            json!({"limits": {"cpu": "1", "memory": "1Gi"}}),
+            json!({}),
+        ),
+    );
+    add(
+        &mut n,
+        pod("be", json!({}), json!({"berth.io/usage": "memory=1Gi"})),
+    );
+    let (d, _) = n.housekeeping(Duration::ZERO);
+    assert!(d.eviction.is_none(), "4Gi − 2Gi − 256Mi is above 1Gi");
+    n.pods.get_mut("ns/be").unwrap().usage = Some(usage::parse_usage("memory=2Gi").unwrap());
+    let (d, _) = n.housekeeping(Duration::from_secs(10));
+    assert!(n.conditions.contains(&Condition::MemoryPressure));
+    let e = d.eviction.unwrap();
+    assert_eq!(e.pod, "ns/be");
+    assert_eq!(
+        e.message,
+        "The node was low on resource: memory. Container c was using 2Gi, request is 0, has larger consumption of memory. "
+    );
+}
+
+#[test]
+fn disk_pressure_deletes_unused_images_before_evicting() {
+    let mut n = node(
+        "  images: [{name: big, size: 3Gi}]\n  kubeletArguments:\n    eviction-hard: [\"nodefs.available<2Gi\"]\n",
+    );
+    add(
+        &mut n,
+        pod(
+            "be",
+            json!({}),
+            json!({"berth.io/usage": "ephemeral-storage=6Gi"}),
+        ),
+    );
+    let (d, deleted) = n.housekeeping(Duration::ZERO);
+    assert!(d.conditions.contains(&Condition::DiskPressure));
+    assert_eq!(deleted, vec!["big"]);
+    assert!(d.eviction.is_none());
+    let (d, _) = n.housekeeping(Duration::from_secs(10));
+    assert!(d.eviction.is_none());
+    n.pods.get_mut("ns/be").unwrap().usage =
+        Some(usage::parse_usage("ephemeral-storage=9Gi").unwrap());
+    let (d, _) = n.housekeeping(Duration::from_secs(20));
+    assert_eq!(d.eviction.unwrap().pod, "ns/be");
+}
+
+#[test]
+fn oom_killer_picks_highest_score() {
+    let mut n = node("");
+    add(
+        &mut n,
+        pod(
+            "g",
+            json!({"limits": {"cpu": "1", "memory": "2Gi"}}),
+            json!({"berth.io/usage": "memory=2Gi"}),
+        ),
+    );
+    add(
+        &mut n,
+        pod(
+            "bu",
+            json!({"requests": {"memory": "100Mi"}}),
+            json!({"berth.io/usage": "memory=1Gi"}),
+        ),
+    );
+    assert_eq!(n.oom_victim(Duration::ZERO), None);
+    add(
+        &mut n,
+        pod(
+            "bu2",
+            json!({"requests": {"memory": "1Gi"}}),
+            json!({"berth.io/usage": "memory=1Gi"}),
+        ),
+    );
+    assert_eq!(
+        n.oom_victim(Duration::ZERO),
+        Some(("ns/bu".into(), "c".into()))
+    );
+}
