@@ -1,6 +1,7 @@
 //! The `berth` command: the all-in-one control plane and its tools.
 
 mod bench;
+mod explain;
 mod scheduler;
 mod serve;
 
@@ -20,6 +21,9 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Run a scheduler against any Kubernetes API server (a custom scheduler next to the default one).
     Scheduler(scheduler::SchedulerArgs),
+    /// Explain a scheduling decision: per node, failed predicates or per-priority scores.
+    #[command(subcommand)]
+    Explain(explain::ExplainCommand),
     /// Benchmarks that print pods/second (never asserted).
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -41,6 +45,7 @@ fn main() -> anyhow::Result<()> {
         match cli.command {
             Command::Serve(args) => serve::run(args).await,
             Command::Scheduler(args) => scheduler::run(args).await,
+            Command::Explain(cmd) => explain::run(cmd).await,
             Command::Bench(cmd) => bench::run(cmd).await,
         }
     })

@@ -1,13 +1,15 @@
-//! `berth scheduler`: the scheduling driver against any API server.
+//! `berth scheduler`: the scheduling driver against any API server, leader-elected, with
+//! `/metrics`, `/healthz` and `/readyz` on a plain-HTTP port.
 
 use anyhow::Context;
-use berth_scheduler::driver::{self, DriverConfig};
+use berth_scheduler::driver::{self, leader, DriverConfig, LeaderElectionConfig, Ops};
 use berth_scheduler::policy::Policy;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 #[derive(clap::Args, Debug)]
 pub struct SchedulerArgs {
-    /// Kubeconfig of the cluster to schedule for (default: $KUBECONFIG or ~/.kube/config).
+    /// Kubeconfig of the cluster to schedule for (default: $KUBECONFIG, in-cluster, or ~/.kube/config).
     #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
     /// Pods whose spec.schedulerName is this are scheduled by this instance.
@@ -19,6 +21,63 @@ pub struct SchedulerArgs {
     /// percentageOfNodesToScore: 100 scores every node, 0 is upstream's adaptive rule.
     #[arg(long, default_value_t = 100)]
     pub percentage_of_nodes_to_score: u32,
+    /// Elect one active replica through a coordination.k8s.io/v1 Lease (`--leader-elect=false` to
+    /// schedule without one).
+    #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true",
+          action = clap::ArgAction::Set)]
+    pub leader_elect: bool,
+    /// Name of the Lease (default: the scheduler name).
+    #[arg(long)]
+    pub leader_elect_resource_name: Option<String>,
+    /// Namespace of the Lease.
+    #[arg(long, default_value = "kube-system")]
+    pub leader_elect_resource_namespace: String,
+    /// How long standbys wait after the leader's last observed renewal before taking over.
+    #[arg(long, default_value = "15s", value_parser = parse_duration)]
+    pub leader_elect_lease_duration: Duration,
+    /// How long the leader keeps trying to renew before it stops scheduling and exits.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub leader_elect_renew_deadline: Duration,
+    /// Time between attempts to acquire or renew the Lease.
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    pub leader_elect_retry_period: Duration,
+    /// Where to serve /metrics, /healthz and /readyz (plain HTTP; port 0 picks a free one;
+    /// an empty value serves nothing).
+    #[arg(long, default_value = "127.0.0.1:10259")]
+    pub metrics_bind_address: String,
+}
+
+/// Parses a Go-style duration as kube-scheduler's flags take it: `15s`, `500ms`, `1m`, `1m30s`,
+/// or plain seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let bad = || format!("invalid duration {text:?} (examples: 15s, 500ms, 1m)");
+    if let Ok(secs) = text.parse::<u64>() {
+        return Ok(Duration::from_secs(secs));
+    }
+    let (mut total, mut rest) = (Duration::ZERO, text);
+    if rest.is_empty() {
+        return Err(bad());
+    }
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit() && c != '.')
+            .ok_or_else(bad)?;
+        let n: f64 = rest[..digits].parse().map_err(|_| bad())?;
+        rest = &rest[digits..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let scale = match &rest[..unit_len] {
+            "ms" => 0.001,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            _ => return Err(bad()),
+        };
+        rest = &rest[unit_len..];
+        total += Duration::try_from_secs_f64(n * scale).map_err(|_| bad())?;
+    }
+    Ok(total)
 }
 
 /// Loads a policy file, or the default policy without one. The error names the file and entries.
@@ -29,7 +88,7 @@ pub fn load_policy(path: Option<&Path>) -> anyhow::Result<Policy> {
     }
 }
 
-/// A kube client from a kubeconfig file, or the usual inference.
+/// A kube client from a kubeconfig file, or the usual inference (in-cluster inside a pod).
 pub async fn client(kubeconfig: Option<&Path>) -> anyhow::Result<kube::Client> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let config = match kubeconfig {
@@ -47,15 +106,102 @@ pub async fn client(kubeconfig: Option<&Path>) -> anyhow::Result<kube::Client> {
     Ok(kube::Client::try_from(config)?)
 }
 
+/// Binds `address` and serves the scheduler's metrics and health there; returns where it serves.
+pub async fn serve_metrics(address: &str, ops: Ops) -> anyhow::Result<std::net::SocketAddr> {
+    let listener = tokio::net::TcpListener::bind(address)
+        .await
+        .with_context(|| format!("listening on {address} for /metrics"))?;
+    let local = listener.local_addr()?;
+    tokio::spawn(async move {
+        if let Err(e) = driver::ops::serve(listener, ops).await {
+            tracing::error!(error = %e, "serving /metrics stopped");
+        }
+    });
+    Ok(local)
+}
+
 pub async fn run(args: SchedulerArgs) -> anyhow::Result<()> {
     let policy = load_policy(args.policy_config_file.as_deref())?;
+    let election = args.leader_elect.then(|| LeaderElectionConfig {
+        namespace: args.leader_elect_resource_namespace.clone(),
+        name: args
+            .leader_elect_resource_name
+            .clone()
+            .unwrap_or_else(|| args.scheduler_name.clone()),
+        identity: leader::default_identity(),
+        lease_duration: args.leader_elect_lease_duration,
+        renew_deadline: args.leader_elect_renew_deadline,
+        retry_period: args.leader_elect_retry_period,
+    });
+    if let Some(e) = &election {
+        e.validate().map_err(|m| anyhow::anyhow!(m))?;
+    }
     let client = client(args.kubeconfig.as_deref()).await?;
     let cfg = DriverConfig {
         policy,
         percentage_of_nodes_to_score: args.percentage_of_nodes_to_score,
         ..DriverConfig::named(&args.scheduler_name)
     };
+    let ops = Ops::new();
+    if !args.metrics_bind_address.is_empty() {
+        let at = serve_metrics(&args.metrics_bind_address, ops.clone()).await?;
+        println!("serving /metrics, /healthz and /readyz at http://{at} (plain HTTP)");
+    }
     println!("berth scheduler {:?} is running", args.scheduler_name);
-    driver::run(client, cfg).await?;
-    Ok(())
+    let Some(election) = election else {
+        ops.set_leading(true);
+        driver::run_with(client, cfg, ops, None).await?;
+        return Ok(());
+    };
+    let lease = format!("{}/{}", election.namespace, election.name);
+    println!(
+        "leader election: lease {lease}, identity {}",
+        election.identity
+    );
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    let elector = driver::LeaderElector::new(client.clone(), election);
+    let mut watch_leading = rx.clone();
+    let ops_leading = ops.clone();
+    tokio::spawn(async move {
+        while watch_leading.changed().await.is_ok() {
+            let leading = *watch_leading.borrow();
+            ops_leading.set_leading(leading);
+            if leading {
+                println!("became the leader (lease {lease}); scheduling");
+            }
+        }
+    });
+    let scheduling = driver::run_with(client, cfg, ops, Some(rx));
+    tokio::select! {
+        lost = elector.run(tx) => {
+            // Like kube-scheduler: stop at once; a supervisor restarts us as a standby.
+            anyhow::bail!("{lost}; exiting");
+        }
+        done = scheduling => {
+            done?;
+            Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_duration;
+    use std::time::Duration;
+
+    #[test]
+    fn durations_as_kube_scheduler_flags_take_them() {
+        for (text, want) in [
+            ("15s", Duration::from_secs(15)),
+            ("15", Duration::from_secs(15)),
+            ("500ms", Duration::from_millis(500)),
+            ("1m30s", Duration::from_secs(90)),
+            ("1.5s", Duration::from_millis(1500)),
+        ] {
+            assert_eq!(parse_duration(text), Ok(want), "{text}");
+        }
+        for bad in ["", "s", "15x", "-1s", "1s2"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
 }

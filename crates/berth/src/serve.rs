@@ -28,6 +28,9 @@ pub struct ServeArgs {
     /// Do not run the built-in `default-scheduler` (pods stay Pending unless another scheduler binds them).
     #[arg(long)]
     pub disable_scheduler: bool,
+    /// Serve the built-in scheduler's /metrics, /healthz and /readyz on this address (plain HTTP).
+    #[arg(long)]
+    pub scheduler_metrics_address: Option<String>,
 }
 
 /// Everything `berth serve` started, for callers (benchmarks) that run it in process.
@@ -94,8 +97,14 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
             policy,
             ..berth_scheduler::driver::DriverConfig::named("default-scheduler")
         };
+        let ops = berth_scheduler::driver::Ops::new();
+        if let Some(address) = &args.scheduler_metrics_address {
+            let at = crate::scheduler::serve_metrics(address, ops.clone()).await?;
+            println!("scheduler metrics at http://{at}/metrics (plain HTTP)");
+        }
+        ops.set_leading(true);
         tokio::spawn(async move {
-            if let Err(e) = berth_scheduler::driver::run(client, cfg).await {
+            if let Err(e) = berth_scheduler::driver::run_with(client, cfg, ops, None).await {
                 tracing::error!(error = %e, "default-scheduler stopped");
             }
         });

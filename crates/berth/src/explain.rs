@@ -1,0 +1,242 @@
+//! `berth explain pod NAMESPACE/NAME`: why the scheduler would (not) put a pod on each node.
+//!
+//! Lists what the engine reads through the API into a fresh `ClusterCache`, takes the pod out
+//! of it if it is bound (it is explained as if it were pending), and prints `Scheduler::explain`:
+//! per node, the failed predicates with their reasons, or each priority's score and the total.
+
+use anyhow::{bail, Context};
+use berth_scheduler::{ClusterCache, Explanation, PredicateResult, Scheduler};
+use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
+use k8s_openapi::api::core::v1::{
+    Node, PersistentVolume, PersistentVolumeClaim, Pod, ReplicationController, Service,
+};
+use k8s_openapi::api::storage::v1::StorageClass;
+use k8s_openapi::serde::de::DeserializeOwned;
+use kube::api::{Api, ListParams};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+#[derive(clap::Subcommand, Debug)]
+pub enum ExplainCommand {
+    /// Explain the scheduling decision for one pod, node by node.
+    Pod(ExplainPodArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ExplainPodArgs {
+    /// The pod, as NAMESPACE/NAME (or NAME in the `default` namespace).
+    pub pod: String,
+    /// Kubeconfig of the cluster (default: $KUBECONFIG or ~/.kube/config).
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
+    /// The scheduler policy file to explain with (the default policy without one).
+    #[arg(long)]
+    pub policy_config_file: Option<PathBuf>,
+    /// Output format.
+    #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
+    pub output: Output,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Output {
+    Table,
+    Json,
+}
+
+pub async fn run(cmd: ExplainCommand) -> anyhow::Result<()> {
+    let ExplainCommand::Pod(args) = cmd;
+    let policy = crate::scheduler::load_policy(args.policy_config_file.as_deref())?;
+    let (namespace, name) = match args.pod.split_once('/') {
+        Some((ns, n)) if !ns.is_empty() && !n.is_empty() => (ns.to_string(), n.to_string()),
+        None if !args.pod.is_empty() => ("default".to_string(), args.pod.clone()),
+        _ => bail!("expected NAMESPACE/NAME, got {:?}", args.pod),
+    };
+    let client = crate::scheduler::client(args.kubeconfig.as_deref()).await?;
+    let pod = Api::<Pod>::namespaced(client.clone(), &namespace)
+        .get_opt(&name)
+        .await
+        .with_context(|| format!("reading pod {namespace}/{name}"))?
+        .with_context(|| format!("pod {namespace}/{name} not found"))?;
+    let mut cache = ClusterCache::new();
+    load(&client, &mut cache).await?;
+    let key = format!("{namespace}/{name}");
+    let bound_to = pod.spec.as_ref().and_then(|s| s.node_name.clone());
+    let _ = cache.remove_pod(&key);
+    let mut pending = serde_json::to_value(&pod)?;
+    if let Some(spec) = pending.get_mut("spec").and_then(|s| s.as_object_mut()) {
+        spec.remove("nodeName");
+    }
+    let info = cache
+        .compile_pod_json(&serde_json::to_vec(&pending)?)
+        .map_err(|e| anyhow::anyhow!("compiling pod {key}: {e}"))?;
+    let mut scheduler = Scheduler::builder()
+        .policy(policy)
+        .build()
+        .map_err(|e| anyhow::anyhow!("building the scheduler: {e}"))?;
+    let ex = scheduler.explain(&cache, &info);
+    match args.output {
+        Output::Json => println!("{}", serde_json::to_string_pretty(&ex)?),
+        Output::Table => print!("{}", table(&ex, bound_to.as_deref())),
+    }
+    Ok(())
+}
+
+/// Lists every kind the engine reads into `cache`.
+async fn load(client: &kube::Client, cache: &mut ClusterCache) -> anyhow::Result<()> {
+    for b in list::<Node>(client, "nodes").await? {
+        cache.upsert_node_json(&b).map_err(anyhow::Error::msg)?;
+    }
+    for b in list::<Pod>(client, "pods").await? {
+        cache.upsert_pod_json(&b).map_err(anyhow::Error::msg)?;
+    }
+    for b in list::<Service>(client, "services").await? {
+        cache.upsert_service_json(&b).map_err(anyhow::Error::msg)?;
+    }
+    for b in list::<ReplicationController>(client, "replicationcontrollers").await? {
+        cache
+            .upsert_controller_json("ReplicationController", &b)
+            .map_err(anyhow::Error::msg)?;
+    }
+    for b in list::<ReplicaSet>(client, "replicasets").await? {
+        cache
+            .upsert_controller_json("ReplicaSet", &b)
+            .map_err(anyhow::Error::msg)?;
+    }
+    for b in list::<StatefulSet>(client, "statefulsets").await? {
+        cache
+            .upsert_controller_json("StatefulSet", &b)
+            .map_err(anyhow::Error::msg)?;
+    }
+    for b in list::<PersistentVolume>(client, "persistentvolumes").await? {
+        cache
+            .upsert_volume_object_json("PersistentVolume", &b)
+            .map_err(anyhow::Error::msg)?;
+    }
+    for b in list::<PersistentVolumeClaim>(client, "persistentvolumeclaims").await? {
+        cache
+            .upsert_volume_object_json("PersistentVolumeClaim", &b)
+            .map_err(anyhow::Error::msg)?;
+    }
+    for b in list::<StorageClass>(client, "storageclasses").await? {
+        cache
+            .upsert_volume_object_json("StorageClass", &b)
+            .map_err(anyhow::Error::msg)?;
+    }
+    Ok(())
+}
+
+/// Every object of a kind, as JSON bytes (what the cache decodes).
+async fn list<K>(client: &kube::Client, what: &str) -> anyhow::Result<Vec<Vec<u8>>>
+where
+    K: kube::Resource + Clone + DeserializeOwned + std::fmt::Debug + k8s_openapi::serde::Serialize,
+    K::DynamicType: Default,
+{
+    let items = Api::<K>::all(client.clone())
+        .list(&ListParams::default())
+        .await
+        .with_context(|| format!("listing {what}"))?;
+    items
+        .items
+        .iter()
+        .map(|o| serde_json::to_vec(o).map_err(anyhow::Error::from))
+        .collect()
+}
+
+/// The explanation as a table: one row per node, one column per priority (raw score 0..10;
+/// the header gives the weight), the weighted total, and the failed predicates' reasons.
+fn table(ex: &Explanation, bound_to: Option<&str>) -> String {
+    let mut out = String::new();
+    let bound = bound_to.map_or(String::new(), |n| {
+        format!(" (bound to {n}; explained as if pending)")
+    });
+    out.push_str(&format!("Pod {}{bound}\n", ex.pod));
+    if let Some(e) = &ex.error {
+        out.push_str(&format!("Error: {e}\n"));
+        return out;
+    }
+    let prios: Vec<String> = ex
+        .nodes
+        .iter()
+        .find(|n| !n.priorities.is_empty())
+        .map(|n| {
+            n.priorities
+                .iter()
+                .map(|p| format!("{}(x{})", p.name, p.weight))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut rows = vec![[
+        vec!["NODE".into(), "FITS".into(), "TOTAL".into()],
+        prios.clone(),
+    ]
+    .concat()
+    .into_iter()
+    .chain(std::iter::once("REASONS".to_string()))
+    .collect::<Vec<String>>()];
+    let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
+    for n in &ex.nodes {
+        let mut row = vec![n.node.clone()];
+        match &n.result {
+            PredicateResult::Fit => {
+                row.push("yes".into());
+                row.push(n.total.map_or("-".into(), |t| t.to_string()));
+                row.extend(n.priorities.iter().map(|p| p.score.to_string()));
+                row.resize(3 + prios.len(), "-".into());
+                row.push(String::new());
+            }
+            PredicateResult::Unschedulable { reasons: why, .. } => {
+                row.push("no".into());
+                row.push("-".into());
+                row.resize(3 + prios.len(), "-".into());
+                row.push(why.join("; "));
+                for r in why {
+                    *reasons.entry(r.clone()).or_default() += 1;
+                }
+            }
+            PredicateResult::Error(e) => {
+                row.push("error".into());
+                row.push("-".into());
+                row.resize(3 + prios.len(), "-".into());
+                row.push(e.clone());
+            }
+        }
+        rows.push(row);
+    }
+    let widths: Vec<usize> = (0..rows[0].len())
+        .map(|c| rows.iter().map(|r| r[c].len()).max().unwrap_or(0))
+        .collect();
+    for r in &rows {
+        let line: Vec<String> = r
+            .iter()
+            .zip(&widths)
+            .map(|(cell, w)| format!("{cell:<w$}"))
+            .collect();
+        out.push_str(line.join("   ").trim_end());
+        out.push('\n');
+    }
+    let best = ex.nodes.iter().filter_map(|n| n.total).max();
+    match best {
+        Some(best) => {
+            let top: Vec<&str> = ex
+                .nodes
+                .iter()
+                .filter(|n| n.total == Some(best))
+                .map(|n| n.node.as_str())
+                .collect();
+            out.push_str(&format!(
+                "Highest total {best} on {} (ties are broken at random).\n",
+                top.join(", ")
+            ));
+        }
+        None => {
+            let mut parts: Vec<String> = reasons.iter().map(|(r, n)| format!("{n} {r}")).collect();
+            parts.sort();
+            out.push_str(&format!(
+                "0/{} nodes are available: {}.\n",
+                ex.nodes.len(),
+                parts.join(", ")
+            ));
+        }
+    }
+    out
+}
