@@ -92,6 +92,12 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
             .start()
             .await?;
     }
+    // Node lifecycle, condition taints, the NoExecute taint manager and disruption budgets.
+    berth_controllers::Controllers::new(
+        client.clone(),
+        berth_controllers::Clock::starting_at(chrono::Utc::now()),
+    )
+    .spawn();
     if !args.disable_scheduler {
         let cfg = berth_scheduler::driver::DriverConfig {
             policy,

@@ -1,0 +1,80 @@
+//! The drivers: `watch → store → reconcile`. One reflector per kind feeds a read-only store and
+//! pings the loops that read it; each loop snapshots the stores, runs its engine with the
+//! clock's `now`, and carries the decisions out through the API. Writes carry a
+//! `resourceVersion` precondition: a conflict means a newer object is on its way through the
+//! watch, which triggers the next pass (level-triggered, no retry loops at call sites).
+
+mod disruption;
+mod informers;
+mod nodes;
+mod recorder;
+mod taints;
+
+use crate::lifecycle::LifecycleConfig;
+use crate::Clock;
+use informers::Informers;
+use std::time::Duration;
+
+/// The controllers of `berth serve`, configured once and started together.
+pub struct Controllers {
+    client: kube::Client,
+    clock: Clock,
+    lifecycle: LifecycleConfig,
+    monitor_period: Duration,
+}
+
+impl Controllers {
+    /// All controllers over `client`, reading wall time from `clock`, with upstream defaults.
+    pub fn new(client: kube::Client, clock: Clock) -> Controllers {
+        Controllers {
+            client,
+            clock,
+            lifecycle: LifecycleConfig::default(),
+            monitor_period: Duration::from_secs(5),
+        }
+    }
+
+    /// `--node-monitor-grace-period`: how long a node may go without a heartbeat or lease
+    /// renewal before it is marked `Unknown` (40s).
+    pub fn node_monitor_grace_period(mut self, grace: Duration) -> Controllers {
+        self.lifecycle.grace_period =
+            chrono::Duration::from_std(grace).unwrap_or(self.lifecycle.grace_period);
+        self
+    }
+
+    /// `--node-monitor-period`: how often node health is checked (5s).
+    pub fn node_monitor_period(mut self, period: Duration) -> Controllers {
+        self.monitor_period = period.max(Duration::from_millis(100));
+        self
+    }
+
+    /// Starts the watches and every controller loop in background tasks.
+    pub fn spawn(self) {
+        let informers = Informers::start(&self.client);
+        let recorder = recorder::Recorder::new(self.client.clone(), self.clock.clone());
+        tokio::spawn(nodes::run_condition_taints(
+            self.client.clone(),
+            informers.clone(),
+        ));
+        tokio::spawn(nodes::run_lifecycle(
+            self.client.clone(),
+            informers.clone(),
+            recorder.clone(),
+            self.clock.clone(),
+            self.lifecycle,
+            self.monitor_period,
+        ));
+        tokio::spawn(taints::run(
+            self.client.clone(),
+            informers.clone(),
+            recorder.clone(),
+            self.clock.clone(),
+        ));
+        tokio::spawn(disruption::run(
+            self.client,
+            informers,
+            recorder,
+            self.clock,
+        ));
+    }
+}

@@ -1,0 +1,174 @@
+//! The node loops: condition taints (event-driven) and the health monitor (periodic).
+
+use super::informers::{wait, Informers};
+use super::recorder::Recorder;
+use crate::lifecycle::{LifecycleAction, LifecycleConfig, Monitor, NodeView};
+use crate::model::{pod_node, timestamp};
+use crate::{node_taints, Clock};
+use k8s_openapi::api::core::v1::{Node, Pod, Taint};
+use kube::api::{Api, Patch, PatchParams};
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::time::Duration;
+use tokio::time::Instant;
+
+const COMPONENT: &str = "node-controller";
+
+/// Writes the node's whole taint list, if the node is still at `resource_version`.
+async fn write_taints(
+    api: &Api<Node>,
+    node: &str,
+    resource_version: Option<&str>,
+    taints: &[Taint],
+) {
+    let patch =
+        json!({"metadata": {"resourceVersion": resource_version}, "spec": {"taints": taints}});
+    match api
+        .patch(node, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+    {
+        Ok(_) => tracing::debug!(node, "node taints updated"),
+        // A newer node is on its way through the watch; the next pass starts from it.
+        Err(kube::Error::Api(e)) if e.code == 409 || e.code == 404 => {}
+        Err(e) => tracing::warn!(node, error = %e, "updating node taints failed"),
+    }
+}
+
+/// Taints by condition: on every node change, bring each node's condition taints in line.
+pub async fn run_condition_taints(client: kube::Client, mut informers: Informers) {
+    let api: Api<Node> = Api::all(client);
+    if informers.nodes.store.wait_until_ready().await.is_err() {
+        return;
+    }
+    loop {
+        for node in informers.nodes.store.state() {
+            if let Some(taints) = node_taints::reconcile(&node) {
+                let name = node.metadata.name.clone().unwrap_or_default();
+                write_taints(
+                    &api,
+                    &name,
+                    node.metadata.resource_version.as_deref(),
+                    &taints,
+                )
+                .await;
+            }
+        }
+        wait(&mut [&mut informers.nodes.changed], None).await;
+    }
+}
+
+/// Node lifecycle: a monitor pass every `period`.
+pub async fn run_lifecycle(
+    client: kube::Client,
+    informers: Informers,
+    recorder: Recorder,
+    clock: Clock,
+    config: LifecycleConfig,
+    period: Duration,
+) {
+    let nodes_api: Api<Node> = Api::all(client.clone());
+    if informers.nodes.store.wait_until_ready().await.is_err()
+        || informers.leases.store.wait_until_ready().await.is_err()
+    {
+        return;
+    }
+    let mut monitor = Monitor::new(config);
+    let mut tick = tokio::time::interval_at(Instant::now() + period, period);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let nodes = informers.nodes.store.state();
+        let leases: BTreeMap<String, _> = informers
+            .leases
+            .store
+            .state()
+            .iter()
+            .filter_map(|l| {
+                let renew = l.spec.as_ref()?.renew_time.as_ref()?;
+                let renew = crate::model::to_chrono(
+                    &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(renew.0),
+                );
+                Some((l.metadata.name.clone()?, renew))
+            })
+            .collect();
+        let views: Vec<NodeView<'_>> = nodes
+            .iter()
+            .map(|n| NodeView {
+                node: n,
+                lease_renew: n
+                    .metadata
+                    .name
+                    .as_ref()
+                    .and_then(|name| leases.get(name).copied()),
+            })
+            .collect();
+        let now = clock.now();
+        for action in monitor.pass(&views, now) {
+            match action {
+                LifecycleAction::SetConditions {
+                    node,
+                    resource_version,
+                    conditions,
+                } => {
+                    let patch = json!({"metadata": {"resourceVersion": resource_version}, "status": {"conditions": conditions}});
+                    match nodes_api
+                        .patch_status(&node, &PatchParams::default(), &Patch::Merge(&patch))
+                        .await
+                    {
+                        Ok(_) => {
+                            tracing::info!(node = %node, "node stopped posting status; conditions now Unknown")
+                        }
+                        Err(kube::Error::Api(e)) if e.code == 409 || e.code == 404 => {}
+                        Err(e) => {
+                            tracing::warn!(node = %node, error = %e, "updating node conditions failed")
+                        }
+                    }
+                }
+                LifecycleAction::SetTaints {
+                    node,
+                    resource_version,
+                    taints,
+                } => {
+                    write_taints(&nodes_api, &node, resource_version.as_deref(), &taints).await;
+                }
+                LifecycleAction::MarkPodsNotReady { node } => {
+                    mark_pods_not_ready(&client, &informers, &node, now).await;
+                }
+                LifecycleAction::Event(e) => recorder.record(COMPONENT, &e).await,
+            }
+        }
+    }
+}
+
+/// Sets `Ready=False` on every pod bound to `node` (upstream `MarkPodsNotReady`).
+async fn mark_pods_not_ready(
+    client: &kube::Client,
+    informers: &Informers,
+    node: &str,
+    now: chrono::DateTime<chrono::Utc>,
+) {
+    let pods: Vec<std::sync::Arc<Pod>> = informers
+        .pods
+        .store
+        .state_filter(|p| pod_node(p) == Some(node));
+    for pod in pods {
+        let ready = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"));
+        if !ready.is_some_and(|c| c.status != "False") {
+            continue;
+        }
+        let ns = pod.metadata.namespace.clone().unwrap_or_default();
+        let name = pod.metadata.name.clone().unwrap_or_default();
+        let api: Api<Pod> = Api::namespaced(client.clone(), &ns);
+        let patch = json!({"status": {"conditions": [{"type": "Ready", "status": "False", "lastProbeTime": null, "lastTransitionTime": timestamp(now)}]}});
+        if let Err(e) = api
+            .patch_status(&name, &PatchParams::default(), &Patch::Strategic(&patch))
+            .await
+        {
+            tracing::debug!(pod = %name, error = %e, "marking pod not ready failed");
+        }
+    }
+}

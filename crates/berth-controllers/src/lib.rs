@@ -1,0 +1,34 @@
+//! berth's controllers: the loops that keep cluster state true after the fact.
+//!
+//! - **disruption**: keeps every PodDisruptionBudget's `status` current, which is what the
+//!   eviction subresource (`kubectl drain`, the descheduler) trusts;
+//! - **node taints**: node conditions and cordons become `NoSchedule` taints;
+//! - **node lifecycle**: nodes that stopped posting status (lease or heartbeat older than the
+//!   grace period) go `Unknown` and get the `NoExecute` `unreachable`/`not-ready` taints;
+//! - **taint manager**: evicts pods from nodes with `NoExecute` taints they do not tolerate, or
+//!   tolerate only for `tolerationSeconds`.
+//!
+//! Each controller is a pure engine — state and `now` in, decisions out, no I/O and no clock
+//! ([`disruption::reconcile`], [`node_taints::reconcile`], [`lifecycle::Monitor`],
+//! [`taint_manager::TaintManager`]) — and a thin driver that watches the API through a
+//! `kube::Client`, feeds the engine and carries its decisions out through the API. It is not the
+//! workload controllers (ReplicaSets, Deployments) nor garbage collection.
+//!
+//! ```no_run
+//! # async fn demo(client: kube::Client) {
+//! let clock = berth_controllers::Clock::starting_at(chrono::Utc::now());
+//! berth_controllers::Controllers::new(client, clock).spawn();
+//! # }
+//! ```
+
+mod clock;
+pub mod disruption;
+pub mod lifecycle;
+pub mod model;
+pub mod node_taints;
+pub mod taint_manager;
+
+pub use clock::Clock;
+mod driver;
+
+pub use driver::Controllers;

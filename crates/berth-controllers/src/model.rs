@@ -1,0 +1,156 @@
+//! Small shared vocabulary of the engines: time conversions, node conditions, taints and
+//! tolerations, and the actions drivers carry out.
+
+use chrono::{DateTime, Utc};
+use k8s_openapi::api::core::v1::{Node, NodeCondition, Pod, Taint, Toleration};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+/// Taint keys the node controllers own (upstream `k8s.io/api/core/v1` well-known taints).
+pub mod keys {
+    pub const NOT_READY: &str = "node.kubernetes.io/not-ready";
+    pub const UNREACHABLE: &str = "node.kubernetes.io/unreachable";
+    pub const MEMORY_PRESSURE: &str = "node.kubernetes.io/memory-pressure";
+    pub const DISK_PRESSURE: &str = "node.kubernetes.io/disk-pressure";
+    pub const PID_PRESSURE: &str = "node.kubernetes.io/pid-pressure";
+    pub const NETWORK_UNAVAILABLE: &str = "node.kubernetes.io/network-unavailable";
+    pub const UNSCHEDULABLE: &str = "node.kubernetes.io/unschedulable";
+}
+
+/// A Kubernetes `Time` as chrono time.
+pub fn to_chrono(t: &Time) -> DateTime<Utc> {
+    DateTime::from_timestamp(t.0.as_second(), t.0.subsec_nanosecond().max(0) as u32)
+        .unwrap_or_default()
+}
+
+/// Chrono time as a Kubernetes `Time`, truncated to whole seconds as upstream serializes it.
+pub fn to_time(t: DateTime<Utc>) -> Time {
+    Time(k8s_openapi::jiff::Timestamp::new(t.timestamp(), 0).unwrap_or_default())
+}
+
+/// `2026-11-22T19:59:15Z`, the form Kubernetes writes `Time` in.
+pub fn timestamp(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+/// The node's condition of type `type_`, if it reports one.
+pub fn node_condition<'a>(node: &'a Node, type_: &str) -> Option<&'a NodeCondition> {
+    node.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == type_)
+}
+
+/// The status (`True`, `False`, `Unknown`) of the node's condition `type_`.
+pub fn node_condition_status<'a>(node: &'a Node, type_: &str) -> Option<&'a str> {
+    node_condition(node, type_).map(|c| c.status.as_str())
+}
+
+/// The node's taints (empty when it has none).
+pub fn node_taints(node: &Node) -> &[Taint] {
+    node.spec
+        .as_ref()
+        .and_then(|s| s.taints.as_deref())
+        .unwrap_or(&[])
+}
+
+/// Whether two taints are the same taint (key and effect identify one; value compared too).
+pub fn same_taint(a: &Taint, b: &Taint) -> bool {
+    a.key == b.key
+        && a.effect == b.effect
+        && a.value.as_deref().unwrap_or("") == b.value.as_deref().unwrap_or("")
+}
+
+/// A taint with empty value, as the node controllers write them.
+pub fn taint(key: &str, effect: &str, added: Option<DateTime<Utc>>) -> Taint {
+    Taint {
+        key: key.to_string(),
+        effect: effect.to_string(),
+        value: None,
+        time_added: added.map(to_time),
+    }
+}
+
+/// Whether toleration `t` tolerates taint `x` (control-loops §3.8).
+pub fn tolerates(t: &Toleration, x: &Taint) -> bool {
+    let effect = t.effect.as_deref().unwrap_or("");
+    if !effect.is_empty() && effect != x.effect {
+        return false;
+    }
+    let key = t.key.as_deref().unwrap_or("");
+    if !key.is_empty() && key != x.key {
+        return false;
+    }
+    match t.operator.as_deref().unwrap_or("") {
+        "Exists" => true,
+        "" | "Equal" => t.value.as_deref().unwrap_or("") == x.value.as_deref().unwrap_or(""),
+        _ => false,
+    }
+}
+
+/// The node a pod is bound to, if any.
+pub fn pod_node(pod: &Pod) -> Option<&str> {
+    pod.spec
+        .as_ref()?
+        .node_name
+        .as_deref()
+        .filter(|n| !n.is_empty())
+}
+
+/// Whether the pod is being deleted.
+pub fn is_deleting(pod: &Pod) -> bool {
+    pod.metadata.deletion_timestamp.is_some()
+}
+
+/// Identity of a pod in actions and events.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PodRef {
+    pub namespace: String,
+    pub name: String,
+    pub uid: String,
+}
+
+impl PodRef {
+    /// The reference of `pod`.
+    pub fn of(pod: &Pod) -> PodRef {
+        PodRef {
+            namespace: pod.metadata.namespace.clone().unwrap_or_default(),
+            name: pod.metadata.name.clone().unwrap_or_default(),
+            uid: pod.metadata.uid.clone().unwrap_or_default(),
+        }
+    }
+}
+
+/// The object an event is about.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Involved {
+    Pod(PodRef),
+    Node {
+        name: String,
+        uid: String,
+    },
+    PodDisruptionBudget {
+        namespace: String,
+        name: String,
+        uid: String,
+    },
+}
+
+/// An event a controller records (core/v1 `Event`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EventRecord {
+    pub involved: Involved,
+    /// `Normal` or `Warning`.
+    pub type_: &'static str,
+    pub reason: &'static str,
+    pub message: String,
+}
+
+/// Sets (or replaces) the condition of `c.type_` in `conditions`.
+pub fn upsert_condition(conditions: &mut Vec<NodeCondition>, c: NodeCondition) {
+    match conditions.iter_mut().find(|x| x.type_ == c.type_) {
+        Some(x) => *x = c,
+        None => conditions.push(c),
+    }
+}
