@@ -106,12 +106,24 @@ pub struct ClusterCache {
     /// Topology domains: nodes sharing one (label key, value); indexed by `NodeInfo::domains`.
     pub(crate) domains: Vec<Vec<u32>>,
     free_domains: Vec<u32>,
+    /// Per label key: number of topology domains with more than one node.
+    pub(crate) key_shared_domains: FxMap<Sym, u32>,
+    /// Per label key: number of nodes carrying it.
+    pub(crate) key_nodes: FxMap<Sym, u32>,
     /// Nodes with PreferNoSchedule taints.
     pub(crate) soft_taint_nodes: usize,
     /// Compact per-node-slot data read by the filter's fast path.
     pub(crate) hot: Vec<crate::node_info::NodeHot>,
     /// Cache generation at which each slot's `hot` entry last changed.
     pub(crate) hot_gen: Vec<u64>,
+    /// Slots whose `hot` entry changed, in order (truncated when long; see `log_epoch`).
+    pub(crate) change_log: Vec<u32>,
+    /// Bumped whenever `change_log` is truncated.
+    pub(crate) log_epoch: u64,
+    /// Bumped whenever `order` changes.
+    pub(crate) order_epoch: u64,
+    /// Position of each node slot in `order` (u32::MAX if absent).
+    pub(crate) rank: Vec<u32>,
     pub(crate) services: BTreeMap<String, Workload>,
     pub(crate) controllers: BTreeMap<String, Workload>,
     pub(crate) pvs: HashMap<String, objects::CompiledPv>,
@@ -195,6 +207,11 @@ impl ClusterCache {
         if let Some(n) = self.nodes.get(ix) {
             self.hot[ix] = n.hot();
             self.hot_gen[ix] = self.generation;
+            self.change_log.push(ix as u32);
+            if self.change_log.len() > 1 << 16 {
+                self.change_log.clear();
+                self.log_epoch += 1;
+            }
         }
     }
 
@@ -240,6 +257,10 @@ impl ClusterCache {
                     }
                 };
                 self.domains[id as usize].push(ix);
+                if self.domains[id as usize].len() == 2 {
+                    *self.key_shared_domains.entry(k).or_insert(0) += 1;
+                }
+                *self.key_nodes.entry(k).or_insert(0) += 1;
                 doms.push(id);
             }
             self.nodes[ix as usize].domains = doms;
@@ -249,7 +270,16 @@ impl ClusterCache {
                     continue;
                 };
                 let d = &mut self.domains[id as usize];
+                let before = d.len();
                 d.retain(|&n| n != ix);
+                if before == 2 && d.len() == 1 {
+                    if let Some(c) = self.key_shared_domains.get_mut(&k) {
+                        *c -= 1;
+                    }
+                }
+                if let Some(c) = self.key_nodes.get_mut(&k) {
+                    *c = c.saturating_sub(1);
+                }
                 if d.is_empty() {
                     self.topo.remove(&(k, v));
                     self.free_domains.push(id);
@@ -266,6 +296,16 @@ impl ClusterCache {
             .order
             .partition_point(|&o| nodes[o as usize].name.as_str() < name.as_str());
         self.order.insert(pos, ix);
+        self.order_changed();
+    }
+
+    fn order_changed(&mut self) {
+        self.order_epoch += 1;
+        self.rank.clear();
+        self.rank.resize(self.nodes.len(), u32::MAX);
+        for (r, &ix) in self.order.iter().enumerate() {
+            self.rank[ix as usize] = r as u32;
+        }
     }
 
     /// Adds or replaces a node.
@@ -319,6 +359,7 @@ impl ClusterCache {
         self.bump();
         self.topo_update(ix, false);
         self.order.retain(|&o| o != ix);
+        self.order_changed();
         if self.nodes[ix as usize].soft_taints {
             self.soft_taint_nodes -= 1;
         }

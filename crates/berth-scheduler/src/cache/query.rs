@@ -93,6 +93,32 @@ impl ClusterCache {
         }
     }
 
+    /// True if every node carries `key` with a value no other node has (e.g. the hostname
+    /// label): then a node's topology domain for `key` is the node itself.
+    #[inline]
+    pub(crate) fn identity_topology(&self, key: Sym) -> bool {
+        self.key_shared_domains.get(&key).copied().unwrap_or(0) == 0
+            && self.key_nodes.get(&key).copied().unwrap_or(0) as usize == self.order.len()
+    }
+
+    /// Like [`Self::for_each_same_topology`], with `identity` from [`Self::identity_topology`].
+    #[inline]
+    pub(crate) fn for_each_same_topology_fast(
+        &self,
+        identity: bool,
+        src: u32,
+        key: Sym,
+        mut f: impl FnMut(u32),
+    ) {
+        if identity {
+            if self.rank.get(src as usize).is_some_and(|r| *r != u32::MAX) {
+                f(src);
+            }
+        } else {
+            self.for_each_same_topology(src, key, f);
+        }
+    }
+
     /// Calls `f(node_slot)` for every node in the same topology (`key`) as node `src`.
     #[inline]
     pub(crate) fn for_each_same_topology(&self, src: u32, key: Sym, mut f: impl FnMut(u32)) {

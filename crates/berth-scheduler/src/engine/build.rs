@@ -26,6 +26,8 @@ pub struct SchedulerBuilder {
     percentage: u32,
     max_pd_vols: Option<i64>,
     parallel_threshold: usize,
+    memo: bool,
+    incremental: bool,
 }
 
 impl Default for SchedulerBuilder {
@@ -36,6 +38,8 @@ impl Default for SchedulerBuilder {
             percentage: 100,
             max_pd_vols: None,
             parallel_threshold: 4096,
+            memo: true,
+            incremental: true,
         }
     }
 }
@@ -65,6 +69,19 @@ impl SchedulerBuilder {
     /// Node count from which filtering is split over rayon (default 4096; `usize::MAX` disables).
     pub fn parallel_threshold(mut self, n: usize) -> Self {
         self.parallel_threshold = n;
+        self
+    }
+
+    /// Reuse per-node results across pods of the same shape (default on). Off: every decision
+    /// evaluates every node (the reference path, for tests and measurements).
+    pub fn reuse_across_pods(mut self, on: bool) -> Self {
+        self.memo = on;
+        self
+    }
+    /// Maintain reused results incrementally from the cache's change log (default on; needs
+    /// `reuse_across_pods`).
+    pub fn incremental(mut self, on: bool) -> Self {
+        self.incremental = on;
         self
     }
 
@@ -136,6 +153,8 @@ impl SchedulerBuilder {
             scratch: Default::default(),
             counts: Vec::new(),
             memo: Default::default(),
+            memo_enabled: self.memo,
+            incremental: self.incremental,
         })
     }
 }

@@ -14,13 +14,22 @@ pub(crate) struct Scratch {
     pub aff_flags: Vec<u8>,
     /// Bitmask of own affinity terms satisfied per node slot.
     pub aff_sat: Vec<u64>,
+    /// Node slots with a non-zero `aff_flags` entry.
+    pub flagged: Vec<u32>,
 }
 
 impl Scratch {
     /// Clears the inter-pod affinity buffers for `n` node slots.
     pub(crate) fn reset(&mut self, n: usize, affinity_terms: bool) {
-        self.aff_flags.clear();
-        self.aff_flags.resize(n, 0);
+        if self.aff_flags.len() != n {
+            self.aff_flags.clear();
+            self.aff_flags.resize(n, 0);
+        } else {
+            for &ix in &self.flagged {
+                self.aff_flags[ix as usize] = 0;
+            }
+        }
+        self.flagged.clear();
         self.aff_sat.clear();
         if affinity_terms {
             self.aff_sat.resize(n, 0);

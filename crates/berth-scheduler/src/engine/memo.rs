@@ -18,10 +18,24 @@ pub(crate) struct MemoKey {
     weights: (i64, i64, i64),
 }
 
+impl MemoKey {
+    pub(crate) fn new(c: &PodCtx, plan: FastPlan, weights: (i64, i64, i64)) -> MemoKey {
+        let req = &c.pod.request;
+        MemoKey {
+            request: (req.cpu, req.memory, req.ephemeral),
+            nonzero: c.pod.nonzero,
+            plan,
+            weights,
+        }
+    }
+}
+
 /// Per-node-slot `(generation, value)`: value ≥ 0 is the fused priority score of a node that
 /// passes the fast test; -1 means the node must run the predicates.
 #[derive(Debug, Default)]
 pub(crate) struct Memo {
+    /// The incremental layer.
+    pub inc: super::incremental::Incremental,
     key: Option<MemoKey>,
     vals: Vec<(u64, i64)>,
     /// Feasible node slots of the last run (name order), reused across decisions.
@@ -40,7 +54,7 @@ pub(crate) struct MemoRun {
 const AFF_EXISTING: u8 = 1;
 
 #[inline]
-fn fused(c: &PodCtx, w: (i64, i64, i64), h: &crate::node_info::NodeHot) -> i64 {
+pub(crate) fn fused(c: &PodCtx, w: (i64, i64, i64), h: &crate::node_info::NodeHot) -> i64 {
     let mut s = 0;
     if w.0 != 0 {
         s += w.0 * least_requested(c.pod, h);
@@ -66,12 +80,7 @@ pub(crate) fn run(
 ) -> Result<MemoRun, String> {
     let cache = c.cache;
     let req = &c.pod.request;
-    let key = MemoKey {
-        request: (req.cpu, req.memory, req.ephemeral),
-        nonzero: c.pod.nonzero,
-        plan,
-        weights,
-    };
+    let key = MemoKey::new(c, plan, weights);
     if memo.key != Some(key) || memo.vals.len() != cache.nodes.len() {
         memo.key = Some(key);
         memo.vals.clear();

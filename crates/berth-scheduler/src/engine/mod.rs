@@ -4,6 +4,7 @@ mod build;
 mod ctx;
 pub(crate) mod filter;
 mod fit_error;
+mod incremental;
 mod memo;
 
 pub use build::{BuildError, SchedulerBuilder};
@@ -53,6 +54,8 @@ pub struct Scheduler {
     pub(crate) scratch: Scratch,
     pub(crate) counts: Vec<i64>,
     memo: memo::Memo,
+    memo_enabled: bool,
+    incremental: bool,
 }
 
 /// A pending pod nominated to a node (from preemption), considered by the two-pass filter.
@@ -151,6 +154,7 @@ impl Scheduler {
             cache,
             i,
             affinity: match_inter_pod_affinity::State {
+                flagged: &self.scratch.flagged,
                 flags: &self.scratch.aff_flags,
                 sat: &self.scratch.aff_sat,
                 all_terms,
@@ -192,10 +196,33 @@ impl Scheduler {
         let prios = std::mem::take(&mut self.prios);
         let mut counts = std::mem::take(&mut self.counts);
         let mut memo = std::mem::take(&mut self.memo);
+        let (memo_enabled, incremental) = (self.memo_enabled, self.incremental);
+        let mut rng = std::mem::replace(&mut self.rng, rand::SeedableRng::seed_from_u64(0));
         let result = (|| {
             let ctx = self.prepare(&preds, cache, pod).map_err(Decision::Error)?;
-            if to_find == n && nominated.is_empty() && ctx.affinity.all_terms == 0 {
+            if memo_enabled && to_find == n && nominated.is_empty() && ctx.affinity.all_terms == 0 {
                 if let Some((plan, weights, constant)) = memo_plan(&ctx, &preds, &prios) {
+                    if incremental {
+                        let key = memo::MemoKey::new(&ctx, plan, weights);
+                        let (r, chosen) = incremental::run(
+                            &ctx,
+                            &preds,
+                            always,
+                            plan,
+                            key,
+                            weights,
+                            &mut memo.inc,
+                            &mut rng,
+                        )
+                        .map_err(Decision::Error)?;
+                        return match chosen {
+                            None => {
+                                Err(Decision::Unschedulable(FitError::new(cache, n, &r.failed)))
+                            }
+                            Some((ix, true)) => Ok((ix, 0, n)),
+                            Some((ix, false)) => Ok((ix, r.max + constant, n)),
+                        };
+                    }
                     let r = memo::run(&ctx, &preds, always, plan, weights, &mut memo)
                         .map_err(Decision::Error)?;
                     if memo.feasible.is_empty() {
@@ -205,7 +232,7 @@ impl Scheduler {
                         return Ok((memo.feasible[0], 0, n));
                     }
                     let k = if r.ties > 1 {
-                        self.rng.random_range(0..r.ties)
+                        rng.random_range(0..r.ties)
                     } else {
                         0
                     };
@@ -229,16 +256,13 @@ impl Scheduler {
             }
             let totals = score_all(&ctx, &prios, &f.feasible, &mut counts);
             let max = totals.iter().copied().max().unwrap_or(0);
-            Ok((
-                pick(&mut self.rng, &f.feasible, &totals, max),
-                max,
-                f.visited,
-            ))
+            Ok((pick(&mut rng, &f.feasible, &totals, max), max, f.visited))
         })();
         self.preds = preds;
         self.prios = prios;
         self.counts = counts;
         self.memo = memo;
+        self.rng = rng;
         match result {
             Ok((node, score, visited)) => {
                 if to_find < n {

@@ -17,6 +17,7 @@ const OWN_ANTI: u8 = 2;
 #[derive(Debug, Default)]
 pub(crate) struct State<'a> {
     pub flags: &'a [u8],
+    pub flagged: &'a [u32],
     pub sat: &'a [u64],
     pub all_terms: u64,
     pub first_pod: bool,
@@ -32,6 +33,7 @@ pub(crate) fn prepare(
     s: &mut Scratch,
 ) -> Result<(u64, bool), String> {
     let flags = &mut s.aff_flags;
+    let flagged = &mut s.flagged;
     let mut err = None;
     cache.for_each_existing_term_matching(pod, &[TermKind::RequiredAnti], |id| {
         let t = &cache.terms[id as usize];
@@ -39,8 +41,12 @@ pub(crate) fn prepare(
             err = Some(EMPTY_KEY.to_string());
             return;
         }
+        let identity = cache.identity_topology(t.term.topology_key);
         for &src in t.nodes.keys() {
-            cache.for_each_same_topology(src, t.term.topology_key, |m| {
+            cache.for_each_same_topology_fast(identity, src, t.term.topology_key, |m| {
+                if flags[m as usize] == 0 {
+                    flagged.push(m);
+                }
                 flags[m as usize] |= EXISTING_ANTI
             });
         }
@@ -54,8 +60,14 @@ pub(crate) fn prepare(
         }
     }
     for t in &pod.anti_affinity {
+        let identity = cache.identity_topology(t.topology_key);
         cache.for_each_term_match(t, |src, _| {
-            cache.for_each_same_topology(src, t.topology_key, |m| flags[m as usize] |= OWN_ANTI)
+            cache.for_each_same_topology_fast(identity, src, t.topology_key, |m| {
+                if flags[m as usize] == 0 {
+                    flagged.push(m);
+                }
+                flags[m as usize] |= OWN_ANTI
+            })
         });
     }
     let mut all = 0u64;
