@@ -223,8 +223,13 @@ fn table(ex: &Explanation, bound_to: Option<&str>) -> String {
                 .filter(|n| n.total == Some(best))
                 .map(|n| n.node.as_str())
                 .collect();
+            let tie = if top.len() > 1 {
+                " (a tie: the scheduler picks one at random)"
+            } else {
+                ""
+            };
             out.push_str(&format!(
-                "Highest total {best} on {} (ties are broken at random).\n",
+                "Highest total {best} on {}{tie}.\n",
                 top.join(", ")
             ));
         }

@@ -1,0 +1,95 @@
+"""The manifests in deploy/ (seed 16.4.2): the objects berth serves pass a server-side dry run,
+the RBAC objects (which berth does not serve) decode as the official client's models, and the
+Deployment's command line, with the ConfigMap's policy, runs as a leader-elected scheduler."""
+
+import shlex
+
+import yaml
+from kubernetes import client as k8s
+
+from conftest import REPO, eventually
+from scheduler_support import SchedulerProcess, lease_holder, pod, wait_bound
+
+DEPLOY = REPO / "deploy"
+
+
+def documents():
+    docs = []
+    for path in sorted(DEPLOY.glob("*.yaml")):
+        docs.extend(d for d in yaml.safe_load_all(path.read_text()) if d)
+    return docs
+
+
+def by_kind(kind):
+    return [d for d in documents() if d["kind"] == kind]
+
+
+def test_served_objects_pass_a_server_dry_run(berth):
+    served = [d for d in documents() if not d["apiVersion"].startswith("rbac.")]
+    assert {d["kind"] for d in served} == {"ServiceAccount", "ConfigMap", "Deployment"}
+    r = berth.kubectl("apply", "--dry-run=server", "-f", "-", stdin=served)
+    assert "serviceaccount/berth-scheduler created (server dry run)" in r.stdout
+    assert "configmap/custom-scheduler-policy created (server dry run)" in r.stdout
+    assert "deployment.apps/custom-scheduler created (server dry run)" in r.stdout
+
+
+def test_rbac_objects_decode_and_grant_what_a_second_scheduler_needs():
+    api = k8s.ApiClient()
+    models = {"ClusterRole": "V1ClusterRole", "ClusterRoleBinding": "V1ClusterRoleBinding",
+              "Role": "V1Role", "RoleBinding": "V1RoleBinding"}
+    for doc in documents():
+        if doc["kind"] in models:
+            obj = api._ApiClient__deserialize(doc, models[doc["kind"]])
+            assert obj.metadata.name
+    bound = {d["roleRef"]["name"] for d in by_kind("ClusterRoleBinding")}
+    assert {"system:kube-scheduler", "system:volume-scheduler", "berth-scheduler"} <= bound
+    for b in by_kind("ClusterRoleBinding") + by_kind("RoleBinding"):
+        assert b["subjects"] == [{"kind": "ServiceAccount", "name": "berth-scheduler",
+                                  "namespace": "kube-system"}]
+
+    def granted(rules):
+        out = set()
+        for rule in rules:
+            for res in rule["resources"]:
+                for verb in rule["verbs"]:
+                    out.add((res, verb))
+        return out
+
+    cluster = granted(by_kind("ClusterRole")[0]["rules"])
+    for need in [("pods/binding", "create"), ("pods/status", "patch"), ("events", "create"),
+                 ("events", "patch")]:
+        assert need in cluster, need
+    for res in ["nodes", "pods", "services", "replicationcontrollers", "replicasets",
+                "statefulsets", "persistentvolumes", "persistentvolumeclaims",
+                "storageclasses", "csinodes"]:
+        for verb in ("list", "watch"):
+            assert (res, verb) in cluster, (res, verb)
+    role = by_kind("Role")[0]
+    assert role["metadata"]["namespace"] == "kube-system"
+    for verb in ("create", "get", "update"):
+        assert ("leases", verb) in granted(role["rules"])
+
+
+def test_the_deployments_command_runs_with_the_configmaps_policy(berth, ns, tmp_path):
+    deployment = by_kind("Deployment")[0]
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    args = container["args"]
+    assert args[0] == "scheduler"
+    assert "--scheduler-name=custom-scheduler" in args and "--leader-elect" in args
+    policy = tmp_path / "policy.json"
+    policy.write_text(by_kind("ConfigMap")[0]["data"]["policy.json"])
+    flags = [a.replace("/etc/berth/policy.json", str(policy)) for a in args[1:]
+             if not a.startswith(("--metrics-bind-address", "--scheduler-name"))]
+    s = SchedulerProcess(berth, "custom-scheduler", *flags,
+                         log_path=tmp_path / "custom-scheduler.log")
+    try:
+        eventually(lambda: lease_holder(berth, "custom-scheduler") == s.identity(),
+                   what="the Deployment's scheduler to take its lease")
+        berth.kubectl("create", "-f", "-",
+                      stdin=pod("opted-in", ns, schedulerName="custom-scheduler"))
+        wait_bound(berth, ns, "opted-in")
+        status, body = s.get("/readyz")
+        assert status == 200, shlex.join(flags)
+    finally:
+        s.stop()
+        berth.kubectl("delete", "lease", "custom-scheduler", "-n", "kube-system", check=False)
