@@ -5,12 +5,18 @@
 //! their graceful deletion. It is a Kubernetes client like any other component: it talks to the
 //! API server only through a `kube::Client`, in process or over HTTPS.
 //!
-//! It is not (yet) the full node simulator: resource usage, the eviction manager and condition
-//! taints come with the node-pool configuration.
+//! Nodes come from node pools ([`config::parse_cluster`], `examples/cluster.yaml`) or the quick
+//! form ([`NodeConfig::quick`]). Each node reports capacity and allocatable (seed 004), simulates
+//! its pods' usage (`berth.io/usage`), and every housekeeping interval runs the eviction manager
+//! (seed 001): pressure conditions, node-level reclaim, one eviction per pass, admission under
+//! pressure, and a simulated OOM killer. Its stats summary is published in the ConfigMap
+//! `kube-node-lease/berth-stats-<node>` for the API server's `nodes/<node>/proxy/stats/summary`.
+//! The decisions are pure ([`eviction`], [`model`]); the driver only carries them out.
+//! Condition taints are the node lifecycle controller's, not the kubelet's.
 //!
 //! ```no_run
 //! # async fn demo(client: kube::Client) {
-//! let nodes = berth_kubelet::NodeSpec::quick(3);
+//! let nodes = berth_kubelet::NodeConfig::quick(3);
 //! berth_kubelet::Kubelet::new(client, nodes).spawn();
 //! # }
 //! ```
@@ -22,9 +28,13 @@ pub mod model;
 mod node;
 pub mod oom;
 mod pods;
+pub mod sim;
+pub mod summary;
 pub mod usage;
 
-pub use node::NodeSpec;
+pub use config::NodeConfig;
+/// The former name of [`NodeConfig`].
+pub use config::NodeConfig as NodeSpec;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
@@ -47,21 +57,39 @@ pub enum Error {
 /// A set of simulated nodes sharing one client.
 pub struct Kubelet {
     client: kube::Client,
-    nodes: Vec<NodeSpec>,
+    nodes: Vec<NodeConfig>,
+    housekeeping_interval: Duration,
 }
 
+/// Upstream's housekeeping interval.
+pub const DEFAULT_HOUSEKEEPING_INTERVAL: Duration = Duration::from_secs(10);
+
 impl Kubelet {
-    pub fn new(client: kube::Client, nodes: Vec<NodeSpec>) -> Kubelet {
-        Kubelet { client, nodes }
+    pub fn new(client: kube::Client, nodes: Vec<NodeConfig>) -> Kubelet {
+        Kubelet {
+            client,
+            nodes,
+            housekeeping_interval: DEFAULT_HOUSEKEEPING_INTERVAL,
+        }
+    }
+
+    /// How often the eviction manager runs (upstream: 10s, fixed; shorter for tests).
+    pub fn housekeeping_interval(mut self, every: Duration) -> Kubelet {
+        self.housekeeping_interval = every.max(Duration::from_millis(100));
+        self
     }
 
     /// Registers the nodes, then runs leases and pods in background tasks.
     pub async fn start(self) -> Result<(), Error> {
-        for spec in &self.nodes {
-            node::register(&self.client, spec)
+        for (i, config) in self.nodes.iter().enumerate() {
+            let spec = node::NodeSpec {
+                config,
+                index: i + 1,
+            };
+            node::register(&self.client, &spec)
                 .await
                 .map_err(|source| Error::Register {
-                    node: spec.name.clone(),
+                    node: config.name.clone(),
                     source,
                 })?;
         }
@@ -72,7 +100,14 @@ impl Kubelet {
             names.clone(),
             LEASE_RENEW,
         ));
-        tokio::spawn(run_pods(self.client.clone(), names));
+        let models = self.nodes.into_iter().map(model::NodeModel::new).collect();
+        let sim = Arc::new(sim::Sim::new(
+            self.client.clone(),
+            models,
+            self.housekeeping_interval,
+        ));
+        sim.spawn();
+        tokio::spawn(run_pods(self.client.clone(), sim));
         Ok(())
     }
 
@@ -87,22 +122,18 @@ impl Kubelet {
 }
 
 /// Watches pods bound to any node and runs those on ours.
-async fn run_pods(client: kube::Client, nodes: Arc<HashSet<String>>) {
+async fn run_pods(client: kube::Client, sim: Arc<sim::Sim>) {
     let api: Api<Pod> = Api::all(client.clone());
     let config = watcher::Config::default().fields("spec.nodeName!=");
     let mut stream = watcher(api, config).boxed();
     loop {
         match stream.next().await {
             Some(Ok(watcher::Event::Apply(pod))) | Some(Ok(watcher::Event::InitApply(pod))) => {
-                let on_ours = pod
-                    .spec
-                    .as_ref()
-                    .and_then(|s| s.node_name.as_ref())
-                    .is_some_and(|n| nodes.contains(n));
-                if on_ours {
+                if sim.owns(&pod) && sim.on_pod(&pod).await {
                     tokio::spawn(pods::reconcile(client.clone(), pod));
                 }
             }
+            Some(Ok(watcher::Event::Delete(pod))) => sim.on_delete(&pod),
             Some(Ok(_)) => {}
             Some(Err(e)) => {
                 tracing::warn!(error = %e, "pod watch failed; retrying");

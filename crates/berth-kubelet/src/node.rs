@@ -1,5 +1,6 @@
 //! A simulated node's `Node` object and its lease.
 
+use crate::config::NodeConfig;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, Patch, PatchParams, PostParams};
@@ -8,75 +9,64 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// What a simulated node looks like.
-#[derive(Clone, Debug)]
-pub struct NodeSpec {
-    pub name: String,
-    pub cpu: String,
-    pub memory: String,
-    pub pods: String,
-    pub ephemeral_storage: String,
-    pub labels: BTreeMap<String, String>,
+/// The node object a simulated node registers, from its configuration.
+pub struct NodeSpec<'a> {
+    pub config: &'a NodeConfig,
     /// Position among the nodes, used for its internal IP.
     pub index: usize,
 }
 
-impl NodeSpec {
-    /// `count` workers `node-1`..`node-N` with 4 CPU, 16Gi and 110 pods each.
-    pub fn quick(count: usize) -> Vec<NodeSpec> {
-        (1..=count)
-            .map(|i| {
-                let name = format!("node-{i}");
-                let labels = BTreeMap::from([
-                    ("kubernetes.io/hostname".to_string(), name.clone()),
-                    ("kubernetes.io/os".to_string(), "linux".to_string()),
-                    ("kubernetes.io/arch".to_string(), "amd64".to_string()),
-                    ("node-role.kubernetes.io/worker".to_string(), String::new()),
-                ]);
-                NodeSpec {
-                    name,
-                    cpu: "4".into(),
-                    memory: "16Gi".into(),
-                    pods: "110".into(),
-                    ephemeral_storage: "100Gi".into(),
-                    labels,
-                    index: i,
-                }
-            })
-            .collect()
-    }
+fn list(l: &crate::allocatable::ResourceList) -> BTreeMap<String, String> {
+    l.iter().map(|(k, v)| (k.clone(), v.to_string())).collect()
+}
 
+/// The node's `status.images`, largest first (as upstream lists them).
+pub fn images_status(images: &BTreeMap<String, crate::model::ImageState>) -> serde_json::Value {
+    let mut v: Vec<_> = images.iter().collect();
+    v.sort_by(|a, b| b.1.size_bytes.cmp(&a.1.size_bytes).then(a.0.cmp(b.0)));
+    json!(v
+        .into_iter()
+        .map(|(n, i)| json!({"names": [n], "sizeBytes": i.size_bytes}))
+        .collect::<Vec<_>>())
+}
+
+impl NodeSpec<'_> {
     /// The node's internal IP: 10.0.x.y from its index.
     pub fn internal_ip(&self) -> String {
         format!("10.0.{}.{}", (self.index / 250) % 250, self.index % 250 + 1)
     }
 
     fn object(&self, now: &str) -> serde_json::Value {
-        let resources = json!({"cpu": self.cpu, "memory": self.memory, "pods": self.pods, "ephemeral-storage": self.ephemeral_storage});
+        let c = self.config;
         let condition = |type_: &str, status: &str, reason: &str, message: &str| {
             json!({"type": type_, "status": status, "reason": reason, "message": message,
                    "lastHeartbeatTime": now, "lastTransitionTime": now})
         };
+        let images = crate::model::NodeModel::new(c.clone()).images;
+        let mut spec = json!({});
+        if !c.taints.is_empty() {
+            spec["taints"] = json!(c.taints);
+        }
         json!({
             "apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": self.name, "labels": self.labels},
-            "spec": {},
+            "metadata": {"name": c.name, "labels": c.labels},
+            "spec": spec,
             "status": {
-                "capacity": resources, "allocatable": resources,
+                "capacity": list(&c.capacity), "allocatable": list(&c.allocatable),
                 "conditions": [
                     condition("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
                     condition("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
                     condition("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
                     condition("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
                 ],
-                "addresses": [{"type": "InternalIP", "address": self.internal_ip()}, {"type": "Hostname", "address": self.name}],
+                "addresses": [{"type": "InternalIP", "address": self.internal_ip()}, {"type": "Hostname", "address": c.name}],
                 "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
                 "nodeInfo": {
-                    "machineID": format!("berth-{}", self.name), "systemUUID": format!("berth-{}", self.name), "bootID": format!("berth-{}", self.name),
+                    "machineID": format!("berth-{}", c.name), "systemUUID": format!("berth-{}", c.name), "bootID": format!("berth-{}", c.name),
                     "kernelVersion": "6.1.0-berth", "osImage": "berth simulated node", "containerRuntimeVersion": "berth://0.1.0",
                     "kubeletVersion": "v1.32.0-berth", "kubeProxyVersion": "v1.32.0-berth", "operatingSystem": "linux", "architecture": "amd64",
                 },
-                "images": [],
+                "images": images_status(&images),
             }
         })
     }
@@ -87,7 +77,7 @@ fn now() -> String {
 }
 
 /// Creates the node, or refreshes its status if it already exists (a restart).
-pub async fn register(client: &kube::Client, spec: &NodeSpec) -> Result<(), kube::Error> {
+pub async fn register(client: &kube::Client, spec: &NodeSpec<'_>) -> Result<(), kube::Error> {
     let api: Api<Node> = Api::all(client.clone());
     let obj = spec.object(&now());
     let node: Node = serde_json::from_value(obj.clone()).map_err(kube::Error::SerdeError)?;
@@ -98,8 +88,12 @@ pub async fn register(client: &kube::Client, spec: &NodeSpec) -> Result<(), kube
     }
     // The status subresource carries capacity and conditions (create ignores status upstream).
     let status = json!({"status": obj["status"]});
-    api.patch_status(&spec.name, &PatchParams::default(), &Patch::Merge(&status))
-        .await?;
+    api.patch_status(
+        &spec.config.name,
+        &PatchParams::default(),
+        &Patch::Merge(&status),
+    )
+    .await?;
     Ok(())
 }
 

@@ -16,9 +16,15 @@ pub struct ServeArgs {
     /// Where the store, the certificates and the kubeconfig live.
     #[arg(long, default_value = "./berth-data")]
     pub data_dir: PathBuf,
-    /// How many simulated nodes to register (node-1..node-N).
+    /// How many simulated nodes to register (node-1..node-N); ignored with --cluster.
     #[arg(long, default_value_t = 3)]
     pub nodes: usize,
+    /// Node pools of simulated nodes (see examples/cluster.yaml); replaces --nodes.
+    #[arg(long)]
+    pub cluster: Option<PathBuf>,
+    /// How often each simulated node runs its eviction manager (upstream: 10s).
+    #[arg(long, default_value = "10s", value_parser = parse_interval)]
+    pub housekeeping_interval: std::time::Duration,
     /// Keep everything in memory (nothing survives a restart).
     #[arg(long)]
     pub memory_store: bool,
@@ -40,7 +46,28 @@ pub struct Running {
     pub server: ApiServer,
 }
 
+fn parse_interval(s: &str) -> Result<std::time::Duration, String> {
+    berth_kubelet::eviction::thresholds::parse_duration(s).map_err(|e| e.to_string())
+}
+
+/// The simulated nodes: the cluster file's pools, or `--nodes N` quick nodes.
+fn simulated_nodes(args: &ServeArgs) -> anyhow::Result<Vec<berth_kubelet::NodeConfig>> {
+    let Some(path) = &args.cluster else {
+        return Ok(berth_kubelet::NodeConfig::quick(args.nodes));
+    };
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading the cluster file {}", path.display()))?;
+    let cluster = berth_kubelet::config::parse_cluster(&text)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    for ignored in &cluster.ignored {
+        tracing::warn!(setting = %ignored, "kubelet argument not simulated; ignored");
+    }
+    Ok(cluster.nodes)
+}
+
 pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
+    // A bad cluster file stops the start before anything is served.
+    let nodes = simulated_nodes(args)?;
     // A bad policy file stops the start before anything is served.
     let policy = crate::scheduler::load_policy(args.policy_config_file.as_deref())?;
     std::fs::create_dir_all(&args.data_dir)
@@ -87,8 +114,9 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
     ));
 
     let client = kube::Client::new(server.in_process_router(), "default");
-    if args.nodes > 0 {
-        berth_kubelet::Kubelet::new(client.clone(), berth_kubelet::NodeSpec::quick(args.nodes))
+    if !nodes.is_empty() {
+        berth_kubelet::Kubelet::new(client.clone(), nodes)
+            .housekeeping_interval(args.housekeeping_interval)
             .start()
             .await?;
     }

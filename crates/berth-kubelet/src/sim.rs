@@ -1,0 +1,554 @@
+//! The node simulator's driver: feeds each node's [`NodeModel`] from the pod watch, runs the
+//! housekeeping pass every interval, and carries the decisions out through the API (node
+//! conditions, pod admission and eviction, events, the stats summary).
+
+use crate::eviction::{Condition, Eviction};
+use crate::model::{NodeModel, Phase, PodState, Rejection};
+use k8s_openapi::api::core::v1::{ConfigMap, Event, Node, Pod};
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::ResourceExt;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// Where each node publishes its stats summary (read by the API server's node proxy route).
+pub const SUMMARY_NAMESPACE: &str = "kube-node-lease";
+
+/// The ConfigMap holding a node's latest summary (`data["summary"]`).
+pub fn summary_config_map(node: &str) -> String {
+    format!("berth-stats-{node}")
+}
+
+/// All simulated nodes' state.
+pub struct Sim {
+    client: kube::Client,
+    origin: Instant,
+    interval: Duration,
+    nodes: BTreeMap<String, Arc<Mutex<NodeModel>>>,
+}
+
+fn rfc3339() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+impl Sim {
+    pub fn new(client: kube::Client, nodes: Vec<NodeModel>, interval: Duration) -> Sim {
+        Sim {
+            client,
+            origin: Instant::now(),
+            interval,
+            nodes: nodes
+                .into_iter()
+                .map(|n| (n.config.name.clone(), Arc::new(Mutex::new(n))))
+                .collect(),
+        }
+    }
+
+    fn now(&self) -> Duration {
+        self.origin.elapsed()
+    }
+
+    /// Whether a node of ours runs this pod.
+    pub fn owns(&self, pod: &Pod) -> bool {
+        pod.spec
+            .as_ref()
+            .and_then(|s| s.node_name.as_ref())
+            .is_some_and(|n| self.nodes.contains_key(n))
+    }
+
+    /// Takes in a pod event; admits new pods. Returns whether the pod lifecycle should proceed
+    /// (start it, or finish its deletion).
+    pub async fn on_pod(&self, pod: &Pod) -> bool {
+        let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.clone()) else {
+            return false;
+        };
+        let Some(model) = self.nodes.get(&node) else {
+            return false;
+        };
+        let Ok(value) = serde_json::to_value(pod) else {
+            return false;
+        };
+        let now = self.now();
+        let (mut st, error) = PodState::from_pod(&value, now);
+        if let Some(e) = error {
+            tracing::warn!(pod = %st.key, error = %e, "ignoring invalid berth.io/usage annotation");
+        }
+        let deleting = pod.metadata.deletion_timestamp.is_some();
+        let rejection = {
+            let mut m = model.lock().expect("node model");
+            let mut rejection = None;
+            match m.pods.get(&st.key) {
+                Some(old) if old.uid == st.uid => {
+                    st.started_at = old.started_at;
+                    st.restarts = old.restarts;
+                    st.dead_reclaimed = old.dead_reclaimed;
+                    st.phase = match (old.phase, st.phase) {
+                        (Phase::Terminated, _) | (_, Phase::Terminated) => Phase::Terminated,
+                        (Phase::Terminating, _) | (_, Phase::Terminating) => Phase::Terminating,
+                        (Phase::Running, _) => Phase::Running,
+                        (_, p) => p,
+                    };
+                }
+                _ if st.phase == Phase::Pending => match m.admit(&st) {
+                    Ok(()) => st.phase = Phase::Running,
+                    Err(r) => {
+                        st.phase = Phase::Terminated;
+                        rejection = Some(r);
+                    }
+                },
+                _ => {}
+            }
+            let proceed = st.phase != Phase::Terminated || deleting;
+            let key = st.key.clone();
+            m.pods.insert(key.clone(), st);
+            m.pull_images(&key);
+            match rejection {
+                Some(r) => Some(r),
+                None if proceed => None,
+                None => return false,
+            }
+        };
+        if let Some(r) = rejection {
+            self.reject(pod, &node, r).await;
+            return deleting;
+        }
+        true
+    }
+
+    /// A pod is gone from the API.
+    pub fn on_delete(&self, pod: &Pod) {
+        let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.as_ref()) else {
+            return;
+        };
+        if let Some(m) = self.nodes.get(node) {
+            let key = format!("{}/{}", pod.namespace().unwrap_or_default(), pod.name_any());
+            let mut m = m.lock().expect("node model");
+            if m.pods
+                .get(&key)
+                .is_some_and(|p| Some(&p.uid) == pod.uid().as_ref())
+            {
+                m.pods.remove(&key);
+            }
+        }
+    }
+
+    async fn reject(&self, pod: &Pod, node: &str, r: Rejection) {
+        let api: Api<Pod> =
+            Api::namespaced(self.client.clone(), &pod.namespace().unwrap_or_default());
+        let status = json!({"status": {"phase": "Failed", "reason": r.reason, "message": r.message, "startTime": rfc3339()}});
+        if let Err(e) = api
+            .patch_status(
+                &pod.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(&status),
+            )
+            .await
+        {
+            tracing::debug!(pod = %pod.name_any(), error = %e, "rejecting pod failed");
+        }
+        tracing::info!(pod = %pod.name_any(), node, reason = %r.reason, "pod rejected by kubelet admission");
+        self.pod_event(pod, node, &r.reason, &r.message, BTreeMap::new())
+            .await;
+    }
+
+    async fn pod_event(
+        &self,
+        pod: &Pod,
+        node: &str,
+        reason: &str,
+        message: &str,
+        annotations: BTreeMap<String, String>,
+    ) {
+        let ns = pod.namespace().unwrap_or_default();
+        let involved = json!({"kind": "Pod", "apiVersion": "v1", "namespace": ns, "name": pod.name_any(), "uid": pod.uid()});
+        post_event(
+            &self.client,
+            &ns,
+            involved,
+            "Warning",
+            reason,
+            message,
+            node,
+            annotations,
+        )
+        .await;
+    }
+
+    /// Runs every node's housekeeping loop.
+    pub fn spawn(self: &Arc<Self>) {
+        for name in self.nodes.keys() {
+            tokio::spawn(self.clone().housekeeping_loop(name.clone()));
+        }
+    }
+
+    async fn housekeeping_loop(self: Arc<Self>, node: String) {
+        let mut tick = tokio::time::interval(self.interval);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut reported: Option<Vec<Condition>> = None;
+        loop {
+            tick.tick().await;
+            self.pass(&node, &mut reported).await;
+        }
+    }
+
+    async fn pass(&self, node: &str, reported: &mut Option<Vec<Condition>>) {
+        let now = self.now();
+        let model = &self.nodes[node];
+        let (d, deleted, oom, summary, images) = {
+            let mut m = model.lock().expect("node model");
+            let oom = m.oom_victim(now).map(|(key, container)| {
+                let p = m.pods.get_mut(&key).expect("victim is a pod of the node");
+                p.restarts += 1;
+                p.started_at = now;
+                let fails = p.restart_policy == "Never";
+                if fails {
+                    p.phase = Phase::Terminated;
+                }
+                (key, container, p.restarts, fails)
+            });
+            let (d, deleted) = m.housekeeping(now);
+            if let Some(e) = &d.eviction {
+                if let Some(p) = m.pods.get_mut(&e.pod) {
+                    p.phase = Phase::Terminating;
+                }
+            }
+            let summary = crate::summary::summary(&m, now, &rfc3339());
+            (
+                d,
+                deleted,
+                oom,
+                summary,
+                crate::node::images_status(&m.images),
+            )
+        };
+        let conditions: Vec<Condition> = d.conditions.iter().copied().collect();
+        if reported.as_ref() != Some(&conditions) {
+            self.publish_conditions(node, reported.as_deref(), &conditions)
+                .await;
+            *reported = Some(conditions);
+        }
+        if !deleted.is_empty() {
+            tracing::info!(node, images = ?deleted, "deleted unused images");
+            let api: Api<Node> = Api::all(self.client.clone());
+            let patch = json!({"status": {"images": images}});
+            let _ = api
+                .patch_status(node, &PatchParams::default(), &Patch::Merge(&patch))
+                .await;
+        }
+        if let Some(resource) = d.reclaiming {
+            if !d.reclaim.is_empty() || d.eviction.is_some() {
+                let involved = json!({"kind": "Node", "name": node, "uid": node});
+                let msg = format!("Attempting to reclaim {}", resource.name());
+                post_event(
+                    &self.client,
+                    "default",
+                    involved,
+                    "Warning",
+                    "EvictionThresholdMet",
+                    &msg,
+                    node,
+                    BTreeMap::new(),
+                )
+                .await;
+            }
+        }
+        if let Some((key, container, restarts, fails)) = oom {
+            self.oom_kill(node, &key, &container, restarts, fails).await;
+        }
+        if let Some(e) = d.eviction {
+            tokio::spawn(evict(
+                self.client.clone(),
+                model.clone(),
+                node.to_string(),
+                e,
+            ));
+        }
+        self.publish_summary(node, summary).await;
+    }
+
+    async fn publish_conditions(
+        &self,
+        node: &str,
+        before: Option<&[Condition]>,
+        now_true: &[Condition],
+    ) {
+        let ts = rfc3339();
+        let mut conds = Vec::new();
+        for c in Condition::ALL {
+            let on = now_true.contains(&c);
+            let (reason, message) = condition_text(c, on);
+            conds.push(json!({"type": c.name(), "status": if on { "True" } else { "False" },
+                "reason": reason, "message": message, "lastHeartbeatTime": ts, "lastTransitionTime": ts}));
+            let was = before.map(|b| b.contains(&c));
+            if was.is_some_and(|w| w != on) {
+                let ev = event_reason(c, on);
+                let involved = json!({"kind": "Node", "name": node, "uid": node});
+                let msg = format!("Node {node} status is now: {ev}");
+                let kind = if on { "Warning" } else { "Normal" };
+                post_event(
+                    &self.client,
+                    "default",
+                    involved,
+                    kind,
+                    ev,
+                    &msg,
+                    node,
+                    BTreeMap::new(),
+                )
+                .await;
+            }
+        }
+        // Unchanged conditions keep their transition time: send only the changed ones.
+        let changed: Vec<Value> = conds
+            .into_iter()
+            .zip(Condition::ALL)
+            .filter(|(_, c)| before.is_none_or(|b| b.contains(c) != now_true.contains(c)))
+            .map(|(v, _)| v)
+            .collect();
+        if changed.is_empty() {
+            return;
+        }
+        let api: Api<Node> = Api::all(self.client.clone());
+        let patch = json!({"status": {"conditions": changed}});
+        if let Err(e) = api
+            .patch_status(node, &PatchParams::default(), &Patch::Strategic(&patch))
+            .await
+        {
+            tracing::warn!(node, error = %e, "publishing node conditions failed");
+        } else {
+            tracing::info!(node, conditions = ?now_true, "node pressure conditions");
+        }
+    }
+
+    async fn oom_kill(&self, node: &str, key: &str, container: &str, restarts: i32, fails: bool) {
+        let Some((ns, name)) = key.split_once('/') else {
+            return;
+        };
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), ns);
+        let Ok(pod) = api.get(name).await else {
+            return;
+        };
+        let ts = rfc3339();
+        let Ok(v) = serde_json::to_value(&pod) else {
+            return;
+        };
+        let mut statuses = v["status"]["containerStatuses"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        for s in statuses.iter_mut().filter(|s| s["name"] == container) {
+            let started = s["state"]["running"]["startedAt"].clone();
+            let killed = json!({"exitCode": 137, "reason": "OOMKilled", "startedAt": started, "finishedAt": ts});
+            s["restartCount"] = json!(if fails { restarts - 1 } else { restarts });
+            if fails {
+                s["state"] = json!({"terminated": killed});
+                s["ready"] = json!(false);
+            } else {
+                s["lastState"] = json!({"terminated": killed});
+                s["state"] = json!({"running": {"startedAt": ts}});
+            }
+        }
+        let mut status = json!({"containerStatuses": statuses});
+        if fails {
+            status["phase"] = json!("Failed");
+        }
+        let _ = api
+            .patch_status(
+                name,
+                &PatchParams::default(),
+                &Patch::Merge(&json!({"status": status})),
+            )
+            .await;
+        tracing::info!(node, pod = key, container, "simulated OOM kill");
+        let involved = json!({"kind": "Node", "name": node, "uid": node});
+        let msg = format!(
+            "Memory cgroup out of memory: Killed process of container {container} in pod {key}"
+        );
+        post_event(
+            &self.client,
+            "default",
+            involved,
+            "Warning",
+            "OOMKilling",
+            &msg,
+            node,
+            BTreeMap::new(),
+        )
+        .await;
+    }
+
+    async fn publish_summary(&self, node: &str, summary: Value) {
+        let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), SUMMARY_NAMESPACE);
+        let name = summary_config_map(node);
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": SUMMARY_NAMESPACE, "labels": {"berth.io/node-stats": node}},
+            "data": {"summary": summary.to_string()}});
+        if let Err(e) = api
+            .patch(
+                &name,
+                &PatchParams::apply("berth-kubelet").force(),
+                &Patch::Apply(&cm),
+            )
+            .await
+        {
+            tracing::debug!(node, error = %e, "publishing the stats summary failed");
+        }
+    }
+}
+
+fn condition_text(c: Condition, on: bool) -> (&'static str, &'static str) {
+    match (c, on) {
+        (Condition::MemoryPressure, true) => (
+            "KubeletHasInsufficientMemory",
+            "kubelet has insufficient memory available",
+        ),
+        (Condition::MemoryPressure, false) => (
+            "KubeletHasSufficientMemory",
+            "kubelet has sufficient memory available",
+        ),
+        (Condition::DiskPressure, true) => ("KubeletHasDiskPressure", "kubelet has disk pressure"),
+        (Condition::DiskPressure, false) => {
+            ("KubeletHasNoDiskPressure", "kubelet has no disk pressure")
+        }
+        (Condition::PIDPressure, true) => (
+            "KubeletHasInsufficientPID",
+            "kubelet has insufficient PID available",
+        ),
+        (Condition::PIDPressure, false) => (
+            "KubeletHasSufficientPID",
+            "kubelet has sufficient PID available",
+        ),
+    }
+}
+
+fn event_reason(c: Condition, on: bool) -> &'static str {
+    match (c, on) {
+        (Condition::MemoryPressure, true) => "NodeHasInsufficientMemory",
+        (Condition::MemoryPressure, false) => "NodeHasSufficientMemory",
+        (Condition::DiskPressure, true) => "NodeHasDiskPressure",
+        (Condition::DiskPressure, false) => "NodeHasNoDiskPressure",
+        (Condition::PIDPressure, true) => "NodeHasInsufficientPID",
+        (Condition::PIDPressure, false) => "NodeHasSufficientPID",
+    }
+}
+
+/// Evicts one pod: after its grace (capped by `berth.io/termination-seconds`), the pod becomes
+/// Failed/Evicted with upstream's message, and a Warning `Evicted` event is posted.
+async fn evict(client: kube::Client, model: Arc<Mutex<NodeModel>>, node: String, e: Eviction) {
+    let Some((ns, name)) = e.pod.split_once('/') else {
+        return;
+    };
+    let api: Api<Pod> = Api::namespaced(client.clone(), ns);
+    tracing::info!(node = %node, pod = %e.pod, signal = %e.signal, grace = e.grace_period_seconds, "evicting pod");
+    if let Ok(pod) = api.get(name).await {
+        let takes = pod
+            .annotations()
+            .get("berth.io/termination-seconds")
+            .and_then(|s| s.parse::<i64>().ok())
+            .unwrap_or(0)
+            .min(e.grace_period_seconds)
+            .max(0) as u64;
+        if takes > 0 {
+            tokio::time::sleep(Duration::from_secs(takes)).await;
+        }
+        let ts = rfc3339();
+        let v = serde_json::to_value(&pod).unwrap_or_default();
+        let statuses: Vec<Value> = v["status"]["containerStatuses"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|mut s| {
+                let started = s["state"]["running"]["startedAt"].clone();
+                s["state"] = json!({"terminated": {"exitCode": 137, "reason": "Error", "startedAt": started, "finishedAt": ts}});
+                s["ready"] = json!(false);
+                s["started"] = json!(false);
+                s
+            })
+            .collect();
+        let cond = |t: &str| json!({"type": t, "status": "False", "lastProbeTime": null, "lastTransitionTime": ts, "reason": "PodFailed"});
+        let status = json!({"status": {
+            "phase": "Failed", "reason": "Evicted", "message": e.message,
+            "containerStatuses": statuses,
+            "conditions": [cond("Ready"), cond("ContainersReady")],
+        }});
+        if let Err(err) = api
+            .patch_status(name, &PatchParams::default(), &Patch::Strategic(&status))
+            .await
+        {
+            tracing::warn!(pod = %e.pod, error = %err, "marking the pod evicted failed");
+        }
+        let names: Vec<&str> = e
+            .offending_containers
+            .iter()
+            .map(|(c, _)| c.as_str())
+            .collect();
+        let usages: Vec<&str> = e
+            .offending_containers
+            .iter()
+            .map(|(_, u)| u.as_str())
+            .collect();
+        let annotations = BTreeMap::from([
+            ("offending_containers".to_string(), names.join(",")),
+            ("offending_containers_usage".to_string(), usages.join(",")),
+            (
+                "starved_resource".to_string(),
+                e.resource.name().to_string(),
+            ),
+        ]);
+        let involved = json!({"kind": "Pod", "apiVersion": "v1", "namespace": ns, "name": name, "uid": pod.uid()});
+        post_event(
+            &client,
+            ns,
+            involved,
+            "Warning",
+            "Evicted",
+            &e.message,
+            &node,
+            annotations,
+        )
+        .await;
+    }
+    let mut m = model.lock().expect("node model");
+    if let Some(p) = m.pods.get_mut(&e.pod) {
+        p.phase = Phase::Terminated;
+    }
+}
+
+/// Posts a core/v1 event from the kubelet of `host`.
+#[allow(clippy::too_many_arguments)]
+async fn post_event(
+    client: &kube::Client,
+    ns: &str,
+    involved: Value,
+    type_: &str,
+    reason: &str,
+    message: &str,
+    host: &str,
+    annotations: BTreeMap<String, String>,
+) {
+    let ts = rfc3339();
+    let name = format!(
+        "{}.{:x}",
+        involved["name"].as_str().unwrap_or("event"),
+        chrono::Utc::now().timestamp_nanos_opt().unwrap_or(0)
+    );
+    let ev = json!({
+        "apiVersion": "v1", "kind": "Event",
+        "metadata": {"name": name, "namespace": ns, "annotations": annotations},
+        "involvedObject": involved,
+        "reason": reason, "message": message, "type": type_,
+        "source": {"component": "kubelet", "host": host},
+        "reportingComponent": "kubelet", "reportingInstance": host,
+        "firstTimestamp": ts, "lastTimestamp": ts, "count": 1,
+    });
+    let Ok(ev) = serde_json::from_value::<Event>(ev) else {
+        return;
+    };
+    let api: Api<Event> = Api::namespaced(client.clone(), ns);
+    if let Err(e) = api.create(&PostParams::default(), &ev).await {
+        tracing::debug!(reason, error = %e, "posting event failed");
+    }
+}

@@ -1,0 +1,115 @@
+//! The node's stats in the kubelet summary API shape (`/stats/summary`), from the model.
+
+use crate::eviction::FsStats;
+use crate::model::{NodeModel, Phase};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+fn fs(f: FsStats, time: &str) -> Value {
+    json!({"time": time, "availableBytes": f.available_bytes(), "capacityBytes": f.capacity_bytes,
+           "usedBytes": f.used_bytes, "inodesFree": f.inodes_free(), "inodes": f.inodes, "inodesUsed": f.inodes_used})
+}
+
+fn cpu(milli: i64, uptime: Duration, time: &str) -> Value {
+    let nano_cores = milli * 1_000_000;
+    json!({"time": time, "usageNanoCores": nano_cores,
+           "usageCoreNanoSeconds": (nano_cores as f64 * uptime.as_secs_f64()) as i64})
+}
+
+fn memory(ws: i64, available: Option<i64>, time: &str) -> Value {
+    let mut m = json!({"time": time, "usageBytes": ws, "workingSetBytes": ws, "rssBytes": ws * 3 / 4,
+                       "pageFaults": 0, "majorPageFaults": 0});
+    if let Some(a) = available {
+        m["availableBytes"] = json!(a);
+    }
+    m
+}
+
+/// The summary of `node` at `now` (`time` is the wall-clock stamp to print).
+pub fn summary(node: &NodeModel, now: Duration, time: &str) -> Value {
+    let stats = node.stats(now);
+    let sys = node.config.system_usage;
+    let pods_cpu: i64 = node
+        .pods
+        .values()
+        .filter(|p| matches!(p.phase, Phase::Running | Phase::Terminating))
+        .map(|p| p.usage(now).cpu_milli)
+        .sum();
+    // System daemons' use split between the kubelet (60%) and the runtime (40%).
+    let share = |v: i64, kubelet: bool| if kubelet { v * 3 / 5 } else { v - v * 3 / 5 };
+    let system: Vec<Value> = [("kubelet", true), ("runtime", false)]
+        .into_iter()
+        .map(|(name, k)| {
+            json!({"name": name, "startTime": time,
+                   "cpu": cpu(share(sys.cpu_milli, k), now, time),
+                   "memory": memory(share(sys.memory, k), None, time)})
+        })
+        .collect();
+    let pods: Vec<Value> = node
+        .pods
+        .values()
+        .filter(|p| matches!(p.phase, Phase::Running | Phase::Terminating))
+        .map(|p| {
+            let (ns, name) = p.key.split_once('/').unwrap_or(("", &p.key));
+            let containers: Vec<Value> = p
+                .container_usage(now)
+                .into_iter()
+                .map(|(c, u, _)| {
+                    json!({"name": c, "startTime": time,
+                       "cpu": cpu(u.cpu_milli, now.saturating_sub(p.started_at), time),
+                       "memory": memory(u.amounts.memory, None, time),
+                       "rootfs": {"time": time, "usedBytes": u.amounts.ephemeral_storage, "inodesUsed": u.amounts.inodes},
+                       "logs": {"time": time, "usedBytes": 0, "inodesUsed": 0}})
+                })
+                .collect();
+            let u = p.usage(now);
+            json!({"podRef": {"name": name, "namespace": ns, "uid": p.uid}, "startTime": time,
+                   "containers": containers,
+                   "cpu": cpu(u.cpu_milli, now.saturating_sub(p.started_at), time),
+                   "memory": memory(u.amounts.memory, None, time),
+                   "ephemeral-storage": {"time": time, "usedBytes": u.amounts.ephemeral_storage, "inodesUsed": u.amounts.inodes},
+                   "process_stats": {"process_count": u.amounts.pids}})
+        })
+        .collect();
+    json!({
+        "node": {
+            "nodeName": node.config.name,
+            "systemContainers": system,
+            "startTime": time,
+            "cpu": cpu(pods_cpu + sys.cpu_milli, now, time),
+            "memory": memory(stats.memory_working_set, Some(stats.memory_capacity - stats.memory_working_set), time),
+            "fs": fs(stats.nodefs, time),
+            "runtime": {"imageFs": fs(stats.image_fs(), time)},
+            "rlimit": {"time": time, "maxpid": stats.pid_max, "curproc": stats.pids},
+        },
+        "pods": pods,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::NodeConfig;
+    use crate::model::PodState;
+
+    #[test]
+    fn summary_reflects_usage() {
+        let mut n = NodeModel::new(NodeConfig::quick(1).remove(0));
+        let pod = json!({"metadata": {"namespace": "ns", "name": "p", "uid": "u",
+                          "annotations": {"berth.io/usage": "cpu=200m,memory=1Gi,ephemeral-storage=2Gi"}},
+                         "spec": {"containers": [{"name": "c", "image": "i"}]}, "status": {"phase": "Running"}});
+        let (p, _) = PodState::from_pod(&pod, Duration::ZERO);
+        n.pods.insert(p.key.clone(), p);
+        let s = summary(&n, Duration::from_secs(10), "t");
+        assert_eq!(s["node"]["nodeName"], "node-1");
+        assert_eq!(s["pods"][0]["memory"]["workingSetBytes"], 1i64 << 30);
+        assert_eq!(s["pods"][0]["podRef"]["name"], "p");
+        assert_eq!(s["pods"][0]["cpu"]["usageNanoCores"], 200_000_000);
+        assert_eq!(
+            s["node"]["memory"]["workingSetBytes"],
+            (1i64 << 30) + (256 << 20)
+        );
+        assert_eq!(s["node"]["fs"]["usedBytes"], 2i64 << 30);
+        assert_eq!(s["node"]["systemContainers"][0]["name"], "kubelet");
+    }
+}
