@@ -266,3 +266,38 @@ fn micro_time_now() -> String {
 fn jitter(period: Duration) -> Duration {
     period + period.mul_f64(rand::random::<f64>() * 0.2)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{default_identity, LeaderElectionConfig};
+    use std::time::Duration;
+
+    #[test]
+    fn upstream_timings_are_valid_and_overlapping_ones_are_not() {
+        let cfg = LeaderElectionConfig::new("custom-scheduler", "me");
+        assert_eq!(cfg.namespace, "kube-system");
+        assert_eq!(cfg.lease_duration, Duration::from_secs(15));
+        assert!(cfg.validate().is_ok());
+        let renew_too_long = LeaderElectionConfig {
+            renew_deadline: Duration::from_secs(15),
+            ..cfg.clone()
+        };
+        assert!(renew_too_long
+            .validate()
+            .unwrap_err()
+            .contains("lease-duration"));
+        let retry_too_long = LeaderElectionConfig {
+            retry_period: Duration::from_secs(10),
+            ..cfg
+        };
+        assert!(retry_too_long
+            .validate()
+            .unwrap_err()
+            .contains("retry-period"));
+    }
+
+    #[test]
+    fn identities_are_unique_per_process_start() {
+        assert_ne!(default_identity(), default_identity());
+    }
+}

@@ -228,3 +228,56 @@ pub async fn serve(listener: tokio::net::TcpListener, ops: Ops) -> std::io::Resu
         .route("/readyz", get(readyz));
     axum::serve(listener, app).await
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{AttemptResult, Ops};
+    use std::time::Duration;
+
+    #[test]
+    fn metrics_carry_upstream_names_and_start_at_zero() {
+        let ops = Ops::new();
+        let text = ops.render();
+        for line in [
+            "scheduler_schedule_attempts_total{result=\"scheduled\"} 0",
+            "scheduler_schedule_attempts_total{result=\"unschedulable\"} 0",
+            "scheduler_schedule_attempts_total{result=\"error\"} 0",
+            "scheduler_pending_pods{queue=\"active\"} 0",
+            "scheduler_pending_pods{queue=\"backoff\"} 0",
+            "scheduler_pending_pods{queue=\"unschedulable\"} 0",
+            "scheduler_preemption_attempts_total 0",
+            "scheduler_e2e_scheduling_duration_seconds_count 0",
+        ] {
+            assert!(text.contains(line), "{line} missing in\n{text}");
+        }
+    }
+
+    #[test]
+    fn attempts_pending_and_latencies_are_recorded() {
+        let ops = Ops::new();
+        ops.attempt(AttemptResult::Unschedulable, Duration::from_millis(3));
+        ops.attempt(AttemptResult::Unschedulable, Duration::from_millis(3));
+        ops.scheduled_e2e(Duration::from_millis(20));
+        ops.pending(1, 2, 3);
+        let text = ops.render();
+        for line in [
+            "scheduler_schedule_attempts_total{result=\"unschedulable\"} 2",
+            "scheduler_scheduling_attempt_duration_seconds_count{result=\"unschedulable\"} 2",
+            "scheduler_e2e_scheduling_duration_seconds_count 1",
+            "scheduler_pending_pods{queue=\"backoff\"} 2",
+            "scheduler_pending_pods{queue=\"unschedulable\"} 3",
+        ] {
+            assert!(text.contains(line), "{line} missing in\n{text}");
+        }
+    }
+
+    #[test]
+    fn ready_once_synced_whether_leading_or_not() {
+        let ops = Ops::new();
+        assert_eq!(ops.readyz().0, 500);
+        ops.set_synced();
+        assert_eq!(ops.readyz(), (200, "ok (not leading)".to_string()));
+        ops.set_leading(true);
+        assert_eq!(ops.readyz(), (200, "ok (leading)".to_string()));
+    }
+}
