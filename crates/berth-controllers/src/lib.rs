@@ -23,12 +23,14 @@
 
 mod clock;
 pub mod disruption;
+mod duration;
 pub mod lifecycle;
 pub mod model;
 pub mod node_taints;
 pub mod taint_manager;
 
 pub use clock::Clock;
+pub use duration::parse_duration;
 mod driver;
 
 pub use driver::Controllers;

@@ -37,6 +37,10 @@ pub struct ServeArgs {
     /// Serve the built-in scheduler's /metrics, /healthz and /readyz on this address (plain HTTP).
     #[arg(long)]
     pub scheduler_metrics_address: Option<String>,
+    /// How long a node may go without a lease renewal or status heartbeat before the node
+    /// lifecycle controller marks it `Unknown` and taints it (`40s`, `2m`, or seconds).
+    #[arg(long, default_value = "40s", value_parser = berth_controllers::parse_duration)]
+    pub node_monitor_grace_period: std::time::Duration,
 }
 
 /// Everything `berth serve` started, for callers (benchmarks) that run it in process.
@@ -125,6 +129,7 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
         client.clone(),
         berth_controllers::Clock::starting_at(chrono::Utc::now()),
     )
+    .node_monitor_grace_period(args.node_monitor_grace_period)
     .spawn();
     if !args.disable_scheduler {
         let cfg = berth_scheduler::driver::DriverConfig {

@@ -32,8 +32,13 @@ pub async fn run(client: kube::Client, mut informers: Informers, recorder: Recor
         return;
     }
     loop {
+        let budgets: Vec<Arc<PodDisruptionBudget>> = informers.pdbs.store.state();
         let now = clock.now();
-        let pods = informers.pods.store.state();
+        let pods = if budgets.is_empty() {
+            Vec::new()
+        } else {
+            informers.pods.store.state()
+        };
         let mut by_namespace: BTreeMap<&str, Vec<&Pod>> = BTreeMap::new();
         for p in &pods {
             by_namespace
@@ -43,7 +48,6 @@ pub async fn run(client: kube::Client, mut informers: Informers, recorder: Recor
         }
         let workloads = workloads(&informers);
         let mut resync = None;
-        let budgets: Vec<Arc<PodDisruptionBudget>> = informers.pdbs.store.state();
         for pdb in budgets {
             let ns = pdb.metadata.namespace.clone().unwrap_or_default();
             let in_ns = by_namespace

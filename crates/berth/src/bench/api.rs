@@ -79,6 +79,7 @@ pub async fn run(args: ApiBenchArgs) -> anyhow::Result<()> {
                 policy_config_file: None,
                 disable_scheduler: true,
                 scheduler_metrics_address: None,
+                node_monitor_grace_period: std::time::Duration::from_secs(40),
             };
             let running = crate::serve::start(&serve).await?;
             let path = running.kubeconfig.clone();
