@@ -20,6 +20,7 @@ mod clock;
 mod codec;
 mod deletion;
 mod error;
+mod node_proxy;
 mod objects;
 mod path;
 mod protobuf;

@@ -83,6 +83,9 @@ async fn route(ctx: &Ctx, req: Request) -> ApiResult<Response> {
         if let Some(r) = fixed_route(ctx, &path, answer) {
             return Ok(r);
         }
+        if let Some(node) = crate::node_proxy::summary_node(&path) {
+            return crate::node_proxy::summary(ctx, node);
+        }
     }
     if let Some(route) = path::discovery_route(&path) {
         if method != Method::GET {
