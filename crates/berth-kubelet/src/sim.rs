@@ -462,7 +462,7 @@ async fn evict(client: kube::Client, model: Arc<Mutex<NodeModel>>, node: String,
             .into_iter()
             .map(|mut s| {
                 let started = s["state"]["running"]["startedAt"].clone();
-                s["state"] = json!({"terminated": {"exitCode": 137, "reason": "Error", "startedAt": started, "finishedAt": ts}});
+                s["state"] = json!({"terminated": {"exitCode": 137, "startedAt": started, "finishedAt": ts}});
                 s["ready"] = json!(false);
                 s["started"] = json!(false);
                 s
