@@ -6,6 +6,8 @@ pub(crate) mod filter;
 mod fit_error;
 mod incremental;
 mod memo;
+#[cfg(test)]
+mod tests;
 
 pub use build::{BuildError, SchedulerBuilder};
 pub(crate) use ctx::{PodCtx, Scratch};
