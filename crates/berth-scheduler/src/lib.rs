@@ -42,6 +42,7 @@ pub mod model;
 mod node_info;
 mod pod_info;
 pub mod policy;
+pub mod preemption;
 mod predicates;
 mod priorities;
 pub mod quantity;

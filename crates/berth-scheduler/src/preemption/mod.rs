@@ -1,0 +1,227 @@
+//! Preemption (scheduler.md §7): when a pod fits nowhere, find the node where evicting the
+//! fewest, least important lower-priority pods lets it fit, respecting disruption budgets
+//! best-effort.
+//!
+//! Pure like the rest of the engine: [`Scheduler::preempt`] takes the cache, the pod, its
+//! [`FitError`], the nominated pods and the budgets, and returns a [`PreemptionOutcome`]. The
+//! driver carries it out (nominate, delete victims, clear lower nominations).
+//!
+//! Deviations from 1.11, as the spec allows: the unresolvable reasons are the 1.13 set
+//! ([`Reason::resolvable`]); `preemptionPolicy: Never` (1.15) is honoured; the node choice
+//! compares the victims' true highest priority and adds the 1.16 start-time criterion; remaining
+//! ties go to the first node by name.
+
+mod pick;
+#[cfg(test)]
+mod tests;
+mod victims;
+
+pub use pick::pick_one_node;
+
+use crate::cache::ClusterCache;
+use crate::compiled::Selector;
+use crate::engine::{FitError, Nominated, Scheduler};
+use crate::model::LabelSelector;
+use crate::pod_info::PodInfo;
+use crate::predicates::Reason;
+use std::collections::{BTreeSet, HashMap};
+
+/// A PodDisruptionBudget as preemption needs it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Pdb {
+    /// Namespace of the budget.
+    pub namespace: String,
+    /// `spec.selector` (absent or empty selects nothing).
+    pub selector: Option<LabelSelector>,
+    /// `status.disruptionsAllowed`.
+    pub disruptions_allowed: i32,
+}
+
+/// What preemption found for one pod.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Preemption {
+    /// The node to nominate.
+    pub node: String,
+    /// Pods to delete (`namespace/name`), in reprieve order.
+    pub victims: Vec<String>,
+    /// Lower-priority pods nominated to `node` whose nomination is cleared.
+    pub lower_nominated: Vec<String>,
+}
+
+/// The outcome of one preemption attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PreemptionOutcome {
+    /// The pod may not preempt (still waiting for earlier victims, or `preemptionPolicy: Never`).
+    NotEligible,
+    /// No node might be helped: the pod's own nomination (if any) is cleared.
+    NoCandidates,
+    /// Candidates existed but the pod fits on none of them even without lower-priority pods.
+    NoNode,
+    /// Preempt on a node.
+    Preempt(Preemption),
+}
+
+/// Inputs besides the pod and the cache.
+#[derive(Debug, Clone, Copy)]
+pub struct PreemptionInput<'a> {
+    /// Pending pods nominated to nodes (two-pass rule).
+    pub nominated: &'a [Nominated<'a>],
+    /// Disruption budgets.
+    pub pdbs: &'a [Pdb],
+    /// Start times (any monotone unit, e.g. Unix seconds) of placed pods by `namespace/name`.
+    pub start_times: &'a HashMap<String, i64>,
+}
+
+/// The victims chosen on one node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeVictims {
+    /// Node name.
+    pub node: String,
+    /// Victims in reprieve order.
+    pub victims: Vec<Victim>,
+    /// Victims whose eviction violates a budget.
+    pub pdb_violations: usize,
+}
+
+/// One victim.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Victim {
+    /// `namespace/name`.
+    pub key: String,
+    /// Priority.
+    pub priority: i32,
+    /// Start time, if known.
+    pub start: Option<i64>,
+}
+
+/// podEligibleToPreemptOthers (§7.2): false if `never` (`preemptionPolicy: Never`) or if the pod
+/// is nominated to a node that still holds a terminating pod of lower priority.
+pub fn eligible(cache: &ClusterCache, pod: &PodInfo, never: bool) -> bool {
+    if never {
+        return false;
+    }
+    if pod.nominated_node.is_empty() {
+        return true;
+    }
+    let Some(node) = cache.node(&pod.nominated_node) else {
+        return true;
+    };
+    !node.pods.iter().any(|&ix| {
+        cache
+            .pod_slot(ix)
+            .is_some_and(|s| s.info.terminating && s.info.priority < pod.priority)
+    })
+}
+
+/// The user-facing texts of the reasons preemption cannot resolve (1.13 set).
+fn unresolvable_texts(cache: &ClusterCache) -> BTreeSet<String> {
+    use Reason::*;
+    [
+        NodeSelectorNotMatch,
+        PodAffinityRulesNotMatch,
+        PodNotMatchHostName,
+        TaintsTolerationsNotMatch,
+        NodeLabelPresenceViolated,
+        NodeNotReady,
+        NodeNetworkUnavailable,
+        NodeUnderDiskPressure,
+        NodeUnderPIDPressure,
+        NodeUnderMemoryPressure,
+        NodeOutOfDisk,
+        NodeUnschedulable,
+        NodeUnknownCondition,
+        NoVolumeZoneConflict,
+        VolumeNodeAffinityConflict,
+        VolumeBindingNoMatch,
+    ]
+    .iter()
+    .filter(|r| !r.resolvable())
+    .map(|r| r.text(&cache.interner))
+    .collect()
+}
+
+/// nodesWherePreemptionMightHelp (§7.3): nodes (by name order) whose recorded failures are all
+/// resolvable; nodes without recorded failures are candidates too.
+pub fn candidate_nodes(cache: &ClusterCache, err: &FitError) -> Vec<String> {
+    let bad = unresolvable_texts(cache);
+    cache
+        .order
+        .iter()
+        .map(|&ix| &cache.nodes[ix as usize].name)
+        .filter(|name| {
+            err.failed_predicates
+                .get(name.as_str())
+                .is_none_or(|rs| !rs.iter().any(|r| bad.contains(r)))
+        })
+        .cloned()
+        .collect()
+}
+
+/// A budget compiled against the cache's interner.
+pub(crate) struct CompiledPdb {
+    ns: crate::intern::Sym,
+    selector: Selector,
+    allowed: i32,
+}
+
+pub(crate) fn compile_pdbs(cache: &mut ClusterCache, pdbs: &[Pdb]) -> Vec<CompiledPdb> {
+    pdbs.iter()
+        .filter(|p| {
+            p.selector
+                .as_ref()
+                .is_some_and(|s| !s.match_labels.is_empty() || !s.match_expressions.is_empty())
+        })
+        .map(|p| CompiledPdb {
+            ns: cache.interner.intern(&p.namespace),
+            selector: Selector::compile(p.selector.as_ref(), &mut cache.interner),
+            allowed: p.disruptions_allowed,
+        })
+        .collect()
+}
+
+/// True if evicting `pod` violates some budget (one with no disruptions left selects it).
+pub(crate) fn violates(cache: &ClusterCache, pdbs: &[CompiledPdb], pod: &PodInfo) -> bool {
+    !pod.labels.0.is_empty()
+        && pdbs.iter().any(|b| {
+            b.allowed <= 0 && b.ns == pod.ns && b.selector.matches(&pod.labels, &cache.interner)
+        })
+}
+
+impl Scheduler {
+    /// Runs preemption for `pod` after `err` (§7 steps 2–7). `never` is the pod's
+    /// `preemptionPolicy: Never`. The cache is changed only temporarily (victims are removed and
+    /// put back when the pod's fit depends on inter-pod state).
+    pub fn preempt(
+        &mut self,
+        cache: &mut ClusterCache,
+        pod: &PodInfo,
+        never: bool,
+        err: &FitError,
+        input: PreemptionInput,
+    ) -> PreemptionOutcome {
+        if !eligible(cache, pod, never) {
+            return PreemptionOutcome::NotEligible;
+        }
+        let candidates = candidate_nodes(cache, err);
+        if candidates.is_empty() {
+            return PreemptionOutcome::NoCandidates;
+        }
+        let pdbs = compile_pdbs(cache, input.pdbs);
+        let results = self.select_victims(cache, pod, err, &candidates, &pdbs, input);
+        let Some(chosen) = pick_one_node(&results) else {
+            return PreemptionOutcome::NoNode;
+        };
+        let node = chosen.node.clone();
+        let lower_nominated = input
+            .nominated
+            .iter()
+            .filter(|n| n.node == node && n.pod.priority < pod.priority && n.pod.key != pod.key)
+            .map(|n| n.pod.key.clone())
+            .collect();
+        PreemptionOutcome::Preempt(Preemption {
+            node,
+            victims: chosen.victims.iter().map(|v| v.key.clone()).collect(),
+            lower_nominated,
+        })
+    }
+}
