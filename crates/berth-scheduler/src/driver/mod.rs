@@ -9,6 +9,7 @@
 mod informers;
 pub mod leader;
 pub mod ops;
+mod preemption;
 mod recorder;
 mod scheduling_loop;
 
@@ -29,6 +30,8 @@ pub struct DriverConfig {
     pub percentage_of_nodes_to_score: u32,
     /// Seed for tie-breaking between equal scores.
     pub seed: u64,
+    /// `--disable-preemption`: never preempt lower-priority pods.
+    pub disable_preemption: bool,
 }
 
 impl DriverConfig {
@@ -39,6 +42,7 @@ impl DriverConfig {
             policy: Policy::default_policy(),
             percentage_of_nodes_to_score: 100,
             seed: 0,
+            disable_preemption: false,
         }
     }
 }

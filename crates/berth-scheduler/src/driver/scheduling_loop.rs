@@ -29,6 +29,7 @@ struct Loop {
     queue: SchedulingQueue<String, Pod>,
     scheduler: Scheduler,
     recorder: Recorder,
+    preemption: super::preemption::Preemption,
     started: Instant,
     bound_tx: mpsc::UnboundedSender<Bound>,
     ops: Ops,
@@ -65,6 +66,11 @@ pub async fn run_with(
         cache: ClusterCache::new(),
         queue: SchedulingQueue::new(QueueConfig::default()),
         scheduler,
+        preemption: super::preemption::Preemption::new(
+            client.clone(),
+            &cfg.scheduler_name,
+            !cfg.disable_preemption,
+        ),
         recorder: Recorder::new(client, &cfg.scheduler_name),
         started: Instant::now(),
         bound_tx,
@@ -126,6 +132,9 @@ impl Loop {
                 self.ops.set_synced();
             }
             return;
+        }
+        if u.kind == Kind::Pod {
+            self.preemption.pod_changed(&mut self.cache, &u.change);
         }
         let event = match (u.kind, u.change) {
             (Kind::Pod, Change::Apply(b)) => self.pod_changed(&b),
@@ -232,7 +241,11 @@ impl Loop {
         let started = Instant::now();
         let info = self.cache.compile_pod(&queued.payload);
         let pod = pod_ref(&queued.payload);
-        let decision = self.scheduler.schedule(&self.cache, &info);
+        let decision = {
+            let nominated = self.preemption.nominated();
+            self.scheduler
+                .schedule_with_nominated(&self.cache, &info, &nominated)
+        };
         let result = match &decision {
             Decision::Scheduled { .. } => AttemptResult::Scheduled,
             Decision::Unschedulable(_) => AttemptResult::Unschedulable,
@@ -267,6 +280,13 @@ impl Loop {
                 tracing::debug!(pod = %queued.key, %message, "unschedulable");
                 let recorder = self.recorder.clone();
                 tokio::spawn(async move { recorder.failed(&pod, &message, "Unschedulable").await });
+                self.preemption.on_unschedulable(
+                    &mut self.scheduler,
+                    &mut self.cache,
+                    &info,
+                    &fit,
+                    &self.ops,
+                );
                 let now = self.now();
                 self.queue.add_unschedulable(queued, now);
             }

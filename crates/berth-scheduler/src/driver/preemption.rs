@@ -1,0 +1,263 @@
+//! Carrying out preemption (scheduler.md §7.7): after an unschedulable decision, run the engine
+//! ([`Scheduler::preempt`]); nominate the preemptor (`status.nominatedNodeName`), delete the
+//! victims gracefully with their own grace period and a `Preempted` event each, and clear the
+//! nominations of lower-priority pods nominated to that node.
+//!
+//! Also keeps what preemption and the two-pass filter read: the pending pods nominated to nodes
+//! (fed from pod updates, and recorded at once when this scheduler nominates) and the
+//! PodDisruptionBudgets (policy/v1, watched by a task of its own).
+//!
+//! Not done: refreshing the preemptor from the API before preempting (the queued copy is used),
+//! `preemptionPolicy: Never` (not in the scheduler's pod model) and victims' start times (the
+//! 1.16 tie-break is left to the node name).
+
+use super::informers::Change;
+use super::ops::Ops;
+use crate::model::Pod;
+use crate::preemption::{Pdb, PreemptionInput, PreemptionOutcome};
+use crate::{ClusterCache, FitError, Nominated, PodInfo, Scheduler};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{Event, ObjectReference, Pod as KPod};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::runtime::watcher;
+use serde_json::json;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// Preemption state owned by the scheduling loop.
+pub(super) struct Preemption {
+    enabled: bool,
+    client: kube::Client,
+    component: String,
+    /// Pending pods with a nominated node: key → (compiled pod, node).
+    nominated: HashMap<String, (PodInfo, String)>,
+    /// Budgets by `namespace/name`.
+    pdbs: Arc<Mutex<HashMap<String, Pdb>>>,
+}
+
+impl Preemption {
+    /// Starts the budget watch when `enabled`.
+    pub(super) fn new(client: kube::Client, component: &str, enabled: bool) -> Preemption {
+        let pdbs: Arc<Mutex<HashMap<String, Pdb>>> = Default::default();
+        if enabled {
+            tokio::spawn(watch_pdbs(client.clone(), pdbs.clone()));
+        }
+        Preemption {
+            enabled,
+            client,
+            component: component.to_string(),
+            nominated: HashMap::new(),
+            pdbs,
+        }
+    }
+
+    /// Tracks nominations from a pod watch change.
+    pub(super) fn pod_changed(&mut self, cache: &mut ClusterCache, change: &Change) {
+        let (bytes, deleted) = match change {
+            Change::Apply(b) => (b, false),
+            Change::Delete(b) => (b, true),
+            Change::Synced => return,
+        };
+        let Ok(pod) = serde_json::from_slice::<Pod>(bytes) else {
+            return;
+        };
+        let key = format!("{}/{}", pod.metadata.namespace, pod.metadata.name);
+        let node = &pod.status.nominated_node_name;
+        if deleted
+            || node.is_empty()
+            || !pod.spec.node_name.is_empty()
+            || pod.metadata.deletion_timestamp.is_some()
+        {
+            self.nominated.remove(&key);
+        } else {
+            let info = cache.compile_pod(&pod);
+            self.nominated.insert(key, (info, node.clone()));
+        }
+    }
+
+    /// The nominated pods, for the two-pass filter.
+    pub(super) fn nominated(&self) -> Vec<Nominated<'_>> {
+        self.nominated
+            .values()
+            .map(|(pod, node)| Nominated { pod, node })
+            .collect()
+    }
+
+    /// Runs preemption for an unschedulable pod and carries the result out in the background.
+    pub(super) fn on_unschedulable(
+        &mut self,
+        scheduler: &mut Scheduler,
+        cache: &mut ClusterCache,
+        info: &PodInfo,
+        fit: &FitError,
+        ops: &Ops,
+    ) {
+        if !self.enabled {
+            return;
+        }
+        ops.preemption_attempt();
+        let mut info = info.clone();
+        if let Some((_, node)) = self.nominated.get(&info.key) {
+            info.nominated_node = node.clone();
+        }
+        let pdbs: Vec<Pdb> = self
+            .pdbs
+            .lock()
+            .map(|m| m.values().cloned().collect())
+            .unwrap_or_default();
+        let starts = HashMap::new();
+        let outcome = {
+            let nominated = self.nominated();
+            scheduler.preempt(
+                cache,
+                &info,
+                false,
+                fit,
+                PreemptionInput {
+                    nominated: &nominated,
+                    pdbs: &pdbs,
+                    start_times: &starts,
+                },
+            )
+        };
+        let api: Api<KPod> = Api::namespaced(self.client.clone(), &info.namespace);
+        match outcome {
+            PreemptionOutcome::Preempt(p) => {
+                tracing::info!(pod = %info.key, node = %p.node, victims = ?p.victims, "preempting");
+                for k in &p.lower_nominated {
+                    self.nominated.remove(k);
+                }
+                self.nominated
+                    .insert(info.key.clone(), (info.clone(), p.node.clone()));
+                let client = self.client.clone();
+                let component = self.component.clone();
+                let name = info.name.clone();
+                tokio::spawn(async move {
+                    set_nominated(&api, &name, Some(&p.node)).await;
+                    let by = format!("by {}/{} on node {}", info.namespace, name, p.node);
+                    for v in &p.victims {
+                        let Some((ns, vname)) = v.split_once('/') else {
+                            continue;
+                        };
+                        let vapi: Api<KPod> = Api::namespaced(client.clone(), ns);
+                        let victim = vapi.get_opt(vname).await.ok().flatten();
+                        match vapi.delete(vname, &DeleteParams::default()).await {
+                            Ok(_) => {
+                                if let Some(victim) = victim {
+                                    preempted_event(&client, &component, &victim, &by).await;
+                                }
+                            }
+                            Err(e) => tracing::warn!(victim = %v, error = %e, "preempting failed"),
+                        }
+                    }
+                    for k in &p.lower_nominated {
+                        if let Some((ns, n)) = k.split_once('/') {
+                            let lapi: Api<KPod> = Api::namespaced(client.clone(), ns);
+                            set_nominated(&lapi, n, None).await;
+                        }
+                    }
+                });
+            }
+            PreemptionOutcome::NoCandidates if !info.nominated_node.is_empty() => {
+                self.nominated.remove(&info.key);
+                let name = info.name.clone();
+                tokio::spawn(async move { set_nominated(&api, &name, None).await });
+            }
+            _ => {}
+        }
+    }
+}
+
+async fn set_nominated(api: &Api<KPod>, name: &str, node: Option<&str>) {
+    let patch = json!({"status": {"nominatedNodeName": node}});
+    if let Err(e) = api
+        .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+    {
+        tracing::debug!(pod = %name, error = %e, "setting nominatedNodeName failed");
+    }
+}
+
+/// A Normal `Preempted` event on the victim.
+async fn preempted_event(client: &kube::Client, component: &str, victim: &KPod, message: &str) {
+    let ns = victim.metadata.namespace.clone().unwrap_or_default();
+    let name = victim.metadata.name.clone().unwrap_or_default();
+    let ts = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let event = Event {
+        metadata: kube::api::ObjectMeta {
+            name: Some(format!(
+                "{name}.{:x}",
+                chrono::Utc::now().timestamp_nanos_opt().unwrap_or(0)
+            )),
+            namespace: Some(ns.clone()),
+            ..Default::default()
+        },
+        involved_object: ObjectReference {
+            api_version: Some("v1".into()),
+            kind: Some("Pod".into()),
+            name: Some(name.clone()),
+            namespace: Some(ns.clone()),
+            uid: victim.metadata.uid.clone(),
+            ..Default::default()
+        },
+        reason: Some("Preempted".into()),
+        message: Some(message.into()),
+        type_: Some("Normal".into()),
+        count: Some(1),
+        first_timestamp: serde_json::from_value(json!(ts)).ok(),
+        last_timestamp: serde_json::from_value(json!(ts)).ok(),
+        source: Some(k8s_openapi::api::core::v1::EventSource {
+            component: Some(component.to_string()),
+            host: None,
+        }),
+        reporting_component: Some(component.to_string()),
+        ..Default::default()
+    };
+    let api: Api<Event> = Api::namespaced(client.clone(), &ns);
+    if let Err(e) = api.create(&PostParams::default(), &event).await {
+        tracing::debug!(pod = %name, error = %e, "writing Preempted event failed");
+    }
+}
+
+/// Keeps `pdbs` equal to the cluster's PodDisruptionBudgets.
+async fn watch_pdbs(client: kube::Client, pdbs: Arc<Mutex<HashMap<String, Pdb>>>) {
+    let api: Api<PodDisruptionBudget> = Api::all(client);
+    let mut stream = watcher(api, watcher::Config::default()).boxed();
+    let key = |b: &PodDisruptionBudget| {
+        format!(
+            "{}/{}",
+            b.metadata.namespace.as_deref().unwrap_or(""),
+            b.metadata.name.as_deref().unwrap_or("")
+        )
+    };
+    while let Some(ev) = stream.next().await {
+        match ev {
+            Ok(watcher::Event::Apply(b)) | Ok(watcher::Event::InitApply(b)) => {
+                let pdb = Pdb {
+                    namespace: b.metadata.namespace.clone().unwrap_or_default(),
+                    selector: b
+                        .spec
+                        .as_ref()
+                        .and_then(|s| s.selector.as_ref())
+                        .and_then(|s| serde_json::to_value(s).ok())
+                        .and_then(|v| serde_json::from_value(v).ok()),
+                    disruptions_allowed: b.status.as_ref().map_or(0, |s| s.disruptions_allowed),
+                };
+                if let Ok(mut m) = pdbs.lock() {
+                    m.insert(key(&b), pdb);
+                }
+            }
+            Ok(watcher::Event::Delete(b)) => {
+                if let Ok(mut m) = pdbs.lock() {
+                    m.remove(&key(&b));
+                }
+            }
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, "watching poddisruptionbudgets failed; retrying");
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            }
+        }
+    }
+}
