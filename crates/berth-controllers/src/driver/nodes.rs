@@ -157,7 +157,7 @@ async fn mark_pods_not_ready(
             .as_ref()
             .and_then(|s| s.conditions.as_ref())
             .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"));
-        if !ready.is_some_and(|c| c.status != "False") {
+        if ready.is_none_or(|c| c.status == "False") {
             continue;
         }
         let ns = pod.metadata.namespace.clone().unwrap_or_default();
