@@ -21,6 +21,9 @@ pub struct SchedulerArgs {
     /// percentageOfNodesToScore: 100 scores every node, 0 is upstream's adaptive rule.
     #[arg(long, default_value_t = 100)]
     pub percentage_of_nodes_to_score: u32,
+    /// Never preempt lower-priority pods to make room (upstream `--disable-preemption`).
+    #[arg(long)]
+    pub disable_preemption: bool,
     /// Elect one active replica through a coordination.k8s.io/v1 Lease (`--leader-elect=false` to
     /// schedule without one).
     #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true",
@@ -140,6 +143,7 @@ pub async fn run(args: SchedulerArgs) -> anyhow::Result<()> {
     let cfg = DriverConfig {
         policy,
         percentage_of_nodes_to_score: args.percentage_of_nodes_to_score,
+        disable_preemption: args.disable_preemption,
         ..DriverConfig::named(&args.scheduler_name)
     };
     let ops = Ops::new();

@@ -41,6 +41,13 @@ pub struct ServeArgs {
     /// lifecycle controller marks it `Unknown` and taints it (`40s`, `2m`, or seconds).
     #[arg(long, default_value = "40s", value_parser = berth_controllers::parse_duration)]
     pub node_monitor_grace_period: std::time::Duration,
+    /// The built-in scheduler never preempts lower-priority pods.
+    #[arg(long)]
+    pub disable_preemption: bool,
+    /// An OpenShift `master-config.yaml`: `kubernetesMasterConfig.schedulerArgs.disablePreemption`
+    /// (seed 16.6.6) turns preemption and Priority admission off.
+    #[arg(long)]
+    pub master_config: Option<PathBuf>,
 }
 
 /// Everything `berth serve` started, for callers (benchmarks) that run it in process.
@@ -134,6 +141,8 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
     if !args.disable_scheduler {
         let cfg = berth_scheduler::driver::DriverConfig {
             policy,
+            disable_preemption: args.disable_preemption
+                || crate::master_config::disable_preemption(args.master_config.as_deref())?,
             ..berth_scheduler::driver::DriverConfig::named("default-scheduler")
         };
         let ops = berth_scheduler::driver::Ops::new();

@@ -80,6 +80,8 @@ pub async fn run(args: ApiBenchArgs) -> anyhow::Result<()> {
                 disable_scheduler: true,
                 scheduler_metrics_address: None,
                 node_monitor_grace_period: std::time::Duration::from_secs(40),
+                disable_preemption: false,
+                master_config: None,
             };
             let running = crate::serve::start(&serve).await?;
             let path = running.kubeconfig.clone();
