@@ -1,0 +1,164 @@
+"""Pod priority and preemption end to end (seed 002 §16.6, seed 003, scheduler.md §7).
+
+Victims carry `berth.io/termination-seconds` so the simulated kubelet takes a while to stop them,
+which leaves time to see the preemptor's NOMINATED NODE. No timing assertions: only generous
+waits for conditions.
+"""
+import json
+import time
+
+import pytest
+
+WAIT = 90
+
+
+def wait_until(fn, timeout=WAIT, interval=0.5):
+    end = time.time() + timeout
+    last = None
+    while time.time() < end:
+        last = fn()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"condition not met within {timeout}s (last: {last!r})")
+
+
+def apply(berth, obj):
+    berth.kubectl("apply", "-f", "-", stdin=json.dumps(obj))
+
+
+def priority_class(berth, name, value):
+    apply(berth, {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                  "metadata": {"name": name}, "value": value})
+
+
+def cpu_pod(ns, name, cpu, cls=None, node=None, labels=None, seconds=None, grace=None):
+    spec = {"containers": [{"name": "c", "image": "nginx",
+                            "resources": {"requests": {"cpu": cpu}}}]}
+    if cls:
+        spec["priorityClassName"] = cls
+    if node:
+        spec["nodeSelector"] = {"kubernetes.io/hostname": node}
+    if grace is not None:
+        spec["terminationGracePeriodSeconds"] = grace
+    meta = {"name": name, "namespace": ns, "labels": labels or {"app": name}}
+    if seconds is not None:
+        meta["annotations"] = {"berth.io/termination-seconds": str(seconds)}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+
+
+def pod(berth, ns, name):
+    return berth.kubectl_json("get", "pod", name, "-n", ns)
+
+
+def node_cpu(berth):
+    nodes = berth.kubectl_json("get", "nodes")["items"]
+    out = {}
+    for n in nodes:
+        q = n["status"]["allocatable"]["cpu"]
+        out[n["metadata"]["name"]] = int(q[:-1]) if q.endswith("m") else int(float(q) * 1000)
+    return out
+
+
+def fill_nodes(berth, ns, cls, seconds=3, grace=None, per_node=2):
+    """Fills every node with `per_node` low-priority pods pinned to it; returns {node: [pods]}."""
+    filled = {}
+    for node, milli in sorted(node_cpu(berth).items()):
+        names = []
+        for i in range(per_node):
+            name = f"low-{node}-{i}"
+            apply(berth, cpu_pod(ns, name, f"{milli // per_node - 50}m", cls, node,
+                                 labels={"app": "low", "slot": name}, seconds=seconds,
+                                 grace=grace))
+            names.append(name)
+        filled[node] = names
+    for names in filled.values():
+        for name in names:
+            wait_until(lambda n=name: pod(berth, ns, n)["status"].get("phase") == "Running")
+    return filled
+
+
+def events_for(berth, ns, name):
+    items = berth.kubectl_json("get", "events", "-n", ns)["items"]
+    return [e for e in items if e["involvedObject"].get("name") == name]
+
+
+def test_seed_sample_priority_class_and_pod(berth, ns):
+    apply(berth, {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PriorityClass",
+                  "metadata": {"name": "high-priority"}, "value": 1000000,
+                  "globalDefault": False,
+                  "description": "This priority class should be used for XYZ service pods only."})
+    apply(berth, {"apiVersion": "v1", "kind": "Pod",
+                  "metadata": {"name": "nginx", "namespace": ns, "labels": {"env": "test"}},
+                  "spec": {"containers": [{"name": "nginx", "image": "nginx",
+                                           "imagePullPolicy": "IfNotPresent"}],
+                           "priorityClassName": "high-priority"}})
+    assert pod(berth, ns, "nginx")["spec"]["priority"] == 1000000
+
+
+def test_typical_preemption_nominates_then_runs(berth, ns):
+    priority_class(berth, f"{ns}-low", 10)
+    priority_class(berth, f"{ns}-high", 100000)
+    filled = fill_nodes(berth, ns, f"{ns}-low", seconds=3)
+    milli = max(node_cpu(berth).values())
+    apply(berth, cpu_pod(ns, "important", f"{milli // 2}m", f"{ns}-high", seconds=0))
+
+    def nominated():
+        out = berth.kubectl("get", "pods", "-n", ns, "-o", "wide").stdout
+        line = next(l for l in out.splitlines() if l.startswith("important "))
+        node = pod(berth, ns, "important")["status"].get("nominatedNodeName")
+        return node if node and node in line else None
+
+    node = wait_until(nominated)
+    wait_until(lambda: pod(berth, ns, "important")["spec"].get("nodeName") == node)
+    gone = [p for p in filled[node]
+            if berth.kubectl("get", "pod", p, "-n", ns, check=False).returncode != 0]
+    assert gone, "a victim on the nominated node was deleted"
+    for v in gone:
+        msgs = [e for e in events_for(berth, ns, v) if e["reason"] == "Preempted"]
+        assert msgs and msgs[0]["message"] == f"by {ns}/important on node {node}"
+    # pods on the other nodes were left alone
+    for other, names in filled.items():
+        if other != node:
+            for p in names:
+                assert pod(berth, ns, p)["metadata"].get("deletionTimestamp") is None
+
+
+def test_preemptor_lands_where_room_appears_first(berth, ns):
+    priority_class(berth, f"{ns}-low", 10)
+    priority_class(berth, f"{ns}-high", 100000)
+    filled = fill_nodes(berth, ns, f"{ns}-low", seconds=60, grace=60)
+    milli = max(node_cpu(berth).values())
+    apply(berth, cpu_pod(ns, "important", f"{milli // 2}m", f"{ns}-high", seconds=0))
+    node = wait_until(lambda: pod(berth, ns, "important")["status"].get("nominatedNodeName"))
+    other = next(n for n in sorted(filled) if n != node)
+    for p in filled[other]:
+        berth.kubectl("delete", "pod", p, "-n", ns, "--grace-period=0", "--force", "--wait=false")
+    wait_until(lambda: pod(berth, ns, "important")["spec"].get("nodeName") == other)
+
+
+def test_budget_steers_preemption_to_unprotected_node(berth, ns):
+    priority_class(berth, f"{ns}-low", 10)
+    priority_class(berth, f"{ns}-high", 100000)
+    filled = fill_nodes(berth, ns, f"{ns}-low", seconds=3, per_node=1)
+    protected_nodes = sorted(filled)[:-1]
+    for n in protected_nodes:
+        berth.kubectl("label", "pod", filled[n][0], "-n", ns, "guard=yes")
+    apply(berth, {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                  "metadata": {"name": "guard", "namespace": ns},
+                  "spec": {"minAvailable": len(protected_nodes),
+                           "selector": {"matchLabels": {"guard": "yes"}}}})
+    wait_until(lambda: berth.kubectl_json("get", "pdb", "guard", "-n", ns)
+               .get("status", {}).get("currentHealthy") == len(protected_nodes))
+    milli = max(node_cpu(berth).values())
+    apply(berth, cpu_pod(ns, "important", f"{milli // 2}m", f"{ns}-high", seconds=0))
+    free = sorted(filled)[-1]
+    wait_until(lambda: pod(berth, ns, "important")["status"].get("nominatedNodeName") == free
+               or pod(berth, ns, "important")["spec"].get("nodeName") == free)
+    for n in protected_nodes:
+        assert pod(berth, ns, filled[n][0])["metadata"].get("deletionTimestamp") is None
+
+
+@pytest.mark.skip(reason="needs Berth.start to pass --disable-preemption (conftest change)")
+def test_preemption_disabled_leaves_the_pod_pending(berth_factory):
+    pass
