@@ -30,6 +30,7 @@
 #![warn(missing_docs)]
 
 pub mod bench;
+pub mod bench_preemption;
 mod cache;
 pub mod compiled;
 #[cfg(feature = "driver")]

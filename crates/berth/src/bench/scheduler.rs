@@ -5,7 +5,8 @@ use berth_scheduler::bench::{self, BenchConfig};
 #[derive(clap::Args, Debug)]
 pub struct SchedulerBenchArgs {
     /// Workload: basic, pod-anti-affinity, anti-affinity-groups, pod-affinity,
-    /// preferred-pod-affinity, preferred-pod-anti-affinity, node-affinity, topology-levels, ...
+    /// preferred-pod-affinity, preferred-pod-anti-affinity, node-affinity, topology-levels,
+    /// preemption (PreemptionBasic: use --nodes 1000 --pods 1000), ...
     #[arg(long, default_value = "basic")]
     workload: String,
     /// Number of nodes.
@@ -29,6 +30,9 @@ pub struct SchedulerBenchArgs {
 }
 
 pub fn run(args: SchedulerBenchArgs) -> anyhow::Result<()> {
+    if args.workload == "preemption" {
+        return preemption(&args);
+    }
     let cfg = BenchConfig {
         workload: args.workload.clone(),
         nodes: args.nodes,
@@ -57,6 +61,27 @@ pub fn run(args: SchedulerBenchArgs) -> anyhow::Result<()> {
     }
     if !report.valid {
         anyhow::bail!("the placement is invalid");
+    }
+    Ok(())
+}
+
+/// PreemptionBasic: `--nodes` nodes with 4 low-priority pods of 900m each, then `--pods`
+/// high-priority pods of 3,000m (at most one per node) that each preempt three.
+fn preemption(args: &SchedulerBenchArgs) -> anyhow::Result<()> {
+    let r = berth_scheduler::bench_preemption::run(args.nodes, args.pods, args.seed)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    if args.json {
+        println!("{}", serde_json::to_string(&r)?);
+    } else {
+        println!(
+            "workload preemption nodes {} low pods {} high pods {}: {:.0} decisions/s (victim deletion through the API excluded), p50 {:.3} ms, p99 {:.3} ms, victims {}, valid {}{}",
+            r.nodes, r.low_pods, r.high_pods, r.decisions_per_second, r.p50_ms, r.p99_ms,
+            r.victims, r.valid,
+            r.invalid_reason.as_deref().map(|x| format!(" ({x})")).unwrap_or_default()
+        );
+    }
+    if !r.valid {
+        anyhow::bail!("the preemption decisions are invalid");
     }
     Ok(())
 }
