@@ -1,6 +1,6 @@
 //! `cargo run --release -p berth-scheduler --example bench -- --workload basic --nodes 5000 --pods 10000 [--init-pods K] [--percentage-of-nodes-to-score P] [--seed S] [--json]`
 
-use berth_scheduler::bench::{run_tuned, BenchConfig};
+use berth_scheduler::bench::{run_tuned, BenchConfig, Tuning};
 
 fn main() {
     let mut cfg = BenchConfig {
@@ -12,7 +12,7 @@ fn main() {
         seed: 1,
     };
     let mut json = false;
-    let mut threshold = None;
+    let mut tuning = Tuning::default();
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
     while i < args.len() {
@@ -28,7 +28,12 @@ fn main() {
             "--init-pods" => cfg.init_pods = Some(num()),
             "--percentage-of-nodes-to-score" => cfg.percentage_of_nodes_to_score = num() as u32,
             "--seed" => cfg.seed = num() as u64,
-            "--parallel-threshold" => threshold = Some(num()),
+            "--parallel-threshold" => tuning.parallel_threshold = Some(num()),
+            "--no-reuse" => {
+                tuning.reuse = false;
+                i += 1;
+                continue;
+            }
             "--json" => {
                 json = true;
                 i += 1;
@@ -38,7 +43,7 @@ fn main() {
         }
         i += 2;
     }
-    match run_tuned(&cfg, threshold) {
+    match run_tuned(&cfg, tuning) {
         Ok(r) if json => println!("{}", serde_json::to_string(&r).unwrap()),
         Ok(r) => println!(
             "{:<28} nodes {:>6} init {:>6} pods {:>6}  {:>10.0} pods/s  p50 {:.3} ms  p99 {:.3} ms  unschedulable {}  valid {}{}",

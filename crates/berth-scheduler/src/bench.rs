@@ -181,14 +181,30 @@ fn percentile(sorted: &[f64], q: f64) -> f64 {
 
 /// Runs a workload.
 pub fn run(cfg: &BenchConfig) -> Result<BenchReport, String> {
-    run_tuned(cfg, None)
+    run_tuned(cfg, Tuning::default())
 }
 
-/// Runs a workload with an explicit rayon node-count threshold (None = the engine default).
-pub fn run_tuned(
-    cfg: &BenchConfig,
-    parallel_threshold: Option<usize>,
-) -> Result<BenchReport, String> {
+/// Engine knobs for measurements.
+#[derive(Debug, Clone, Copy)]
+pub struct Tuning {
+    /// Rayon node-count threshold (None = the engine default).
+    pub parallel_threshold: Option<usize>,
+    /// Reuse per-node results across pods (the engine default, true).
+    pub reuse: bool,
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Tuning {
+            parallel_threshold: None,
+            reuse: true,
+        }
+    }
+}
+
+/// Runs a workload with explicit engine knobs.
+pub fn run_tuned(cfg: &BenchConfig, tuning: Tuning) -> Result<BenchReport, String> {
+    let parallel_threshold = tuning.parallel_threshold;
     let w = cfg.workload.as_str();
     if !WORKLOADS.contains(&w) {
         return Err(format!(
@@ -215,7 +231,8 @@ pub fn run_tuned(
     let sched = Scheduler::builder()
         .policy(policy(w))
         .seed(cfg.seed)
-        .percentage_of_nodes_to_score(cfg.percentage_of_nodes_to_score);
+        .percentage_of_nodes_to_score(cfg.percentage_of_nodes_to_score)
+        .reuse_across_pods(tuning.reuse);
     let mut sched = match parallel_threshold {
         Some(t) => sched.parallel_threshold(t),
         None => sched,

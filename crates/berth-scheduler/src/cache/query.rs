@@ -119,6 +119,43 @@ impl ClusterCache {
         }
     }
 
+    /// The topology domain of node `src` for `key` (None if the node lacks the label).
+    #[inline]
+    pub(crate) fn domain_of(&self, src: u32, key: Sym) -> Option<u32> {
+        let n = self.nodes.get(src as usize)?;
+        let pos = n.labels.0.iter().position(|(k, _)| *k == key)?;
+        n.domains.get(pos).copied()
+    }
+
+    /// Calls `f(node_slot)` once for every node sharing a `key` domain with any of `srcs`;
+    /// `seen` is a reusable buffer.
+    pub(crate) fn for_each_in_domains_of(
+        &self,
+        srcs: impl Iterator<Item = u32>,
+        key: Sym,
+        seen: &mut crate::intern::FxSet<u32>,
+        mut f: impl FnMut(u32),
+    ) {
+        if self.identity_topology(key) {
+            for src in srcs {
+                if self.rank.get(src as usize).is_some_and(|r| *r != u32::MAX) {
+                    f(src);
+                }
+            }
+            return;
+        }
+        seen.clear();
+        for src in srcs {
+            if let Some(d) = self.domain_of(src, key) {
+                if seen.insert(d) {
+                    for &m in &self.domains[d as usize] {
+                        f(m);
+                    }
+                }
+            }
+        }
+    }
+
     /// Calls `f(node_slot)` for every node in the same topology (`key`) as node `src`.
     #[inline]
     pub(crate) fn for_each_same_topology(&self, src: u32, key: Sym, mut f: impl FnMut(u32)) {

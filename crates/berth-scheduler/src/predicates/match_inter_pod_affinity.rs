@@ -34,6 +34,13 @@ pub(crate) fn prepare(
 ) -> Result<(u64, bool), String> {
     let flags = &mut s.aff_flags;
     let flagged = &mut s.flagged;
+    let mut seen = crate::intern::FxSet::default();
+    let mut mark = |m: u32, bit: u8| {
+        if flags[m as usize] == 0 {
+            flagged.push(m);
+        }
+        flags[m as usize] |= bit;
+    };
     let mut err = None;
     cache.for_each_existing_term_matching(pod, &[TermKind::RequiredAnti], |id| {
         let t = &cache.terms[id as usize];
@@ -41,15 +48,12 @@ pub(crate) fn prepare(
             err = Some(EMPTY_KEY.to_string());
             return;
         }
-        let identity = cache.identity_topology(t.term.topology_key);
-        for &src in t.nodes.keys() {
-            cache.for_each_same_topology_fast(identity, src, t.term.topology_key, |m| {
-                if flags[m as usize] == 0 {
-                    flagged.push(m);
-                }
-                flags[m as usize] |= EXISTING_ANTI
-            });
-        }
+        cache.for_each_in_domains_of(
+            t.nodes.keys().copied(),
+            t.term.topology_key,
+            &mut seen,
+            |m| mark(m, EXISTING_ANTI),
+        );
     });
     if let Some(e) = err {
         return Err(e);
@@ -59,15 +63,12 @@ pub(crate) fn prepare(
             return Err(EMPTY_KEY.to_string());
         }
     }
+    let mut srcs = Vec::new();
     for t in &pod.anti_affinity {
-        let identity = cache.identity_topology(t.topology_key);
-        cache.for_each_term_match(t, |src, _| {
-            cache.for_each_same_topology_fast(identity, src, t.topology_key, |m| {
-                if flags[m as usize] == 0 {
-                    flagged.push(m);
-                }
-                flags[m as usize] |= OWN_ANTI
-            })
+        srcs.clear();
+        cache.for_each_term_match(t, |src, _| srcs.push(src));
+        cache.for_each_in_domains_of(srcs.iter().copied(), t.topology_key, &mut seen, |m| {
+            mark(m, OWN_ANTI)
         });
     }
     let mut all = 0u64;
@@ -76,9 +77,11 @@ pub(crate) fn prepare(
         let bit = 1u64 << j;
         all |= bit;
         let sat = &mut s.aff_sat;
-        cache.for_each_term_match(t, |src, _| {
-            any_match = true;
-            cache.for_each_same_topology(src, t.topology_key, |m| sat[m as usize] |= bit);
+        srcs.clear();
+        cache.for_each_term_match(t, |src, _| srcs.push(src));
+        any_match |= !srcs.is_empty();
+        cache.for_each_in_domains_of(srcs.iter().copied(), t.topology_key, &mut seen, |m| {
+            sat[m as usize] |= bit
         });
     }
     let first_pod = !pod.affinity.is_empty()

@@ -13,17 +13,20 @@ pub(crate) fn score(c: &PodCtx, feasible: &[u32], counts: &mut Vec<i64>, out: &m
     counts.clear();
     counts.resize(cache.nodes.len(), 0);
     let mut touched = false;
+    // weights summed per topology domain first, then spread once per domain
+    let mut per_domain: crate::intern::FxMap<(u32, u32), i64> = Default::default();
+    let mut add = |src: u32, key: u32, w: i64| {
+        touched = true;
+        if let Some(d) = cache.domain_of(src, key) {
+            *per_domain.entry((key, d)).or_insert(0) += w;
+        }
+    };
     for (sign, list) in [
         (1i64, &pod.preferred_affinity),
         (-1, &pod.preferred_anti_affinity),
     ] {
         for (w, t) in list {
-            cache.for_each_term_match(t, |src, k| {
-                touched = true;
-                cache.for_each_same_topology(src, t.topology_key, |m| {
-                    counts[m as usize] += sign * w * k as i64
-                });
-            });
+            cache.for_each_term_match(t, |src, k| add(src, t.topology_key, sign * w * k as i64));
         }
     }
     let hard = c.hard_weight;
@@ -44,12 +47,16 @@ pub(crate) fn score(c: &PodCtx, feasible: &[u32], counts: &mut Vec<i64>, out: &m
             _ => -et.weight,
         };
         for (&src, &k) in &et.nodes {
-            touched = true;
-            cache.for_each_same_topology(src, et.term.topology_key, |m| {
-                counts[m as usize] += w * k as i64
-            });
+            add(src, et.term.topology_key, w * k as i64);
         }
     });
+    for (&(_, d), &w) in &per_domain {
+        if w != 0 {
+            for &m in &cache.domains[d as usize] {
+                counts[m as usize] += w;
+            }
+        }
+    }
     if !touched {
         out.fill(0);
         return;
