@@ -50,6 +50,7 @@ pub struct ApiServer {
     store: Store,
     clock: Clock,
     address: String,
+    priority_disabled: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl ApiServer {
@@ -59,7 +60,15 @@ impl ApiServer {
             store,
             clock,
             address,
+            priority_disabled: Default::default(),
         }
+    }
+
+    /// Turns pod priority off or on (seed 16.6.6, `disablePreemption` in a master config): while
+    /// off, a new pod naming a priority class is rejected; existing pods keep their fields.
+    pub fn set_pod_priority_disabled(&self, disabled: bool) {
+        self.priority_disabled
+            .store(disabled, std::sync::atomic::Ordering::Relaxed);
     }
 
     fn ctx(&self, token: Option<String>) -> Ctx {
@@ -68,6 +77,7 @@ impl ApiServer {
             clock: self.clock.clone(),
             address: self.address.clone(),
             token,
+            priority_disabled: self.priority_disabled.clone(),
         })
     }
 

@@ -26,6 +26,8 @@ pub struct Inner {
     pub address: String,
     /// Bearer token required on the network listener; `None` for the in-process router.
     pub token: Option<String>,
+    /// Pod priority switched off (seed 16.6.6): new pods may not name a priority class.
+    pub priority_disabled: Arc<std::sync::atomic::AtomicBool>,
 }
 
 pub type Ctx = Arc<Inner>;

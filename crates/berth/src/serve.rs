@@ -114,6 +114,9 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
         )
     })?;
     server.spawn_compactor();
+    // Seed 16.6.6: disablePreemption in the master config turns the feature off, admission too.
+    let master_disable = crate::master_config::disable_preemption(args.master_config.as_deref())?;
+    server.set_pod_priority_disabled(master_disable);
 
     let creds = tls::load_or_create(&args.data_dir, &[host.clone()])?;
     let kubeconfig = tls::write_kubeconfig(&args.data_dir, &url, &creds)?;
@@ -141,8 +144,7 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
     if !args.disable_scheduler {
         let cfg = berth_scheduler::driver::DriverConfig {
             policy,
-            disable_preemption: args.disable_preemption
-                || crate::master_config::disable_preemption(args.master_config.as_deref())?,
+            disable_preemption: args.disable_preemption || master_disable,
             ..berth_scheduler::driver::DriverConfig::named("default-scheduler")
         };
         let ops = berth_scheduler::driver::Ops::new();

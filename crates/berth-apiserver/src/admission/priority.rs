@@ -39,6 +39,18 @@ fn forbidden_pod(pod: &Value, why: String) -> ApiError {
 
 /// Resolves `priorityClassName` into `spec.priority` on pod create.
 pub fn admit_pod(ctx: &Ctx, pod: &mut Value) -> ApiResult<()> {
+    if ctx
+        .priority_disabled
+        .load(std::sync::atomic::Ordering::Relaxed)
+    {
+        return match pod["spec"]["priorityClassName"].as_str() {
+            Some(name) if !name.is_empty() => Err(forbidden_pod(
+                pod,
+                "spec.priorityClassName: pod priority is disabled on this cluster".into(),
+            )),
+            _ => Ok(()),
+        };
+    }
     let mut class_name = pod["spec"]["priorityClassName"]
         .as_str()
         .unwrap_or("")
