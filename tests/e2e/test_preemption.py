@@ -159,6 +159,47 @@ def test_budget_steers_preemption_to_unprotected_node(berth, ns):
         assert pod(berth, ns, filled[n][0])["metadata"].get("deletionTimestamp") is None
 
 
-@pytest.mark.skip(reason="needs Berth.start to pass --disable-preemption (conftest change)")
-def test_preemption_disabled_leaves_the_pod_pending(berth_factory):
-    pass
+def start_with(berth, berth_factory, tmp_path, monkeypatch, *extra):
+    """A server of the test's own with extra `berth serve` flags (through a wrapper binary)."""
+    launch_globals = type(berth).launch.__globals__
+    real = launch_globals["BERTH_BIN"]
+    wrapper = tmp_path / "berth-wrapped"
+    args = " ".join(f"'{a}'" for a in extra)
+    wrapper.write_text(f'#!/bin/sh\nexec "{real}" "$@" {args}\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setitem(launch_globals, "BERTH_BIN", wrapper)
+    try:
+        return berth_factory(nodes=2)
+    finally:
+        monkeypatch.setitem(launch_globals, "BERTH_BIN", real)
+
+
+def test_preemption_disabled_leaves_the_pod_pending(berth, berth_factory, tmp_path, monkeypatch):
+    b = start_with(berth, berth_factory, tmp_path, monkeypatch, "--disable-preemption")
+    ns = "default"
+    priority_class(b, "low", 10)
+    priority_class(b, "high", 100000)
+    filled = fill_nodes(b, ns, "low", seconds=0)
+    milli = max(node_cpu(b).values())
+    apply(b, cpu_pod(ns, "important", f"{milli // 2}m", "high"))
+    wait_until(lambda: any(e["reason"] == "FailedScheduling"
+                           for e in events_for(b, ns, "important")))
+    time.sleep(3)  # room for a (wrong) preemption to show; not a timing assertion
+    p = pod(b, ns, "important")
+    assert p["status"].get("phase") == "Pending"
+    assert not p["spec"].get("nodeName") and not p["status"].get("nominatedNodeName")
+    for names in filled.values():
+        for name in names:
+            assert pod(b, ns, name)["metadata"].get("deletionTimestamp") is None
+
+
+def test_master_config_turns_pod_priority_off(berth, berth_factory, tmp_path, monkeypatch):
+    mc = tmp_path / "master-config.yaml"
+    mc.write_text("kubernetesMasterConfig:\n  schedulerArgs:\n    disablePreemption:\n    - \"true\"\n")
+    b = start_with(berth, berth_factory, tmp_path, monkeypatch, "--master-config", str(mc))
+    priority_class(b, "high", 100000)
+    r = b.kubectl("apply", "-f", "-", check=False,
+                  stdin=json.dumps(cpu_pod("default", "named", "10m", "high")))
+    assert r.returncode != 0 and "priority" in r.stderr
+    apply(b, cpu_pod("default", "plain", "10m"))
+    wait_until(lambda: pod(b, "default", "plain")["spec"].get("nodeName"))
