@@ -3,6 +3,7 @@
 One `berth serve --cluster <file> --housekeeping-interval 1s` for the module. Nodes:
 - `hard-1`: 4Gi, system daemons 256Mi, eviction-hard memory.available<1Gi, transition 6s;
 - `soft-1`: 4Gi, system daemons 256Mi, eviction-soft memory.available<1Gi for 8s;
+- `press-1`: like soft-1 with a 1h grace period: pressure without eviction;
 - `seed-1`: seed 004's 32Gi node (kube-reserved 2Gi, system-reserved 1Gi, hard 100Mi), tainted;
 - `tenpct-1`: 10Gi, system-reserved 1Gi, hard memory.available<10% (upstream's exact number).
 Nothing here asserts on durations; only generous timeouts bound the waits.
@@ -32,6 +33,12 @@ pools:
     eviction-soft-grace-period: ["memory.available=8s"]
     eviction-max-pod-grace-period: ["0"]
     eviction-pressure-transition-period: ["4s"]
+- name: press
+  capacity: {cpu: "4", memory: 4Gi}
+  systemUsage: {memory: 256Mi}
+  kubeletArguments:
+    eviction-soft: ["memory.available<1Gi"]
+    eviction-soft-grace-period: ["memory.available=1h"]
 - name: seed
   capacity: {cpu: "8", memory: 32Gi}
   taints: [{key: berth.io/reserved, effect: NoSchedule}]
@@ -76,7 +83,7 @@ def kb(tmp_path_factory):
     f.write_text(CLUSTER)
     b = ClusterBerth(d / "data", f)
     b.launch()
-    eventually(lambda: len(b.kubectl_json("get", "nodes")["items"]) == 4, what="4 nodes")
+    eventually(lambda: len(b.kubectl_json("get", "nodes")["items"]) == 5, what="5 nodes")
     yield b
     b.stop()
 
@@ -165,26 +172,25 @@ def test_hard_threshold_evicts_best_effort_and_keeps_guaranteed(kb, kns):
 
 
 def test_pressure_admission_and_taint(kb, kns):
-    kb.kubectl("apply", "-f", "-", stdin=[on("hard-1", "hog", kns, usage="memory=100Mi",
-                                              resources={"requests": {"memory": "10Mi"}})])
+    kb.kubectl("apply", "-f", "-", stdin=[on("press-1", "hog", kns, usage="memory=100Mi")])
     eventually(lambda: running(kb, kns, "hog"), what="hog running")
-    # Burstable, over its request: under pressure with nothing BestEffort it is the victim,
-    # but first check the node's admission while the condition holds.
+    # 4Gi − 256Mi − 3200Mi = 640Mi < 1Gi: soft threshold met, grace 1h: pressure, no eviction.
     kb.kubectl("annotate", "pod", "hog", "-n", kns, "--overwrite", "berth.io/usage=memory=3200Mi")
-    eventually(lambda: condition(kb, "hard-1", "MemoryPressure")["status"] == "True",
+    eventually(lambda: condition(kb, "press-1", "MemoryPressure")["status"] == "True",
                what="MemoryPressure")
-    eventually(lambda: any(t["key"] == "node.kubernetes.io/memory-pressure"
-                           for t in kb.kubectl_json("get", "node", "hard-1")["spec"].get("taints", [])),
-               what="memory-pressure taint")
+    # Bound directly: the node admits a Burstable pod under MemoryPressure...
     kb.kubectl("apply", "-f", "-", stdin=[
-        on("hard-1", "be2", kns),
-        on("hard-1", "bu2", kns, resources={"requests": {"memory": "10Mi"}}),
-    ])
-    eventually(lambda: status(kb, kns, "bu2").get("phase") in ("Running",), what="burstable placed")
-    st = status(kb, kns, "be2")
-    assert st.get("phase") == "Pending"
-    assert not kb.kubectl_json("get", "pod", "be2", "-n", kns)["spec"].get("nodeName")
-    eventually(lambda: status(kb, kns, "hog").get("reason") == "Evicted", what="hog evicted")
+        {**pod("bu2", namespace=kns, node="press-1"),
+         "spec": {"nodeName": "press-1", "containers": [
+             {"name": "c", "image": "nginx:1.27", "resources": {"requests": {"memory": "10Mi"}}}]}}])
+    eventually(lambda: running(kb, kns, "bu2"), what="burstable admitted and running")
+    # ...and refuses a BestEffort one.
+    kb.kubectl("apply", "-f", "-", stdin=[pod("be3", namespace=kns, node="press-1")])
+    st = eventually(lambda: (s := status(kb, kns, "be3")).get("phase") == "Failed" and s,
+                    what="be3 rejected")
+    assert st["reason"] == "Evicted"
+    assert st["message"] == "The node had condition: [MemoryPressure]. "
+    assert running(kb, kns, "hog")
 
 
 def test_soft_threshold_waits_for_its_grace_period(kb, kns):

@@ -462,7 +462,9 @@ async fn evict(client: kube::Client, model: Arc<Mutex<NodeModel>>, node: String,
             .into_iter()
             .map(|mut s| {
                 let started = s["state"]["running"]["startedAt"].clone();
-                s["state"] = json!({"terminated": {"exitCode": 137, "startedAt": started, "finishedAt": ts}});
+                // The kill is recorded in lastState so that kubectl shows STATUS `Evicted` (the
+                // pod's reason) rather than the container's exit.
+                s["lastState"] = json!({"terminated": {"exitCode": 137, "startedAt": started, "finishedAt": ts}});
                 s["ready"] = json!(false);
                 s["started"] = json!(false);
                 s
