@@ -15,9 +15,14 @@ pub(crate) fn score(c: &PodCtx, feasible: &[u32], counts: &mut Vec<i64>, out: &m
     let mut touched = false;
     // weights summed per topology domain first, then spread once per domain
     let mut per_domain: crate::intern::FxMap<(u32, u32), i64> = Default::default();
-    let mut add = |src: u32, key: u32, w: i64| {
+    let mut add = |src: u32, key: u32, identity: bool, w: i64| {
         touched = true;
-        if let Some(d) = cache.domain_of(src, key) {
+        if identity {
+            // hostname-like key: the domain is the node itself
+            if cache.rank.get(src as usize).is_some_and(|r| *r != u32::MAX) {
+                counts[src as usize] += w;
+            }
+        } else if let Some(d) = cache.domain_of(src, key) {
             *per_domain.entry((key, d)).or_insert(0) += w;
         }
     };
@@ -26,7 +31,10 @@ pub(crate) fn score(c: &PodCtx, feasible: &[u32], counts: &mut Vec<i64>, out: &m
         (-1, &pod.preferred_anti_affinity),
     ] {
         for (w, t) in list {
-            cache.for_each_term_match(t, |src, k| add(src, t.topology_key, sign * w * k as i64));
+            let identity = cache.identity_topology(t.topology_key);
+            cache.for_each_term_match(t, |src, k| {
+                add(src, t.topology_key, identity, sign * w * k as i64)
+            });
         }
     }
     let hard = c.hard_weight;
@@ -46,8 +54,9 @@ pub(crate) fn score(c: &PodCtx, feasible: &[u32], counts: &mut Vec<i64>, out: &m
             TermKind::PreferredAffinity => et.weight,
             _ => -et.weight,
         };
+        let identity = cache.identity_topology(et.term.topology_key);
         for (&src, &k) in &et.nodes {
-            add(src, et.term.topology_key, w * k as i64);
+            add(src, et.term.topology_key, identity, w * k as i64);
         }
     });
     for (&(_, d), &w) in &per_domain {
