@@ -101,24 +101,6 @@ impl ClusterCache {
             && self.key_nodes.get(&key).copied().unwrap_or(0) as usize == self.order.len()
     }
 
-    /// Like [`Self::for_each_same_topology`], with `identity` from [`Self::identity_topology`].
-    #[inline]
-    pub(crate) fn for_each_same_topology_fast(
-        &self,
-        identity: bool,
-        src: u32,
-        key: Sym,
-        mut f: impl FnMut(u32),
-    ) {
-        if identity {
-            if self.rank.get(src as usize).is_some_and(|r| *r != u32::MAX) {
-                f(src);
-            }
-        } else {
-            self.for_each_same_topology(src, key, f);
-        }
-    }
-
     /// The topology domain of node `src` for `key` (None if the node lacks the label).
     #[inline]
     pub(crate) fn domain_of(&self, src: u32, key: Sym) -> Option<u32> {
@@ -153,21 +135,6 @@ impl ClusterCache {
                     }
                 }
             }
-        }
-    }
-
-    /// Calls `f(node_slot)` for every node in the same topology (`key`) as node `src`.
-    #[inline]
-    pub(crate) fn for_each_same_topology(&self, src: u32, key: Sym, mut f: impl FnMut(u32)) {
-        let n = &self.nodes[src as usize];
-        let Some(pos) = n.labels.0.iter().position(|(k, _)| *k == key) else {
-            return;
-        };
-        let Some(&dom) = n.domains.get(pos) else {
-            return;
-        };
-        for &m in &self.domains[dom as usize] {
-            f(m);
         }
     }
 }
