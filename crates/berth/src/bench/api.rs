@@ -68,21 +68,7 @@ pub async fn run(args: ApiBenchArgs) -> anyhow::Result<()> {
                 .prefix("berth-bench-api-")
                 .tempdir()
                 .context("creating a temporary data dir")?;
-            let serve = crate::serve::ServeArgs {
-                bind_address: "127.0.0.1".into(),
-                port: 0,
-                data_dir: dir.path().to_path_buf(),
-                nodes: 0,
-                cluster: None,
-                housekeeping_interval: berth_kubelet::DEFAULT_HOUSEKEEPING_INTERVAL,
-                memory_store: args.memory_store,
-                policy_config_file: None,
-                disable_scheduler: true,
-                scheduler_metrics_address: None,
-                node_monitor_grace_period: std::time::Duration::from_secs(40),
-                disable_preemption: false,
-                master_config: None,
-            };
+            let serve = serve_args(dir.path(), args.memory_store)?;
             let running = crate::serve::start(&serve).await?;
             let path = running.kubeconfig.clone();
             _server = Some((running, dir));
@@ -113,6 +99,8 @@ pub async fn run(args: ApiBenchArgs) -> anyhow::Result<()> {
     let watcher = start_watch(Api::namespaced(client()?, &namespace), args.pods).await?;
 
     let next = Arc::new(AtomicUsize::new(0));
+    let load = load_average();
+    let cpu_before = process_cpu_seconds();
     let started = Instant::now();
     let tasks: Vec<_> = clients
         .into_iter()
@@ -123,13 +111,16 @@ pub async fn run(args: ApiBenchArgs) -> anyhow::Result<()> {
         creates.extend(task.await.context("a client task panicked")??);
     }
     let elapsed = started.elapsed();
+    let cpu = cpu_before.zip(process_cpu_seconds()).map(|(a, b)| b - a);
 
     let arrivals = tokio::time::timeout(DRAIN_TIMEOUT, watcher)
         .await
         .map_err(|_| anyhow::anyhow!("the watch did not deliver all {} ADDED events within {DRAIN_TIMEOUT:?} of the last create", args.pods))?
         .context("the watch task panicked")??;
 
-    let report = Report::new(&args, backend, elapsed, &creates, &arrivals);
+    let mut report = Report::new(&args, backend, elapsed, &creates, &arrivals);
+    report.cpu_seconds = cpu;
+    report.load_average = load;
     if args.json {
         println!("{}", report.json());
     } else {
@@ -143,6 +134,41 @@ pub async fn run(args: ApiBenchArgs) -> anyhow::Result<()> {
             .await;
     }
     Ok(())
+}
+
+/// `berth serve --port 0 --nodes 0 --disable-scheduler` on loopback with a fresh data dir; the
+/// other flags keep their defaults. Only the API server and the store are measured: with a
+/// scheduler and no nodes, every pod would also cost a failed-scheduling status write.
+fn serve_args(
+    data_dir: &std::path::Path,
+    memory_store: bool,
+) -> anyhow::Result<crate::serve::ServeArgs> {
+    use clap::{Args, FromArgMatches};
+    let mut argv: Vec<std::ffi::OsString> = [
+        "serve",
+        "--bind-address",
+        "127.0.0.1",
+        "--port",
+        "0",
+        "--nodes",
+        "0",
+    ]
+    .into_iter()
+    .map(Into::into)
+    .collect();
+    argv.extend([
+        "--disable-scheduler".into(),
+        "--data-dir".into(),
+        data_dir.as_os_str().to_owned(),
+    ]);
+    if memory_store {
+        argv.push("--memory-store".into());
+    }
+    let command = crate::serve::ServeArgs::augment_args(clap::Command::new("serve"));
+    let matches = command
+        .try_get_matches_from(argv)
+        .context("building the serve arguments")?;
+    Ok(crate::serve::ServeArgs::from_arg_matches(&matches)?)
 }
 
 async fn client_config(path: &PathBuf) -> anyhow::Result<kube::Config> {
@@ -291,6 +317,10 @@ struct Report {
     create_ms: Vec<f64>,
     /// Create request sent → watch event received, milliseconds, sorted.
     watch_ms: Vec<f64>,
+    /// CPU time of this process (server and clients when in process) while creating.
+    cpu_seconds: Option<f64>,
+    /// The host's 1-minute load average when the creates began (other work competing for CPU).
+    load_average: Option<f64>,
 }
 
 impl Report {
@@ -322,6 +352,8 @@ impl Report {
             creates_per_second: creates.len() as f64 / seconds,
             create_ms,
             watch_ms,
+            cpu_seconds: None,
+            load_average: None,
         }
     }
 
@@ -337,6 +369,9 @@ impl Report {
             "watch_p50_ms": round(percentile(&self.watch_ms, 50.0), 3),
             "watch_p99_ms": round(percentile(&self.watch_ms, 99.0), 3),
             "watch_latency": "create request sent to ADDED event received",
+            "cpu_seconds": self.cpu_seconds.map(|c| round(c, 3)),
+            "cpu_ms_per_create": self.cpu_seconds.map(|c| round(c * 1e3 / self.pods as f64, 4)),
+            "load_average_1m": self.load_average,
         })
     }
 
@@ -355,7 +390,34 @@ impl Report {
             percentile(&self.watch_ms, 50.0),
             percentile(&self.watch_ms, 99.0)
         );
+        if let Some(cpu) = self.cpu_seconds {
+            println!(
+                "  cpu: {cpu:.2} s in this process ({:.0} µs per create), host load average {}",
+                cpu * 1e6 / self.pods as f64,
+                self.load_average
+                    .map_or("unknown".into(), |l| format!("{l:.2}"))
+            );
+        }
     }
+}
+
+/// User + system CPU seconds this process has used (Linux; `None` elsewhere).
+fn process_cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the parenthesised command: state is 3rd overall, utime 14th, stime 15th.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+    Some(ticks / 100.0) // USER_HZ
+}
+
+/// The host's 1-minute load average (Linux; `None` elsewhere).
+fn load_average() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 /// Nearest-rank percentile of sorted values (0 when there are none).
