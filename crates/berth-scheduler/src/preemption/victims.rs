@@ -18,12 +18,19 @@ use crate::node_info::NodeInfo;
 use crate::pod_info::PodInfo;
 use crate::predicates::{NodeView, Pred};
 
-/// A potential victim: its info, whether it was assumed, its start time.
+/// A potential victim: its cache slot, priority, start time and whether evicting it violates a
+/// budget.
 struct Potential {
-    info: PodInfo,
-    assumed: bool,
+    slot: u32,
+    priority: i32,
     start: Option<i64>,
     violating: bool,
+}
+
+/// A victim taken out of the cache, to be put back as it was.
+struct Owned {
+    info: PodInfo,
+    assumed: bool,
 }
 
 impl Scheduler {
@@ -108,25 +115,29 @@ fn potential_victims(
     let mut v: Vec<Potential> = cache.nodes[ix as usize]
         .pods
         .iter()
-        .filter_map(|&p| cache.pod_slot(p))
-        .filter(|s| s.info.priority < pod.priority)
-        .map(|s| Potential {
-            start: input.start_times.get(&s.info.key).copied(),
-            violating: violates(cache, pdbs, &s.info),
-            info: s.info.clone(),
-            assumed: s.assumed,
+        .filter_map(|&p| cache.pod_slot(p).map(|s| (p, s)))
+        .filter(|(_, s)| s.info.priority < pod.priority)
+        .map(|(p, s)| Potential {
+            slot: p,
+            priority: s.info.priority,
+            start: if input.start_times.is_empty() {
+                None
+            } else {
+                input.start_times.get(&s.info.key).copied()
+            },
+            violating: !pdbs.is_empty() && violates(cache, pdbs, &s.info),
         })
         .collect();
+    let key = |p: &Potential| cache.pod_slot(p.slot).map_or("", |s| s.info.key.as_str());
     v.sort_by(|a, b| {
-        b.info
-            .priority
-            .cmp(&a.info.priority)
+        b.priority
+            .cmp(&a.priority)
             .then(
                 a.start
                     .unwrap_or(i64::MIN)
                     .cmp(&b.start.unwrap_or(i64::MIN)),
             )
-            .then(a.info.key.cmp(&b.info.key))
+            .then_with(|| key(a).cmp(key(b)))
     });
     v
 }
@@ -140,10 +151,12 @@ fn reprieve_order(potential: &[Potential]) -> Vec<usize> {
     order
 }
 
-fn victim(p: &Potential) -> Victim {
+fn victim(cache: &ClusterCache, p: &Potential) -> Victim {
     Victim {
-        key: p.info.key.clone(),
-        priority: p.info.priority,
+        key: cache
+            .pod_slot(p.slot)
+            .map_or_else(String::new, |s| s.info.key.clone()),
+        priority: p.priority,
         start: p.start,
     }
 }
@@ -211,13 +224,15 @@ fn by_copy(
     let mut violations = 0;
     for i in reprieve_order(&potential) {
         let p = &potential[i];
-        let attach = cache.attach_ids(&p.info);
+        let Some(s) = cache.pod_slot(p.slot) else {
+            continue;
+        };
         let mut trial = base.clone();
-        add_pod_to(&mut trial, &p.info, &attach);
+        add_pod_to(&mut trial, &s.info, &s.attach);
         if fits(&trial) {
             base = trial;
         } else {
-            victims.push(victim(p));
+            victims.push(victim(cache, p));
             violations += p.violating as usize;
         }
     }
@@ -245,18 +260,31 @@ fn by_cache(
             Err(_) => false,
         }
     };
-    let put_back = |cache: &mut ClusterCache, p: &Potential| {
+    // victim() reads keys from the cache: record them before the pods leave it
+    let chosen: Vec<Victim> = potential.iter().map(|p| victim(cache, p)).collect();
+    let owned: Vec<Owned> = potential
+        .iter()
+        .filter_map(|p| cache.pod_slot(p.slot))
+        .map(|s| Owned {
+            info: s.info.clone(),
+            assumed: s.assumed,
+        })
+        .collect();
+    if owned.len() != potential.len() {
+        return None;
+    }
+    let put_back = |cache: &mut ClusterCache, p: &Owned| {
         if p.assumed {
             let _ = cache.assume(p.info.clone(), &p.info.node_name);
         } else {
             cache.upsert_pod_info(p.info.clone());
         }
     };
-    for p in &potential {
+    for p in &owned {
         cache.remove_pod(&p.info.key);
     }
     if !fits(s, cache) {
-        for p in &potential {
+        for p in &owned {
             put_back(cache, p);
         }
         return None;
@@ -265,17 +293,17 @@ fn by_cache(
     let mut removed = Vec::new();
     let mut violations = 0;
     for i in reprieve_order(&potential) {
-        let p = &potential[i];
+        let p = &owned[i];
         put_back(cache, p);
         if !fits(s, cache) {
             cache.remove_pod(&p.info.key);
             removed.push(i);
-            victims.push(victim(p));
-            violations += p.violating as usize;
+            victims.push(chosen[i].clone());
+            violations += potential[i].violating as usize;
         }
     }
     for i in removed {
-        put_back(cache, &potential[i]);
+        put_back(cache, &owned[i]);
     }
     Some((victims, violations))
 }
