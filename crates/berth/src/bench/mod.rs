@@ -1,12 +1,15 @@
 //! `berth bench`: reproducible workloads that print throughput (never asserted anywhere).
 
 mod api;
+mod e2e;
 mod scheduler;
 
 #[derive(clap::Subcommand)]
 pub enum BenchCommand {
     /// Pod creates/s through HTTPS with concurrent clients, and watch latency.
     Api(api::ApiBenchArgs),
+    /// Pods scheduled/s end to end: creates through HTTPS until a watch sees every pod bound.
+    E2e(e2e::E2eBenchArgs),
     /// The scheduling engine in process on scheduler_perf workloads.
     Scheduler(scheduler::SchedulerBenchArgs),
 }
@@ -14,6 +17,7 @@ pub enum BenchCommand {
 pub async fn run(cmd: BenchCommand) -> anyhow::Result<()> {
     match cmd {
         BenchCommand::Api(args) => api::run(args).await,
+        BenchCommand::E2e(args) => e2e::run(args).await,
         BenchCommand::Scheduler(args) => scheduler::run(args),
     }
 }
