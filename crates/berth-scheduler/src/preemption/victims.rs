@@ -227,11 +227,20 @@ fn by_copy(
         let Some(s) = cache.pod_slot(p.slot) else {
             continue;
         };
-        let mut trial = base.clone();
-        add_pod_to(&mut trial, &s.info, &s.attach);
-        if fits(&trial) {
-            base = trial;
-        } else {
+        // add it back; undo in place when it does not fit (add_pod_to only appends and sums)
+        let (ports, disks) = (base.ports.len(), base.disks.len());
+        let attached = (!s.attach.is_empty()).then(|| base.attached.clone());
+        add_pod_to(&mut base, &s.info, &s.attach);
+        if !fits(&base) {
+            base.requested.add(&s.info.container_request, -1);
+            base.nonzero.0 -= s.info.nonzero.0;
+            base.nonzero.1 -= s.info.nonzero.1;
+            base.pod_count -= 1;
+            base.ports.truncate(ports);
+            base.disks.truncate(disks);
+            if let Some(a) = attached {
+                base.attached = a;
+            }
             victims.push(victim(cache, p));
             violations += p.violating as usize;
         }
