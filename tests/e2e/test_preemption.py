@@ -100,8 +100,6 @@ def test_seed_sample_priority_class_and_pod(berth, ns):
     seed_sample(berth, ns, "v1")
 
 
-@pytest.mark.xfail(reason="the API server does not yet accept scheduling.k8s.io/v1beta1 "
-                          "PriorityClass objects (the seed's sample uses v1beta1)", strict=False)
 def test_seed_sample_priority_class_v1beta1(berth_factory):
     seed_sample(berth_factory(nodes=1), "default", "v1beta1")
 

@@ -182,6 +182,13 @@ fn roundtrip<T: DeserializeOwned + serde::Serialize>(v: &Value) -> Result<Value,
 /// not know. `Err` carries a type error (e.g. a string where a number belongs).
 pub fn schema_check(group: &str, kind: &str, v: &Value) -> Result<Vec<String>, String> {
     use k8s_openapi::api as a;
+    // The typed structs are of one version; other served versions of a kind (e.g.
+    // scheduling.k8s.io/v1beta1 PriorityClass) share its schema, so the version is not checked here.
+    let mut v = v.clone();
+    if let Some(o) = v.as_object_mut() {
+        o.remove("apiVersion");
+    }
+    let v = &v;
     let typed = match (group, kind) {
         ("", "Pod") => roundtrip::<a::core::v1::Pod>(v),
         ("", "Node") => roundtrip::<a::core::v1::Node>(v),
