@@ -427,7 +427,9 @@ pub async fn write_update(
     admission::admit_update(ctx, rt, old, &mut new).await?;
     admission::validate(rt, &new, Some(old))?;
     codec::stamp(&mut new, expected.unwrap_or(0), &req.target);
-    if req.query.dry_run()? {
+    // An update that changes nothing writes nothing: the resourceVersion stays, no event is sent
+    // (upstream; `kubectl patch` then says "(no change)").
+    if req.query.dry_run()? || (expected.is_some() && new == *old) {
         return Ok(respond(ctx, req, StatusCode::OK, new));
     }
     // Removing the last finalizer of an object being deleted completes its deletion.
@@ -598,7 +600,7 @@ pub async fn delete(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
             });
         }
     }
-    if req.query.dry_run()? {
+    if options.dry_run {
         return Ok(respond(ctx, req, StatusCode::OK, current));
     }
     crate::deletion::delete_object(ctx, req, current, rv, &options).await
@@ -610,6 +612,8 @@ pub struct DeleteOptions {
     pub grace_period_seconds: Option<i64>,
     pub precondition_uid: Option<String>,
     pub precondition_rv: Option<i64>,
+    /// `dryRun=All` in the query or `"dryRun": ["All"]` in the body (kubectl sends the latter).
+    pub dry_run: bool,
 }
 
 impl DeleteOptions {
@@ -628,7 +632,24 @@ impl DeleteOptions {
             Some(g) => Some(g),
             None => body.get("gracePeriodSeconds").and_then(Value::as_i64),
         };
+        let dry_run = match body.get("dryRun") {
+            None | Some(Value::Null) => false,
+            Some(Value::Array(modes)) => {
+                if let Some(bad) = modes.iter().find(|m| *m != "All") {
+                    return Err(ApiError::BadRequest(format!(
+                        "dryRun: Unsupported value: {bad}: supported values: \"All\""
+                    )));
+                }
+                !modes.is_empty()
+            }
+            Some(other) => {
+                return Err(ApiError::BadRequest(format!(
+                    "error decoding DeleteOptions: dryRun must be a list, got {other}"
+                )))
+            }
+        };
         Ok(DeleteOptions {
+            dry_run: dry_run || query.dry_run()?,
             grace_period_seconds: grace,
             precondition_uid: body["preconditions"]["uid"].as_str().map(str::to_string),
             precondition_rv: body["preconditions"]["resourceVersion"]
@@ -653,6 +674,10 @@ pub async fn delete_collection(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Respons
         if !selectors.matches(&obj) {
             continue;
         }
+        if options.dry_run {
+            items.push(obj);
+            continue;
+        }
         let mut target = req.target.clone();
         target.name = Some(meta_str(&obj, "name").to_string());
         target.namespace = obj["metadata"]["namespace"].as_str().map(str::to_string);
@@ -672,4 +697,34 @@ pub async fn delete_collection(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Respons
     }
     let list = json!({"kind": rt.list_kind(), "apiVersion": rt.api_version(), "metadata": {"resourceVersion": ctx.store.current_revision().to_string()}, "items": items});
     Ok(json_response(StatusCode::OK, &list))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delete_options_dry_run_from_the_body_as_kubectl_sends_it() {
+        let none = Query::default();
+        let body = json!({"propagationPolicy": "Background", "dryRun": ["All"]});
+        assert!(DeleteOptions::from_value(&body, &none).unwrap().dry_run);
+        let query = Query::parse(Some("dryRun=All"));
+        assert!(
+            DeleteOptions::from_value(&Value::Null, &query)
+                .unwrap()
+                .dry_run
+        );
+        assert!(
+            !DeleteOptions::from_value(&json!({}), &none)
+                .unwrap()
+                .dry_run
+        );
+        assert!(
+            !DeleteOptions::from_value(&json!({"dryRun": []}), &none)
+                .unwrap()
+                .dry_run
+        );
+        assert!(DeleteOptions::from_value(&json!({"dryRun": ["Some"]}), &none).is_err());
+        assert!(DeleteOptions::from_value(&json!({"dryRun": "All"}), &none).is_err());
+    }
 }

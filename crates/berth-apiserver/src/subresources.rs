@@ -156,17 +156,14 @@ pub async fn evict(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
     let pod_req = pod_request(req, &name)?;
     let (pod, rv) = read(ctx, &pod_req)?;
     let namespace = req.target.namespace.clone().unwrap_or_default();
+    let options = DeleteOptions::from_value(&eviction["deleteOptions"], &req.query)?;
     let running = pod["status"]["phase"] == "Running";
     if running && meta_str(&pod, "deletionTimestamp").is_empty() {
-        check_budgets(ctx, &namespace, &pod, req.query.dry_run()?).await?;
+        check_budgets(ctx, &namespace, &pod, options.dry_run).await?;
     }
-    if req.query.dry_run()? {
+    if options.dry_run {
         return Ok(json_response(StatusCode::CREATED, &success(201)));
     }
-    let options = DeleteOptions::from_value(
-        &eviction["deleteOptions"],
-        &crate::request::Query::default(),
-    )?;
     crate::deletion::delete_object(ctx, &pod_req, pod, rv, &options).await?;
     Ok(json_response(StatusCode::CREATED, &success(201)))
 }
