@@ -174,7 +174,14 @@ fn is_empty(v: &Value) -> bool {
 }
 
 fn roundtrip<T: DeserializeOwned + serde::Serialize>(v: &Value) -> Result<Value, String> {
-    let typed: T = serde_json::from_value(v.clone()).map_err(|e| e.to_string())?;
+    // A type error names the field it is in, as upstream's decoder does.
+    let typed: T = serde_path_to_error::deserialize(v.clone()).map_err(|e| {
+        let path = e.path().to_string();
+        match path.as_str() {
+            "." => e.into_inner().to_string(),
+            _ => format!("{path}: {}", e.into_inner()),
+        }
+    })?;
     serde_json::to_value(typed).map_err(|e| e.to_string())
 }
 
@@ -249,8 +256,15 @@ mod tests {
     }
 
     #[test]
-    fn type_errors_are_errors() {
+    fn type_errors_are_errors_naming_the_field() {
         let pod = serde_json::json!({"kind":"Pod","metadata":{"name":5}});
-        assert!(schema_check("", "Pod", &pod).is_err());
+        let err = schema_check("", "Pod", &pod).unwrap_err();
+        assert!(err.starts_with("metadata.name: invalid type"), "{err}");
+        let pod = serde_json::json!({"kind":"Pod","spec":{"containers":[{"name":"c","ports":[{"containerPort":"eighty"}]}]}});
+        let err = schema_check("", "Pod", &pod).unwrap_err();
+        assert!(
+            err.starts_with("spec.containers[0].ports[0].containerPort: invalid type"),
+            "{err}"
+        );
     }
 }
