@@ -8,7 +8,8 @@ repository), on a free port with a fresh data directory and 3 simulated nodes, a
 - `berth.core` / `berth.scheduling`: the official Python client, configured from the kubeconfig;
 - `ns`: a namespace of the test's own, deleted afterwards.
 
-`Berth` can also be started by hand (`Berth.start(data_dir)`) for tests that restart or kill it.
+`berth_factory` (or `Berth.start(data_dir, nodes, args)`) starts servers of a test's own, with
+further `berth serve` flags, for tests that need their own cluster, or restart or kill it.
 """
 
 import json
@@ -45,9 +46,11 @@ class KubectlError(AssertionError):
 class Berth:
     """One running `berth serve` and the clients pointed at it."""
 
-    def __init__(self, data_dir, nodes=3):
+    def __init__(self, data_dir, nodes=3, args=()):
         self.data_dir = Path(data_dir)
         self.nodes = nodes
+        #: Further `berth serve` flags, e.g. `("--policy-config-file", path)`.
+        self.args = [str(a) for a in args]
         self.proc = None
         self.url = None
         self.kubeconfig = self.data_dir / "kubeconfig"
@@ -56,8 +59,8 @@ class Berth:
         self._api_client = None
 
     @classmethod
-    def start(cls, data_dir, nodes=3):
-        b = cls(data_dir, nodes)
+    def start(cls, data_dir, nodes=3, args=()):
+        b = cls(data_dir, nodes, args)
         b.launch()
         return b
 
@@ -73,7 +76,7 @@ class Berth:
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(
             [str(BERTH_BIN), "serve", "--port", "0", "--data-dir", str(self.data_dir),
-             "--nodes", str(self.nodes)],
+             "--nodes", str(self.nodes), *self.args],
             stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL, text=True,
         )
         log.close()
@@ -162,7 +165,7 @@ class Berth:
                                 stderr=subprocess.PIPE, text=True)
 
     def create_namespace(self, name):
-        """Creates a namespace from a manifest (`kubectl create namespace` sends protobuf)."""
+        """Creates a namespace from a manifest (the JSON path every client takes)."""
         self.kubectl("create", "-f", "-", stdin={"apiVersion": "v1", "kind": "Namespace",
                                                   "metadata": {"name": name}})
 
@@ -253,8 +256,8 @@ def berth_factory(tmp_path):
     """Starts servers of the test's own (for restarts and crashes); stops them afterwards."""
     started = []
 
-    def start(data_dir=None, nodes=3):
-        b = Berth.start(data_dir or tmp_path / f"data-{len(started)}", nodes=nodes)
+    def start(data_dir=None, nodes=3, args=()):
+        b = Berth.start(data_dir or tmp_path / f"data-{len(started)}", nodes=nodes, args=args)
         started.append(b)
         return b
 

@@ -250,3 +250,13 @@ def test_priority_class_through_the_python_client_is_forbidden(berth):
         assert e.status == 422
         assert "system-" in json.loads(e.body)["message"]
     assert "system-fake" not in class_names(berth)
+
+
+def test_wrong_type_is_bad_request_naming_the_field(berth, ns):
+    bad = pod("typed")
+    bad["spec"]["containers"][0]["ports"] = [{"containerPort": "eighty"}]
+    r = berth.kubectl("create", "-f", "-", "-n", ns, stdin=bad, check=False)
+    assert r.returncode != 0
+    assert "Error from server (BadRequest)" in r.stderr
+    assert "spec.containers[0].ports[0].containerPort" in r.stderr
+    assert pod_names(berth, ns) == []

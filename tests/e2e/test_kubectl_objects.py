@@ -426,21 +426,3 @@ def test_kubectl_run_creates_a_pod(berth, ns):
     p = berth.kubectl_json("get", "pod", "web", "-n", ns)
     assert p["metadata"]["labels"] == {"app": "web"}
 
-
-def test_kubectl_create_namespace(berth):
-    # kubectl's typed generators send protobuf bodies.
-    out = berth.kubectl("create", "namespace", "imperative").stdout
-    assert out.strip() == "namespace/imperative created"
-    ns = berth.kubectl_json("get", "namespace", "imperative")
-    assert ns["status"]["phase"] == "Active"
-    berth.kubectl("delete", "namespace", "imperative")
-
-
-def test_kubectl_create_priorityclass(berth):
-    out = berth.kubectl("create", "priorityclass", "imperative-high", "--value=1000",
-                        "--description=from kubectl", "--preemption-policy=Never").stdout
-    assert out.strip() == "priorityclass.scheduling.k8s.io/imperative-high created"
-    pc = berth.kubectl_json("get", "priorityclass", "imperative-high")
-    assert pc["value"] == 1000 and pc["description"] == "from kubectl"
-    assert pc["preemptionPolicy"] == "Never" and pc.get("globalDefault") in (None, False)
-    berth.kubectl("delete", "priorityclass", "imperative-high")
