@@ -70,7 +70,9 @@ impl QueueConfig {
             return Duration::ZERO;
         }
         let factor = 1u32.checked_shl(attempts - 1).unwrap_or(u32::MAX);
-        self.initial_backoff.checked_mul(factor).map_or(self.max_backoff, |d| d.min(self.max_backoff))
+        self.initial_backoff
+            .checked_mul(factor)
+            .map_or(self.max_backoff, |d| d.min(self.max_backoff))
     }
 }
 
@@ -174,7 +176,8 @@ impl<K: Clone + Eq + Hash + Ord, P> SchedulingQueue<K, P> {
             backoff_until: Duration::ZERO,
             place: Place::Active,
         };
-        self.active.insert((Reverse(priority), now, seq, key.clone()));
+        self.active
+            .insert((Reverse(priority), now, seq, key.clone()));
         self.entries.insert(key, entry);
     }
 
@@ -189,8 +192,14 @@ impl<K: Clone + Eq + Hash + Ord, P> SchedulingQueue<K, P> {
         };
         match entry.place {
             Place::Active => {
-                self.active.remove(&(Reverse(entry.priority), entry.enqueued_at, entry.seq, key.clone()));
-                self.active.insert((Reverse(priority), entry.enqueued_at, entry.seq, key));
+                self.active.remove(&(
+                    Reverse(entry.priority),
+                    entry.enqueued_at,
+                    entry.seq,
+                    key.clone(),
+                ));
+                self.active
+                    .insert((Reverse(priority), entry.enqueued_at, entry.seq, key));
             }
             Place::Backoff => {}
             Place::Unschedulable(since) => {
@@ -198,7 +207,8 @@ impl<K: Clone + Eq + Hash + Ord, P> SchedulingQueue<K, P> {
                 entry.attempts = 0;
                 entry.backoff_until = Duration::ZERO;
                 entry.place = Place::Active;
-                self.active.insert((Reverse(priority), entry.enqueued_at, entry.seq, key));
+                self.active
+                    .insert((Reverse(priority), entry.enqueued_at, entry.seq, key));
             }
             Place::InFlight { .. } => entry.place = Place::InFlight { updated: true },
         }
@@ -212,10 +222,16 @@ impl<K: Clone + Eq + Hash + Ord, P> SchedulingQueue<K, P> {
         let entry = self.entries.remove(key)?;
         match entry.place {
             Place::Active => {
-                self.active.remove(&(Reverse(entry.priority), entry.enqueued_at, entry.seq, key.clone()));
+                self.active.remove(&(
+                    Reverse(entry.priority),
+                    entry.enqueued_at,
+                    entry.seq,
+                    key.clone(),
+                ));
             }
             Place::Backoff => {
-                self.backoff.remove(&(entry.backoff_until, entry.seq, key.clone()));
+                self.backoff
+                    .remove(&(entry.backoff_until, entry.seq, key.clone()));
             }
             Place::Unschedulable(since) => {
                 self.unschedulable.remove(&(since, entry.seq, key.clone()));
@@ -232,8 +248,12 @@ impl<K: Clone + Eq + Hash + Ord, P> SchedulingQueue<K, P> {
         self.flush_unschedulable_timeouts(now);
         loop {
             let (_, _, _, key) = self.active.pop_first()?;
-            let Some(entry) = self.entries.get_mut(&key) else { continue };
-            let Some(payload) = entry.payload.take() else { continue };
+            let Some(entry) = self.entries.get_mut(&key) else {
+                continue;
+            };
+            let Some(payload) = entry.payload.take() else {
+                continue;
+            };
             self.scheduling_cycle += 1;
             entry.place = Place::InFlight { updated: false };
             return Some(QueuedPod {
@@ -276,8 +296,12 @@ impl<K: Clone + Eq + Hash + Ord, P> SchedulingQueue<K, P> {
     /// Shared requeue of a failed in-flight pod.
     fn requeue_failed(&mut self, pod: QueuedPod<K, P>, now: Duration, to_backoff: bool) -> bool {
         let seq = self.seq();
-        let Some(entry) = self.entries.get_mut(&pod.key) else { return false };
-        let Place::InFlight { updated } = entry.place else { return false };
+        let Some(entry) = self.entries.get_mut(&pod.key) else {
+            return false;
+        };
+        let Place::InFlight { updated } = entry.place else {
+            return false;
+        };
         entry.enqueued_at = now;
         entry.seq = seq;
         if updated {
@@ -285,7 +309,8 @@ impl<K: Clone + Eq + Hash + Ord, P> SchedulingQueue<K, P> {
             entry.attempts = 0;
             entry.backoff_until = Duration::ZERO;
             entry.place = Place::Active;
-            self.active.insert((Reverse(entry.priority), now, seq, pod.key));
+            self.active
+                .insert((Reverse(entry.priority), now, seq, pod.key));
             return true;
         }
         entry.payload = Some(pod.payload);
@@ -311,7 +336,10 @@ impl<K: Clone + Eq + Hash + Ord, P> SchedulingQueue<K, P> {
             .unschedulable
             .iter()
             .filter(|(_, _, key)| {
-                self.entries.get(key).and_then(|e| e.payload.as_ref()).is_some_and(&may_help)
+                self.entries
+                    .get(key)
+                    .and_then(|e| e.payload.as_ref())
+                    .is_some_and(&may_help)
             })
             .cloned()
             .collect();
@@ -335,10 +363,13 @@ impl<K: Clone + Eq + Hash + Ord, P> SchedulingQueue<K, P> {
             if *until > now {
                 break;
             }
-            let Some((_, seq, key)) = self.backoff.pop_first() else { break };
+            let Some((_, seq, key)) = self.backoff.pop_first() else {
+                break;
+            };
             if let Some(entry) = self.entries.get_mut(&key) {
                 entry.place = Place::Active;
-                self.active.insert((Reverse(entry.priority), entry.enqueued_at, seq, key));
+                self.active
+                    .insert((Reverse(entry.priority), entry.enqueued_at, seq, key));
                 moved += 1;
             }
         }
@@ -353,7 +384,9 @@ impl<K: Clone + Eq + Hash + Ord, P> SchedulingQueue<K, P> {
             if *since + self.config.unschedulable_timeout > now {
                 break;
             }
-            let Some((_, _, key)) = self.unschedulable.pop_first() else { break };
+            let Some((_, _, key)) = self.unschedulable.pop_first() else {
+                break;
+            };
             self.leave_unschedulable(key, now);
             moved += 1;
         }
@@ -362,13 +395,16 @@ impl<K: Clone + Eq + Hash + Ord, P> SchedulingQueue<K, P> {
 
     /// Places a pod just taken out of the unschedulable set.
     fn leave_unschedulable(&mut self, key: K, now: Duration) {
-        let Some(entry) = self.entries.get_mut(&key) else { return };
+        let Some(entry) = self.entries.get_mut(&key) else {
+            return;
+        };
         if entry.backoff_until > now {
             entry.place = Place::Backoff;
             self.backoff.insert((entry.backoff_until, entry.seq, key));
         } else {
             entry.place = Place::Active;
-            self.active.insert((Reverse(entry.priority), entry.enqueued_at, entry.seq, key));
+            self.active
+                .insert((Reverse(entry.priority), entry.enqueued_at, entry.seq, key));
         }
     }
 
@@ -379,7 +415,10 @@ impl<K: Clone + Eq + Hash + Ord, P> SchedulingQueue<K, P> {
             return Some(now);
         }
         let backoff = self.backoff.first().map(|(until, _, _)| *until);
-        let timeout = self.unschedulable.first().map(|(since, _, _)| *since + self.config.unschedulable_timeout);
+        let timeout = self
+            .unschedulable
+            .first()
+            .map(|(since, _, _)| *since + self.config.unschedulable_timeout);
         let next = match (backoff, timeout) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -390,7 +429,11 @@ impl<K: Clone + Eq + Hash + Ord, P> SchedulingQueue<K, P> {
     /// Pending pods per queue: (active, backoff, unschedulable), as the
     /// `scheduler_pending_pods` metric reports them.
     pub fn pending_counts(&self) -> (usize, usize, usize) {
-        (self.active.len(), self.backoff.len(), self.unschedulable.len())
+        (
+            self.active.len(),
+            self.backoff.len(),
+            self.unschedulable.len(),
+        )
     }
 
     /// Pending pods in all three queues (not counting pods in flight).
@@ -410,7 +453,9 @@ impl<K: Clone + Eq + Hash + Ord, P> SchedulingQueue<K, P> {
 
     /// Whether the pod was popped and its outcome not yet reported.
     pub fn is_in_flight(&self, key: &K) -> bool {
-        self.entries.get(key).is_some_and(|e| matches!(e.place, Place::InFlight { .. }))
+        self.entries
+            .get(key)
+            .is_some_and(|e| matches!(e.place, Place::InFlight { .. }))
     }
 
     /// Failed attempts counted for the pod since it was added or last updated.
@@ -449,8 +494,12 @@ mod tests {
         fn check_invariants(&self) {
             let mut in_sets = 0;
             for (key, e) in &self.entries {
-                let in_active = self.active.contains(&(Reverse(e.priority), e.enqueued_at, e.seq, key.clone()));
-                let in_backoff = self.backoff.contains(&(e.backoff_until, e.seq, key.clone()));
+                let in_active =
+                    self.active
+                        .contains(&(Reverse(e.priority), e.enqueued_at, e.seq, key.clone()));
+                let in_backoff = self
+                    .backoff
+                    .contains(&(e.backoff_until, e.seq, key.clone()));
                 let in_unsched = matches!(e.place, Place::Unschedulable(since) if self.unschedulable.contains(&(since, e.seq, key.clone())));
                 let expected = match e.place {
                     Place::Active => (true, false, false),
@@ -458,13 +507,23 @@ mod tests {
                     Place::Unschedulable(_) => (false, false, true),
                     Place::InFlight { .. } => (false, false, false),
                 };
-                assert_eq!((in_active, in_backoff, in_unsched), expected, "{key:?} at {:?}", e.place);
-                in_sets += usize::from(in_active) + usize::from(in_backoff) + usize::from(in_unsched);
+                assert_eq!(
+                    (in_active, in_backoff, in_unsched),
+                    expected,
+                    "{key:?} at {:?}",
+                    e.place
+                );
+                in_sets +=
+                    usize::from(in_active) + usize::from(in_backoff) + usize::from(in_unsched);
                 if !matches!(e.place, Place::InFlight { updated: false }) {
                     assert!(e.payload.is_some(), "{key:?} lost its payload");
                 }
             }
-            assert_eq!(in_sets, self.len(), "a set holds a pod the queue does not know, or one twice");
+            assert_eq!(
+                in_sets,
+                self.len(),
+                "a set holds a pod the queue does not know, or one twice"
+            );
         }
     }
 
@@ -478,7 +537,10 @@ mod tests {
         // pod that arrived first waiting behind a high-priority one.
         type Row = (&'static [(&'static str, i32, u64)], &'static [&'static str]);
         let table: &[Row] = &[
-            (&[("a", 10, 5), ("b", 10, 3), ("c", 100, 9)], &["c", "b", "a"]),
+            (
+                &[("a", 10, 5), ("b", 10, 3), ("c", 100, 9)],
+                &["c", "b", "a"],
+            ),
             (&[("low", 0, 0), ("high", 1000, 1)], &["high", "low"]),
             (&[("x", -5, 0), ("y", 0, 0), ("z", 0, 0)], &["y", "z", "x"]),
             (&[("p", i32::MAX, 2), ("q", i32::MIN, 1)], &["p", "q"]),
@@ -498,7 +560,11 @@ mod tests {
         let config = QueueConfig::default();
         let expected = [0, 1, 2, 4, 8, 10, 10, 10];
         for (attempts, secs) in expected.iter().enumerate() {
-            assert_eq!(config.backoff(attempts as u32), s(*secs), "attempts {attempts}");
+            assert_eq!(
+                config.backoff(attempts as u32),
+                s(*secs),
+                "attempts {attempts}"
+            );
         }
         assert_eq!(config.backoff(u32::MAX), s(10));
 
@@ -602,10 +668,16 @@ mod tests {
         assert!(!q.contains(&"gone"));
 
         q.update("changed", 2, 0, s(1));
-        assert!(q.pop(s(1)).is_none(), "an in-flight pod is not handed out twice");
+        assert!(
+            q.pop(s(1)).is_none(),
+            "an in-flight pod is not handed out twice"
+        );
         assert!(q.add_unschedulable(changed, s(1)));
         let again = q.pop(s(1)).unwrap();
-        assert_eq!((again.key, again.payload, again.attempts), ("changed", 2, 0));
+        assert_eq!(
+            (again.key, again.payload, again.attempts),
+            ("changed", 2, 0)
+        );
         assert!(q.done(&"changed"));
         assert!(!q.contains(&"changed"));
         assert!(q.is_empty());

@@ -8,12 +8,19 @@ use super::{PredicateKind, PriorityKind};
 /// Resolves a predicate's argument: exactly one of `serviceAffinity` and `labelsPresence`.
 pub(crate) fn predicate_argument(name: &str, argument: &Value) -> Result<PredicateKind, String> {
     const KINDS: [&str; 2] = ["serviceAffinity", "labelsPresence"];
-    let object = argument.as_object().ok_or_else(|| format!("argument must be a mapping, got {argument}"))?;
+    let object = argument
+        .as_object()
+        .ok_or_else(|| format!("argument must be a mapping, got {argument}"))?;
     let (key, value) = exactly_one(object, &KINDS).map_err(|(n, unknown)| {
-        format!("Exactly 1 predicate argument is required, numArgs: {n}, Predicate: {name}{}", known(&KINDS, unknown))
+        format!(
+            "Exactly 1 predicate argument is required, numArgs: {n}, Predicate: {name}{}",
+            known(&KINDS, unknown)
+        )
     })?;
     let path = format!("argument.{key}");
-    let body = value.as_object().ok_or_else(|| format!("{path} must be a mapping, got {value}"))?;
+    let body = value
+        .as_object()
+        .ok_or_else(|| format!("{path} must be a mapping, got {value}"))?;
     let labels = label_list(body.get("labels"), &format!("{path}.labels"))?;
     if key == "serviceAffinity" {
         Ok(PredicateKind::ServiceAffinity { labels })
@@ -26,12 +33,19 @@ pub(crate) fn predicate_argument(name: &str, argument: &Value) -> Result<Predica
 /// Resolves a priority's argument: exactly one of `serviceAntiAffinity` and `labelPreference`.
 pub(crate) fn priority_argument(name: &str, argument: &Value) -> Result<PriorityKind, String> {
     const KINDS: [&str; 2] = ["serviceAntiAffinity", "labelPreference"];
-    let object = argument.as_object().ok_or_else(|| format!("argument must be a mapping, got {argument}"))?;
+    let object = argument
+        .as_object()
+        .ok_or_else(|| format!("argument must be a mapping, got {argument}"))?;
     let (key, value) = exactly_one(object, &KINDS).map_err(|(n, unknown)| {
-        format!("Exactly 1 priority argument is required, numArgs: {n}, Priority: {name}{}", known(&KINDS, unknown))
+        format!(
+            "Exactly 1 priority argument is required, numArgs: {n}, Priority: {name}{}",
+            known(&KINDS, unknown)
+        )
     })?;
     let path = format!("argument.{key}");
-    let body = value.as_object().ok_or_else(|| format!("{path} must be a mapping, got {value}"))?;
+    let body = value
+        .as_object()
+        .ok_or_else(|| format!("{path} must be a mapping, got {value}"))?;
     let label = single_label(body.get("label"), &format!("{path}.label"))?;
     if key == "serviceAntiAffinity" {
         Ok(PriorityKind::ServiceAntiAffinity { label })
@@ -46,11 +60,21 @@ fn exactly_one<'a>(
     object: &'a Map<String, Value>,
     kinds: &[&str],
 ) -> Result<(&'a str, &'a Value), (usize, Vec<&'a str>)> {
-    let set: Vec<(&str, &Value)> =
-        object.iter().filter(|(k, v)| kinds.contains(&k.as_str()) && !v.is_null()).map(|(k, v)| (k.as_str(), v)).collect();
+    let set: Vec<(&str, &Value)> = object
+        .iter()
+        .filter(|(k, v)| kinds.contains(&k.as_str()) && !v.is_null())
+        .map(|(k, v)| (k.as_str(), v))
+        .collect();
     match set.as_slice() {
         [one] => Ok(*one),
-        _ => Err((set.len(), object.keys().map(String::as_str).filter(|k| !kinds.contains(k)).collect())),
+        _ => Err((
+            set.len(),
+            object
+                .keys()
+                .map(String::as_str)
+                .filter(|k| !kinds.contains(k))
+                .collect(),
+        )),
     }
 }
 
@@ -59,7 +83,11 @@ fn known(kinds: &[&str], unknown: Vec<&str>) -> String {
     if unknown.is_empty() {
         String::new()
     } else {
-        format!(" (unknown argument {}; known: {})", unknown.join(", "), kinds.join(", "))
+        format!(
+            " (unknown argument {}; known: {})",
+            unknown.join(", "),
+            kinds.join(", ")
+        )
     }
 }
 
@@ -68,9 +96,15 @@ fn label_list(value: Option<&Value>, path: &str) -> Result<Vec<String>, String> 
     let items = match value {
         Some(Value::Array(items)) if !items.is_empty() => items,
         Some(Value::Array(_)) | None | Some(Value::Null) => {
-            return Err(format!("{path} is required: a non-empty list of node label keys"))
+            return Err(format!(
+                "{path} is required: a non-empty list of node label keys"
+            ))
         }
-        Some(other) => return Err(format!("{path} must be a list of node label keys, got {other}")),
+        Some(other) => {
+            return Err(format!(
+                "{path} must be a list of node label keys, got {other}"
+            ))
+        }
     };
     items.iter().map(|item| label_key(item, path)).collect()
 }
@@ -79,7 +113,9 @@ fn label_list(value: Option<&Value>, path: &str) -> Result<Vec<String>, String> 
 fn single_label(value: Option<&Value>, path: &str) -> Result<String, String> {
     match value {
         None | Some(Value::Null) => Err(format!("{path} is required: one node label key")),
-        Some(Value::Array(_)) => Err(format!("{path} must be a single node label key, not a list")),
+        Some(Value::Array(_)) => Err(format!(
+            "{path} must be a single node label key, not a list"
+        )),
         Some(item) => label_key(item, path),
     }
 }
@@ -93,7 +129,10 @@ fn label_key(item: &Value, path: &str) -> Result<String, String> {
     if problems.is_empty() {
         Ok(key.to_string())
     } else {
-        Err(format!("{path}: {key:?} is not a valid label key: {}", problems.join("; ")))
+        Err(format!(
+            "{path}: {key:?} is not a valid label key: {}",
+            problems.join("; ")
+        ))
     }
 }
 
@@ -103,6 +142,8 @@ fn presence(value: Option<&Value>, path: &str) -> Result<bool, String> {
     match value {
         Some(Value::Bool(b)) => Ok(*b),
         None | Some(Value::Null) => Err(format!("{path}.presence is required: true or false")),
-        Some(other) => Err(format!("{path}.presence must be true or false, got {other}")),
+        Some(other) => Err(format!(
+            "{path}.presence must be true or false, got {other}"
+        )),
     }
 }

@@ -1,6 +1,8 @@
 //! The default policy: seed 002, 16.2.4 (OpenShift 3.11's shipped `scheduler.json`).
 
-use super::{PredicateConfig, PredicateKind, PredicateName, PriorityConfig, PriorityKind, PriorityName};
+use super::{
+    PredicateConfig, PredicateKind, PredicateName, PriorityConfig, PriorityKind, PriorityName,
+};
 
 /// `hardPodAffinitySymmetricWeight` when the file gives none (or 0): upstream's flag default.
 pub(crate) const HARD_POD_AFFINITY_SYMMETRIC_WEIGHT: i32 = 1;
@@ -19,11 +21,16 @@ pub(crate) fn predicates() -> Vec<PredicateConfig> {
         PodToleratesNodeTaints,
     ]
     .into_iter()
-    .map(|n| PredicateConfig { name: n.as_str().to_string(), kind: PredicateKind::Builtin(n) })
+    .map(|n| PredicateConfig {
+        name: n.as_str().to_string(),
+        kind: PredicateKind::Builtin(n),
+    })
     .collect();
     out.push(PredicateConfig {
         name: "Region".to_string(),
-        kind: PredicateKind::ServiceAffinity { labels: vec!["region".to_string()] },
+        kind: PredicateKind::ServiceAffinity {
+            labels: vec!["region".to_string()],
+        },
     });
     out
 }
@@ -41,12 +48,18 @@ pub(crate) fn priorities() -> Vec<PriorityConfig> {
         (TaintTolerationPriority, 1),
     ]
     .into_iter()
-    .map(|(n, weight)| PriorityConfig { name: n.as_str().to_string(), weight, kind: PriorityKind::Builtin(n) })
+    .map(|(n, weight)| PriorityConfig {
+        name: n.as_str().to_string(),
+        weight,
+        kind: PriorityKind::Builtin(n),
+    })
     .collect();
     out.push(PriorityConfig {
         name: "Zone".to_string(),
         weight: 2,
-        kind: PriorityKind::ServiceAntiAffinity { label: "zone".to_string() },
+        kind: PriorityKind::ServiceAntiAffinity {
+            label: "zone".to_string(),
+        },
     });
     out
 }

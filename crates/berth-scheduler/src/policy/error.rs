@@ -35,7 +35,10 @@ impl PolicyError {
 impl PolicyEntryError {
     /// Builds one problem for `entry`.
     pub fn new(entry: impl Into<String>, message: impl Into<String>) -> Self {
-        PolicyEntryError { entry: entry.into(), message: message.into() }
+        PolicyEntryError {
+            entry: entry.into(),
+            message: message.into(),
+        }
     }
 }
 

@@ -104,25 +104,40 @@ pub(crate) fn extenders(items: &[Value], errors: &mut Vec<PolicyEntryError>) -> 
         if !extender.prioritize_verb.is_empty() && extender.weight <= 0 {
             errors.push(PolicyEntryError::new(
                 &label,
-                format!("Priority for extender {} should have a positive weight applied to it", extender.url_prefix),
+                format!(
+                    "Priority for extender {} should have a positive weight applied to it",
+                    extender.url_prefix
+                ),
             ));
         }
         for resource in &extender.managed_resources {
             for problem in qualified_name_errors(&resource.name) {
-                errors.push(PolicyEntryError::new(&label, format!("managedResources {:?}: {problem}", resource.name)));
+                errors.push(PolicyEntryError::new(
+                    &label,
+                    format!("managedResources {:?}: {problem}", resource.name),
+                ));
             }
             if !is_extended_resource_name(&resource.name) {
-                errors.push(PolicyEntryError::new(&label, format!("{} is an invalid extended resource name", resource.name)));
+                errors.push(PolicyEntryError::new(
+                    &label,
+                    format!("{} is an invalid extended resource name", resource.name),
+                ));
             }
             if !managed.insert(resource.name.clone()) {
-                errors.push(PolicyEntryError::new(&label, format!("Duplicate extender managed resource name {}", resource.name)));
+                errors.push(PolicyEntryError::new(
+                    &label,
+                    format!("Duplicate extender managed resource name {}", resource.name),
+                ));
             }
         }
         out.push(extender);
     }
     let binders = out.iter().filter(|e| !e.bind_verb.is_empty()).count();
     if binders > 1 {
-        errors.push(PolicyEntryError::new("extenders", format!("Only one extender can implement bind, found {binders}")));
+        errors.push(PolicyEntryError::new(
+            "extenders",
+            format!("Only one extender can implement bind, found {binders}"),
+        ));
     }
     out
 }

@@ -177,7 +177,10 @@ impl Policy {
     pub fn from_file(path: &std::path::Path) -> Result<Policy, PolicyError> {
         let file = Some(path.display().to_string());
         let text = std::fs::read_to_string(path).map_err(|e| {
-            PolicyError::new(file.clone(), vec![PolicyEntryError::new("file", format!("cannot read: {e}"))])
+            PolicyError::new(
+                file.clone(),
+                vec![PolicyEntryError::new("file", format!("cannot read: {e}"))],
+            )
         })?;
         Policy::from_str(&text).map_err(|e| PolicyError::new(file, e.errors))
     }

@@ -140,7 +140,10 @@ mod tests {
         for n in PriorityName::ALL {
             assert_eq!(PriorityName::parse(n.as_str()), Some(*n));
         }
-        assert_eq!(PredicateName::parse("PodFitsPorts"), Some(PredicateName::PodFitsHostPorts));
+        assert_eq!(
+            PredicateName::parse("PodFitsPorts"),
+            Some(PredicateName::PodFitsHostPorts)
+        );
         assert_eq!(PredicateName::parse("CheckNodeLabelPresence"), None);
         assert_eq!(PredicateName::parse("hostname"), None);
         assert_eq!(PriorityName::parse("ServiceAntiAffinity"), None);

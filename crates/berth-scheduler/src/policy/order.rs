@@ -48,8 +48,9 @@ fn mandatory() -> &'static PredicateConfig {
 /// `predicates` in evaluation order, with the mandatory predicate added if missing.
 pub(crate) fn ordered(predicates: &[PredicateConfig]) -> Vec<&PredicateConfig> {
     let mut out: Vec<&PredicateConfig> = Vec::with_capacity(predicates.len() + 1);
-    let has_mandatory =
-        predicates.iter().any(|p| p.kind == PredicateKind::Builtin(PredicateName::CheckNodeCondition));
+    let has_mandatory = predicates
+        .iter()
+        .any(|p| p.kind == PredicateKind::Builtin(PredicateName::CheckNodeCondition));
     if !has_mandatory {
         out.push(mandatory());
     }

@@ -186,12 +186,16 @@ pub(crate) fn documentation_form(text: &str) -> Option<String> {
 fn is_key_line(line: &str) -> bool {
     let t = line.trim_start();
     if let Some(rest) = t.strip_prefix('"') {
-        return rest.find('"').is_some_and(|end| rest[end + 1..].trim_start().starts_with(':'));
+        return rest
+            .find('"')
+            .is_some_and(|end| rest[end + 1..].trim_start().starts_with(':'));
     }
     match t.find(':') {
         Some(i) => {
             i > 0
-                && t[..i].chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+                && t[..i]
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
                 && t[i + 1..].chars().next().is_none_or(|c| c == ' ')
         }
         None => false,
@@ -255,11 +259,17 @@ mod tests {
     fn json_lists_inside_yaml_are_repaired() {
         let text = "kind: \"Policy\"\n\"a\": [\n  1\n    ],\n    \"b\": [\n 2 ]\n";
         let value = document(text).unwrap();
-        assert_eq!(value, serde_json::json!({"kind": "Policy", "a": [1], "b": [2]}));
+        assert_eq!(
+            value,
+            serde_json::json!({"kind": "Policy", "a": [1], "b": [2]})
+        );
     }
 
     #[test]
     fn valid_text_is_not_rewritten() {
-        assert_eq!(documentation_form("a: 1\nb: [1, 2]\nc: \"x # y\" # z\n"), None);
+        assert_eq!(
+            documentation_form("a: 1\nb: [1, 2]\nc: \"x # y\" # z\n"),
+            None
+        );
     }
 }

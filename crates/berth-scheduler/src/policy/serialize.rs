@@ -24,8 +24,14 @@ impl Serialize for Policy {
         if !self.extenders.is_empty() {
             s.serialize_field("extenders", &self.extenders)?;
         }
-        s.serialize_field("hardPodAffinitySymmetricWeight", &self.hard_pod_affinity_symmetric_weight)?;
-        s.serialize_field("alwaysCheckAllPredicates", &self.always_check_all_predicates)?;
+        s.serialize_field(
+            "hardPodAffinitySymmetricWeight",
+            &self.hard_pod_affinity_symmetric_weight,
+        )?;
+        s.serialize_field(
+            "alwaysCheckAllPredicates",
+            &self.always_check_all_predicates,
+        )?;
         s.end()
     }
 }
@@ -46,7 +52,10 @@ enum Labels<'a> {
 impl Serialize for Body<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut inner = serializer.serialize_map(Some(1))?;
-        let body = BodyFields { labels: &self.labels, presence: self.presence };
+        let body = BodyFields {
+            labels: &self.labels,
+            presence: self.presence,
+        };
         inner.serialize_entry(self.key, &body)?;
         inner.end()
     }
@@ -78,12 +87,16 @@ impl Serialize for PredicateConfig {
         map.serialize_entry("name", &self.name)?;
         let argument = match &self.kind {
             PredicateKind::Builtin(_) => None,
-            PredicateKind::ServiceAffinity { labels } => {
-                Some(Body { key: "serviceAffinity", labels: Labels::Many(labels), presence: None })
-            }
-            PredicateKind::LabelsPresence { labels, presence } => {
-                Some(Body { key: "labelsPresence", labels: Labels::Many(labels), presence: Some(*presence) })
-            }
+            PredicateKind::ServiceAffinity { labels } => Some(Body {
+                key: "serviceAffinity",
+                labels: Labels::Many(labels),
+                presence: None,
+            }),
+            PredicateKind::LabelsPresence { labels, presence } => Some(Body {
+                key: "labelsPresence",
+                labels: Labels::Many(labels),
+                presence: Some(*presence),
+            }),
         };
         if let Some(argument) = argument {
             map.serialize_entry("argument", &argument)?;
@@ -99,12 +112,16 @@ impl Serialize for PriorityConfig {
         map.serialize_entry("weight", &self.weight)?;
         let argument = match &self.kind {
             PriorityKind::Builtin(_) => None,
-            PriorityKind::ServiceAntiAffinity { label } => {
-                Some(Body { key: "serviceAntiAffinity", labels: Labels::One(label), presence: None })
-            }
-            PriorityKind::LabelPreference { label, presence } => {
-                Some(Body { key: "labelPreference", labels: Labels::One(label), presence: Some(*presence) })
-            }
+            PriorityKind::ServiceAntiAffinity { label } => Some(Body {
+                key: "serviceAntiAffinity",
+                labels: Labels::One(label),
+                presence: None,
+            }),
+            PriorityKind::LabelPreference { label, presence } => Some(Body {
+                key: "labelPreference",
+                labels: Labels::One(label),
+                presence: Some(*presence),
+            }),
         };
         if let Some(argument) = argument {
             map.serialize_entry("argument", &argument)?;

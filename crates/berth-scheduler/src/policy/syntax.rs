@@ -10,7 +10,9 @@ pub(crate) fn is_algorithm_name(name: &str) -> bool {
     bytes.len() >= 2
         && bytes.first().is_some_and(u8::is_ascii_alphanumeric)
         && bytes.last().is_some_and(u8::is_ascii_alphanumeric)
-        && bytes.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'-')
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || *b == b'-')
 }
 
 /// Upstream's message for a name not matching [`ALGORITHM_NAME_REGEXP`].
@@ -37,7 +39,9 @@ pub(crate) fn qualified_name_errors(value: &str) -> Vec<String> {
         if prefix.is_empty() {
             errors.push("prefix part must be non-empty".to_string());
         } else if !is_dns_subdomain(prefix) {
-            errors.push(format!("prefix part {prefix} must be a lowercase RFC 1123 subdomain"));
+            errors.push(format!(
+                "prefix part {prefix} must be a lowercase RFC 1123 subdomain"
+            ));
         }
     }
     if name.is_empty() {
@@ -49,7 +53,8 @@ pub(crate) fn qualified_name_errors(value: &str) -> Vec<String> {
         let b = name.as_bytes();
         let ok = b.first().is_some_and(u8::is_ascii_alphanumeric)
             && b.last().is_some_and(u8::is_ascii_alphanumeric)
-            && b.iter().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'));
+            && b.iter()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'));
         if !ok {
             errors.push(
                 "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
@@ -67,7 +72,8 @@ fn is_dns_subdomain(s: &str) -> bool {
             let b = label.as_bytes();
             !b.is_empty()
                 && b.len() <= 63
-                && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+                && b.iter()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
                 && b.first().is_some_and(|c| *c != b'-')
                 && b.last().is_some_and(|c| *c != b'-')
         })
@@ -77,7 +83,9 @@ fn is_dns_subdomain(s: &str) -> bool {
 /// `kubernetes.io`, does not start with `requests.`, and `requests.<name>` is qualified.
 pub(crate) fn is_extended_resource_name(name: &str) -> bool {
     let native = !name.contains('/') || name.contains("kubernetes.io/");
-    !native && !name.starts_with("requests.") && qualified_name_errors(&format!("requests.{name}")).is_empty()
+    !native
+        && !name.starts_with("requests.")
+        && qualified_name_errors(&format!("requests.{name}")).is_empty()
 }
 
 #[cfg(test)]
@@ -96,10 +104,23 @@ mod tests {
 
     #[test]
     fn qualified_names() {
-        for ok in ["region", "topology.kubernetes.io/zone", "a_b.c-d", "example.com/foo"] {
+        for ok in [
+            "region",
+            "topology.kubernetes.io/zone",
+            "a_b.c-d",
+            "example.com/foo",
+        ] {
             assert!(qualified_name_errors(ok).is_empty(), "{ok}");
         }
-        for bad in ["", "-a", "a/b/c", "/a", "Example.com/a", "a b", &"x".repeat(64)] {
+        for bad in [
+            "",
+            "-a",
+            "a/b/c",
+            "/a",
+            "Example.com/a",
+            "a b",
+            &"x".repeat(64),
+        ] {
             assert!(!qualified_name_errors(bad).is_empty(), "{bad}");
         }
     }

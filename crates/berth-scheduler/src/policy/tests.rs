@@ -7,13 +7,34 @@ use super::*;
 
 /// Seed 002's policy files and samples, copied verbatim from the document.
 const SEED_FILES: &[(&str, &str)] = &[
-    ("16.2.4 default", include_str!("../../tests/policies/seed-16.2.4-default.json")),
-    ("16.2.4.1 sample modified", include_str!("../../tests/policies/seed-16.2.4.1-sample-modified.yaml")),
-    ("16.2.8 with callouts", include_str!("../../tests/policies/seed-16.2.8-callouts.yaml")),
-    ("16.2.8 region/zone/rack", include_str!("../../tests/policies/seed-16.2.8-region-zone-rack.yaml")),
-    ("16.2.8 city/building/room", include_str!("../../tests/policies/seed-16.2.8-city-building-room.yaml")),
-    ("16.2.8 require region", include_str!("../../tests/policies/seed-16.2.8-require-region-prefer-zone.yaml")),
-    ("16.2.8 static and configurable", include_str!("../../tests/policies/seed-16.2.8-static-and-configurable.yaml")),
+    (
+        "16.2.4 default",
+        include_str!("../../tests/policies/seed-16.2.4-default.json"),
+    ),
+    (
+        "16.2.4.1 sample modified",
+        include_str!("../../tests/policies/seed-16.2.4.1-sample-modified.yaml"),
+    ),
+    (
+        "16.2.8 with callouts",
+        include_str!("../../tests/policies/seed-16.2.8-callouts.yaml"),
+    ),
+    (
+        "16.2.8 region/zone/rack",
+        include_str!("../../tests/policies/seed-16.2.8-region-zone-rack.yaml"),
+    ),
+    (
+        "16.2.8 city/building/room",
+        include_str!("../../tests/policies/seed-16.2.8-city-building-room.yaml"),
+    ),
+    (
+        "16.2.8 require region",
+        include_str!("../../tests/policies/seed-16.2.8-require-region-prefer-zone.yaml"),
+    ),
+    (
+        "16.2.8 static and configurable",
+        include_str!("../../tests/policies/seed-16.2.8-static-and-configurable.yaml"),
+    ),
 ];
 
 fn load(text: &str) -> Policy {
@@ -28,11 +49,18 @@ fn errors(text: &str) -> Vec<PolicyEntryError> {
 }
 
 fn pred(name: &str, kind: PredicateKind) -> PredicateConfig {
-    PredicateConfig { name: name.into(), kind }
+    PredicateConfig {
+        name: name.into(),
+        kind,
+    }
 }
 
 fn prio(name: &str, weight: i64, kind: PriorityKind) -> PriorityConfig {
-    PriorityConfig { name: name.into(), weight, kind }
+    PriorityConfig {
+        name: name.into(),
+        weight,
+        kind,
+    }
 }
 
 fn strings(items: &[&str]) -> Vec<String> {
@@ -57,49 +85,147 @@ fn seed_default_file_is_the_default_policy() {
 fn seed_sample_modified_contents() {
     let p = load(SEED_FILES[1].1);
     let names: Vec<&str> = p.predicates.iter().map(|c| c.name.as_str()).collect();
-    assert_eq!(names, ["PodFitsResources", "NoDiskConflict", "MatchNodeSelector", "HostName", "Region"]);
-    assert_eq!(p.predicates[4].kind, PredicateKind::ServiceAffinity { labels: strings(&["region"]) });
+    assert_eq!(
+        names,
+        [
+            "PodFitsResources",
+            "NoDiskConflict",
+            "MatchNodeSelector",
+            "HostName",
+            "Region"
+        ]
+    );
+    assert_eq!(
+        p.predicates[4].kind,
+        PredicateKind::ServiceAffinity {
+            labels: strings(&["region"])
+        }
+    );
     assert_eq!(p.priorities.len(), 4);
-    assert_eq!(p.priorities[2], prio("ServiceSpreadingPriority", 1, PriorityKind::Builtin(PriorityName::ServiceSpreadingPriority)));
-    assert_eq!(p.priorities[3], prio("Zone", 2, PriorityKind::ServiceAntiAffinity { label: "zone".into() }));
+    assert_eq!(
+        p.priorities[2],
+        prio(
+            "ServiceSpreadingPriority",
+            1,
+            PriorityKind::Builtin(PriorityName::ServiceSpreadingPriority)
+        )
+    );
+    assert_eq!(
+        p.priorities[3],
+        prio(
+            "Zone",
+            2,
+            PriorityKind::ServiceAntiAffinity {
+                label: "zone".into()
+            }
+        )
+    );
 }
 
 #[test]
 fn seed_samples_contents() {
     let callouts = load(SEED_FILES[2].1);
     let plain = load(SEED_FILES[3].1);
-    assert_eq!(callouts, plain, "callout numbers are presentation, not content");
+    assert_eq!(
+        callouts, plain,
+        "callout numbers are presentation, not content"
+    );
     assert_eq!(
         plain.predicates,
-        [pred("RegionZoneAffinity", PredicateKind::ServiceAffinity { labels: strings(&["region", "zone"]) })]
+        [pred(
+            "RegionZoneAffinity",
+            PredicateKind::ServiceAffinity {
+                labels: strings(&["region", "zone"])
+            }
+        )]
     );
-    assert_eq!(plain.priorities, [prio("RackSpread", 1, PriorityKind::ServiceAntiAffinity { label: "rack".into() })]);
+    assert_eq!(
+        plain.priorities,
+        [prio(
+            "RackSpread",
+            1,
+            PriorityKind::ServiceAntiAffinity {
+                label: "rack".into()
+            }
+        )]
+    );
 
     let city = load(SEED_FILES[4].1);
-    assert_eq!(city.predicates, [pred("CityAffinity", PredicateKind::ServiceAffinity { labels: strings(&["city"]) })]);
+    assert_eq!(
+        city.predicates,
+        [pred(
+            "CityAffinity",
+            PredicateKind::ServiceAffinity {
+                labels: strings(&["city"])
+            }
+        )]
+    );
     assert_eq!(
         city.priorities,
         [
-            prio("BuildingSpread", 1, PriorityKind::ServiceAntiAffinity { label: "building".into() }),
-            prio("RoomSpread", 1, PriorityKind::ServiceAntiAffinity { label: "room".into() }),
+            prio(
+                "BuildingSpread",
+                1,
+                PriorityKind::ServiceAntiAffinity {
+                    label: "building".into()
+                }
+            ),
+            prio(
+                "RoomSpread",
+                1,
+                PriorityKind::ServiceAntiAffinity {
+                    label: "room".into()
+                }
+            ),
         ]
     );
 
     let region = load(SEED_FILES[5].1);
     assert_eq!(
         region.predicates,
-        [pred("RequireRegion", PredicateKind::LabelsPresence { labels: strings(&["region"]), presence: true })]
+        [pred(
+            "RequireRegion",
+            PredicateKind::LabelsPresence {
+                labels: strings(&["region"]),
+                presence: true
+            }
+        )]
     );
     assert_eq!(
         region.priorities,
-        [prio("ZonePreferred", 1, PriorityKind::LabelPreference { label: "zone".into(), presence: true })]
+        [prio(
+            "ZonePreferred",
+            1,
+            PriorityKind::LabelPreference {
+                label: "zone".into(),
+                presence: true
+            }
+        )]
     );
 
     let mixed = load(SEED_FILES[6].1);
     let names: Vec<&str> = mixed.predicates.iter().map(|c| c.name.as_str()).collect();
-    assert_eq!(names, ["RegionAffinity", "RequireRegion", "BuildingNodesAvoid", "PodFitsPorts", "MatchNodeSelector"]);
-    assert_eq!(mixed.predicates[2].kind, PredicateKind::LabelsPresence { labels: strings(&["building"]), presence: false });
-    assert_eq!(mixed.predicates[3].kind, PredicateKind::Builtin(PredicateName::PodFitsHostPorts));
+    assert_eq!(
+        names,
+        [
+            "RegionAffinity",
+            "RequireRegion",
+            "BuildingNodesAvoid",
+            "PodFitsPorts",
+            "MatchNodeSelector"
+        ]
+    );
+    assert_eq!(
+        mixed.predicates[2].kind,
+        PredicateKind::LabelsPresence {
+            labels: strings(&["building"]),
+            presence: false
+        }
+    );
+    assert_eq!(
+        mixed.predicates[3].kind,
+        PredicateKind::Builtin(PredicateName::PodFitsHostPorts)
+    );
     assert_eq!(mixed.priorities.len(), 3);
 }
 
@@ -126,7 +252,9 @@ fn seed_entry_snippets_load() {
         "{\n        \"name\":\"RackPreferred\",\n        \"argument\":{\n            \"labelsPresence\":{\n                \"labels\":[\n                    \"rack\",\n                    \"region\"\n                ],\n                \"presence\": true\n            }\n        }\n}",
     ];
     for snippet in predicates {
-        let p = load(&format!("{{\"kind\": \"Policy\", \"apiVersion\": \"v1\", \"predicates\": [{snippet}]}}"));
+        let p = load(&format!(
+            "{{\"kind\": \"Policy\", \"apiVersion\": \"v1\", \"predicates\": [{snippet}]}}"
+        ));
         assert_eq!(p.predicates.len(), 1, "{snippet}");
     }
     let priorities = [
@@ -146,7 +274,9 @@ fn seed_entry_snippets_load() {
         "{\n        \"name\":\"RackSpread\",\n        \"weight\" : 1,\n        \"argument\":{\n            \"serviceAntiAffinity\":{\n                \"label\": \"rack\"\n            }\n        }\n}",
     ];
     for snippet in priorities {
-        let p = load(&format!("{{\"kind\": \"Policy\", \"apiVersion\": \"v1\", \"priorities\": [{snippet}]}}"));
+        let p = load(&format!(
+            "{{\"kind\": \"Policy\", \"apiVersion\": \"v1\", \"priorities\": [{snippet}]}}"
+        ));
         assert_eq!(p.priorities.len(), 1, "{snippet}");
     }
 }
@@ -156,21 +286,33 @@ fn seed_entry_snippets_load() {
 #[test]
 fn configurable_types_without_argument_are_errors() {
     for name in ["CheckNodeLabelPresence", "checkServiceAffinity"] {
-        let e = errors(&format!(r#"{{"kind":"Policy","predicates":[{{"name" : "{name}"}}]}}"#));
+        let e = errors(&format!(
+            r#"{{"kind":"Policy","predicates":[{{"name" : "{name}"}}]}}"#
+        ));
         assert_eq!(e.len(), 1);
         assert_eq!(e[0].entry, format!("predicates[0] ({name})"));
-        assert!(e[0].message.starts_with(&format!("Invalid configuration: Predicate type not found for {name} (")), "{}", e[0].message);
+        assert!(
+            e[0].message.starts_with(&format!(
+                "Invalid configuration: Predicate type not found for {name} ("
+            )),
+            "{}",
+            e[0].message
+        );
         assert!(e[0].message.contains("argument"));
     }
     let e = errors(r#"{"kind":"Policy","priorities":[{"name":"ServiceAntiAffinity","weight":1}]}"#);
-    assert!(e[0].message.starts_with("Invalid configuration: Priority type not found for ServiceAntiAffinity ("));
+    assert!(e[0]
+        .message
+        .starts_with("Invalid configuration: Priority type not found for ServiceAntiAffinity ("));
 }
 
 #[test]
 fn documentation_templates_with_placeholders_are_errors() {
     let e = errors("kind: Policy\npredicates:\n  - name: \"<name>\"\n    argument: {serviceAffinity: {labels: [\"<label>\"]}}\n");
     assert_eq!(e[0].entry, "predicates[0] (<name>)");
-    assert!(e[0].message.starts_with("Algorithm name <name> does not match the name validation regexp"));
+    assert!(e[0]
+        .message
+        .starts_with("Algorithm name <name> does not match the name validation regexp"));
     assert!(e[1].message.contains("not a valid label key"), "{e:?}");
 }
 
@@ -222,7 +364,8 @@ fn each_kind_of_error_names_its_entry() {
     for (text, entry, message) in ERROR_CASES {
         let e = errors(text);
         assert!(
-            e.iter().any(|e| e.entry == *entry && e.message.starts_with(message)),
+            e.iter()
+                .any(|e| e.entry == *entry && e.message.starts_with(message)),
             "{text}\nexpected {entry}: {message}...\ngot {e:?}"
         );
     }
@@ -238,10 +381,20 @@ fn several_errors_are_reported_together() {
     let entries: Vec<&str> = err.errors.iter().map(|e| e.entry.as_str()).collect();
     assert_eq!(
         entries,
-        ["predicates[0] (Foo)", "predicates[2] (Rg)", "priorities[0] (EqualPriority)", "priorities[1] (Bar)", "priorities[1] (Bar)", "hardPodAffinitySymmetricWeight"]
+        [
+            "predicates[0] (Foo)",
+            "predicates[2] (Rg)",
+            "priorities[0] (EqualPriority)",
+            "priorities[1] (Bar)",
+            "priorities[1] (Bar)",
+            "hardPodAffinitySymmetricWeight"
+        ]
     );
     let shown = err.to_string();
-    assert!(shown.starts_with("invalid scheduler policy: [predicates[0] (Foo): Invalid configuration"), "{shown}");
+    assert!(
+        shown.starts_with("invalid scheduler policy: [predicates[0] (Foo): Invalid configuration"),
+        "{shown}"
+    );
     assert!(shown.ends_with("hardPodAffinitySymmetricWeight: invalid hardPodAffinitySymmetricWeight: 500, must be in the range 1-100]"), "{shown}");
 }
 
@@ -252,7 +405,10 @@ fn from_file_names_the_file() {
     let path = dir.join("scheduler.json");
     std::fs::write(&path, r#"{"kind":"Policy","predicates":[{"name":"Foo"}]}"#).unwrap();
     let err = Policy::from_file(&path).unwrap_err();
-    assert_eq!(err.file.as_deref(), Some(path.display().to_string().as_str()));
+    assert_eq!(
+        err.file.as_deref(),
+        Some(path.display().to_string().as_str())
+    );
     assert!(err.to_string().contains("scheduler.json"));
     let missing = Policy::from_file(&dir.join("absent.json")).unwrap_err();
     assert_eq!(missing.errors[0].entry, "file");
@@ -267,7 +423,11 @@ fn absent_lists_mean_defaults_and_empty_lists_mean_none() {
     assert_eq!(p, Policy::default_policy());
     let p = load("kind: Policy\npredicates: []\npriorities: []\n");
     assert!(p.predicates.is_empty() && p.priorities.is_empty());
-    let ordered: Vec<&str> = p.ordered_predicates().iter().map(|c| c.name.as_str()).collect();
+    let ordered: Vec<&str> = p
+        .ordered_predicates()
+        .iter()
+        .map(|c| c.name.as_str())
+        .collect();
     assert_eq!(ordered, ["CheckNodeCondition"]);
     let p = load("kind: Policy\npredicates: []\n");
     assert_eq!(p.priorities, Policy::default_policy().priorities);
@@ -275,7 +435,12 @@ fn absent_lists_mean_defaults_and_empty_lists_mean_none() {
 
 #[test]
 fn versions_accepted() {
-    for header in ["kind: Policy\napiVersion: v1\n", "kind: Policy\nversion: \"v1\"\n", "kind: Policy\n", "apiVersion: v1\nkind: Policy\n"] {
+    for header in [
+        "kind: Policy\napiVersion: v1\n",
+        "kind: Policy\nversion: \"v1\"\n",
+        "kind: Policy\n",
+        "apiVersion: v1\nkind: Policy\n",
+    ] {
         load(&format!("{header}predicates: []\n"));
     }
 }
@@ -300,23 +465,51 @@ fn unknown_keys_are_ignored_and_extenders_kept() {
 #[test]
 fn ordered_predicates_follow_the_static_order() {
     let p = load(SEED_FILES[6].1);
-    let order: Vec<&str> = p.ordered_predicates().iter().map(|c| c.name.as_str()).collect();
-    assert_eq!(
-        order,
-        ["CheckNodeCondition", "PodFitsPorts", "MatchNodeSelector", "RequireRegion", "BuildingNodesAvoid", "RegionAffinity"]
-    );
-    let d = Policy::default_policy();
-    let order: Vec<&str> = d.ordered_predicates().iter().map(|c| c.name.as_str()).collect();
+    let order: Vec<&str> = p
+        .ordered_predicates()
+        .iter()
+        .map(|c| c.name.as_str())
+        .collect();
     assert_eq!(
         order,
         [
-            "CheckNodeCondition", "GeneralPredicates", "NoDiskConflict", "PodToleratesNodeTaints", "Region",
-            "MaxEBSVolumeCount", "MaxGCEPDVolumeCount", "MaxAzureDiskVolumeCount", "NoVolumeZoneConflict",
+            "CheckNodeCondition",
+            "PodFitsPorts",
+            "MatchNodeSelector",
+            "RequireRegion",
+            "BuildingNodesAvoid",
+            "RegionAffinity"
+        ]
+    );
+    let d = Policy::default_policy();
+    let order: Vec<&str> = d
+        .ordered_predicates()
+        .iter()
+        .map(|c| c.name.as_str())
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "CheckNodeCondition",
+            "GeneralPredicates",
+            "NoDiskConflict",
+            "PodToleratesNodeTaints",
+            "Region",
+            "MaxEBSVolumeCount",
+            "MaxGCEPDVolumeCount",
+            "MaxAzureDiskVolumeCount",
+            "NoVolumeZoneConflict",
             "MatchInterPodAffinity",
         ]
     );
-    let with_condition = load(r#"{"kind":"Policy","predicates":[{"name":"HostName"},{"name":"CheckNodeCondition"}]}"#);
-    let order: Vec<&str> = with_condition.ordered_predicates().iter().map(|c| c.name.as_str()).collect();
+    let with_condition = load(
+        r#"{"kind":"Policy","predicates":[{"name":"HostName"},{"name":"CheckNodeCondition"}]}"#,
+    );
+    let order: Vec<&str> = with_condition
+        .ordered_predicates()
+        .iter()
+        .map(|c| c.name.as_str())
+        .collect();
     assert_eq!(order, ["CheckNodeCondition", "HostName"]);
 }
 
@@ -338,24 +531,46 @@ fn algorithm_name() -> impl Strategy<Value = String> {
 
 fn predicate() -> impl Strategy<Value = PredicateConfig> {
     prop_oneof![
-        prop::sample::select(PredicateName::ALL).prop_map(|n| pred(n.as_str(), PredicateKind::Builtin(n))),
-        (algorithm_name(), prop::collection::vec(label(), 1..3))
-            .prop_map(|(name, labels)| pred(&format!("S{name}"), PredicateKind::ServiceAffinity { labels })),
-        (algorithm_name(), prop::collection::vec(label(), 1..3), any::<bool>())
-            .prop_map(|(name, labels, presence)| pred(&format!("L{name}"), PredicateKind::LabelsPresence { labels, presence })),
+        prop::sample::select(PredicateName::ALL)
+            .prop_map(|n| pred(n.as_str(), PredicateKind::Builtin(n))),
+        (algorithm_name(), prop::collection::vec(label(), 1..3)).prop_map(|(name, labels)| pred(
+            &format!("S{name}"),
+            PredicateKind::ServiceAffinity { labels }
+        )),
+        (
+            algorithm_name(),
+            prop::collection::vec(label(), 1..3),
+            any::<bool>()
+        )
+            .prop_map(|(name, labels, presence)| pred(
+                &format!("L{name}"),
+                PredicateKind::LabelsPresence { labels, presence }
+            )),
     ]
 }
 
 fn priority() -> impl Strategy<Value = PriorityConfig> {
     let weight = 1i64..1_000_000;
     prop_oneof![
-        (prop::sample::select(PriorityName::ALL), weight.clone())
-            .prop_map(|(n, w)| prio(n.as_str(), w, PriorityKind::Builtin(n))),
-        (algorithm_name(), weight.clone(), label())
-            .prop_map(|(name, w, label)| prio(&format!("A{name}"), w, PriorityKind::ServiceAntiAffinity { label })),
-        (algorithm_name(), weight, label(), any::<bool>()).prop_map(|(name, w, label, presence)| {
-            prio(&format!("P{name}"), w, PriorityKind::LabelPreference { label, presence })
-        }),
+        (prop::sample::select(PriorityName::ALL), weight.clone()).prop_map(|(n, w)| prio(
+            n.as_str(),
+            w,
+            PriorityKind::Builtin(n)
+        )),
+        (algorithm_name(), weight.clone(), label()).prop_map(|(name, w, label)| prio(
+            &format!("A{name}"),
+            w,
+            PriorityKind::ServiceAntiAffinity { label }
+        )),
+        (algorithm_name(), weight, label(), any::<bool>()).prop_map(
+            |(name, w, label, presence)| {
+                prio(
+                    &format!("P{name}"),
+                    w,
+                    PriorityKind::LabelPreference { label, presence },
+                )
+            }
+        ),
     ]
 }
 
