@@ -16,7 +16,6 @@
 //! ```
 
 mod admission;
-mod clock;
 mod codec;
 mod deletion;
 mod error;
@@ -32,7 +31,7 @@ mod subresources;
 pub mod tls;
 mod watch;
 
-pub use clock::Clock;
+pub use berth_core::clock::Clock;
 pub use error::ApiError;
 
 use berth_store::Store;

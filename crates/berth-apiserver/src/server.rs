@@ -1,6 +1,5 @@
 //! The HTTP surface: one dispatcher that routes every request by its path.
 
-use crate::clock::Clock;
 use crate::error::{ApiError, ApiResult};
 use crate::path::{self, Route};
 use crate::request::{negotiate, Answer, Query};
@@ -11,6 +10,7 @@ use axum::http::{header, HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use berth_api::{discovery, openapi};
+use berth_core::clock::Clock;
 use berth_store::Store;
 use serde_json::{json, Value};
 use std::sync::Arc;

@@ -21,7 +21,6 @@
 //! # }
 //! ```
 
-mod clock;
 pub mod disruption;
 mod duration;
 pub mod lifecycle;
@@ -29,7 +28,7 @@ pub mod model;
 pub mod node_taints;
 pub mod taint_manager;
 
-pub use clock::Clock;
+pub use berth_core::clock::Clock;
 pub use duration::parse_duration;
 mod driver;
 

@@ -28,6 +28,7 @@
 //! assert_eq!(qos_class(&spec), "Guaranteed");
 //! ```
 
+pub mod clock;
 pub mod fields;
 pub mod labels;
 pub mod patch;

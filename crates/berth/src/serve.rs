@@ -54,7 +54,6 @@ pub struct ServeArgs {
 pub struct Running {
     pub kubeconfig: PathBuf,
     pub url: String,
-    pub server: ApiServer,
 }
 
 fn parse_interval(s: &str) -> Result<std::time::Duration, String> {
@@ -159,11 +158,7 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
             }
         });
     }
-    Ok(Running {
-        kubeconfig,
-        url,
-        server,
-    })
+    Ok(Running { kubeconfig, url })
 }
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {

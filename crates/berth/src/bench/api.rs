@@ -11,17 +11,15 @@
 //! fsync on the embedded backend). The create latency (request sent to response received) is
 //! reported beside it, so the delivery delay after the commit can be read off the difference.
 
+use super::load::*;
 use anyhow::Context;
 use futures::{StreamExt, TryStreamExt};
-use k8s_openapi::api::core::v1::{
-    Container, ContainerPort, Namespace, Pod, PodSpec, ResourceRequirements,
-};
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use kube::api::{ListParams, ObjectMeta, PostParams, WatchEvent, WatchParams};
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use kube::api::{ListParams, WatchEvent, WatchParams};
 use kube::{Api, Client};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -46,13 +44,6 @@ pub struct ApiBenchArgs {
 
 /// How long to wait for the watch to deliver the remaining events after the last create.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// One create as a client saw it.
-struct Create {
-    name: String,
-    sent: Instant,
-    acked: Instant,
-}
 
 pub async fn run(args: ApiBenchArgs) -> anyhow::Result<()> {
     anyhow::ensure!(args.pods > 0, "--pods must be at least 1");
@@ -171,29 +162,6 @@ fn serve_args(
     Ok(crate::serve::ServeArgs::from_arg_matches(&matches)?)
 }
 
-async fn client_config(path: &PathBuf) -> anyhow::Result<kube::Config> {
-    let kubeconfig = kube::config::Kubeconfig::read_from(path)
-        .with_context(|| format!("reading kubeconfig {}", path.display()))?;
-    kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-        .await
-        .with_context(|| format!("loading kubeconfig {}", path.display()))
-}
-
-async fn create_namespace(client: &Client, name: &str) -> anyhow::Result<()> {
-    let ns = Namespace {
-        metadata: ObjectMeta {
-            name: Some(name.to_string()),
-            ..Default::default()
-        },
-        ..Default::default()
-    };
-    Api::<Namespace>::all(client.clone())
-        .create(&PostParams::default(), &ns)
-        .await
-        .with_context(|| format!("creating namespace {name}"))?;
-    Ok(())
-}
-
 /// Opens the watch (returning once the server has accepted it) and collects the arrival time
 /// of each pod's `ADDED` event until `expected` have arrived.
 async fn start_watch(
@@ -245,65 +213,6 @@ async fn start_watch(
         }
         Ok(arrivals)
     }))
-}
-
-/// One client: creates pods `pod-<i>` for the indices it claims until `total` are claimed.
-async fn create_pods(
-    api: Api<Pod>,
-    next: Arc<AtomicUsize>,
-    total: usize,
-) -> anyhow::Result<Vec<Create>> {
-    let mut done = Vec::with_capacity(total / 8 + 1);
-    let params = PostParams::default();
-    loop {
-        let i = next.fetch_add(1, Ordering::Relaxed);
-        if i >= total {
-            return Ok(done);
-        }
-        let name = format!("pod-{i:06}");
-        let pod = pod_default(&name);
-        let sent = Instant::now();
-        api.create(&params, &pod)
-            .await
-            .with_context(|| format!("creating pod {name}"))?;
-        done.push(Create {
-            name,
-            sent,
-            acked: Instant::now(),
-        });
-    }
-}
-
-/// `scheduler_perf`'s `config/templates/pod-default.yaml`, named.
-fn pod_default(name: &str) -> Pod {
-    let quantities = BTreeMap::from([
-        ("cpu".to_string(), Quantity("100m".into())),
-        ("memory".to_string(), Quantity("500Mi".into())),
-    ]);
-    Pod {
-        metadata: ObjectMeta {
-            name: Some(name.to_string()),
-            ..Default::default()
-        },
-        spec: Some(PodSpec {
-            containers: vec![Container {
-                name: "pause".into(),
-                image: Some("registry.k8s.io/pause:3.10".into()),
-                ports: Some(vec![ContainerPort {
-                    container_port: 80,
-                    ..Default::default()
-                }]),
-                resources: Some(ResourceRequirements {
-                    requests: Some(quantities.clone()),
-                    limits: Some(quantities),
-                    ..Default::default()
-                }),
-                ..Default::default()
-            }],
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
 }
 
 /// The figures of one run.
@@ -399,39 +308,6 @@ impl Report {
             );
         }
     }
-}
-
-/// User + system CPU seconds this process has used (Linux; `None` elsewhere).
-fn process_cpu_seconds() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // Fields after the parenthesised command: state is 3rd overall, utime 14th, stime 15th.
-    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
-    Some(ticks / 100.0) // USER_HZ
-}
-
-/// The host's 1-minute load average (Linux; `None` elsewhere).
-fn load_average() -> Option<f64> {
-    std::fs::read_to_string("/proc/loadavg")
-        .ok()?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
-}
-
-/// Nearest-rank percentile of sorted values (0 when there are none).
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
-fn round(x: f64, digits: i32) -> f64 {
-    let scale = 10f64.powi(digits);
-    (x * scale).round() / scale
 }
 
 #[cfg(test)]

@@ -11,18 +11,16 @@
 //! request sent → its bound event received at the watcher. The simulated kubelets also write
 //! each pod's status as it "starts"; that load is part of the system being measured.
 
+use super::load::*;
 use anyhow::Context;
 use futures::{StreamExt, TryStreamExt};
-use k8s_openapi::api::core::v1::{
-    Container, ContainerPort, Namespace, Node, Pod, PodSpec, ResourceRequirements,
-};
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use kube::api::{ApiResource, ListParams, ObjectMeta, PostParams, WatchEvent, WatchParams};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use kube::api::{ApiResource, ListParams, WatchEvent, WatchParams};
 use kube::core::{NotUsed, Object};
 use kube::{Api, Client};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -62,13 +60,6 @@ type BoundPod = Object<BoundSpec, NotUsed>;
 struct BoundSpec {
     #[serde(rename = "nodeName", default)]
     node_name: Option<String>,
-}
-
-/// One create as a client saw it.
-struct Create {
-    name: String,
-    sent: Instant,
-    acked: Instant,
 }
 
 pub async fn run(args: E2eBenchArgs) -> anyhow::Result<()> {
@@ -210,14 +201,6 @@ fn serve_args(
     Ok(crate::serve::ServeArgs::from_arg_matches(&matches)?)
 }
 
-async fn client_config(path: &PathBuf) -> anyhow::Result<kube::Config> {
-    let kubeconfig = kube::config::Kubeconfig::read_from(path)
-        .with_context(|| format!("reading kubeconfig {}", path.display()))?;
-    kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-        .await
-        .with_context(|| format!("loading kubeconfig {}", path.display()))
-}
-
 /// Waits until `want` nodes (or, without a target, at least one) report Ready and are
 /// schedulable; returns how many do.
 async fn wait_for_ready_nodes(client: &Client, want: Option<usize>) -> anyhow::Result<usize> {
@@ -256,21 +239,6 @@ fn is_ready_and_schedulable(node: &Node) -> bool {
         .and_then(|s| s.conditions.as_ref())
         .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
     ready && !unschedulable
-}
-
-async fn create_namespace(client: &Client, name: &str) -> anyhow::Result<()> {
-    let ns = Namespace {
-        metadata: ObjectMeta {
-            name: Some(name.to_string()),
-            ..Default::default()
-        },
-        ..Default::default()
-    };
-    Api::<Namespace>::all(client.clone())
-        .create(&PostParams::default(), &ns)
-        .await
-        .with_context(|| format!("creating namespace {name}"))?;
-    Ok(())
 }
 
 /// Opens the watch (returning once the server has accepted it) and collects, for each pod, the
@@ -327,65 +295,6 @@ async fn start_watch(
         }
         Ok(bound)
     }))
-}
-
-/// One client: creates pods `pod-<i>` for the indices it claims until `total` are claimed.
-async fn create_pods(
-    api: Api<Pod>,
-    next: Arc<AtomicUsize>,
-    total: usize,
-) -> anyhow::Result<Vec<Create>> {
-    let mut done = Vec::with_capacity(total / 8 + 1);
-    let params = PostParams::default();
-    loop {
-        let i = next.fetch_add(1, Ordering::Relaxed);
-        if i >= total {
-            return Ok(done);
-        }
-        let name = format!("pod-{i:06}");
-        let pod = pod_default(&name);
-        let sent = Instant::now();
-        api.create(&params, &pod)
-            .await
-            .with_context(|| format!("creating pod {name}"))?;
-        done.push(Create {
-            name,
-            sent,
-            acked: Instant::now(),
-        });
-    }
-}
-
-/// `scheduler_perf`'s `config/templates/pod-default.yaml`, named.
-fn pod_default(name: &str) -> Pod {
-    let quantities = BTreeMap::from([
-        ("cpu".to_string(), Quantity("100m".into())),
-        ("memory".to_string(), Quantity("500Mi".into())),
-    ]);
-    Pod {
-        metadata: ObjectMeta {
-            name: Some(name.to_string()),
-            ..Default::default()
-        },
-        spec: Some(PodSpec {
-            containers: vec![Container {
-                name: "pause".into(),
-                image: Some("registry.k8s.io/pause:3.10".into()),
-                ports: Some(vec![ContainerPort {
-                    container_port: 80,
-                    ..Default::default()
-                }]),
-                resources: Some(ResourceRequirements {
-                    requests: Some(quantities.clone()),
-                    limits: Some(quantities),
-                    ..Default::default()
-                }),
-                ..Default::default()
-            }],
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
 }
 
 /// The figures of one run.
@@ -509,37 +418,4 @@ impl Report {
         }
         println!("  nodes Ready after {:.2} s", self.nodes_ready_seconds);
     }
-}
-
-/// User + system CPU seconds this process has used (Linux; `None` elsewhere).
-fn process_cpu_seconds() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // Fields after the parenthesised command: state is 3rd overall, utime 14th, stime 15th.
-    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
-    Some(ticks / 100.0) // USER_HZ
-}
-
-/// The host's 1-minute load average (Linux; `None` elsewhere).
-fn load_average() -> Option<f64> {
-    std::fs::read_to_string("/proc/loadavg")
-        .ok()?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
-}
-
-/// Nearest-rank percentile of sorted values (0 when there are none).
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
-fn round(x: f64, digits: i32) -> f64 {
-    let scale = 10f64.powi(digits);
-    (x * scale).round() / scale
 }

@@ -2,6 +2,7 @@
 
 mod api;
 mod e2e;
+mod load;
 mod scheduler;
 
 #[derive(clap::Subcommand)]

@@ -1,7 +1,7 @@
-//! The controllers' notion of wall time, derived from tokio's clock so that a paused,
+//! Wall time for components (DESIGN.md: time is injected), derived from tokio's clock so that a paused,
 //! auto-advancing runtime (`berth simulate`, tests) moves it too.
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, SecondsFormat, Utc};
 use tokio::time::Instant;
 
 /// Wall time anchored once, advanced by tokio's monotonic clock.
@@ -24,6 +24,16 @@ impl Clock {
     pub fn now(&self) -> DateTime<Utc> {
         let elapsed = Instant::now().saturating_duration_since(self.base_instant);
         self.base_wall + chrono::Duration::from_std(elapsed).unwrap_or_default()
+    }
+
+    /// The current time as Kubernetes writes timestamps (`2026-11-22T19:59:15Z`).
+    pub fn timestamp(&self) -> String {
+        self.now().to_rfc3339_opts(SecondsFormat::Secs, true)
+    }
+
+    /// Micro-second timestamps (`MicroTime`), used by leases and events.k8s.io.
+    pub fn micro_timestamp(&self) -> String {
+        self.now().to_rfc3339_opts(SecondsFormat::Micros, true)
     }
 
     /// The tokio instant at which the wall clock reads `at` (now, if `at` is past).
