@@ -11,7 +11,9 @@
 //! (seed 001): pressure conditions, node-level reclaim, one eviction per pass, admission under
 //! pressure, and a simulated OOM killer. Its stats summary is published in the ConfigMap
 //! `kube-node-lease/berth-stats-<node>` for the API server's `nodes/<node>/proxy/stats/summary`.
-//! The decisions are pure ([`eviction`], [`model`]); the driver only carries them out.
+//! Each pass also puts its node's conditions right if the API shows otherwise (for instance
+//! `Unknown`, written by the node lifecycle controller while the node was silent).
+//! The decisions are pure ([`eviction`], [`model`], [`status`]); the driver only carries them out.
 //! Condition taints are the node lifecycle controller's, not the kubelet's.
 //!
 //! ```no_run
@@ -29,6 +31,7 @@ mod node;
 pub mod oom;
 mod pods;
 pub mod sim;
+pub mod status;
 pub mod summary;
 pub mod usage;
 
@@ -37,7 +40,7 @@ pub use config::NodeConfig;
 pub use config::NodeConfig as NodeSpec;
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::Api;
 use kube::runtime::watcher;
 use std::collections::HashSet;
@@ -107,6 +110,7 @@ impl Kubelet {
             self.housekeeping_interval,
         ));
         sim.spawn();
+        tokio::spawn(watch_nodes(self.client.clone(), sim.clone()));
         tokio::spawn(run_pods(self.client.clone(), sim));
         Ok(())
     }
@@ -118,6 +122,25 @@ impl Kubelet {
                 tracing::error!(error = %e, "simulated nodes failed to start");
             }
         });
+    }
+}
+
+/// Watches the nodes, so that each kubelet sees what the API shows of its node's conditions.
+async fn watch_nodes(client: kube::Client, sim: Arc<sim::Sim>) {
+    let api: Api<Node> = Api::all(client);
+    let mut stream = watcher(api, watcher::Config::default()).boxed();
+    loop {
+        match stream.next().await {
+            Some(Ok(watcher::Event::Apply(node))) | Some(Ok(watcher::Event::InitApply(node))) => {
+                sim.observe_node(&node)
+            }
+            Some(Ok(_)) => {}
+            Some(Err(e)) => {
+                tracing::warn!(error = %e, "node watch failed; retrying");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+            None => return,
+        }
     }
 }
 

@@ -2,13 +2,15 @@
 //! housekeeping pass every interval, and carries the decisions out through the API (node
 //! conditions, pod admission and eviction, events, the stats summary).
 
-use crate::eviction::{Condition, Eviction};
+use crate::eviction::Eviction;
 use crate::model::{NodeModel, Phase, PodState, Rejection};
+use crate::status::{ConditionWrite, Shown, StatusSync};
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Node, Pod};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::ResourceExt;
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
@@ -27,6 +29,19 @@ pub struct Sim {
     origin: Instant,
     interval: Duration,
     nodes: BTreeMap<String, Arc<Mutex<NodeModel>>>,
+    /// What the API shows of each node's conditions, from the node watch.
+    shown: Mutex<HashMap<String, Shown>>,
+}
+
+/// A node's stats summary is published when it changes, and at least this often.
+const SUMMARY_REFRESH: Duration = Duration::from_secs(60);
+
+/// One node's housekeeping memory between passes.
+#[derive(Default)]
+struct PassState {
+    status: StatusSync,
+    /// A hash of the last published summary's numbers, and when it was published.
+    summary: Option<(u64, Duration)>,
 }
 
 fn rfc3339() -> String {
@@ -43,7 +58,40 @@ impl Sim {
                 .into_iter()
                 .map(|n| (n.config.name.clone(), Arc::new(Mutex::new(n))))
                 .collect(),
+            shown: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Takes in a node from the node watch: remembers what the API shows of its conditions.
+    pub fn observe_node(&self, node: &Node) {
+        let Some(name) = node
+            .metadata
+            .name
+            .as_ref()
+            .filter(|n| self.nodes.contains_key(*n))
+        else {
+            return;
+        };
+        let shown = Shown {
+            resource_version: node
+                .metadata
+                .resource_version
+                .as_deref()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0),
+            statuses: node
+                .status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .into_iter()
+                .flatten()
+                .map(|c| (c.type_.clone(), c.status.clone()))
+                .collect(),
+        };
+        self.shown
+            .lock()
+            .expect("shown nodes")
+            .insert(name.clone(), shown);
     }
 
     fn now(&self) -> Duration {
@@ -186,14 +234,14 @@ impl Sim {
     async fn housekeeping_loop(self: Arc<Self>, node: String) {
         let mut tick = tokio::time::interval(self.interval);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut reported: Option<Vec<Condition>> = None;
+        let mut state = PassState::default();
         loop {
             tick.tick().await;
-            self.pass(&node, &mut reported).await;
+            self.pass(&node, &mut state).await;
         }
     }
 
-    async fn pass(&self, node: &str, reported: &mut Option<Vec<Condition>>) {
+    async fn pass(&self, node: &str, state: &mut PassState) {
         let now = self.now();
         let model = &self.nodes[node];
         let (d, deleted, oom, summary, images) = {
@@ -214,7 +262,14 @@ impl Sim {
                     p.phase = Phase::Terminating;
                 }
             }
-            let summary = crate::summary::summary(&m, now, &rfc3339());
+            let fingerprint = summary_fingerprint(&m, now);
+            let due = state.summary.is_none_or(|(f, at)| {
+                f != fingerprint || now.saturating_sub(at) >= SUMMARY_REFRESH
+            });
+            let summary = due.then(|| {
+                state.summary = Some((fingerprint, now));
+                crate::summary::summary(&m, now, &rfc3339())
+            });
             (
                 d,
                 deleted,
@@ -223,11 +278,13 @@ impl Sim {
                 crate::node::images_status(&m.images),
             )
         };
-        let conditions: Vec<Condition> = d.conditions.iter().copied().collect();
-        if reported.as_ref() != Some(&conditions) {
-            self.publish_conditions(node, reported.as_deref(), &conditions)
-                .await;
-            *reported = Some(conditions);
+        let shown = self.shown.lock().expect("shown nodes").get(node).cloned();
+        let writes = state.status.writes(&d.conditions, shown.as_ref());
+        if !writes.is_empty() {
+            if let Some(version) = self.publish_conditions(node, &writes).await {
+                state.status.written(&d.conditions, version);
+                tracing::info!(node, conditions = ?d.conditions, "node conditions posted");
+            }
         }
         if !deleted.is_empty() {
             tracing::info!(node, images = ?deleted, "deleted unused images");
@@ -265,34 +322,43 @@ impl Sim {
                 e,
             ));
         }
-        self.publish_summary(node, summary).await;
+        if let Some(summary) = summary {
+            self.publish_summary(node, summary).await;
+        }
     }
 
-    async fn publish_conditions(
-        &self,
-        node: &str,
-        before: Option<&[Condition]>,
-        now_true: &[Condition],
-    ) {
+    /// Writes the conditions and posts their events; returns the node's new resourceVersion.
+    async fn publish_conditions(&self, node: &str, writes: &[ConditionWrite]) -> Option<u64> {
         let ts = rfc3339();
-        let mut conds = Vec::new();
-        for c in Condition::ALL {
-            let on = now_true.contains(&c);
-            let (reason, message) = condition_text(c, on);
-            conds.push(json!({"type": c.name(), "status": if on { "True" } else { "False" },
-                "reason": reason, "message": message, "lastHeartbeatTime": ts, "lastTransitionTime": ts}));
-            let was = before.map(|b| b.contains(&c));
-            if was.is_some_and(|w| w != on) {
-                let ev = event_reason(c, on);
+        let conds: Vec<Value> = writes
+            .iter()
+            .map(|w| {
+                json!({"type": w.type_, "status": w.status, "reason": w.reason, "message": w.message,
+                       "lastHeartbeatTime": ts, "lastTransitionTime": ts})
+            })
+            .collect();
+        let api: Api<Node> = Api::all(self.client.clone());
+        let patch = json!({"status": {"conditions": conds}});
+        let written = match api
+            .patch_status(node, &PatchParams::default(), &Patch::Strategic(&patch))
+            .await
+        {
+            Ok(n) => n,
+            Err(e) => {
+                tracing::warn!(node, error = %e, "publishing node conditions failed");
+                return None;
+            }
+        };
+        for w in writes {
+            if let Some((type_, reason)) = w.event {
                 let involved = json!({"kind": "Node", "name": node, "uid": node});
-                let msg = format!("Node {node} status is now: {ev}");
-                let kind = if on { "Warning" } else { "Normal" };
+                let msg = format!("Node {node} status is now: {reason}");
                 post_event(
                     &self.client,
                     "default",
                     involved,
-                    kind,
-                    ev,
+                    type_,
+                    reason,
                     &msg,
                     node,
                     BTreeMap::new(),
@@ -300,26 +366,14 @@ impl Sim {
                 .await;
             }
         }
-        // Unchanged conditions keep their transition time: send only the changed ones.
-        let changed: Vec<Value> = conds
-            .into_iter()
-            .zip(Condition::ALL)
-            .filter(|(_, c)| before.is_none_or(|b| b.contains(c) != now_true.contains(c)))
-            .map(|(v, _)| v)
-            .collect();
-        if changed.is_empty() {
-            return;
-        }
-        let api: Api<Node> = Api::all(self.client.clone());
-        let patch = json!({"status": {"conditions": changed}});
-        if let Err(e) = api
-            .patch_status(node, &PatchParams::default(), &Patch::Strategic(&patch))
-            .await
-        {
-            tracing::warn!(node, error = %e, "publishing node conditions failed");
-        } else {
-            tracing::info!(node, conditions = ?now_true, "node pressure conditions");
-        }
+        Some(
+            written
+                .metadata
+                .resource_version
+                .as_deref()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0),
+        )
     }
 
     async fn oom_kill(&self, node: &str, key: &str, container: &str, restarts: i32, fails: bool) {
@@ -398,40 +452,15 @@ impl Sim {
     }
 }
 
-fn condition_text(c: Condition, on: bool) -> (&'static str, &'static str) {
-    match (c, on) {
-        (Condition::MemoryPressure, true) => (
-            "KubeletHasInsufficientMemory",
-            "kubelet has insufficient memory available",
-        ),
-        (Condition::MemoryPressure, false) => (
-            "KubeletHasSufficientMemory",
-            "kubelet has sufficient memory available",
-        ),
-        (Condition::DiskPressure, true) => ("KubeletHasDiskPressure", "kubelet has disk pressure"),
-        (Condition::DiskPressure, false) => {
-            ("KubeletHasNoDiskPressure", "kubelet has no disk pressure")
-        }
-        (Condition::PIDPressure, true) => (
-            "KubeletHasInsufficientPID",
-            "kubelet has insufficient PID available",
-        ),
-        (Condition::PIDPressure, false) => (
-            "KubeletHasSufficientPID",
-            "kubelet has sufficient PID available",
-        ),
+/// The numbers a summary reports (not its timestamps), hashed: a summary is republished when
+/// they change.
+fn summary_fingerprint(m: &NodeModel, now: Duration) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    format!("{:?}", m.stats(now)).hash(&mut h);
+    for p in m.pods.values() {
+        (&p.key, p.phase as u8, format!("{:?}", p.usage(now))).hash(&mut h);
     }
-}
-
-fn event_reason(c: Condition, on: bool) -> &'static str {
-    match (c, on) {
-        (Condition::MemoryPressure, true) => "NodeHasInsufficientMemory",
-        (Condition::MemoryPressure, false) => "NodeHasSufficientMemory",
-        (Condition::DiskPressure, true) => "NodeHasDiskPressure",
-        (Condition::DiskPressure, false) => "NodeHasNoDiskPressure",
-        (Condition::PIDPressure, true) => "NodeHasInsufficientPID",
-        (Condition::PIDPressure, false) => "NodeHasSufficientPID",
-    }
+    h.finish()
 }
 
 /// Evicts one pod: after its grace (capped by `berth.io/termination-seconds`), the pod becomes

@@ -95,41 +95,25 @@ pub struct NodeConfig {
 }
 
 impl NodeConfig {
-    /// The quick form (`--nodes N`): 4 CPU, 16Gi, 100Gi disk, 110 pods, no reservations and no
-    /// eviction thresholds, so allocatable equals capacity.
+    /// The quick form (`--nodes N`): `node-1`..`node-N` with 4 CPU, 16Gi, 100Gi disk, 110
+    /// pods, no reservations and upstream's default hard eviction thresholds
+    /// ([`DEFAULT_EVICTION_HARD`]), so allocatable is capacity less those thresholds.
     pub fn quick(count: usize) -> Vec<NodeConfig> {
-        (1..=count)
-            .map(|i| {
-                let name = format!("node-{i}");
-                let capacity: ResourceList = [
-                    ("cpu", "4"),
-                    ("memory", "16Gi"),
-                    ("pods", "110"),
-                    ("ephemeral-storage", "100Gi"),
-                ]
-                .into_iter()
-                .map(|(k, v)| (k.to_string(), Quantity::parse(v).expect("valid")))
-                .collect();
-                NodeConfig {
-                    labels: default_labels(&name)
-                        .into_iter()
-                        .chain([("node-role.kubernetes.io/worker".into(), String::new())])
-                        .collect(),
-                    name,
-                    taints: vec![],
-                    images: vec![],
-                    allocatable: capacity.clone(),
-                    capacity,
-                    kube_reserved: ResourceList::new(),
-                    system_reserved: ResourceList::new(),
-                    eviction: EvictionConfig::default(),
-                    nodefs_inodes: DEFAULT_INODES,
-                    imagefs: None,
-                    max_pids: DEFAULT_MAX_PIDS,
-                    system_usage: SystemUsage::default(),
-                }
-            })
-            .collect()
+        let pool = RawPool {
+            name: Some("node".into()),
+            count,
+            labels: BTreeMap::from([(
+                "node-role.kubernetes.io/worker".to_string(),
+                Scalar::Text(String::new()),
+            )]),
+            ..RawPool::default()
+        };
+        let err = |field: &str, reason: String| ConfigError::Pool {
+            pool: "node".into(),
+            field: field.into(),
+            reason,
+        };
+        resolve_pool(&pool, 0, &err, &mut Vec::new()).expect("the quick form is valid")
     }
 
     /// The node's memory capacity in bytes.
@@ -146,6 +130,15 @@ impl NodeConfig {
 }
 
 const DEFAULT_INODES: i64 = 1_000_000;
+
+/// Upstream's `--eviction-hard` default on Linux (control-loops §2.2), used when a pool sets no
+/// hard thresholds at all. Setting `eviction-hard` (even to an empty list) replaces it whole.
+pub const DEFAULT_EVICTION_HARD: [&str; 4] = [
+    "memory.available<100Mi",
+    "nodefs.available<10%",
+    "nodefs.inodesFree<5%",
+    "imagefs.available<15%",
+];
 const DEFAULT_MAX_PIDS: i64 = 32768;
 const DEFAULT_IMAGE_INODES: i64 = 1000;
 
@@ -222,7 +215,7 @@ struct RawSystemUsage {
     pids: Option<i64>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct RawPool {
     name: Option<String>,
@@ -465,8 +458,13 @@ fn resolve_pool(
         &kubelet_field("system-reserved"),
         err,
     )?;
+    let hard = if args.contains_key("eviction-hard") {
+        arg("eviction-hard")
+    } else {
+        DEFAULT_EVICTION_HARD.map(String::from).to_vec()
+    };
     let settings = EvictionSettings {
-        hard: arg("eviction-hard"),
+        hard,
         soft: arg("eviction-soft"),
         soft_grace_period: arg("eviction-soft-grace-period"),
         minimum_reclaim: arg("eviction-minimum-reclaim"),

@@ -59,8 +59,9 @@ pools:
     assert_eq!(c.ignored, vec!["seed001: image-gc-high-threshold"]);
     let b = &c.nodes[1].allocatable;
     assert_eq!(b["cpu"].to_string(), "3");
-    assert_eq!(b["memory"].to_string(), "15Gi");
-    assert!(c.nodes[1].eviction.thresholds.is_empty());
+    // No evictionHard given: upstream's defaults apply, memory.available<100Mi among them.
+    assert_eq!(b["memory"].to_string(), "15260Mi");
+    assert_eq!(c.nodes[1].eviction.thresholds.len(), 5);
 }
 
 #[test]
@@ -110,9 +111,23 @@ fn errors_name_pool_and_field() {
 }
 
 #[test]
-fn quick_nodes_keep_capacity() {
+fn quick_nodes_have_upstream_default_thresholds() {
     let n = NodeConfig::quick(2);
     assert_eq!(n[1].name, "node-2");
-    assert_eq!(n[0].allocatable, n[0].capacity);
-    assert!(n[0].eviction.thresholds.is_empty());
+    assert_eq!(n[0].labels["node-role.kubernetes.io/worker"], "");
+    // memory.available<100Mi, nodefs.available<10%, nodefs.inodesFree<5%, imagefs.available<15%,
+    // and allocatableMemory.available<100Mi (enforce-node-allocatable=pods).
+    assert_eq!(n[0].eviction.thresholds.len(), 5);
+    assert_eq!(n[0].allocatable["memory"].to_string(), "16284Mi");
+    assert_eq!(n[0].allocatable["cpu"], n[0].capacity["cpu"]);
+    assert_eq!(n[0].allocatable["pods"], n[0].capacity["pods"]);
+}
+
+#[test]
+fn a_pool_without_eviction_hard_gets_the_defaults_and_an_empty_list_none() {
+    let c = parse_cluster("pools: [{name: a}, {name: b, kubeletArguments: {eviction-hard: []}}]")
+        .unwrap();
+    assert_eq!(c.nodes[0].eviction.thresholds.len(), 5);
+    assert!(c.nodes[1].eviction.thresholds.is_empty());
+    assert_eq!(c.nodes[1].allocatable, c.nodes[1].capacity);
 }
