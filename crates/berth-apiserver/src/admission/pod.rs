@@ -106,6 +106,13 @@ pub fn default_tolerations(pod: &mut Value) {
             tolerations.push(json!({"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}));
         }
     }
+    let memory_pressure = "node.kubernetes.io/memory-pressure";
+    if berth_core::qos::qos_class(&pod["spec"]) != "BestEffort"
+        && !has(memory_pressure, "NoSchedule", &tolerations)
+    {
+        tolerations
+            .push(json!({"key": memory_pressure, "operator": "Exists", "effect": "NoSchedule"}));
+    }
     pod["spec"]["tolerations"] = Value::Array(tolerations);
 }
 
@@ -134,4 +141,47 @@ pub fn admit_update(old: &Value, new: &mut Value) -> ApiResult<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys(pod: &Value) -> Vec<(String, String)> {
+        pod["spec"]["tolerations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                let s = |k: &str| t[k].as_str().unwrap_or("").to_string();
+                (s("key"), s("effect"))
+            })
+            .collect()
+    }
+
+    fn pod(resources: Value) -> Value {
+        json!({"spec": {"containers": [{"name": "c", "image": "i", "resources": resources}]}})
+    }
+
+    #[test]
+    fn non_best_effort_pods_tolerate_memory_pressure() {
+        let memory = (
+            "node.kubernetes.io/memory-pressure".to_string(),
+            "NoSchedule".to_string(),
+        );
+        let mut be = pod(json!({}));
+        default_tolerations(&mut be);
+        assert_eq!(keys(&be).len(), 2);
+        assert!(!keys(&be).contains(&memory));
+        let mut burstable = pod(json!({"requests": {"memory": "10Mi"}}));
+        default_tolerations(&mut burstable);
+        assert_eq!(keys(&burstable)[2], memory);
+        // Added once: a second pass (an update) or the pod's own toleration leaves one.
+        default_tolerations(&mut burstable);
+        assert_eq!(keys(&burstable).len(), 3);
+        let mut all = pod(json!({"limits": {"cpu": "1", "memory": "1Gi"}}));
+        all["spec"]["tolerations"] = json!([{"operator": "Exists"}]);
+        default_tolerations(&mut all);
+        assert_eq!(keys(&all).len(), 1);
+    }
 }
