@@ -5,7 +5,9 @@ One `berth serve --cluster <file> --housekeeping-interval 1s` for the module. No
 - `soft-1`: 4Gi, system daemons 256Mi, eviction-soft memory.available<1Gi for 8s;
 - `press-1`: like soft-1 with a 1h grace period: pressure without eviction;
 - `seed-1`: seed 004's 32Gi node (kube-reserved 2Gi, system-reserved 1Gi, hard 100Mi), tainted;
-- `tenpct-1`: 10Gi, system-reserved 1Gi, hard memory.available<10% (upstream's exact number).
+- `tenpct-1`: 10Gi, system-reserved 1Gi, hard memory.available<10% (upstream's exact number);
+- `disk-1`: 10Gi nodefs holding a 3Gi unused image, hard nodefs.available<2Gi, tainted;
+- `oom-1`: 2Gi of memory and no eviction thresholds, so only the OOM killer acts, tainted.
 Nothing here asserts on durations; only generous timeouts bound the waits.
 """
 
@@ -52,6 +54,18 @@ pools:
   kubeletArguments:
     system-reserved: ["memory=1Gi"]
     eviction-hard: ["memory.available<10%"]
+- name: disk
+  capacity: {cpu: "4", memory: 8Gi, ephemeral-storage: 10Gi}
+  taints: [{key: berth.io/reserved, effect: NoSchedule}]
+  images: [{name: "berth.io/old-image:1", size: 3Gi}]
+  kubeletArguments:
+    eviction-hard: ["nodefs.available<2Gi"]
+    eviction-pressure-transition-period: ["1h"]
+- name: oom
+  capacity: {cpu: "4", memory: 2Gi}
+  taints: [{key: berth.io/reserved, effect: NoSchedule}]
+  kubeletArguments:
+    eviction-hard: []
 """
 
 
@@ -83,7 +97,7 @@ def kb(tmp_path_factory):
     f.write_text(CLUSTER)
     b = ClusterBerth(d / "data", f)
     b.launch()
-    eventually(lambda: len(b.kubectl_json("get", "nodes")["items"]) == 5, what="5 nodes")
+    eventually(lambda: len(b.kubectl_json("get", "nodes")["items"]) == 7, what="7 nodes")
     yield b
     b.stop()
 
@@ -125,6 +139,18 @@ def running(kb, ns, name):
 
 
 GUARANTEED = {"limits": {"cpu": "100m", "memory": "1Gi"}}
+RESERVED = [{"key": "berth.io/reserved", "operator": "Exists", "effect": "NoSchedule"}]
+BURSTABLE = {"requests": {"memory": "10Mi"}}
+
+
+def taint_keys(kb, node):
+    return [t["key"] for t in kb.kubectl_json("get", "node", node)["spec"].get("taints", [])]
+
+
+def failed_scheduling(kb, ns, name):
+    """The pod's FailedScheduling event messages."""
+    return [e["message"] for e in kb.kubectl_json("get", "events", "-n", ns)["items"]
+            if e["reason"] == "FailedScheduling" and e["involvedObject"]["name"] == name]
 
 
 def test_allocatable_shows_the_seed_numbers(kb):
@@ -191,6 +217,24 @@ def test_pressure_admission_and_taint(kb, kns):
     assert st["reason"] == "Evicted"
     assert st["message"] == "The node had condition: [MemoryPressure]. "
     assert running(kb, kns, "hog")
+    # The scheduler side (seed 000's table): the memory-pressure taint keeps new BestEffort
+    # pods off the node, while Burstable ones still land there.
+    eventually(lambda: "node.kubernetes.io/memory-pressure" in taint_keys(kb, "press-1"),
+               what="the memory-pressure taint")
+    kb.kubectl("apply", "-f", "-", stdin=[
+        on("press-1", "be", kns),
+        on("press-1", "bu", kns, resources=BURSTABLE),
+    ])
+    # Admission gave the Burstable pod a memory-pressure toleration (control-loops §4.5).
+    tolerations = kb.kubectl_json("get", "pod", "bu", "-n", kns)["spec"]["tolerations"]
+    assert {"key": "node.kubernetes.io/memory-pressure", "operator": "Exists",
+            "effect": "NoSchedule"} in tolerations
+    eventually(lambda: running(kb, kns, "bu"), what="burstable pod scheduled and running")
+    assert kb.kubectl_json("get", "pod", "bu", "-n", kns)["spec"]["nodeName"] == "press-1"
+    messages = eventually(lambda: failed_scheduling(kb, kns, "be"), what="FailedScheduling for be")
+    # Every other node fails the pod's node selector; press-1 fails on the taint alone.
+    assert "1 node(s) had taints that the pod didn't tolerate" in messages[-1]
+    assert "nodeName" not in kb.kubectl_json("get", "pod", "be", "-n", kns)["spec"]
 
 
 def test_soft_threshold_waits_for_its_grace_period(kb, kns):
@@ -231,3 +275,84 @@ def test_summary_api_matches_usage(kb, kns):
     assert p["memory"]["workingSetBytes"] == 300 * 2**20
     assert p["cpu"]["usageNanoCores"] == 200_000_000
     assert p["ephemeral-storage"]["usedBytes"] == 2 * 2**30
+
+
+def test_disk_pressure_reclaims_images_before_evicting_pods(kb, kns):
+    kb.kubectl("apply", "-f", "-", stdin=[
+        on("disk-1", "fill", kns, usage="ephemeral-storage=1Gi", tolerations=RESERVED)])
+    eventually(lambda: running(kb, kns, "fill"), what="fill running")
+    images = [n for i in kb.kubectl_json("get", "node", "disk-1")["status"]["images"]
+              for n in i["names"]]
+    assert "berth.io/old-image:1" in images
+    # 10Gi − 3Gi (unused image) − 100Mi (nginx) − 5Gi = 1.9Gi < 2Gi; deleting the unused
+    # image frees 3Gi, which is enough: no pod is evicted.
+    kb.kubectl("annotate", "pod", "fill", "-n", kns, "--overwrite",
+               "berth.io/usage=ephemeral-storage=5Gi")
+    eventually(lambda: condition(kb, "disk-1", "DiskPressure")["status"] == "True",
+               what="DiskPressure")
+
+    def image_names():
+        return [n for i in kb.kubectl_json("get", "node", "disk-1")["status"]["images"]
+                for n in i["names"]]
+
+    eventually(lambda: "berth.io/old-image:1" not in image_names(), what="unused image deleted")
+    assert "nginx:1.27" in image_names()  # in use by fill: kept
+    eventually(lambda: "node.kubernetes.io/disk-pressure" in taint_keys(kb, "disk-1"),
+               what="the disk-pressure taint")
+    # Under DiskPressure the scheduler places no new pod there, whatever its QoS class.
+    kb.kubectl("apply", "-f", "-", stdin=[
+        on("disk-1", "late", kns, resources=GUARANTEED, tolerations=RESERVED)])
+    messages = eventually(lambda: failed_scheduling(kb, kns, "late"), what="FailedScheduling")
+    assert "1 node(s) had taints that the pod didn't tolerate" in messages[-1]
+    assert running(kb, kns, "fill")
+    # Nothing left to reclaim: 10Gi − 100Mi − 9Gi < 2Gi evicts the pod.
+    kb.kubectl("annotate", "pod", "fill", "-n", kns, "--overwrite",
+               "berth.io/usage=ephemeral-storage=9Gi")
+    st = eventually(lambda: (s := status(kb, kns, "fill")).get("reason") == "Evicted" and s,
+                    what="fill evicted")
+    assert st["message"] == (
+        "The node was low on resource: ephemeral-storage. "
+        "Container c was using 9Gi, request is 0, has larger consumption of ephemeral-storage. ")
+
+
+def test_oom_killer_restarts_the_container(kb, kns):
+    # 2Gi node, no thresholds: 256Mi of daemons + 2Gi of pod passes capacity.
+    kb.kubectl("apply", "-f", "-", stdin=[
+        on("oom-1", "leak", kns, usage="memory=100Mi", tolerations=RESERVED,
+           resources={"requests": {"memory": "100Mi"}})])
+    eventually(lambda: running(kb, kns, "leak"), what="leak running")
+    kb.kubectl("annotate", "pod", "leak", "-n", kns, "--overwrite", "berth.io/usage=memory=2Gi")
+
+    def restarted():
+        s = status(kb, kns, "leak")["containerStatuses"][0]
+        return s["restartCount"] >= 1 and s
+
+    s = eventually(restarted, what="an OOM kill and restart")
+    assert s["lastState"]["terminated"]["reason"] == "OOMKilled"
+    assert s["lastState"]["terminated"]["exitCode"] == 137
+    assert "running" in s["state"]
+    row = kb.kubectl("get", "pod", "leak", "-n", kns, "--no-headers").stdout.split()
+    assert int(row[3]) >= 1  # the RESTARTS column counts OOM kills
+    events = kb.kubectl_json("get", "events", "-n", "default")["items"]
+    assert any(e["reason"] == "OOMKilling" and e["involvedObject"]["name"] == "oom-1"
+               for e in events)
+
+
+def test_kubelet_posts_ready_again_after_its_node_was_marked_unknown(kb):
+    # What the node lifecycle controller writes when a node stops posting status.
+    unknown = {"status": {"conditions": [
+        {"type": t, "status": "Unknown", "reason": "NodeStatusUnknown",
+         "message": "Kubelet stopped posting node status."}
+        for t in ("Ready", "MemoryPressure", "DiskPressure", "PIDPressure")]}}
+    kb.kubectl("patch", "node", "tenpct-1", "--subresource=status", "--type=strategic",
+               "-p", json.dumps(unknown))
+    ready = eventually(lambda: (c := condition(kb, "tenpct-1", "Ready"))["status"] == "True" and c,
+                       what="Ready=True posted again")
+    assert ready["reason"] == "KubeletReady"
+    for t in ("MemoryPressure", "DiskPressure", "PIDPressure"):
+        assert condition(kb, "tenpct-1", t)["status"] == "False"
+    eventually(lambda: "node.kubernetes.io/unreachable" not in taint_keys(kb, "tenpct-1"),
+               what="no unreachable taint")
+    events = kb.kubectl_json("get", "events", "-n", "default")["items"]
+    assert any(e["reason"] == "NodeReady" and e["involvedObject"]["name"] == "tenpct-1"
+               for e in events)
