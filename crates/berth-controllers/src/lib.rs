@@ -1,5 +1,7 @@
 //! berth's controllers: the loops that keep cluster state true after the fact.
 //!
+//! - **daemonsets**: one pod of each DaemonSet per eligible node, with the tolerations that
+//!   keep daemons on nodes under pressure or cordoned; failed (evicted) daemons are recreated;
 //! - **disruption**: keeps every PodDisruptionBudget's `status` current, which is what the
 //!   eviction subresource (`kubectl drain`, the descheduler) trusts;
 //! - **node taints**: node conditions and cordons become `NoSchedule` taints;
@@ -12,7 +14,7 @@
 //! ([`disruption::reconcile`], [`node_taints::reconcile`], [`lifecycle::Monitor`],
 //! [`taint_manager::TaintManager`]) — and a thin driver that watches the API through a
 //! `kube::Client`, feeds the engine and carries its decisions out through the API. It is not the
-//! workload controllers (ReplicaSets, Deployments) nor garbage collection.
+//! controllers of scalable workloads (ReplicaSets, Deployments) nor garbage collection.
 //!
 //! ```no_run
 //! # async fn demo(client: kube::Client) {
@@ -21,6 +23,7 @@
 //! # }
 //! ```
 
+pub mod daemonset;
 pub mod disruption;
 mod duration;
 pub mod lifecycle;

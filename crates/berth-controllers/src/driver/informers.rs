@@ -2,7 +2,7 @@
 
 use futures::future::{select_all, BoxFuture};
 use futures::{FutureExt, StreamExt};
-use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, Pod, ReplicationController};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -34,6 +34,7 @@ pub struct Informers {
     pub replication_controllers: Informer<ReplicationController>,
     pub deployments: Informer<Deployment>,
     pub stateful_sets: Informer<StatefulSet>,
+    pub daemon_sets: Informer<DaemonSet>,
 }
 
 impl Informers {
@@ -48,6 +49,7 @@ impl Informers {
             replication_controllers: informer(Api::all(client.clone())),
             deployments: informer(Api::all(client.clone())),
             stateful_sets: informer(Api::all(client.clone())),
+            daemon_sets: informer(Api::all(client.clone())),
         }
     }
 }

@@ -4,6 +4,7 @@
 //! `resourceVersion` precondition: a conflict means a newer object is on its way through the
 //! watch, which triggers the next pass (level-triggered, no retry loops at call sites).
 
+mod daemonsets;
 mod disruption;
 mod informers;
 mod nodes;
@@ -68,6 +69,11 @@ impl Controllers {
             self.client.clone(),
             informers.clone(),
             recorder.clone(),
+            self.clock.clone(),
+        ));
+        tokio::spawn(daemonsets::run(
+            self.client.clone(),
+            informers.clone(),
             self.clock.clone(),
         ));
         tokio::spawn(disruption::run(

@@ -14,6 +14,9 @@ use tokio::time::Instant;
 
 const COMPONENT: &str = "node-controller";
 
+/// How often taints by condition are checked even when no node changed.
+const CONDITION_TAINTS_RESYNC: Duration = Duration::from_secs(5);
+
 /// Writes the node's whole taint list, if the node is still at `resource_version`.
 async fn write_taints(
     api: &Api<Node>,
@@ -53,7 +56,9 @@ pub async fn run_condition_taints(client: kube::Client, mut informers: Informers
                 .await;
             }
         }
-        wait(&mut [&mut informers.nodes.changed], None).await;
+        // Level-triggered with a periodic resync, so a missed signal cannot leave a taint stale.
+        let resync = Instant::now() + CONDITION_TAINTS_RESYNC;
+        wait(&mut [&mut informers.nodes.changed], Some(resync)).await;
     }
 }
 
