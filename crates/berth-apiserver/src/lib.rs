@@ -28,6 +28,8 @@ mod selectors;
 mod server;
 mod strict;
 mod subresources;
+#[cfg(test)]
+mod testing;
 pub mod tls;
 mod watch;
 
