@@ -24,6 +24,7 @@ mod objects;
 mod path;
 mod protobuf;
 mod request;
+mod scale;
 mod selectors;
 mod server;
 mod strict;

@@ -109,6 +109,10 @@ async fn route(ctx: &Ctx, req: Request) -> ApiResult<Response> {
         body,
         answer,
     };
+    // Subresources and kinds with handlers of their own.
+    if req.target.subresource.as_deref() == Some("scale") {
+        return crate::scale::handle(ctx, &req, &method).await;
+    }
     match method {
         Method::GET if req.target.name.is_some() => objects::get(ctx, &req).await,
         Method::GET if req.query.flag("watch") => watch::watch(ctx, &req).await,
