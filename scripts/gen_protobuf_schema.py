@@ -232,7 +232,8 @@ def inner_type(field):
     for wrapper in ("::core::option::Option<", "::prost::alloc::vec::Vec<"):
         if t.startswith(wrapper):
             t = t[len(wrapper):-1].strip()
-    return t
+    # rustfmt splits long generic arguments over lines with a trailing comma: `Vec<\n X,\n>`.
+    return t.rstrip(",").strip()
 
 
 def main():

@@ -62,6 +62,10 @@ pub enum TableKind {
     Secret,
     /// `NAME SECRETS AGE`.
     ServiceAccount,
+    /// `NAME CREATED AT` (roles and cluster roles: upstream's default columns).
+    Role,
+    /// `NAME ROLE AGE` + wide `USERS GROUPS SERVICEACCOUNTS` (role and cluster role bindings).
+    RoleBinding,
 }
 
 /// One kind the API server serves, with everything discovery and printing need to know.
@@ -345,6 +349,74 @@ pub static RESOURCES: &[ResourceType] = &[
             "poddisruptionbudgets",
             "poddisruptionbudget",
             true,
+        )
+    },
+    // ---- rbac.authorization.k8s.io/v1: stored, not enforced (one admin identity)
+    ResourceType {
+        table: TableKind::RoleBinding,
+        ..base(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "ClusterRoleBinding",
+            "clusterrolebindings",
+            "clusterrolebinding",
+            false,
+        )
+    },
+    ResourceType {
+        table: TableKind::Role,
+        ..base(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "ClusterRole",
+            "clusterroles",
+            "clusterrole",
+            false,
+        )
+    },
+    ResourceType {
+        table: TableKind::RoleBinding,
+        ..base(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "RoleBinding",
+            "rolebindings",
+            "rolebinding",
+            true,
+        )
+    },
+    ResourceType {
+        table: TableKind::Role,
+        ..base(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "Role",
+            "roles",
+            "role",
+            true,
+        )
+    },
+    // ---- authorization.k8s.io/v1: reviews are answered (always allowed), never stored
+    ResourceType {
+        verbs: CREATE_ONLY,
+        ..base(
+            "authorization.k8s.io",
+            "v1",
+            "SelfSubjectAccessReview",
+            "selfsubjectaccessreviews",
+            "selfsubjectaccessreview",
+            false,
+        )
+    },
+    ResourceType {
+        verbs: CREATE_ONLY,
+        ..base(
+            "authorization.k8s.io",
+            "v1",
+            "SelfSubjectRulesReview",
+            "selfsubjectrulesreviews",
+            "selfsubjectrulesreview",
+            false,
         )
     },
     // ---- scheduling.k8s.io: v1 (preferred) and v1beta1 (the seeds' samples), one storage

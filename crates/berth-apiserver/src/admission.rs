@@ -39,6 +39,7 @@ pub async fn admit_create(ctx: &Ctx, rt: &'static ResourceType, obj: &mut Value)
             }
         }
         "PriorityClass" => priority::admit_class_create(ctx, obj)?,
+        "RoleBinding" | "ClusterRoleBinding" => crate::rbac::default_binding(obj),
         _ => {}
     }
     Ok(())
@@ -54,6 +55,10 @@ pub async fn admit_update(
     match rt.kind {
         "Pod" => pod::admit_update(old, new),
         "PriorityClass" => priority::admit_class_update(ctx, old, new),
+        "RoleBinding" | "ClusterRoleBinding" => {
+            crate::rbac::default_binding(new);
+            Ok(())
+        }
         _ => Ok(()),
     }
 }
@@ -98,6 +103,7 @@ pub fn validate(rt: &ResourceType, obj: &Value, old: Option<&Value>) -> ApiResul
         "Pod" => v::validate_pod(obj),
         "Node" => v::validate_node(obj),
         "Namespace" => v::validate_namespace(obj),
+        _ if crate::rbac::is_rbac(rt) => crate::rbac::validate(rt, obj, old),
         _ => v::validate_generic(obj, rt.namespaced),
     };
     if let Some(old) = old {

@@ -5,9 +5,28 @@ use crate::error::{from_store, ApiResult};
 use crate::objects::{respond, ApiRequest, DeleteOptions};
 use crate::path;
 use crate::server::Ctx;
+use crate::strict::FieldValidation;
 use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::{json, Value};
+
+/// The `DeleteOptions` body of a DELETE, or `null` without one. JSON, YAML, or Kubernetes
+/// protobuf: Go clients encode it like any other body, under their own group version
+/// (`{apiVersion: "v1", kind: "DeleteOptions"}`), which the protobuf decoder accepts for any.
+pub fn options_body(req: &ApiRequest) -> ApiResult<Value> {
+    if req.body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Value::Null);
+    }
+    let (options, _) = codec::decode_body(
+        &req.body,
+        &req.headers,
+        FieldValidation::Ignore,
+        "meta.k8s.io",
+        "DeleteOptions",
+        "v1",
+    )?;
+    Ok(options)
+}
 
 /// Deletes (or starts deleting) `current`, stored at revision `rv`.
 pub async fn delete_object(

@@ -2,8 +2,10 @@
 //!
 //! It serves the Kubernetes REST API over the store of `berth-store`: discovery, OpenAPI stubs,
 //! CRUD with optimistic concurrency, list with selectors and paging, watch, merge/JSON/strategic
-//! patches, server-side Tables, the `binding`/`eviction`/`status` subresources and the
-//! admission chain (defaults, Priority, validation). It is not a scheduler or a controller: those
+//! patches, server-side Tables, the `binding`/`eviction`/`status`/`scale` subresources, the RBAC
+//! API (stored and validated, not enforced: one admin identity may do everything) and the
+//! admission chain (defaults, Priority, validation). Request bodies are JSON, YAML or Kubernetes
+//! protobuf. It is not a scheduler or a controller: those
 //! are clients of this API, in process through [`ApiServer::in_process_router`] or over HTTPS.
 //!
 //! ```no_run
@@ -23,11 +25,15 @@ mod node_proxy;
 mod objects;
 mod path;
 mod protobuf;
+mod rbac;
 mod request;
+mod scale;
 mod selectors;
 mod server;
 mod strict;
 mod subresources;
+#[cfg(test)]
+mod testing;
 pub mod tls;
 mod watch;
 

@@ -618,12 +618,7 @@ pub struct DeleteOptions {
 
 impl DeleteOptions {
     pub fn from_request(req: &ApiRequest) -> ApiResult<DeleteOptions> {
-        let body: Value = if req.body.iter().all(u8::is_ascii_whitespace) {
-            Value::Null
-        } else {
-            serde_json::from_slice(&req.body)
-                .map_err(|e| ApiError::BadRequest(format!("error decoding DeleteOptions: {e}")))?
-        };
+        let body = crate::deletion::options_body(req)?;
         DeleteOptions::from_value(&body, &req.query)
     }
 

@@ -109,6 +109,16 @@ async fn route(ctx: &Ctx, req: Request) -> ApiResult<Response> {
         body,
         answer,
     };
+    // Subresources and kinds with handlers of their own.
+    if req.target.subresource.as_deref() == Some("scale") {
+        return crate::scale::handle(ctx, &req, &method).await;
+    }
+    if req.target.subresource.is_none() {
+        check_verb(&req, &method)?;
+        if crate::rbac::is_review(req.target.rt) && req.target.name.is_none() {
+            return crate::rbac::review(ctx, &req).await;
+        }
+    }
     match method {
         Method::GET if req.target.name.is_some() => objects::get(ctx, &req).await,
         Method::GET if req.query.flag("watch") => watch::watch(ctx, &req).await,
@@ -122,6 +132,29 @@ async fn route(ctx: &Ctx, req: Request) -> ApiResult<Response> {
             "the server does not allow this method on the requested resource"
         ))),
     }
+}
+
+/// Refuses (405) a verb the resource does not serve, e.g. listing `bindings` or getting a
+/// `selfsubjectaccessreview`, as upstream does.
+fn check_verb(req: &objects::ApiRequest, method: &Method) -> ApiResult<()> {
+    let named = req.target.name.is_some();
+    let verb = match *method {
+        Method::GET if named => "get",
+        Method::GET if req.query.flag("watch") => "watch",
+        Method::GET => "list",
+        Method::POST => "create",
+        Method::PUT => "update",
+        Method::PATCH => "patch",
+        Method::DELETE if named => "delete",
+        Method::DELETE => "deletecollection",
+        _ => return Ok(()),
+    };
+    if req.target.rt.allows(verb) {
+        return Ok(());
+    }
+    Err(ApiError::MethodNotAllowed(
+        "the server does not allow this method on the requested resource".into(),
+    ))
 }
 
 /// `/version`, health checks and OpenAPI.

@@ -1,6 +1,6 @@
 //! `pods/binding` and `pods/eviction`.
 
-use crate::codec::{decode, encode, meta_str};
+use crate::codec::{self, decode, encode, meta_str};
 use crate::error::{from_store, ApiError, ApiResult, Cause};
 use crate::objects::{read, ApiRequest, DeleteOptions};
 use crate::path::{self, Target};
@@ -13,9 +13,12 @@ fn success(code: u16) -> Value {
     json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": code})
 }
 
-fn parse_body(req: &ApiRequest) -> ApiResult<Value> {
-    let (v, _) = crate::strict::parse_json(&req.body)
-        .map_err(|e| ApiError::BadRequest(format!("error decoding body: {e}")))?;
+/// Decodes the body of a `binding`/`eviction` request as a `kind` of `group`/`version`: JSON,
+/// YAML, or Kubernetes protobuf (what Go clients such as kube-scheduler and `kubectl drain` send).
+fn parse_body(req: &ApiRequest, group: &str, version: &str, kind: &str) -> ApiResult<Value> {
+    let validation = req.query.field_validation()?;
+    let (v, _warnings) =
+        codec::decode_body(&req.body, &req.headers, validation, group, kind, version)?;
     Ok(v)
 }
 
@@ -37,7 +40,7 @@ fn pod_request(req: &ApiRequest, name: &str) -> ApiResult<ApiRequest> {
 
 /// Binds a pod to a node, once: `spec.nodeName` is set and `PodScheduled` becomes True.
 pub async fn bind(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
-    let binding = parse_body(req)?;
+    let binding = parse_body(req, "", "v1", "Binding")?;
     let name = match req.target.name.as_deref() {
         Some(n) => n.to_string(),
         None => meta_str(&binding, "name").to_string(),
@@ -151,7 +154,7 @@ pub fn set_condition(
 
 /// Evicts a pod unless a disruption budget forbids it (429).
 pub async fn evict(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
-    let eviction = parse_body(req)?;
+    let eviction = parse_body(req, "policy", "v1", "Eviction")?;
     let name = req.name().to_string();
     let pod_req = pod_request(req, &name)?;
     let (pod, rv) = read(ctx, &pod_req)?;
@@ -237,3 +240,6 @@ async fn check_budgets(ctx: &Ctx, namespace: &str, pod: &Value, dry_run: bool) -
         })?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests;

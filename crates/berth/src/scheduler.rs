@@ -154,8 +154,13 @@ pub async fn run(args: SchedulerArgs) -> anyhow::Result<()> {
     println!("berth scheduler {:?} is running", args.scheduler_name);
     let Some(election) = election else {
         ops.set_leading(true);
-        driver::run_with(client, cfg, ops, None).await?;
-        return Ok(());
+        return tokio::select! {
+            done = driver::run_with(client, cfg, ops, None) => Ok(done?),
+            signal = shutdown_signal() => {
+                println!("received {signal}; exiting");
+                Ok(())
+            }
+        };
     };
     let lease = format!("{}/{}", election.namespace, election.name);
     println!(
@@ -166,24 +171,52 @@ pub async fn run(args: SchedulerArgs) -> anyhow::Result<()> {
     let elector = driver::LeaderElector::new(client.clone(), election);
     let mut watch_leading = rx.clone();
     let ops_leading = ops.clone();
+    let lease_name = lease.clone();
     tokio::spawn(async move {
         while watch_leading.changed().await.is_ok() {
             let leading = *watch_leading.borrow();
             ops_leading.set_leading(leading);
             if leading {
-                println!("became the leader (lease {lease}); scheduling");
+                println!("became the leader (lease {lease_name}); scheduling");
             }
         }
     });
     let scheduling = driver::run_with(client, cfg, ops, Some(rx));
+    let (signal_tx, signal_rx) = tokio::sync::oneshot::channel();
+    let shutdown = async move {
+        let signal = shutdown_signal().await;
+        let _ = signal_tx.send(signal);
+    };
     tokio::select! {
-        lost = elector.run(tx) => {
+        ended = elector.run(tx, shutdown) => match ended {
+            // Stopped by a signal: scheduling has stopped and the lease is given up.
+            Ok(()) => {
+                let signal = signal_rx.await.unwrap_or("a signal");
+                println!("received {signal}; stopped leading and gave up the lease {lease}; exiting");
+                Ok(())
+            }
             // Like kube-scheduler: stop at once; a supervisor restarts us as a standby.
-            anyhow::bail!("{lost}; exiting");
-        }
+            Err(lost) => anyhow::bail!("{lost}; exiting"),
+        },
         done = scheduling => {
             done?;
             Ok(())
+        }
+    }
+}
+
+/// Resolves with the signal's name on SIGTERM (how Kubernetes stops a pod) or SIGINT (Ctrl-C).
+async fn shutdown_signal() -> &'static str {
+    use tokio::signal::unix::{signal, SignalKind};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => tokio::select! {
+            _ = term.recv() => "SIGTERM",
+            _ = tokio::signal::ctrl_c() => "SIGINT",
+        },
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot listen for SIGTERM; stopping on SIGINT only");
+            let _ = tokio::signal::ctrl_c().await;
+            "SIGINT"
         }
     }
 }

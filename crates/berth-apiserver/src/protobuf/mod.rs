@@ -478,4 +478,4 @@ fn go_duration(nanos: i64) -> String {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -1621,14 +1621,141 @@ pub static MESSAGES: &[M] = &[
             F(5, "message", One(Str), OMIT),
         ],
     ),
+    // api.authorization.v1.SelfSubjectAccessReview
+    M(
+        "SelfSubjectAccessReview",
+        Special::None,
+        &[
+            F(1, "metadata", One(Msg(1)), 0),
+            F(2, "spec", One(Msg(146)), 0),
+            F(3, "status", One(Msg(152)), 0),
+        ],
+    ),
+    // api.authorization.v1.SelfSubjectAccessReviewSpec
+    M(
+        "SelfSubjectAccessReviewSpec",
+        Special::None,
+        &[
+            F(1, "resourceAttributes", One(Msg(147)), 0),
+            F(2, "nonResourceAttributes", One(Msg(151)), 0),
+        ],
+    ),
+    // api.authorization.v1.ResourceAttributes
+    M(
+        "ResourceAttributes",
+        Special::None,
+        &[
+            F(1, "namespace", One(Str), OMIT),
+            F(2, "verb", One(Str), OMIT),
+            F(3, "group", One(Str), OMIT),
+            F(4, "version", One(Str), OMIT),
+            F(5, "resource", One(Str), OMIT),
+            F(6, "subresource", One(Str), OMIT),
+            F(7, "name", One(Str), OMIT),
+            F(8, "fieldSelector", One(Msg(148)), 0),
+            F(9, "labelSelector", One(Msg(150)), 0),
+        ],
+    ),
+    // api.authorization.v1.FieldSelectorAttributes
+    M(
+        "FieldSelectorAttributes",
+        Special::None,
+        &[
+            F(1, "rawSelector", One(Str), OMIT),
+            F(2, "requirements", Many(Msg(149)), 0),
+        ],
+    ),
+    // apimachinery.pkg.apis.meta.v1.FieldSelectorRequirement
+    M(
+        "FieldSelectorRequirement",
+        Special::None,
+        &[
+            F(1, "key", One(Str), 0),
+            F(2, "operator", One(Str), 0),
+            F(3, "values", Many(Str), 0),
+        ],
+    ),
+    // api.authorization.v1.LabelSelectorAttributes
+    M(
+        "LabelSelectorAttributes",
+        Special::None,
+        &[
+            F(1, "rawSelector", One(Str), OMIT),
+            F(2, "requirements", Many(Msg(8)), 0),
+        ],
+    ),
+    // api.authorization.v1.NonResourceAttributes
+    M(
+        "NonResourceAttributes",
+        Special::None,
+        &[F(1, "path", One(Str), OMIT), F(2, "verb", One(Str), OMIT)],
+    ),
+    // api.authorization.v1.SubjectAccessReviewStatus
+    M(
+        "SubjectAccessReviewStatus",
+        Special::None,
+        &[
+            F(1, "allowed", One(Bool), 0),
+            F(4, "denied", One(Bool), 0),
+            F(2, "reason", One(Str), OMIT),
+            F(3, "evaluationError", One(Str), OMIT),
+        ],
+    ),
+    // api.authorization.v1.SelfSubjectRulesReview
+    M(
+        "SelfSubjectRulesReview",
+        Special::None,
+        &[
+            F(1, "metadata", One(Msg(1)), 0),
+            F(2, "spec", One(Msg(154)), 0),
+            F(3, "status", One(Msg(155)), 0),
+        ],
+    ),
+    // api.authorization.v1.SelfSubjectRulesReviewSpec
+    M(
+        "SelfSubjectRulesReviewSpec",
+        Special::None,
+        &[F(1, "namespace", One(Str), OMIT)],
+    ),
+    // api.authorization.v1.SubjectRulesReviewStatus
+    M(
+        "SubjectRulesReviewStatus",
+        Special::None,
+        &[
+            F(1, "resourceRules", Many(Msg(156)), 0),
+            F(2, "nonResourceRules", Many(Msg(157)), 0),
+            F(3, "incomplete", One(Bool), 0),
+            F(4, "evaluationError", One(Str), OMIT),
+        ],
+    ),
+    // api.authorization.v1.ResourceRule
+    M(
+        "ResourceRule",
+        Special::None,
+        &[
+            F(1, "verbs", Many(Str), 0),
+            F(2, "apiGroups", Many(Str), 0),
+            F(3, "resources", Many(Str), 0),
+            F(4, "resourceNames", Many(Str), 0),
+        ],
+    ),
+    // api.authorization.v1.NonResourceRule
+    M(
+        "NonResourceRule",
+        Special::None,
+        &[
+            F(1, "verbs", Many(Str), 0),
+            F(2, "nonResourceURLs", Many(Str), 0),
+        ],
+    ),
     // api.autoscaling.v1.Scale
     M(
         "Scale",
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "spec", One(Msg(146)), 0),
-            F(3, "status", One(Msg(147)), 0),
+            F(2, "spec", One(Msg(159)), 0),
+            F(3, "status", One(Msg(160)), 0),
         ],
     ),
     // api.autoscaling.v1.ScaleSpec
@@ -1652,8 +1779,8 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "spec", One(Msg(149)), 0),
-            F(3, "status", One(Msg(156)), 0),
+            F(2, "spec", One(Msg(162)), 0),
+            F(3, "status", One(Msg(169)), 0),
         ],
     ),
     // api.batch.v1.JobSpec
@@ -1664,8 +1791,8 @@ pub static MESSAGES: &[M] = &[
             F(1, "parallelism", One(I32), 0),
             F(2, "completions", One(I32), 0),
             F(3, "activeDeadlineSeconds", One(I64), 0),
-            F(11, "podFailurePolicy", One(Msg(150)), 0),
-            F(16, "successPolicy", One(Msg(154)), 0),
+            F(11, "podFailurePolicy", One(Msg(163)), 0),
+            F(16, "successPolicy", One(Msg(167)), 0),
             F(7, "backoffLimit", One(I32), 0),
             F(12, "backoffLimitPerIndex", One(I32), 0),
             F(13, "maxFailedIndexes", One(I32), 0),
@@ -1683,7 +1810,7 @@ pub static MESSAGES: &[M] = &[
     M(
         "PodFailurePolicy",
         Special::None,
-        &[F(1, "rules", Many(Msg(151)), 0)],
+        &[F(1, "rules", Many(Msg(164)), 0)],
     ),
     // api.batch.v1.PodFailurePolicyRule
     M(
@@ -1691,8 +1818,8 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "action", One(Str), 0),
-            F(2, "onExitCodes", One(Msg(152)), 0),
-            F(3, "onPodConditions", Many(Msg(153)), 0),
+            F(2, "onExitCodes", One(Msg(165)), 0),
+            F(3, "onPodConditions", Many(Msg(166)), 0),
         ],
     ),
     // api.batch.v1.PodFailurePolicyOnExitCodesRequirement
@@ -1715,7 +1842,7 @@ pub static MESSAGES: &[M] = &[
     M(
         "SuccessPolicy",
         Special::None,
-        &[F(1, "rules", Many(Msg(155)), 0)],
+        &[F(1, "rules", Many(Msg(168)), 0)],
     ),
     // api.batch.v1.SuccessPolicyRule
     M(
@@ -1731,7 +1858,7 @@ pub static MESSAGES: &[M] = &[
         "JobStatus",
         Special::None,
         &[
-            F(1, "conditions", Many(Msg(157)), 0),
+            F(1, "conditions", Many(Msg(170)), 0),
             F(2, "startTime", One(Msg(2)), 0),
             F(3, "completionTime", One(Msg(2)), 0),
             F(4, "active", One(I32), OMIT),
@@ -1740,7 +1867,7 @@ pub static MESSAGES: &[M] = &[
             F(11, "terminating", One(I32), 0),
             F(7, "completedIndexes", One(Str), OMIT),
             F(10, "failedIndexes", One(Str), OMIT),
-            F(8, "uncountedTerminatedPods", One(Msg(158)), 0),
+            F(8, "uncountedTerminatedPods", One(Msg(171)), 0),
             F(9, "ready", One(I32), 0),
         ],
     ),
@@ -1772,7 +1899,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "spec", One(Msg(160)), 0),
+            F(2, "spec", One(Msg(173)), 0),
         ],
     ),
     // api.coordination.v1.LeaseSpec
@@ -1782,8 +1909,8 @@ pub static MESSAGES: &[M] = &[
         &[
             F(1, "holderIdentity", One(Str), OMIT),
             F(2, "leaseDurationSeconds", One(I32), 0),
-            F(3, "acquireTime", One(Msg(161)), 0),
-            F(4, "renewTime", One(Msg(161)), 0),
+            F(3, "acquireTime", One(Msg(174)), 0),
+            F(4, "renewTime", One(Msg(174)), 0),
             F(5, "leaseTransitions", One(I32), 0),
             F(6, "strategy", One(Str), OMIT),
             F(7, "preferredHolder", One(Str), OMIT),
@@ -1797,17 +1924,17 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "eventTime", One(Msg(161)), 0),
-            F(3, "series", One(Msg(163)), 0),
+            F(2, "eventTime", One(Msg(174)), 0),
+            F(3, "series", One(Msg(176)), 0),
             F(4, "reportingController", One(Str), OMIT),
             F(5, "reportingInstance", One(Str), OMIT),
             F(6, "action", One(Str), OMIT),
             F(7, "reason", One(Str), OMIT),
-            F(8, "regarding", One(Msg(164)), 0),
-            F(9, "related", One(Msg(164)), 0),
+            F(8, "regarding", One(Msg(177)), 0),
+            F(9, "related", One(Msg(177)), 0),
             F(10, "note", One(Str), OMIT),
             F(11, "type", One(Str), OMIT),
-            F(12, "deprecatedSource", One(Msg(165)), 0),
+            F(12, "deprecatedSource", One(Msg(178)), 0),
             F(13, "deprecatedFirstTimestamp", One(Msg(2)), 0),
             F(14, "deprecatedLastTimestamp", One(Msg(2)), 0),
             F(15, "deprecatedCount", One(I32), OMIT),
@@ -1819,7 +1946,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "count", One(I32), 0),
-            F(2, "lastObservedTime", One(Msg(161)), 0),
+            F(2, "lastObservedTime", One(Msg(174)), 0),
         ],
     ),
     // api.core.v1.ObjectReference
@@ -1851,7 +1978,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "deleteOptions", One(Msg(167)), 0),
+            F(2, "deleteOptions", One(Msg(180)), 0),
         ],
     ),
     // apimachinery.pkg.apis.meta.v1.DeleteOptions
@@ -1860,7 +1987,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "gracePeriodSeconds", One(I64), 0),
-            F(2, "preconditions", One(Msg(168)), 0),
+            F(2, "preconditions", One(Msg(181)), 0),
             F(3, "orphanDependents", One(Bool), 0),
             F(4, "propagationPolicy", One(Str), OMIT),
             F(5, "dryRun", Many(Str), 0),
@@ -1887,8 +2014,8 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "spec", One(Msg(170)), 0),
-            F(3, "status", One(Msg(171)), 0),
+            F(2, "spec", One(Msg(183)), 0),
+            F(3, "status", One(Msg(184)), 0),
         ],
     ),
     // api.policy.v1.PodDisruptionBudgetSpec
@@ -1913,7 +2040,7 @@ pub static MESSAGES: &[M] = &[
             F(4, "currentHealthy", One(I32), 0),
             F(5, "desiredHealthy", One(I32), 0),
             F(6, "expectedPods", One(I32), 0),
-            F(7, "conditions", Many(Msg(172)), 0),
+            F(7, "conditions", Many(Msg(185)), 0),
         ],
     ),
     // apimachinery.pkg.apis.meta.v1.Condition
@@ -1929,13 +2056,91 @@ pub static MESSAGES: &[M] = &[
             F(6, "message", One(Str), 0),
         ],
     ),
+    // api.rbac.v1.ClusterRole
+    M(
+        "ClusterRole",
+        Special::None,
+        &[
+            F(1, "metadata", One(Msg(1)), 0),
+            F(2, "rules", Many(Msg(187)), 0),
+            F(3, "aggregationRule", One(Msg(188)), 0),
+        ],
+    ),
+    // api.rbac.v1.PolicyRule
+    M(
+        "PolicyRule",
+        Special::None,
+        &[
+            F(1, "verbs", Many(Str), 0),
+            F(2, "apiGroups", Many(Str), 0),
+            F(3, "resources", Many(Str), 0),
+            F(4, "resourceNames", Many(Str), 0),
+            F(5, "nonResourceURLs", Many(Str), 0),
+        ],
+    ),
+    // api.rbac.v1.AggregationRule
+    M(
+        "AggregationRule",
+        Special::None,
+        &[F(1, "clusterRoleSelectors", Many(Msg(7)), 0)],
+    ),
+    // api.rbac.v1.ClusterRoleBinding
+    M(
+        "ClusterRoleBinding",
+        Special::None,
+        &[
+            F(1, "metadata", One(Msg(1)), 0),
+            F(2, "subjects", Many(Msg(190)), 0),
+            F(3, "roleRef", One(Msg(191)), 0),
+        ],
+    ),
+    // api.rbac.v1.Subject
+    M(
+        "Subject",
+        Special::None,
+        &[
+            F(1, "kind", One(Str), 0),
+            F(2, "apiGroup", One(Str), OMIT),
+            F(3, "name", One(Str), 0),
+            F(4, "namespace", One(Str), OMIT),
+        ],
+    ),
+    // api.rbac.v1.RoleRef
+    M(
+        "RoleRef",
+        Special::None,
+        &[
+            F(1, "apiGroup", One(Str), 0),
+            F(2, "kind", One(Str), 0),
+            F(3, "name", One(Str), 0),
+        ],
+    ),
+    // api.rbac.v1.Role
+    M(
+        "Role",
+        Special::None,
+        &[
+            F(1, "metadata", One(Msg(1)), 0),
+            F(2, "rules", Many(Msg(187)), 0),
+        ],
+    ),
+    // api.rbac.v1.RoleBinding
+    M(
+        "RoleBinding",
+        Special::None,
+        &[
+            F(1, "metadata", One(Msg(1)), 0),
+            F(2, "subjects", Many(Msg(190)), 0),
+            F(3, "roleRef", One(Msg(191)), 0),
+        ],
+    ),
     // api.resource.v1.DeviceClass
     M(
         "DeviceClass",
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "spec", One(Msg(174)), 0),
+            F(2, "spec", One(Msg(195)), 0),
         ],
     ),
     // api.resource.v1.DeviceClassSpec
@@ -1943,8 +2148,8 @@ pub static MESSAGES: &[M] = &[
         "DeviceClassSpec",
         Special::None,
         &[
-            F(1, "selectors", Many(Msg(175)), 0),
-            F(2, "config", Many(Msg(177)), 0),
+            F(1, "selectors", Many(Msg(196)), 0),
+            F(2, "config", Many(Msg(198)), 0),
             F(4, "extendedResourceName", One(Str), OMIT),
         ],
     ),
@@ -1952,7 +2157,7 @@ pub static MESSAGES: &[M] = &[
     M(
         "DeviceSelector",
         Special::None,
-        &[F(1, "cel", One(Msg(176)), 0)],
+        &[F(1, "cel", One(Msg(197)), 0)],
     ),
     // api.resource.v1.CelDeviceSelector
     M(
@@ -1964,13 +2169,13 @@ pub static MESSAGES: &[M] = &[
     M(
         "DeviceClassConfiguration",
         Special::None,
-        &[F(1, "", One(Msg(178)), INLINE)],
+        &[F(1, "", One(Msg(199)), INLINE)],
     ),
     // api.resource.v1.DeviceConfiguration
     M(
         "DeviceConfiguration",
         Special::None,
-        &[F(1, "opaque", One(Msg(179)), 0)],
+        &[F(1, "opaque", One(Msg(200)), 0)],
     ),
     // api.resource.v1.OpaqueDeviceConfiguration
     M(
@@ -1978,7 +2183,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "driver", One(Str), 0),
-            F(2, "parameters", One(Msg(180)), 0),
+            F(2, "parameters", One(Msg(201)), 0),
         ],
     ),
     // apimachinery.pkg.runtime.RawExtension
@@ -1989,24 +2194,24 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "spec", One(Msg(182)), 0),
-            F(3, "status", One(Msg(191)), 0),
+            F(2, "spec", One(Msg(203)), 0),
+            F(3, "status", One(Msg(212)), 0),
         ],
     ),
     // api.resource.v1.ResourceClaimSpec
     M(
         "ResourceClaimSpec",
         Special::None,
-        &[F(1, "devices", One(Msg(183)), 0)],
+        &[F(1, "devices", One(Msg(204)), 0)],
     ),
     // api.resource.v1.DeviceClaim
     M(
         "DeviceClaim",
         Special::None,
         &[
-            F(1, "requests", Many(Msg(184)), 0),
-            F(2, "constraints", Many(Msg(189)), 0),
-            F(3, "config", Many(Msg(190)), 0),
+            F(1, "requests", Many(Msg(205)), 0),
+            F(2, "constraints", Many(Msg(210)), 0),
+            F(3, "config", Many(Msg(211)), 0),
         ],
     ),
     // api.resource.v1.DeviceRequest
@@ -2015,8 +2220,8 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "name", One(Str), 0),
-            F(2, "exactly", One(Msg(185)), 0),
-            F(3, "firstAvailable", Many(Msg(188)), 0),
+            F(2, "exactly", One(Msg(206)), 0),
+            F(3, "firstAvailable", Many(Msg(209)), 0),
         ],
     ),
     // api.resource.v1.ExactDeviceRequest
@@ -2025,12 +2230,12 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "deviceClassName", One(Str), 0),
-            F(2, "selectors", Many(Msg(175)), 0),
+            F(2, "selectors", Many(Msg(196)), 0),
             F(3, "allocationMode", One(Str), OMIT),
             F(4, "count", One(I64), 0),
             F(5, "adminAccess", One(Bool), 0),
-            F(6, "tolerations", Many(Msg(186)), 0),
-            F(7, "capacity", One(Msg(187)), 0),
+            F(6, "tolerations", Many(Msg(207)), 0),
+            F(7, "capacity", One(Msg(208)), 0),
         ],
     ),
     // api.resource.v1.DeviceToleration
@@ -2058,11 +2263,11 @@ pub static MESSAGES: &[M] = &[
         &[
             F(1, "name", One(Str), 0),
             F(2, "deviceClassName", One(Str), 0),
-            F(3, "selectors", Many(Msg(175)), 0),
+            F(3, "selectors", Many(Msg(196)), 0),
             F(4, "allocationMode", One(Str), OMIT),
             F(5, "count", One(I64), 0),
-            F(6, "tolerations", Many(Msg(186)), 0),
-            F(7, "capacity", One(Msg(187)), 0),
+            F(6, "tolerations", Many(Msg(207)), 0),
+            F(7, "capacity", One(Msg(208)), 0),
         ],
     ),
     // api.resource.v1.DeviceConstraint
@@ -2081,7 +2286,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "requests", Many(Str), 0),
-            F(2, "", One(Msg(178)), INLINE),
+            F(2, "", One(Msg(199)), INLINE),
         ],
     ),
     // api.resource.v1.ResourceClaimStatus
@@ -2089,9 +2294,9 @@ pub static MESSAGES: &[M] = &[
         "ResourceClaimStatus",
         Special::None,
         &[
-            F(1, "allocation", One(Msg(192)), 0),
-            F(2, "reservedFor", Many(Msg(196)), 0),
-            F(4, "devices", Many(Msg(197)), 0),
+            F(1, "allocation", One(Msg(213)), 0),
+            F(2, "reservedFor", Many(Msg(217)), 0),
+            F(4, "devices", Many(Msg(218)), 0),
         ],
     ),
     // api.resource.v1.AllocationResult
@@ -2099,7 +2304,7 @@ pub static MESSAGES: &[M] = &[
         "AllocationResult",
         Special::None,
         &[
-            F(1, "devices", One(Msg(193)), 0),
+            F(1, "devices", One(Msg(214)), 0),
             F(3, "nodeSelector", One(Msg(101)), 0),
             F(5, "allocationTimestamp", One(Msg(2)), 0),
         ],
@@ -2109,8 +2314,8 @@ pub static MESSAGES: &[M] = &[
         "DeviceAllocationResult",
         Special::None,
         &[
-            F(1, "results", Many(Msg(194)), 0),
-            F(2, "config", Many(Msg(195)), 0),
+            F(1, "results", Many(Msg(215)), 0),
+            F(2, "config", Many(Msg(216)), 0),
         ],
     ),
     // api.resource.v1.DeviceRequestAllocationResult
@@ -2123,7 +2328,7 @@ pub static MESSAGES: &[M] = &[
             F(3, "pool", One(Str), 0),
             F(4, "device", One(Str), 0),
             F(5, "adminAccess", One(Bool), 0),
-            F(6, "tolerations", Many(Msg(186)), 0),
+            F(6, "tolerations", Many(Msg(207)), 0),
             F(7, "bindingConditions", Many(Str), 0),
             F(8, "bindingFailureConditions", Many(Str), 0),
             F(9, "shareID", One(Str), OMIT),
@@ -2137,7 +2342,7 @@ pub static MESSAGES: &[M] = &[
         &[
             F(1, "source", One(Str), 0),
             F(2, "requests", Many(Str), 0),
-            F(3, "", One(Msg(178)), INLINE),
+            F(3, "", One(Msg(199)), INLINE),
         ],
     ),
     // api.resource.v1.ResourceClaimConsumerReference
@@ -2160,9 +2365,9 @@ pub static MESSAGES: &[M] = &[
             F(2, "pool", One(Str), 0),
             F(3, "device", One(Str), 0),
             F(7, "shareID", One(Str), OMIT),
-            F(4, "conditions", Many(Msg(172)), 0),
-            F(5, "data", One(Msg(180)), 0),
-            F(6, "networkData", One(Msg(198)), 0),
+            F(4, "conditions", Many(Msg(185)), 0),
+            F(5, "data", One(Msg(201)), 0),
+            F(6, "networkData", One(Msg(219)), 0),
         ],
     ),
     // api.resource.v1.NetworkDeviceData
@@ -2181,7 +2386,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "spec", One(Msg(200)), 0),
+            F(2, "spec", One(Msg(221)), 0),
         ],
     ),
     // api.resource.v1.ResourceClaimTemplateSpec
@@ -2190,7 +2395,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "spec", One(Msg(182)), 0),
+            F(2, "spec", One(Msg(203)), 0),
         ],
     ),
     // api.resource.v1.ResourceSlice
@@ -2199,7 +2404,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "spec", One(Msg(202)), 0),
+            F(2, "spec", One(Msg(223)), 0),
         ],
     ),
     // api.resource.v1.ResourceSliceSpec
@@ -2208,13 +2413,13 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "driver", One(Str), 0),
-            F(2, "pool", One(Msg(203)), 0),
+            F(2, "pool", One(Msg(224)), 0),
             F(3, "nodeName", One(Str), OMIT),
             F(4, "nodeSelector", One(Msg(101)), 0),
             F(5, "allNodes", One(Bool), 0),
-            F(6, "devices", Many(Msg(204)), 0),
+            F(6, "devices", Many(Msg(225)), 0),
             F(7, "perDeviceNodeSelection", One(Bool), 0),
-            F(8, "sharedCounters", Many(Msg(212)), 0),
+            F(8, "sharedCounters", Many(Msg(233)), 0),
         ],
     ),
     // api.resource.v1.ResourcePool
@@ -2233,13 +2438,13 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "name", One(Str), 0),
-            F(2, "attributes", Map(Msg(205)), 0),
-            F(3, "capacity", Map(Msg(206)), 0),
-            F(4, "consumesCounters", Many(Msg(209)), 0),
+            F(2, "attributes", Map(Msg(226)), 0),
+            F(3, "capacity", Map(Msg(227)), 0),
+            F(4, "consumesCounters", Many(Msg(230)), 0),
             F(5, "nodeName", One(Str), OMIT),
             F(6, "nodeSelector", One(Msg(101)), 0),
             F(7, "allNodes", One(Bool), 0),
-            F(8, "taints", Many(Msg(211)), 0),
+            F(8, "taints", Many(Msg(232)), 0),
             F(9, "bindsToNode", One(Bool), 0),
             F(10, "bindingConditions", Many(Str), 0),
             F(11, "bindingFailureConditions", Many(Str), 0),
@@ -2263,7 +2468,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "value", One(Msg(15)), 0),
-            F(2, "requestPolicy", One(Msg(207)), 0),
+            F(2, "requestPolicy", One(Msg(228)), 0),
         ],
     ),
     // api.resource.v1.CapacityRequestPolicy
@@ -2273,7 +2478,7 @@ pub static MESSAGES: &[M] = &[
         &[
             F(1, "default", One(Msg(15)), 0),
             F(3, "validValues", Many(Msg(15)), 0),
-            F(4, "validRange", One(Msg(208)), 0),
+            F(4, "validRange", One(Msg(229)), 0),
         ],
     ),
     // api.resource.v1.CapacityRequestPolicyRange
@@ -2292,7 +2497,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "counterSet", One(Str), 0),
-            F(2, "counters", Map(Msg(210)), 0),
+            F(2, "counters", Map(Msg(231)), 0),
         ],
     ),
     // api.resource.v1.Counter
@@ -2314,7 +2519,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "name", One(Str), 0),
-            F(2, "counters", Map(Msg(210)), 0),
+            F(2, "counters", Map(Msg(231)), 0),
         ],
     ),
     // api.resource.v1beta1.DeviceClass
@@ -2323,7 +2528,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "spec", One(Msg(214)), 0),
+            F(2, "spec", One(Msg(235)), 0),
         ],
     ),
     // api.resource.v1beta1.DeviceClassSpec
@@ -2331,8 +2536,8 @@ pub static MESSAGES: &[M] = &[
         "DeviceClassSpec",
         Special::None,
         &[
-            F(1, "selectors", Many(Msg(215)), 0),
-            F(2, "config", Many(Msg(217)), 0),
+            F(1, "selectors", Many(Msg(236)), 0),
+            F(2, "config", Many(Msg(238)), 0),
             F(4, "extendedResourceName", One(Str), OMIT),
         ],
     ),
@@ -2340,7 +2545,7 @@ pub static MESSAGES: &[M] = &[
     M(
         "DeviceSelector",
         Special::None,
-        &[F(1, "cel", One(Msg(216)), 0)],
+        &[F(1, "cel", One(Msg(237)), 0)],
     ),
     // api.resource.v1beta1.CelDeviceSelector
     M(
@@ -2352,13 +2557,13 @@ pub static MESSAGES: &[M] = &[
     M(
         "DeviceClassConfiguration",
         Special::None,
-        &[F(1, "", One(Msg(218)), INLINE)],
+        &[F(1, "", One(Msg(239)), INLINE)],
     ),
     // api.resource.v1beta1.DeviceConfiguration
     M(
         "DeviceConfiguration",
         Special::None,
-        &[F(1, "opaque", One(Msg(219)), 0)],
+        &[F(1, "opaque", One(Msg(240)), 0)],
     ),
     // api.resource.v1beta1.OpaqueDeviceConfiguration
     M(
@@ -2366,7 +2571,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "driver", One(Str), 0),
-            F(2, "parameters", One(Msg(180)), 0),
+            F(2, "parameters", One(Msg(201)), 0),
         ],
     ),
     // api.resource.v1beta1.ResourceClaim
@@ -2375,24 +2580,24 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "spec", One(Msg(221)), 0),
-            F(3, "status", One(Msg(229)), 0),
+            F(2, "spec", One(Msg(242)), 0),
+            F(3, "status", One(Msg(250)), 0),
         ],
     ),
     // api.resource.v1beta1.ResourceClaimSpec
     M(
         "ResourceClaimSpec",
         Special::None,
-        &[F(1, "devices", One(Msg(222)), 0)],
+        &[F(1, "devices", One(Msg(243)), 0)],
     ),
     // api.resource.v1beta1.DeviceClaim
     M(
         "DeviceClaim",
         Special::None,
         &[
-            F(1, "requests", Many(Msg(223)), 0),
-            F(2, "constraints", Many(Msg(227)), 0),
-            F(3, "config", Many(Msg(228)), 0),
+            F(1, "requests", Many(Msg(244)), 0),
+            F(2, "constraints", Many(Msg(248)), 0),
+            F(3, "config", Many(Msg(249)), 0),
         ],
     ),
     // api.resource.v1beta1.DeviceRequest
@@ -2402,13 +2607,13 @@ pub static MESSAGES: &[M] = &[
         &[
             F(1, "name", One(Str), 0),
             F(2, "deviceClassName", One(Str), OMIT),
-            F(3, "selectors", Many(Msg(215)), 0),
+            F(3, "selectors", Many(Msg(236)), 0),
             F(4, "allocationMode", One(Str), OMIT),
             F(5, "count", One(I64), 0),
             F(6, "adminAccess", One(Bool), 0),
-            F(7, "firstAvailable", Many(Msg(224)), 0),
-            F(8, "tolerations", Many(Msg(225)), 0),
-            F(9, "capacity", One(Msg(226)), 0),
+            F(7, "firstAvailable", Many(Msg(245)), 0),
+            F(8, "tolerations", Many(Msg(246)), 0),
+            F(9, "capacity", One(Msg(247)), 0),
         ],
     ),
     // api.resource.v1beta1.DeviceSubRequest
@@ -2418,11 +2623,11 @@ pub static MESSAGES: &[M] = &[
         &[
             F(1, "name", One(Str), 0),
             F(2, "deviceClassName", One(Str), 0),
-            F(3, "selectors", Many(Msg(215)), 0),
+            F(3, "selectors", Many(Msg(236)), 0),
             F(4, "allocationMode", One(Str), OMIT),
             F(5, "count", One(I64), 0),
-            F(7, "tolerations", Many(Msg(225)), 0),
-            F(8, "capacity", One(Msg(226)), 0),
+            F(7, "tolerations", Many(Msg(246)), 0),
+            F(8, "capacity", One(Msg(247)), 0),
         ],
     ),
     // api.resource.v1beta1.DeviceToleration
@@ -2459,7 +2664,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "requests", Many(Str), 0),
-            F(2, "", One(Msg(218)), INLINE),
+            F(2, "", One(Msg(239)), INLINE),
         ],
     ),
     // api.resource.v1beta1.ResourceClaimStatus
@@ -2467,9 +2672,9 @@ pub static MESSAGES: &[M] = &[
         "ResourceClaimStatus",
         Special::None,
         &[
-            F(1, "allocation", One(Msg(230)), 0),
-            F(2, "reservedFor", Many(Msg(234)), 0),
-            F(4, "devices", Many(Msg(235)), 0),
+            F(1, "allocation", One(Msg(251)), 0),
+            F(2, "reservedFor", Many(Msg(255)), 0),
+            F(4, "devices", Many(Msg(256)), 0),
         ],
     ),
     // api.resource.v1beta1.AllocationResult
@@ -2477,7 +2682,7 @@ pub static MESSAGES: &[M] = &[
         "AllocationResult",
         Special::None,
         &[
-            F(1, "devices", One(Msg(231)), 0),
+            F(1, "devices", One(Msg(252)), 0),
             F(3, "nodeSelector", One(Msg(101)), 0),
             F(5, "allocationTimestamp", One(Msg(2)), 0),
         ],
@@ -2487,8 +2692,8 @@ pub static MESSAGES: &[M] = &[
         "DeviceAllocationResult",
         Special::None,
         &[
-            F(1, "results", Many(Msg(232)), 0),
-            F(2, "config", Many(Msg(233)), 0),
+            F(1, "results", Many(Msg(253)), 0),
+            F(2, "config", Many(Msg(254)), 0),
         ],
     ),
     // api.resource.v1beta1.DeviceRequestAllocationResult
@@ -2501,7 +2706,7 @@ pub static MESSAGES: &[M] = &[
             F(3, "pool", One(Str), 0),
             F(4, "device", One(Str), 0),
             F(5, "adminAccess", One(Bool), 0),
-            F(6, "tolerations", Many(Msg(225)), 0),
+            F(6, "tolerations", Many(Msg(246)), 0),
             F(7, "bindingConditions", Many(Str), 0),
             F(8, "bindingFailureConditions", Many(Str), 0),
             F(9, "shareID", One(Str), OMIT),
@@ -2515,7 +2720,7 @@ pub static MESSAGES: &[M] = &[
         &[
             F(1, "source", One(Str), 0),
             F(2, "requests", Many(Str), 0),
-            F(3, "", One(Msg(218)), INLINE),
+            F(3, "", One(Msg(239)), INLINE),
         ],
     ),
     // api.resource.v1beta1.ResourceClaimConsumerReference
@@ -2538,9 +2743,9 @@ pub static MESSAGES: &[M] = &[
             F(2, "pool", One(Str), 0),
             F(3, "device", One(Str), 0),
             F(7, "shareID", One(Str), OMIT),
-            F(4, "conditions", Many(Msg(172)), 0),
-            F(5, "data", One(Msg(180)), 0),
-            F(6, "networkData", One(Msg(236)), 0),
+            F(4, "conditions", Many(Msg(185)), 0),
+            F(5, "data", One(Msg(201)), 0),
+            F(6, "networkData", One(Msg(257)), 0),
         ],
     ),
     // api.resource.v1beta1.NetworkDeviceData
@@ -2559,7 +2764,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "spec", One(Msg(238)), 0),
+            F(2, "spec", One(Msg(259)), 0),
         ],
     ),
     // api.resource.v1beta1.ResourceClaimTemplateSpec
@@ -2568,7 +2773,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "spec", One(Msg(221)), 0),
+            F(2, "spec", One(Msg(242)), 0),
         ],
     ),
     // api.resource.v1beta1.ResourceSlice
@@ -2577,7 +2782,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "spec", One(Msg(240)), 0),
+            F(2, "spec", One(Msg(261)), 0),
         ],
     ),
     // api.resource.v1beta1.ResourceSliceSpec
@@ -2586,13 +2791,13 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "driver", One(Str), 0),
-            F(2, "pool", One(Msg(241)), 0),
+            F(2, "pool", One(Msg(262)), 0),
             F(3, "nodeName", One(Str), OMIT),
             F(4, "nodeSelector", One(Msg(101)), 0),
             F(5, "allNodes", One(Bool), 0),
-            F(6, "devices", Many(Msg(242)), 0),
+            F(6, "devices", Many(Msg(263)), 0),
             F(7, "perDeviceNodeSelection", One(Bool), 0),
-            F(8, "sharedCounters", Many(Msg(251)), 0),
+            F(8, "sharedCounters", Many(Msg(272)), 0),
         ],
     ),
     // api.resource.v1beta1.ResourcePool
@@ -2609,20 +2814,20 @@ pub static MESSAGES: &[M] = &[
     M(
         "Device",
         Special::None,
-        &[F(1, "name", One(Str), 0), F(2, "basic", One(Msg(243)), 0)],
+        &[F(1, "name", One(Str), 0), F(2, "basic", One(Msg(264)), 0)],
     ),
     // api.resource.v1beta1.BasicDevice
     M(
         "BasicDevice",
         Special::None,
         &[
-            F(1, "attributes", Map(Msg(244)), 0),
-            F(2, "capacity", Map(Msg(245)), 0),
-            F(3, "consumesCounters", Many(Msg(248)), 0),
+            F(1, "attributes", Map(Msg(265)), 0),
+            F(2, "capacity", Map(Msg(266)), 0),
+            F(3, "consumesCounters", Many(Msg(269)), 0),
             F(4, "nodeName", One(Str), OMIT),
             F(5, "nodeSelector", One(Msg(101)), 0),
             F(6, "allNodes", One(Bool), 0),
-            F(7, "taints", Many(Msg(250)), 0),
+            F(7, "taints", Many(Msg(271)), 0),
             F(8, "bindsToNode", One(Bool), 0),
             F(9, "bindingConditions", Many(Str), 0),
             F(10, "bindingFailureConditions", Many(Str), 0),
@@ -2646,7 +2851,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "value", One(Msg(15)), 0),
-            F(2, "requestPolicy", One(Msg(246)), 0),
+            F(2, "requestPolicy", One(Msg(267)), 0),
         ],
     ),
     // api.resource.v1beta1.CapacityRequestPolicy
@@ -2656,7 +2861,7 @@ pub static MESSAGES: &[M] = &[
         &[
             F(1, "default", One(Msg(15)), 0),
             F(3, "validValues", Many(Msg(15)), 0),
-            F(4, "validRange", One(Msg(247)), 0),
+            F(4, "validRange", One(Msg(268)), 0),
         ],
     ),
     // api.resource.v1beta1.CapacityRequestPolicyRange
@@ -2675,7 +2880,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "counterSet", One(Str), 0),
-            F(2, "counters", Map(Msg(249)), 0),
+            F(2, "counters", Map(Msg(270)), 0),
         ],
     ),
     // api.resource.v1beta1.Counter
@@ -2697,7 +2902,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "name", One(Str), 0),
-            F(2, "counters", Map(Msg(249)), 0),
+            F(2, "counters", Map(Msg(270)), 0),
         ],
     ),
     // api.scheduling.v1.PriorityClass
@@ -2730,7 +2935,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "spec", One(Msg(255)), 0),
+            F(2, "spec", One(Msg(276)), 0),
         ],
     ),
     // api.storage.v1.CSIDriverSpec
@@ -2743,7 +2948,7 @@ pub static MESSAGES: &[M] = &[
             F(3, "volumeLifecycleModes", Many(Str), 0),
             F(4, "storageCapacity", One(Bool), 0),
             F(5, "fsGroupPolicy", One(Str), OMIT),
-            F(6, "tokenRequests", Many(Msg(256)), 0),
+            F(6, "tokenRequests", Many(Msg(277)), 0),
             F(7, "requiresRepublish", One(Bool), 0),
             F(8, "seLinuxMount", One(Bool), 0),
             F(9, "nodeAllocatableUpdatePeriodSeconds", One(I64), 0),
@@ -2765,14 +2970,14 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "spec", One(Msg(258)), 0),
+            F(2, "spec", One(Msg(279)), 0),
         ],
     ),
     // api.storage.v1.CSINodeSpec
     M(
         "CSINodeSpec",
         Special::None,
-        &[F(1, "drivers", Many(Msg(259)), 0)],
+        &[F(1, "drivers", Many(Msg(280)), 0)],
     ),
     // api.storage.v1.CSINodeDriver
     M(
@@ -2782,7 +2987,7 @@ pub static MESSAGES: &[M] = &[
             F(1, "name", One(Str), 0),
             F(2, "nodeID", One(Str), 0),
             F(3, "topologyKeys", Many(Str), 0),
-            F(4, "allocatable", One(Msg(260)), 0),
+            F(4, "allocatable", One(Msg(281)), 0),
         ],
     ),
     // api.storage.v1.VolumeNodeResources
@@ -2815,14 +3020,14 @@ pub static MESSAGES: &[M] = &[
             F(5, "mountOptions", Many(Str), 0),
             F(6, "allowVolumeExpansion", One(Bool), 0),
             F(7, "volumeBindingMode", One(Str), OMIT),
-            F(8, "allowedTopologies", Many(Msg(263)), 0),
+            F(8, "allowedTopologies", Many(Msg(284)), 0),
         ],
     ),
     // api.core.v1.TopologySelectorTerm
     M(
         "TopologySelectorTerm",
         Special::None,
-        &[F(1, "matchLabelExpressions", Many(Msg(264)), 0)],
+        &[F(1, "matchLabelExpressions", Many(Msg(285)), 0)],
     ),
     // api.core.v1.TopologySelectorLabelRequirement
     M(
@@ -2836,8 +3041,8 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "spec", One(Msg(266)), 0),
-            F(3, "status", One(Msg(283)), 0),
+            F(2, "spec", One(Msg(287)), 0),
+            F(3, "status", One(Msg(304)), 0),
         ],
     ),
     // api.storage.v1.VolumeAttachmentSpec
@@ -2846,7 +3051,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "attacher", One(Str), 0),
-            F(2, "source", One(Msg(267)), 0),
+            F(2, "source", One(Msg(288)), 0),
             F(3, "nodeName", One(Str), 0),
         ],
     ),
@@ -2856,7 +3061,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "persistentVolumeName", One(Str), OMIT),
-            F(2, "inlineVolumeSpec", One(Msg(268)), 0),
+            F(2, "inlineVolumeSpec", One(Msg(289)), 0),
         ],
     ),
     // api.core.v1.PersistentVolumeSpec
@@ -2865,14 +3070,14 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "capacity", Map(Msg(15)), 0),
-            F(2, "", One(Msg(269)), INLINE),
+            F(2, "", One(Msg(290)), INLINE),
             F(3, "accessModes", Many(Str), 0),
-            F(4, "claimRef", One(Msg(164)), 0),
+            F(4, "claimRef", One(Msg(177)), 0),
             F(5, "persistentVolumeReclaimPolicy", One(Str), OMIT),
             F(6, "storageClassName", One(Str), OMIT),
             F(7, "mountOptions", Many(Str), 0),
             F(8, "volumeMode", One(Str), OMIT),
-            F(9, "nodeAffinity", One(Msg(282)), 0),
+            F(9, "nodeAffinity", One(Msg(303)), 0),
             F(10, "volumeAttributesClassName", One(Str), OMIT),
         ],
     ),
@@ -2884,25 +3089,25 @@ pub static MESSAGES: &[M] = &[
             F(1, "gcePersistentDisk", One(Msg(16)), 0),
             F(2, "awsElasticBlockStore", One(Msg(17)), 0),
             F(3, "hostPath", One(Msg(13)), 0),
-            F(4, "glusterfs", One(Msg(270)), 0),
+            F(4, "glusterfs", One(Msg(291)), 0),
             F(5, "nfs", One(Msg(21)), 0),
-            F(6, "rbd", One(Msg(271)), 0),
-            F(7, "iscsi", One(Msg(273)), 0),
-            F(8, "cinder", One(Msg(274)), 0),
-            F(9, "cephfs", One(Msg(275)), 0),
+            F(6, "rbd", One(Msg(292)), 0),
+            F(7, "iscsi", One(Msg(294)), 0),
+            F(8, "cinder", One(Msg(295)), 0),
+            F(9, "cephfs", One(Msg(296)), 0),
             F(10, "fc", One(Msg(35)), 0),
             F(11, "flocker", One(Msg(30)), 0),
-            F(12, "flexVolume", One(Msg(276)), 0),
-            F(13, "azureFile", One(Msg(277)), 0),
+            F(12, "flexVolume", One(Msg(297)), 0),
+            F(13, "azureFile", One(Msg(298)), 0),
             F(14, "vsphereVolume", One(Msg(38)), 0),
             F(15, "quobyte", One(Msg(39)), 0),
             F(16, "azureDisk", One(Msg(40)), 0),
             F(17, "photonPersistentDisk", One(Msg(41)), 0),
             F(18, "portworxVolume", One(Msg(50)), 0),
-            F(19, "scaleIO", One(Msg(278)), 0),
-            F(20, "local", One(Msg(279)), 0),
-            F(21, "storageos", One(Msg(280)), 0),
-            F(22, "csi", One(Msg(281)), 0),
+            F(19, "scaleIO", One(Msg(299)), 0),
+            F(20, "local", One(Msg(300)), 0),
+            F(21, "storageos", One(Msg(301)), 0),
+            F(22, "csi", One(Msg(302)), 0),
         ],
     ),
     // api.core.v1.GlusterfsPersistentVolumeSource
@@ -2927,7 +3132,7 @@ pub static MESSAGES: &[M] = &[
             F(4, "pool", One(Str), OMIT),
             F(5, "user", One(Str), OMIT),
             F(6, "keyring", One(Str), OMIT),
-            F(7, "secretRef", One(Msg(272)), 0),
+            F(7, "secretRef", One(Msg(293)), 0),
             F(8, "readOnly", One(Bool), 0),
         ],
     ),
@@ -2954,7 +3159,7 @@ pub static MESSAGES: &[M] = &[
             F(7, "portals", Many(Str), 0),
             F(8, "chapAuthDiscovery", One(Bool), 0),
             F(11, "chapAuthSession", One(Bool), 0),
-            F(10, "secretRef", One(Msg(272)), 0),
+            F(10, "secretRef", One(Msg(293)), 0),
             F(12, "initiatorName", One(Str), OMIT),
         ],
     ),
@@ -2966,7 +3171,7 @@ pub static MESSAGES: &[M] = &[
             F(1, "volumeID", One(Str), 0),
             F(2, "fsType", One(Str), OMIT),
             F(3, "readOnly", One(Bool), OMIT),
-            F(4, "secretRef", One(Msg(272)), 0),
+            F(4, "secretRef", One(Msg(293)), 0),
         ],
     ),
     // api.core.v1.CephFsPersistentVolumeSource
@@ -2978,7 +3183,7 @@ pub static MESSAGES: &[M] = &[
             F(2, "path", One(Str), OMIT),
             F(3, "user", One(Str), OMIT),
             F(4, "secretFile", One(Str), OMIT),
-            F(5, "secretRef", One(Msg(272)), 0),
+            F(5, "secretRef", One(Msg(293)), 0),
             F(6, "readOnly", One(Bool), 0),
         ],
     ),
@@ -2989,7 +3194,7 @@ pub static MESSAGES: &[M] = &[
         &[
             F(1, "driver", One(Str), 0),
             F(2, "fsType", One(Str), OMIT),
-            F(3, "secretRef", One(Msg(272)), 0),
+            F(3, "secretRef", One(Msg(293)), 0),
             F(4, "readOnly", One(Bool), OMIT),
             F(5, "options", Map(Str), 0),
         ],
@@ -3012,7 +3217,7 @@ pub static MESSAGES: &[M] = &[
         &[
             F(1, "gateway", One(Str), 0),
             F(2, "system", One(Str), 0),
-            F(3, "secretRef", One(Msg(272)), 0),
+            F(3, "secretRef", One(Msg(293)), 0),
             F(4, "sslEnabled", One(Bool), 0),
             F(5, "protectionDomain", One(Str), OMIT),
             F(6, "storagePool", One(Str), OMIT),
@@ -3037,7 +3242,7 @@ pub static MESSAGES: &[M] = &[
             F(2, "volumeNamespace", One(Str), OMIT),
             F(3, "fsType", One(Str), OMIT),
             F(4, "readOnly", One(Bool), 0),
-            F(5, "secretRef", One(Msg(164)), 0),
+            F(5, "secretRef", One(Msg(177)), 0),
         ],
     ),
     // api.core.v1.CSIPersistentVolumeSource
@@ -3050,11 +3255,11 @@ pub static MESSAGES: &[M] = &[
             F(3, "readOnly", One(Bool), 0),
             F(4, "fsType", One(Str), OMIT),
             F(5, "volumeAttributes", Map(Str), 0),
-            F(6, "controllerPublishSecretRef", One(Msg(272)), 0),
-            F(7, "nodeStageSecretRef", One(Msg(272)), 0),
-            F(8, "nodePublishSecretRef", One(Msg(272)), 0),
-            F(9, "controllerExpandSecretRef", One(Msg(272)), 0),
-            F(10, "nodeExpandSecretRef", One(Msg(272)), 0),
+            F(6, "controllerPublishSecretRef", One(Msg(293)), 0),
+            F(7, "nodeStageSecretRef", One(Msg(293)), 0),
+            F(8, "nodePublishSecretRef", One(Msg(293)), 0),
+            F(9, "controllerExpandSecretRef", One(Msg(293)), 0),
+            F(10, "nodeExpandSecretRef", One(Msg(293)), 0),
         ],
     ),
     // api.core.v1.VolumeNodeAffinity
@@ -3070,8 +3275,8 @@ pub static MESSAGES: &[M] = &[
         &[
             F(1, "attached", One(Bool), 0),
             F(2, "attachmentMetadata", Map(Str), 0),
-            F(3, "attachError", One(Msg(284)), 0),
-            F(4, "detachError", One(Msg(284)), 0),
+            F(3, "attachError", One(Msg(305)), 0),
+            F(4, "detachError", One(Msg(305)), 0),
         ],
     ),
     // api.storage.v1.VolumeError
@@ -3090,7 +3295,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "target", One(Msg(164)), 0),
+            F(2, "target", One(Msg(177)), 0),
         ],
     ),
     // api.core.v1.ConfigMap
@@ -3110,7 +3315,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "subsets", Many(Msg(288)), 0),
+            F(2, "subsets", Many(Msg(309)), 0),
         ],
     ),
     // api.core.v1.EndpointSubset
@@ -3118,9 +3323,9 @@ pub static MESSAGES: &[M] = &[
         "EndpointSubset",
         Special::None,
         &[
-            F(1, "addresses", Many(Msg(289)), 0),
-            F(2, "notReadyAddresses", Many(Msg(289)), 0),
-            F(3, "ports", Many(Msg(290)), 0),
+            F(1, "addresses", Many(Msg(310)), 0),
+            F(2, "notReadyAddresses", Many(Msg(310)), 0),
+            F(3, "ports", Many(Msg(311)), 0),
         ],
     ),
     // api.core.v1.EndpointAddress
@@ -3131,7 +3336,7 @@ pub static MESSAGES: &[M] = &[
             F(1, "ip", One(Str), 0),
             F(3, "hostname", One(Str), OMIT),
             F(4, "nodeName", One(Str), OMIT),
-            F(2, "targetRef", One(Msg(164)), 0),
+            F(2, "targetRef", One(Msg(177)), 0),
         ],
     ),
     // api.core.v1.EndpointPort
@@ -3151,18 +3356,18 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "involvedObject", One(Msg(164)), 0),
+            F(2, "involvedObject", One(Msg(177)), 0),
             F(3, "reason", One(Str), OMIT),
             F(4, "message", One(Str), OMIT),
-            F(5, "source", One(Msg(165)), 0),
+            F(5, "source", One(Msg(178)), 0),
             F(6, "firstTimestamp", One(Msg(2)), 0),
             F(7, "lastTimestamp", One(Msg(2)), 0),
             F(8, "count", One(I32), OMIT),
             F(9, "type", One(Str), OMIT),
-            F(10, "eventTime", One(Msg(161)), 0),
-            F(11, "series", One(Msg(292)), 0),
+            F(10, "eventTime", One(Msg(174)), 0),
+            F(11, "series", One(Msg(313)), 0),
             F(12, "action", One(Str), OMIT),
-            F(13, "related", One(Msg(164)), 0),
+            F(13, "related", One(Msg(177)), 0),
             F(14, "reportingComponent", One(Str), OMIT),
             F(15, "reportingInstance", One(Str), OMIT),
         ],
@@ -3173,7 +3378,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "count", One(I32), OMIT),
-            F(2, "lastObservedTime", One(Msg(161)), 0),
+            F(2, "lastObservedTime", One(Msg(174)), 0),
         ],
     ),
     // api.core.v1.Namespace
@@ -3182,8 +3387,8 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "spec", One(Msg(294)), 0),
-            F(3, "status", One(Msg(295)), 0),
+            F(2, "spec", One(Msg(315)), 0),
+            F(3, "status", One(Msg(316)), 0),
         ],
     ),
     // api.core.v1.NamespaceSpec
@@ -3198,7 +3403,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "phase", One(Str), OMIT),
-            F(2, "conditions", Many(Msg(296)), 0),
+            F(2, "conditions", Many(Msg(317)), 0),
         ],
     ),
     // api.core.v1.NamespaceCondition
@@ -3219,8 +3424,8 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "spec", One(Msg(298)), 0),
-            F(3, "status", One(Msg(302)), 0),
+            F(2, "spec", One(Msg(319)), 0),
+            F(3, "status", One(Msg(323)), 0),
         ],
     ),
     // api.core.v1.NodeSpec
@@ -3232,8 +3437,8 @@ pub static MESSAGES: &[M] = &[
             F(7, "podCIDRs", Many(Str), 0),
             F(3, "providerID", One(Str), OMIT),
             F(4, "unschedulable", One(Bool), OMIT),
-            F(5, "taints", Many(Msg(299)), 0),
-            F(6, "configSource", One(Msg(300)), 0),
+            F(5, "taints", Many(Msg(320)), 0),
+            F(6, "configSource", One(Msg(321)), 0),
             F(2, "externalID", One(Str), OMIT),
         ],
     ),
@@ -3252,7 +3457,7 @@ pub static MESSAGES: &[M] = &[
     M(
         "NodeConfigSource",
         Special::None,
-        &[F(2, "configMap", One(Msg(301)), 0)],
+        &[F(2, "configMap", One(Msg(322)), 0)],
     ),
     // api.core.v1.ConfigMapNodeConfigSource
     M(
@@ -3274,16 +3479,16 @@ pub static MESSAGES: &[M] = &[
             F(1, "capacity", Map(Msg(15)), 0),
             F(2, "allocatable", Map(Msg(15)), 0),
             F(3, "phase", One(Str), OMIT),
-            F(4, "conditions", Many(Msg(303)), 0),
-            F(5, "addresses", Many(Msg(304)), 0),
-            F(6, "daemonEndpoints", One(Msg(305)), 0),
-            F(7, "nodeInfo", One(Msg(307)), 0),
-            F(8, "images", Many(Msg(309)), 0),
+            F(4, "conditions", Many(Msg(324)), 0),
+            F(5, "addresses", Many(Msg(325)), 0),
+            F(6, "daemonEndpoints", One(Msg(326)), 0),
+            F(7, "nodeInfo", One(Msg(328)), 0),
+            F(8, "images", Many(Msg(330)), 0),
             F(9, "volumesInUse", Many(Str), 0),
-            F(10, "volumesAttached", Many(Msg(310)), 0),
-            F(11, "config", One(Msg(311)), 0),
-            F(12, "runtimeHandlers", Many(Msg(312)), 0),
-            F(13, "features", One(Msg(314)), 0),
+            F(10, "volumesAttached", Many(Msg(331)), 0),
+            F(11, "config", One(Msg(332)), 0),
+            F(12, "runtimeHandlers", Many(Msg(333)), 0),
+            F(13, "features", One(Msg(335)), 0),
             F(14, "declaredFeatures", Many(Str), 0),
         ],
     ),
@@ -3310,7 +3515,7 @@ pub static MESSAGES: &[M] = &[
     M(
         "NodeDaemonEndpoints",
         Special::None,
-        &[F(1, "kubeletEndpoint", One(Msg(306)), 0)],
+        &[F(1, "kubeletEndpoint", One(Msg(327)), 0)],
     ),
     // api.core.v1.DaemonEndpoint
     M(
@@ -3333,7 +3538,7 @@ pub static MESSAGES: &[M] = &[
             F(8, "kubeProxyVersion", One(Str), 0),
             F(9, "operatingSystem", One(Str), 0),
             F(10, "architecture", One(Str), 0),
-            F(11, "swap", One(Msg(308)), 0),
+            F(11, "swap", One(Msg(329)), 0),
         ],
     ),
     // api.core.v1.NodeSwapStatus
@@ -3359,9 +3564,9 @@ pub static MESSAGES: &[M] = &[
         "NodeConfigStatus",
         Special::None,
         &[
-            F(1, "assigned", One(Msg(300)), 0),
-            F(2, "active", One(Msg(300)), 0),
-            F(3, "lastKnownGood", One(Msg(300)), 0),
+            F(1, "assigned", One(Msg(321)), 0),
+            F(2, "active", One(Msg(321)), 0),
+            F(3, "lastKnownGood", One(Msg(321)), 0),
             F(4, "error", One(Str), OMIT),
         ],
     ),
@@ -3371,7 +3576,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "name", One(Str), OMIT),
-            F(2, "features", One(Msg(313)), 0),
+            F(2, "features", One(Msg(334)), 0),
         ],
     ),
     // api.core.v1.NodeRuntimeHandlerFeatures
@@ -3395,8 +3600,8 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "spec", One(Msg(268)), 0),
-            F(3, "status", One(Msg(316)), 0),
+            F(2, "spec", One(Msg(289)), 0),
+            F(3, "status", One(Msg(337)), 0),
         ],
     ),
     // api.core.v1.PersistentVolumeStatus
@@ -3417,7 +3622,7 @@ pub static MESSAGES: &[M] = &[
         &[
             F(1, "metadata", One(Msg(1)), 0),
             F(2, "spec", One(Msg(10)), 0),
-            F(3, "status", One(Msg(318)), 0),
+            F(3, "status", One(Msg(339)), 0),
         ],
     ),
     // api.core.v1.PodStatus
@@ -3427,22 +3632,22 @@ pub static MESSAGES: &[M] = &[
         &[
             F(17, "observedGeneration", One(I64), 0),
             F(1, "phase", One(Str), OMIT),
-            F(2, "conditions", Many(Msg(319)), 0),
+            F(2, "conditions", Many(Msg(340)), 0),
             F(3, "message", One(Str), OMIT),
             F(4, "reason", One(Str), OMIT),
             F(11, "nominatedNodeName", One(Str), OMIT),
             F(5, "hostIP", One(Str), OMIT),
-            F(16, "hostIPs", Many(Msg(320)), 0),
+            F(16, "hostIPs", Many(Msg(341)), 0),
             F(6, "podIP", One(Str), OMIT),
-            F(12, "podIPs", Many(Msg(321)), 0),
+            F(12, "podIPs", Many(Msg(342)), 0),
             F(7, "startTime", One(Msg(2)), 0),
-            F(10, "initContainerStatuses", Many(Msg(322)), 0),
-            F(8, "containerStatuses", Many(Msg(322)), 0),
+            F(10, "initContainerStatuses", Many(Msg(343)), 0),
+            F(8, "containerStatuses", Many(Msg(343)), 0),
             F(9, "qosClass", One(Str), OMIT),
-            F(13, "ephemeralContainerStatuses", Many(Msg(322)), 0),
+            F(13, "ephemeralContainerStatuses", Many(Msg(343)), 0),
             F(14, "resize", One(Str), OMIT),
-            F(15, "resourceClaimStatuses", Many(Msg(332)), 0),
-            F(18, "extendedResourceClaimStatus", One(Msg(333)), 0),
+            F(15, "resourceClaimStatuses", Many(Msg(353)), 0),
+            F(18, "extendedResourceClaimStatus", One(Msg(354)), 0),
             F(19, "allocatedResources", Map(Msg(15)), 0),
             F(20, "resources", One(Msg(71)), 0),
         ],
@@ -3471,8 +3676,8 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "name", One(Str), 0),
-            F(2, "state", One(Msg(323)), 0),
-            F(3, "lastState", One(Msg(323)), 0),
+            F(2, "state", One(Msg(344)), 0),
+            F(3, "lastState", One(Msg(344)), 0),
             F(4, "ready", One(Bool), 0),
             F(5, "restartCount", One(I32), 0),
             F(6, "image", One(Str), 0),
@@ -3481,9 +3686,9 @@ pub static MESSAGES: &[M] = &[
             F(9, "started", One(Bool), 0),
             F(10, "allocatedResources", Map(Msg(15)), 0),
             F(11, "resources", One(Msg(71)), 0),
-            F(12, "volumeMounts", Many(Msg(327)), 0),
-            F(13, "user", One(Msg(328)), 0),
-            F(14, "allocatedResourcesStatus", Many(Msg(330)), 0),
+            F(12, "volumeMounts", Many(Msg(348)), 0),
+            F(13, "user", One(Msg(349)), 0),
+            F(14, "allocatedResourcesStatus", Many(Msg(351)), 0),
             F(15, "stopSignal", One(Str), OMIT),
         ],
     ),
@@ -3492,9 +3697,9 @@ pub static MESSAGES: &[M] = &[
         "ContainerState",
         Special::None,
         &[
-            F(1, "waiting", One(Msg(324)), 0),
-            F(2, "running", One(Msg(325)), 0),
-            F(3, "terminated", One(Msg(326)), 0),
+            F(1, "waiting", One(Msg(345)), 0),
+            F(2, "running", One(Msg(346)), 0),
+            F(3, "terminated", One(Msg(347)), 0),
         ],
     ),
     // api.core.v1.ContainerStateWaiting
@@ -3541,7 +3746,7 @@ pub static MESSAGES: &[M] = &[
     M(
         "ContainerUser",
         Special::None,
-        &[F(1, "linux", One(Msg(329)), 0)],
+        &[F(1, "linux", One(Msg(350)), 0)],
     ),
     // api.core.v1.LinuxContainerUser
     M(
@@ -3559,7 +3764,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "name", One(Str), 0),
-            F(2, "resources", Many(Msg(331)), 0),
+            F(2, "resources", Many(Msg(352)), 0),
         ],
     ),
     // api.core.v1.ResourceHealth
@@ -3585,7 +3790,7 @@ pub static MESSAGES: &[M] = &[
         "PodExtendedResourceClaimStatus",
         Special::None,
         &[
-            F(1, "requestMappings", Many(Msg(334)), 0),
+            F(1, "requestMappings", Many(Msg(355)), 0),
             F(2, "resourceClaimName", One(Str), 0),
         ],
     ),
@@ -3605,8 +3810,8 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "spec", One(Msg(336)), 0),
-            F(3, "status", One(Msg(337)), 0),
+            F(2, "spec", One(Msg(357)), 0),
+            F(3, "status", One(Msg(358)), 0),
         ],
     ),
     // api.core.v1.ReplicationControllerSpec
@@ -3630,7 +3835,7 @@ pub static MESSAGES: &[M] = &[
             F(4, "readyReplicas", One(I32), OMIT),
             F(5, "availableReplicas", One(I32), OMIT),
             F(3, "observedGeneration", One(I64), OMIT),
-            F(6, "conditions", Many(Msg(338)), 0),
+            F(6, "conditions", Many(Msg(359)), 0),
         ],
     ),
     // api.core.v1.ReplicationControllerCondition
@@ -3663,8 +3868,8 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "spec", One(Msg(341)), 0),
-            F(3, "status", One(Msg(345)), 0),
+            F(2, "spec", One(Msg(362)), 0),
+            F(3, "status", One(Msg(366)), 0),
         ],
     ),
     // api.core.v1.ServiceSpec
@@ -3672,7 +3877,7 @@ pub static MESSAGES: &[M] = &[
         "ServiceSpec",
         Special::None,
         &[
-            F(1, "ports", Many(Msg(342)), 0),
+            F(1, "ports", Many(Msg(363)), 0),
             F(2, "selector", Map(Str), 0),
             F(3, "clusterIP", One(Str), OMIT),
             F(18, "clusterIPs", Many(Str), 0),
@@ -3685,7 +3890,7 @@ pub static MESSAGES: &[M] = &[
             F(11, "externalTrafficPolicy", One(Str), OMIT),
             F(12, "healthCheckNodePort", One(I32), OMIT),
             F(13, "publishNotReadyAddresses", One(Bool), OMIT),
-            F(14, "sessionAffinityConfig", One(Msg(343)), 0),
+            F(14, "sessionAffinityConfig", One(Msg(364)), 0),
             F(19, "ipFamilies", Many(Str), 0),
             F(17, "ipFamilyPolicy", One(Str), OMIT),
             F(20, "allocateLoadBalancerNodePorts", One(Bool), 0),
@@ -3711,7 +3916,7 @@ pub static MESSAGES: &[M] = &[
     M(
         "SessionAffinityConfig",
         Special::None,
-        &[F(1, "clientIP", One(Msg(344)), 0)],
+        &[F(1, "clientIP", One(Msg(365)), 0)],
     ),
     // api.core.v1.ClientIpConfig
     M(
@@ -3724,15 +3929,15 @@ pub static MESSAGES: &[M] = &[
         "ServiceStatus",
         Special::None,
         &[
-            F(1, "loadBalancer", One(Msg(346)), 0),
-            F(2, "conditions", Many(Msg(172)), 0),
+            F(1, "loadBalancer", One(Msg(367)), 0),
+            F(2, "conditions", Many(Msg(185)), 0),
         ],
     ),
     // api.core.v1.LoadBalancerStatus
     M(
         "LoadBalancerStatus",
         Special::None,
-        &[F(1, "ingress", Many(Msg(347)), 0)],
+        &[F(1, "ingress", Many(Msg(368)), 0)],
     ),
     // api.core.v1.LoadBalancerIngress
     M(
@@ -3742,7 +3947,7 @@ pub static MESSAGES: &[M] = &[
             F(1, "ip", One(Str), OMIT),
             F(2, "hostname", One(Str), OMIT),
             F(3, "ipMode", One(Str), OMIT),
-            F(4, "ports", Many(Msg(348)), 0),
+            F(4, "ports", Many(Msg(369)), 0),
         ],
     ),
     // api.core.v1.PortStatus
@@ -3761,7 +3966,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "secrets", Many(Msg(164)), 0),
+            F(2, "secrets", Many(Msg(177)), 0),
             F(3, "imagePullSecrets", Many(Msg(23)), 0),
             F(4, "automountServiceAccountToken", One(Bool), 0),
         ],
@@ -3774,39 +3979,45 @@ pub static ROOTS: &[(&str, &str, usize)] = &[
     ("apps/v1", "Deployment", 123),
     ("apps/v1", "ReplicaSet", 129),
     ("apps/v1", "StatefulSet", 133),
-    ("autoscaling/v1", "Scale", 145),
-    ("batch/v1", "Job", 148),
-    ("coordination.k8s.io/v1", "Lease", 159),
-    ("events.k8s.io/v1", "Event", 162),
-    ("meta.k8s.io/v1", "DeleteOptions", 167),
-    ("policy/v1", "Eviction", 166),
-    ("policy/v1", "PodDisruptionBudget", 169),
-    ("resource.k8s.io/v1", "DeviceClass", 173),
-    ("resource.k8s.io/v1", "ResourceClaim", 181),
-    ("resource.k8s.io/v1", "ResourceClaimTemplate", 199),
-    ("resource.k8s.io/v1", "ResourceSlice", 201),
-    ("resource.k8s.io/v1beta1", "DeviceClass", 213),
-    ("resource.k8s.io/v1beta1", "ResourceClaim", 220),
-    ("resource.k8s.io/v1beta1", "ResourceClaimTemplate", 237),
-    ("resource.k8s.io/v1beta1", "ResourceSlice", 239),
-    ("scheduling.k8s.io/v1", "PriorityClass", 252),
-    ("scheduling.k8s.io/v1beta1", "PriorityClass", 253),
-    ("storage.k8s.io/v1", "CSIDriver", 254),
-    ("storage.k8s.io/v1", "CSINode", 257),
-    ("storage.k8s.io/v1", "CSIStorageCapacity", 261),
-    ("storage.k8s.io/v1", "StorageClass", 262),
-    ("storage.k8s.io/v1", "VolumeAttachment", 265),
-    ("v1", "Binding", 285),
-    ("v1", "ConfigMap", 286),
-    ("v1", "Endpoints", 287),
-    ("v1", "Event", 291),
-    ("v1", "Namespace", 293),
-    ("v1", "Node", 297),
-    ("v1", "PersistentVolume", 315),
+    ("authorization.k8s.io/v1", "SelfSubjectAccessReview", 145),
+    ("authorization.k8s.io/v1", "SelfSubjectRulesReview", 153),
+    ("autoscaling/v1", "Scale", 158),
+    ("batch/v1", "Job", 161),
+    ("coordination.k8s.io/v1", "Lease", 172),
+    ("events.k8s.io/v1", "Event", 175),
+    ("meta.k8s.io/v1", "DeleteOptions", 180),
+    ("policy/v1", "Eviction", 179),
+    ("policy/v1", "PodDisruptionBudget", 182),
+    ("rbac.authorization.k8s.io/v1", "ClusterRole", 186),
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", 189),
+    ("rbac.authorization.k8s.io/v1", "Role", 192),
+    ("rbac.authorization.k8s.io/v1", "RoleBinding", 193),
+    ("resource.k8s.io/v1", "DeviceClass", 194),
+    ("resource.k8s.io/v1", "ResourceClaim", 202),
+    ("resource.k8s.io/v1", "ResourceClaimTemplate", 220),
+    ("resource.k8s.io/v1", "ResourceSlice", 222),
+    ("resource.k8s.io/v1beta1", "DeviceClass", 234),
+    ("resource.k8s.io/v1beta1", "ResourceClaim", 241),
+    ("resource.k8s.io/v1beta1", "ResourceClaimTemplate", 258),
+    ("resource.k8s.io/v1beta1", "ResourceSlice", 260),
+    ("scheduling.k8s.io/v1", "PriorityClass", 273),
+    ("scheduling.k8s.io/v1beta1", "PriorityClass", 274),
+    ("storage.k8s.io/v1", "CSIDriver", 275),
+    ("storage.k8s.io/v1", "CSINode", 278),
+    ("storage.k8s.io/v1", "CSIStorageCapacity", 282),
+    ("storage.k8s.io/v1", "StorageClass", 283),
+    ("storage.k8s.io/v1", "VolumeAttachment", 286),
+    ("v1", "Binding", 306),
+    ("v1", "ConfigMap", 307),
+    ("v1", "Endpoints", 308),
+    ("v1", "Event", 312),
+    ("v1", "Namespace", 314),
+    ("v1", "Node", 318),
+    ("v1", "PersistentVolume", 336),
     ("v1", "PersistentVolumeClaim", 135),
-    ("v1", "Pod", 317),
-    ("v1", "ReplicationController", 335),
-    ("v1", "Secret", 339),
-    ("v1", "Service", 340),
-    ("v1", "ServiceAccount", 349),
+    ("v1", "Pod", 338),
+    ("v1", "ReplicationController", 356),
+    ("v1", "Secret", 360),
+    ("v1", "Service", 361),
+    ("v1", "ServiceAccount", 370),
 ];

@@ -6,7 +6,7 @@ use serde_json::json;
 
 /// A protobuf message under construction.
 #[derive(Default, Clone)]
-struct Enc(Vec<u8>);
+pub(crate) struct Enc(pub(crate) Vec<u8>);
 
 fn varint(buf: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
@@ -17,36 +17,36 @@ fn varint(buf: &mut Vec<u8>, mut v: u64) {
 }
 
 impl Enc {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Enc::default()
     }
-    fn int(mut self, tag: u64, v: i64) -> Self {
+    pub(crate) fn int(mut self, tag: u64, v: i64) -> Self {
         varint(&mut self.0, tag << 3);
         varint(&mut self.0, v as u64);
         self
     }
-    fn bytes(mut self, tag: u64, b: &[u8]) -> Self {
+    pub(crate) fn bytes(mut self, tag: u64, b: &[u8]) -> Self {
         varint(&mut self.0, tag << 3 | 2);
         varint(&mut self.0, b.len() as u64);
         self.0.extend_from_slice(b);
         self
     }
-    fn str(self, tag: u64, s: &str) -> Self {
+    pub(crate) fn str(self, tag: u64, s: &str) -> Self {
         self.bytes(tag, s.as_bytes())
     }
-    fn msg(self, tag: u64, m: Enc) -> Self {
+    pub(crate) fn msg(self, tag: u64, m: Enc) -> Self {
         self.bytes(tag, &m.0)
     }
-    fn entry(self, tag: u64, key: &str, value: &str) -> Self {
+    pub(crate) fn entry(self, tag: u64, key: &str, value: &str) -> Self {
         self.msg(tag, Enc::new().str(1, key).str(2, value))
     }
-    fn entry_msg(self, tag: u64, key: &str, value: Enc) -> Self {
+    pub(crate) fn entry_msg(self, tag: u64, key: &str, value: Enc) -> Self {
         self.msg(tag, Enc::new().str(1, key).msg(2, value))
     }
 }
 
 /// `k8s\0` + runtime.Unknown{TypeMeta, raw}.
-fn envelope(api_version: &str, kind: &str, raw: Enc) -> Vec<u8> {
+pub(crate) fn envelope(api_version: &str, kind: &str, raw: Enc) -> Vec<u8> {
     let unknown = Enc::new()
         .msg(1, Enc::new().str(1, api_version).str(2, kind))
         .msg(2, raw);
@@ -54,7 +54,7 @@ fn envelope(api_version: &str, kind: &str, raw: Enc) -> Vec<u8> {
 }
 
 /// ObjectMeta as Go writes it: every value field present, zero when unset.
-fn meta(name: &str) -> Enc {
+pub(crate) fn meta(name: &str) -> Enc {
     Enc::new()
         .str(1, name)
         .str(2, "")

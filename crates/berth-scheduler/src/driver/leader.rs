@@ -8,11 +8,13 @@
 //! with our wall clock: for hosts with synchronised clocks that is `renewTime + leaseDuration`,
 //! and clock skew between hosts can never make two replicas lead at once. The leader gives up
 //! when it has not renewed for `renew_deadline` (< `lease_duration`), so it has stopped before
-//! anyone may take over.
+//! anyone may take over. On shutdown (SIGTERM/SIGINT in `berth scheduler`) the leader gives the
+//! Lease up, as client-go does with `ReleaseOnCancel`, so a standby need not wait it out.
 
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::{Api, PostParams};
 use serde_json::{json, Value};
+use std::future::Future;
 use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -119,24 +121,46 @@ impl LeaderElector {
     }
 
     /// Campaigns until it leads, then renews; `leading` is `true` exactly while we hold the
-    /// Lease. Returns only when leadership is lost (`leading` is `false` by then).
-    pub async fn run(mut self, leading: watch::Sender<bool>) -> LeaderError {
+    /// Lease. Returns `Err` when leadership is lost, and `Ok` once `shutdown` resolves, after
+    /// giving the Lease up if we held it (client-go's `ReleaseOnCancel`): `leading` goes `false`
+    /// first, then the Lease is written with no holder, so a standby takes over at its next
+    /// retry instead of waiting out the lease duration.
+    pub async fn run(
+        mut self,
+        leading: watch::Sender<bool>,
+        shutdown: impl Future<Output = ()>,
+    ) -> Result<(), LeaderError> {
+        tokio::pin!(shutdown);
         let lease = format!("{}/{}", self.cfg.namespace, self.cfg.name);
         loop {
-            match self.try_acquire_or_renew().await {
+            let attempt = tokio::select! {
+                attempt = self.try_acquire_or_renew() => attempt,
+                () = &mut shutdown => return self.release(&leading).await,
+            };
+            match attempt {
                 Ok(Attempt::Leading) => break,
                 Ok(Attempt::HeldBy(h)) => tracing::debug!(%lease, holder = %h, "lease held"),
                 Err(e) => tracing::warn!(%lease, error = %e, "acquiring the lease failed"),
             }
-            tokio::time::sleep(jitter(self.cfg.retry_period)).await;
+            tokio::select! {
+                () = tokio::time::sleep(jitter(self.cfg.retry_period)) => {}
+                () = &mut shutdown => return self.release(&leading).await,
+            }
         }
         tracing::info!(%lease, identity = %self.cfg.identity, "became leader");
         let _ = leading.send(true);
         let mut last_renew = Instant::now();
         loop {
-            tokio::time::sleep(self.cfg.retry_period).await;
+            tokio::select! {
+                () = tokio::time::sleep(self.cfg.retry_period) => {}
+                () = &mut shutdown => return self.release(&leading).await,
+            }
             let left = self.cfg.renew_deadline.saturating_sub(last_renew.elapsed());
-            let why = match tokio::time::timeout(left, self.try_acquire_or_renew()).await {
+            let renewed = tokio::select! {
+                r = tokio::time::timeout(left, self.try_acquire_or_renew()) => r,
+                () = &mut shutdown => return self.release(&leading).await,
+            };
+            let why = match renewed {
                 Ok(Ok(Attempt::Leading)) => {
                     last_renew = Instant::now();
                     continue;
@@ -151,7 +175,50 @@ impl LeaderElector {
             };
             let _ = leading.send(false);
             tracing::error!(%lease, reason = %why, "stopped leading");
-            return LeaderError::Lost(why);
+            return Err(LeaderError::Lost(why));
+        }
+    }
+
+    /// Stops leading and, if the Lease is ours, empties its holder (upstream writes the same
+    /// record: no holder, `leaseDurationSeconds: 1`, renew and acquire time now). A Lease
+    /// written before a cancelled attempt could report back is released too. Failing to
+    /// release is only logged: the Lease then expires as it would after a crash.
+    async fn release(&mut self, leading: &watch::Sender<bool>) -> Result<(), LeaderError> {
+        let _ = leading.send(false);
+        let lease = format!("{}/{}", self.cfg.namespace, self.cfg.name);
+        match tokio::time::timeout(self.cfg.renew_deadline, self.try_release()).await {
+            Ok(Ok(true)) => tracing::info!(%lease, "released the lease"),
+            Ok(Ok(false)) => {}
+            Ok(Err(e)) => tracing::warn!(%lease, error = %e, "releasing the lease failed"),
+            Err(_) => tracing::warn!(%lease, "releasing the lease timed out"),
+        }
+        Ok(())
+    }
+
+    /// `true` when the Lease was ours and now has no holder.
+    async fn try_release(&mut self) -> Result<bool, kube::Error> {
+        let Some(current) = self.api.get_opt(&self.cfg.name).await? else {
+            return Ok(false);
+        };
+        let spec = serde_json::to_value(&current.spec).unwrap_or(Value::Null);
+        if spec.get("holderIdentity").and_then(Value::as_str) != Some(&self.cfg.identity) {
+            return Ok(false);
+        }
+        let now = micro_time_now();
+        let rv = current.metadata.resource_version.clone();
+        let mut released = self.lease(rv, "", &now, &now, transitions_of(&spec))?;
+        if let Some(spec) = released.spec.as_mut() {
+            spec.lease_duration_seconds = Some(1);
+        }
+        match self
+            .api
+            .replace(&self.cfg.name, &PostParams::default(), &released)
+            .await
+        {
+            Ok(_) => Ok(true),
+            // Changed meanwhile: then it is no longer ours to release.
+            Err(kube::Error::Api(s)) if s.code == 409 => Ok(false),
+            Err(e) => Err(e),
         }
     }
 

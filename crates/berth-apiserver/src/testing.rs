@@ -1,0 +1,86 @@
+//! Handler tests' harness: a bootstrapped server over a memory store, called in process.
+
+use crate::{ApiServer, Clock};
+use axum::body::Body;
+use axum::http::{Method, Request, StatusCode};
+use serde_json::Value;
+use tower::ServiceExt;
+
+/// The media type of Kubernetes protobuf bodies.
+pub const PROTOBUF: &str = crate::protobuf::MEDIA_TYPE;
+
+/// A bootstrapped API server (namespaces `default`, `kube-system`, ...) and its router.
+pub struct TestServer {
+    router: axum::Router,
+}
+
+impl TestServer {
+    pub async fn new() -> TestServer {
+        let server = ApiServer::new(
+            berth_store::Store::memory(),
+            Clock::starting_at(chrono::Utc::now()),
+            "127.0.0.1:6443".into(),
+        );
+        server.bootstrap().await.expect("bootstrap");
+        TestServer {
+            router: server.in_process_router(),
+        }
+    }
+
+    /// Sends one request; returns the status and the JSON body (`null` when not JSON).
+    pub async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        content_type: &str,
+        body: Vec<u8>,
+    ) -> (StatusCode, Value) {
+        let req = Request::builder()
+            .method(method)
+            .uri(path)
+            .header("content-type", content_type)
+            .body(Body::from(body))
+            .expect("request");
+        let resp = self.router.clone().oneshot(req).await.expect("infallible");
+        let status = resp.status();
+        let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX)
+            .await
+            .expect("body");
+        (
+            status,
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        )
+    }
+
+    /// Sends a JSON body (`null` sends none).
+    pub async fn json(&self, method: Method, path: &str, body: Value) -> (StatusCode, Value) {
+        let bytes = if body.is_null() {
+            Vec::new()
+        } else {
+            body.to_string().into_bytes()
+        };
+        self.call(method, path, "application/json", bytes).await
+    }
+
+    /// Sends a merge patch.
+    pub async fn merge_patch(&self, path: &str, patch: Value) -> (StatusCode, Value) {
+        self.call(
+            Method::PATCH,
+            path,
+            "application/merge-patch+json",
+            patch.to_string().into_bytes(),
+        )
+        .await
+    }
+
+    /// Creates an unbound pod `default/<name>`; returns it as stored.
+    pub async fn pod(&self, name: &str) -> Value {
+        let pod = serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+            "spec": {"containers": [{"name": "c", "image": "nginx"}]}});
+        let (code, body) = self
+            .json(Method::POST, "/api/v1/namespaces/default/pods", pod)
+            .await;
+        assert_eq!(code, StatusCode::CREATED, "{body}");
+        body
+    }
+}
