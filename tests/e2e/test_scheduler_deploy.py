@@ -1,5 +1,6 @@
 """The manifests in deploy/ (seed 16.4.2): the objects berth serves pass a server-side dry run,
-the RBAC objects (which berth does not serve) decode as the official client's models, and the
+the RBAC objects decode as the official client's models and grant what a second scheduler
+needs (berth stores RBAC objects but enforces nothing; `test_api_gaps.py` applies them), and the
 Deployment's command line, with the ConfigMap's policy, runs as a leader-elected scheduler."""
 
 import shlex
