@@ -13,11 +13,11 @@ use std::sync::Arc;
 
 pub async fn run(client: kube::Client, mut informers: Informers, clock: Clock) {
     let ready = [
-        informers.daemon_sets.store.wait_until_ready().await,
-        informers.nodes.store.wait_until_ready().await,
-        informers.pods.store.wait_until_ready().await,
+        informers.daemon_sets.synced().await,
+        informers.nodes.synced().await,
+        informers.pods.synced().await,
     ];
-    if ready.iter().any(|r| r.is_err()) {
+    if ready.contains(&false) {
         return;
     }
     let mut expectations = Expectations::default();

@@ -17,18 +17,14 @@ const COMPONENT: &str = "controllermanager";
 
 pub async fn run(client: kube::Client, mut informers: Informers, recorder: Recorder, clock: Clock) {
     let ready = [
-        informers.pdbs.store.wait_until_ready().await,
-        informers.pods.store.wait_until_ready().await,
-        informers.replica_sets.store.wait_until_ready().await,
-        informers
-            .replication_controllers
-            .store
-            .wait_until_ready()
-            .await,
-        informers.deployments.store.wait_until_ready().await,
-        informers.stateful_sets.store.wait_until_ready().await,
+        informers.pdbs.synced().await,
+        informers.pods.synced().await,
+        informers.replica_sets.synced().await,
+        informers.replication_controllers.synced().await,
+        informers.deployments.synced().await,
+        informers.stateful_sets.synced().await,
     ];
-    if ready.iter().any(|r| r.is_err()) {
+    if ready.contains(&false) {
         return;
     }
     loop {

@@ -16,11 +16,22 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-/// A read-only store of one kind and its change signal.
+/// A read-only store of one kind, its change signal and whether its first list is in.
 #[derive(Clone)]
 pub struct Informer<K: Resource<DynamicType = ()> + 'static> {
     pub store: Store<K>,
     pub changed: watch::Receiver<()>,
+    listed: watch::Receiver<bool>,
+}
+
+impl<K: Resource<DynamicType = ()> + 'static> Informer<K> {
+    /// Waits until the store holds a complete first list; false if the watch has ended.
+    ///
+    /// Not `Store::wait_until_ready`: kube-runtime's readiness signal wakes only the last task
+    /// that polled it, so of several loops waiting on one store the others could wait forever.
+    pub async fn synced(&self) -> bool {
+        self.listed.clone().wait_for(|listed| *listed).await.is_ok()
+    }
 }
 
 /// Every watch the controllers read.
@@ -60,6 +71,7 @@ where
 {
     let (store, writer) = reflector::store();
     let (tx, changed) = watch::channel(());
+    let (listed_tx, listed) = watch::channel(false);
     tokio::spawn(async move {
         let mut events = watcher(api, watcher::Config::default())
             .default_backoff()
@@ -67,7 +79,10 @@ where
             .boxed();
         while let Some(event) = events.next().await {
             match event {
-                Ok(_) => {
+                Ok(event) => {
+                    if matches!(event, watcher::Event::InitDone) {
+                        listed_tx.send_replace(true);
+                    }
                     tx.send_replace(());
                 }
                 Err(e) => {
@@ -76,7 +91,11 @@ where
             }
         }
     });
-    Informer { store, changed }
+    Informer {
+        store,
+        changed,
+        listed,
+    }
 }
 
 /// Waits until one of the signals fires or `until` passes; then marks all signals seen.

@@ -40,7 +40,7 @@ async fn write_taints(
 /// Taints by condition: on every node change, bring each node's condition taints in line.
 pub async fn run_condition_taints(client: kube::Client, mut informers: Informers) {
     let api: Api<Node> = Api::all(client);
-    if informers.nodes.store.wait_until_ready().await.is_err() {
+    if !informers.nodes.synced().await {
         return;
     }
     loop {
@@ -72,9 +72,7 @@ pub async fn run_lifecycle(
     period: Duration,
 ) {
     let nodes_api: Api<Node> = Api::all(client.clone());
-    if informers.nodes.store.wait_until_ready().await.is_err()
-        || informers.leases.store.wait_until_ready().await.is_err()
-    {
+    if !informers.nodes.synced().await || !informers.leases.synced().await {
         return;
     }
     let mut monitor = Monitor::new(config);

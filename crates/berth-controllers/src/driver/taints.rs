@@ -12,9 +12,7 @@ use std::time::Duration;
 const COMPONENT: &str = "taint-eviction-controller";
 
 pub async fn run(client: kube::Client, mut informers: Informers, recorder: Recorder, clock: Clock) {
-    if informers.nodes.store.wait_until_ready().await.is_err()
-        || informers.pods.store.wait_until_ready().await.is_err()
-    {
+    if !informers.nodes.synced().await || !informers.pods.synced().await {
         return;
     }
     let mut manager = TaintManager::new();
