@@ -7,8 +7,8 @@
 //! driver carries it out (nominate, delete victims, clear lower nominations).
 //!
 //! Every candidate node is evaluated, as in 1.11–1.18 (no sampling of candidates: the spec's
-//! node choice is over all of them). `fast.rs` makes that cheap; `reference.rs` (tests) is the
-//! plain version it must agree with.
+//! node choice is over all of them). `choose.rs`, `fast.rs` and `memo.rs` make that cheap;
+//! `reference.rs` (tests) is the plain version they must agree with.
 //!
 //! Deviations from 1.11, as the spec allows: the unresolvable reasons are the 1.13 set
 //! ([`Reason::resolvable`]); `preemptionPolicy: Never` (1.15) is honoured; potential victims of
@@ -16,7 +16,9 @@
 //! victims' true highest priority and adds the 1.16 start-time criterion; remaining ties go to
 //! the first node by name.
 
+mod choose;
 mod fast;
+mod memo;
 mod pick;
 #[cfg(test)]
 mod proptests;
@@ -26,6 +28,7 @@ mod reference;
 mod tests;
 mod victims;
 
+pub(crate) use memo::Memo;
 pub use pick::pick_one_node;
 
 use crate::cache::ClusterCache;

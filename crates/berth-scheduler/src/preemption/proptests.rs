@@ -213,12 +213,78 @@ fn compare(seed: u64, variant: u8) -> Result<usize, TestCaseError> {
     Ok(compared)
 }
 
+/// One scheduler through a sequence of decisions, carrying each out (victims deleted, the
+/// preemptor placed) and changing the cluster in between, so results remembered across
+/// decisions are reused and must be dropped when a node changes.
+fn sequence(seed: u64, variant: u8) -> Result<(), TestCaseError> {
+    let mut case = cluster(seed);
+    let r = &mut SmallRng::seed_from_u64(seed ^ 0x5eed);
+    let mut s = scheduler(variant);
+    // preemptors of one shape (what the memo is for), under new names
+    let shapes = case.preemptors.clone();
+    for step in 0..6 {
+        let mut pre = shapes[r.random_range(0..shapes.len())].clone();
+        pre.key = format!("default/seq{step}");
+        pre.name = format!("seq{step}");
+        pre.nominated_node.clear();
+        if r.random_bool(0.3) {
+            // a cluster change the next decision must see
+            let nodes: Vec<String> = case
+                .cache
+                .order
+                .iter()
+                .map(|&ix| case.cache.nodes[ix as usize].name.clone())
+                .collect();
+            let node = &nodes[r.random_range(0..nodes.len())];
+            let prio = pick(r, &[0, 1, 5]);
+            case.cache
+                .upsert_pod(&pod(pod_json(r, &format!("new{step}"), node, prio)));
+        }
+        if r.random_bool(0.2) {
+            case.pdbs
+                .iter_mut()
+                .for_each(|b| b.disruptions_allowed = 1 - b.disruptions_allowed);
+        }
+        let err = match s.schedule(&case.cache, &pre) {
+            Decision::Unschedulable(e) => e,
+            _ => continue,
+        };
+        let input = PreemptionInput {
+            nominated: &[],
+            pdbs: &case.pdbs,
+        };
+        let fast = s.preempt(&mut case.cache, &pre, &err, input);
+        let mut ref_cache = case.cache.clone();
+        let reference = scheduler(variant).preempt_reference(&mut ref_cache, &pre, &err, input);
+        prop_assert_eq!(
+            &fast,
+            &reference,
+            "seed {} variant {} step {}",
+            seed,
+            variant,
+            step
+        );
+        if let PreemptionOutcome::Preempt(p) = fast {
+            for v in &p.victims {
+                case.cache.remove_pod(v);
+            }
+            case.cache.assume(pre, &p.node).unwrap();
+        }
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(1500))]
 
     #[test]
     fn fast_path_agrees_with_the_reference(seed in any::<u64>(), variant in 0u8..4) {
         compare(seed, variant)?;
+    }
+
+    #[test]
+    fn remembered_results_agree_with_the_reference(seed in any::<u64>(), variant in 0u8..4) {
+        sequence(seed, variant)?;
     }
 }
 
