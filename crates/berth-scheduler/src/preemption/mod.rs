@@ -171,15 +171,34 @@ pub fn candidate_nodes(cache: &ClusterCache, err: &FitError) -> Vec<String> {
 /// [`candidate_nodes`] as node slots, by one merge of the name-ordered nodes with the
 /// name-ordered failures (no look-up per node).
 fn candidate_slots(cache: &ClusterCache, err: &FitError) -> Vec<u32> {
+    use std::cmp::Ordering::*;
     let bad = unresolvable_texts(cache);
     let mut failed = err.failed_predicates.iter().peekable();
     let mut out = Vec::with_capacity(cache.order.len());
+    // most nodes of a large cluster fail for the same reasons: decide each list once
+    let mut last: Option<(&Vec<String>, bool)> = None;
     for &ix in &cache.order {
         let name = cache.nodes[ix as usize].name.as_str();
-        while failed.next_if(|(n, _)| n.as_str() < name).is_some() {}
-        let resolvable = match failed.next_if(|(n, _)| n.as_str() == name) {
-            Some((_, reasons)) => !reasons.iter().any(|r| bad.contains(r)),
-            None => true,
+        let mut reasons = None;
+        while let Some((n, rs)) = failed.peek() {
+            match n.as_str().cmp(name) {
+                Less => {}
+                Equal => reasons = Some(*rs),
+                Greater => break,
+            }
+            failed.next();
+            if reasons.is_some() {
+                break;
+            }
+        }
+        let resolvable = match (reasons, last) {
+            (None, _) => true,
+            (Some(rs), Some((prev, ok))) if prev == rs => ok,
+            (Some(rs), _) => {
+                let ok = !rs.iter().any(|r| bad.contains(r));
+                last = Some((rs, ok));
+                ok
+            }
         };
         if resolvable {
             out.push(ix);

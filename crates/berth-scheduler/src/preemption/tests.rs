@@ -123,6 +123,17 @@ fn pe_6_candidates_use_the_1_13_unresolvable_set() {
     };
     // d recorded no failure: also a candidate
     assert_eq!(candidate_nodes(&cache, &err), vec!["b", "d"]);
+    // the fast path's merge agrees, also with failures of nodes the cache no longer has
+    let mut err = err;
+    err.failed_predicates
+        .insert("0-gone".into(), vec!["Insufficient cpu".into()]);
+    err.failed_predicates
+        .insert("bb".into(), vec!["Insufficient cpu".into()]);
+    let names: Vec<String> = candidate_slots(&cache, &err)
+        .iter()
+        .map(|&ix| cache.nodes[ix as usize].name.clone())
+        .collect();
+    assert_eq!(names, candidate_nodes(&cache, &err));
 }
 
 #[test]
