@@ -134,6 +134,10 @@ pub struct PodInfo {
     pub finished: bool,
     /// Nominated node from status.
     pub nominated_node: String,
+    /// `preemptionPolicy: Never`: the pod waits instead of preempting.
+    pub preempt_never: bool,
+    /// `status.startTime` as Unix seconds (None before the kubelet starts it, or unparsable).
+    pub start: Option<i64>,
 }
 
 fn sum_containers(cs: &[Container], i: &mut Interner) -> Resources {
@@ -148,6 +152,56 @@ fn is_positive(map: &BTreeMap<String, crate::model::Quantity>, name: &str) -> bo
     map.get(name)
         .and_then(|q| crate::quantity::ParsedQuantity::parse(&q.text()).ok())
         .is_some_and(|q| q.is_positive())
+}
+
+/// Unix seconds of an RFC 3339 time (`2024-01-02T03:04:05Z`, fraction and offset allowed).
+/// Hand-rolled because the pure engine does not depend on chrono; metav1.Time has second
+/// precision, so a fraction is dropped.
+pub(crate) fn unix_seconds(s: &str) -> Option<i64> {
+    let b = s.as_bytes();
+    let num = |r: std::ops::Range<usize>| -> Option<i64> {
+        let d = b.get(r)?;
+        d.iter()
+            .all(u8::is_ascii_digit)
+            .then(|| d.iter().fold(0i64, |acc, c| acc * 10 + i64::from(c - b'0')))
+    };
+    let sep = |i: usize, c: &[u8]| b.get(i).is_some_and(|x| c.contains(x));
+    if !(sep(4, b"-") && sep(7, b"-") && sep(10, b"Tt ") && sep(13, b":") && sep(16, b":")) {
+        return None;
+    }
+    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (h, mi, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || sec > 60 {
+        return None;
+    }
+    let mut i = 19;
+    if sep(i, b".") {
+        i += 1;
+        while b.get(i).is_some_and(u8::is_ascii_digit) {
+            i += 1;
+        }
+    }
+    let offset = match b.get(i) {
+        Some(b'Z' | b'z') if i + 1 == b.len() => 0,
+        Some(c @ (b'+' | b'-')) if i + 6 == b.len() && sep(i + 3, b":") => {
+            let o = num(i + 1..i + 3)? * 3600 + num(i + 4..i + 6)? * 60;
+            if *c == b'+' {
+                o
+            } else {
+                -o
+            }
+        }
+        _ => return None,
+    };
+    // days from the civil date (proleptic Gregorian), after Howard Hinnant's algorithm
+    let y = if mo <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (mo + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Some(days * 86_400 + h * 3600 + mi * 60 + sec - offset)
 }
 
 impl PodInfo {
@@ -333,6 +387,8 @@ impl PodInfo {
             terminating: pod.metadata.deletion_timestamp.is_some(),
             finished: matches!(pod.status.phase.as_str(), "Succeeded" | "Failed"),
             nominated_node: pod.status.nominated_node_name.clone(),
+            preempt_never: spec.preemption_policy.as_deref() == Some("Never"),
+            start: pod.status.start_time.as_deref().and_then(unix_seconds),
         }
     }
 

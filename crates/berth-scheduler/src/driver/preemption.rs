@@ -7,9 +7,10 @@
 //! (fed from pod updates, and recorded at once when this scheduler nominates) and the
 //! PodDisruptionBudgets (policy/v1, watched by a task of its own).
 //!
-//! Not done: refreshing the preemptor from the API before preempting (the queued copy is used),
-//! `preemptionPolicy: Never` (not in the scheduler's pod model) and victims' start times (the
-//! 1.16 tie-break is left to the node name).
+//! The engine reads `preemptionPolicy: Never` from the compiled preemptor and the victims'
+//! `status.startTime` from the cache, so both come with the pods the informers deliver.
+//!
+//! Not done: refreshing the preemptor from the API before preempting (the queued copy is used).
 
 use super::informers::Change;
 use super::ops::Ops;
@@ -106,18 +107,15 @@ impl Preemption {
             .lock()
             .map(|m| m.values().cloned().collect())
             .unwrap_or_default();
-        let starts = HashMap::new();
         let outcome = {
             let nominated = self.nominated();
             scheduler.preempt(
                 cache,
                 &info,
-                false,
                 fit,
                 PreemptionInput {
                     nominated: &nominated,
                     pdbs: &pdbs,
-                    start_times: &starts,
                 },
             )
         };

@@ -155,6 +155,7 @@ impl SchedulerBuilder {
             memo: Default::default(),
             memo_enabled: self.memo,
             incremental: self.incremental,
+            preemption_memo: Default::default(),
         })
     }
 }

@@ -18,19 +18,58 @@ pub struct FitError {
 
 impl FitError {
     pub(crate) fn new(cache: &ClusterCache, n: usize, failed: &[(u32, Reason)]) -> FitError {
-        let mut map: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        let mut unresolvable: BTreeMap<u32, bool> = BTreeMap::new();
-        for (ix, r) in failed {
-            map.entry(cache.nodes[*ix as usize].name.clone())
-                .or_default()
-                .push(r.text(&cache.interner));
-            *unresolvable.entry(*ix).or_default() |= !r.resolvable();
+        // A pod that fits nowhere fails on every node, so this runs over the whole cluster on
+        // each such decision (and preemption follows it): render each distinct reason once,
+        // and build the map from name-sorted entries instead of one look-up per reason. The
+        // filters report a node's reasons in one run, usually in name order.
+        let mut texts: Vec<(Reason, String)> = Vec::new();
+        let mut runs: Vec<(u32, Vec<String>, bool)> = Vec::new();
+        for &(ix, r) in failed {
+            let text = match texts.iter().find(|(x, _)| *x == r) {
+                Some((_, t)) => t.clone(),
+                None => {
+                    let t = r.text(&cache.interner);
+                    texts.push((r, t.clone()));
+                    t
+                }
+            };
+            match runs.last_mut() {
+                Some(run) if run.0 == ix => {
+                    run.1.push(text);
+                    run.2 |= !r.resolvable();
+                }
+                _ => runs.push((ix, vec![text], !r.resolvable())),
+            }
         }
-        let resolvable_somewhere = unresolvable.values().any(|u| !u) || unresolvable.len() < n;
+        let name = |ix: u32| cache.nodes[ix as usize].name.as_str();
+        runs.sort_by(|a, b| name(a.0).cmp(name(b.0)));
+        let mut merged: Vec<(String, Vec<String>)> = Vec::with_capacity(runs.len());
+        let (mut nodes, mut resolvable_node) = (0, false);
+        let mut last: Option<(u32, bool)> = None;
+        for (ix, reasons, unresolvable) in runs {
+            match (&mut last, merged.last_mut()) {
+                // a node reported in more than one run: its reasons in report order
+                (Some((prev, u)), Some((_, rs))) if name(*prev) == name(ix) => {
+                    rs.extend(reasons);
+                    *u |= unresolvable;
+                }
+                _ => {
+                    if let Some((_, u)) = last {
+                        resolvable_node |= !u;
+                    }
+                    nodes += 1;
+                    merged.push((name(ix).to_string(), reasons));
+                    last = Some((ix, unresolvable));
+                }
+            }
+        }
+        if let Some((_, u)) = last {
+            resolvable_node |= !u;
+        }
         FitError {
             num_all_nodes: n,
-            failed_predicates: map,
-            resolvable_somewhere,
+            failed_predicates: merged.into_iter().collect(),
+            resolvable_somewhere: resolvable_node || nodes < n,
         }
     }
 
@@ -61,7 +100,52 @@ impl std::fmt::Display for FitError {
 #[cfg(test)]
 mod tests {
     use super::FitError;
+    use crate::predicates::{Reason, ResourceName};
     use std::collections::BTreeMap;
+
+    #[test]
+    fn new_groups_reasons_by_node_name_in_report_order() {
+        let mut cache = crate::ClusterCache::new();
+        for n in ["b", "a", "c"] {
+            cache.upsert_node(&crate::testutil::simple_node(n, "1", "1Gi", 10));
+        }
+        let ix = |n: &str| cache.node_index(n).unwrap();
+        let cpu = Reason::Insufficient(ResourceName::Cpu);
+        let failed = [
+            (ix("c"), cpu),
+            (ix("a"), Reason::NodeNotReady),
+            (ix("c"), Reason::TaintsTolerationsNotMatch),
+            (ix("a"), cpu),
+        ];
+        let e = FitError::new(&cache, 3, &failed);
+        let want: BTreeMap<String, Vec<String>> = [
+            ("a", vec!["node(s) were not ready", "Insufficient cpu"]),
+            (
+                "c",
+                vec![
+                    "Insufficient cpu",
+                    "node(s) had taints that the pod didn't tolerate",
+                ],
+            ),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.iter().map(|s| s.to_string()).collect()))
+        .collect();
+        assert_eq!(e.failed_predicates, want);
+        // b reported nothing: preemption might help there
+        assert!(e.resolvable_somewhere);
+        let e = FitError::new(&cache, 2, &failed);
+        assert!(
+            !e.resolvable_somewhere,
+            "a and c both have an unresolvable reason"
+        );
+        let e = FitError::new(
+            &cache,
+            2,
+            &[(ix("a"), Reason::NodeNotReady), (ix("b"), cpu)],
+        );
+        assert!(e.resolvable_somewhere);
+    }
 
     fn fe(n: usize, nodes: &[(&str, &[&str])]) -> String {
         let map: BTreeMap<String, Vec<String>> = nodes

@@ -56,8 +56,10 @@ pub struct Scheduler {
     pub(crate) scratch: Scratch,
     pub(crate) counts: Vec<i64>,
     memo: memo::Memo,
-    memo_enabled: bool,
+    pub(crate) memo_enabled: bool,
     incremental: bool,
+    /// Preemption's per-node results reused across decisions (`preemption/memo.rs`).
+    pub(crate) preemption_memo: crate::preemption::Memo,
 }
 
 /// A pending pod nominated to a node (from preemption), considered by the two-pass filter.

@@ -36,6 +36,8 @@ pub struct PodSpec {
     pub priority: Option<i32>,
     /// Scheduler responsible for the pod.
     pub scheduler_name: String,
+    /// `Never` or `PreemptLowerPriority` (admission copies it from the priority class).
+    pub preemption_policy: Option<String>,
 }
 
 /// `pod.status` (the subset the scheduler reads).
@@ -46,6 +48,8 @@ pub struct PodStatus {
     pub phase: String,
     /// Node nominated by preemption.
     pub nominated_node_name: String,
+    /// When the kubelet started the pod (RFC 3339).
+    pub start_time: Option<String>,
 }
 
 /// A container.

@@ -6,16 +6,29 @@
 //! [`FitError`], the nominated pods and the budgets, and returns a [`PreemptionOutcome`]. The
 //! driver carries it out (nominate, delete victims, clear lower nominations).
 //!
+//! Every candidate node is evaluated, as in 1.11–1.18 (no sampling of candidates: the spec's
+//! node choice is over all of them). `choose.rs`, `fast.rs` and `memo.rs` make that cheap;
+//! `reference.rs` (tests) is the plain version they must agree with.
+//!
 //! Deviations from 1.11, as the spec allows: the unresolvable reasons are the 1.13 set
-//! ([`Reason::resolvable`]); `preemptionPolicy: Never` (1.15) is honoured; the node choice
-//! compares the victims' true highest priority and adds the 1.16 start-time criterion; remaining
-//! ties go to the first node by name.
+//! ([`Reason::resolvable`]); `preemptionPolicy: Never` (1.15) is honoured; potential victims of
+//! equal priority are ordered by earlier `status.startTime` (1.16); the node choice compares the
+//! victims' true highest priority and adds the 1.16 start-time criterion; remaining ties go to
+//! the first node by name.
 
+mod choose;
+mod fast;
+mod memo;
 mod pick;
+#[cfg(test)]
+mod proptests;
+#[cfg(test)]
+mod reference;
 #[cfg(test)]
 mod tests;
 mod victims;
 
+pub(crate) use memo::Memo;
 pub use pick::pick_one_node;
 
 use crate::cache::ClusterCache;
@@ -24,7 +37,7 @@ use crate::engine::{FitError, Nominated, Scheduler};
 use crate::model::LabelSelector;
 use crate::pod_info::PodInfo;
 use crate::predicates::Reason;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 /// A PodDisruptionBudget as preemption needs it.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -68,8 +81,6 @@ pub struct PreemptionInput<'a> {
     pub nominated: &'a [Nominated<'a>],
     /// Disruption budgets.
     pub pdbs: &'a [Pdb],
-    /// Start times (any monotone unit, e.g. Unix seconds) of placed pods by `namespace/name`.
-    pub start_times: &'a HashMap<String, i64>,
 }
 
 /// The victims chosen on one node.
@@ -90,14 +101,14 @@ pub struct Victim {
     pub key: String,
     /// Priority.
     pub priority: i32,
-    /// Start time, if known.
+    /// `status.startTime` (Unix seconds), if known.
     pub start: Option<i64>,
 }
 
-/// podEligibleToPreemptOthers (§7.2): false if `never` (`preemptionPolicy: Never`) or if the pod
-/// is nominated to a node that still holds a terminating pod of lower priority.
-pub fn eligible(cache: &ClusterCache, pod: &PodInfo, never: bool) -> bool {
-    if never {
+/// podEligibleToPreemptOthers (§7.2): false if the pod has `preemptionPolicy: Never` or if it is
+/// nominated to a node that still holds a terminating pod of lower priority.
+pub fn eligible(cache: &ClusterCache, pod: &PodInfo) -> bool {
+    if pod.preempt_never {
         return false;
     }
     if pod.nominated_node.is_empty() {
@@ -157,6 +168,45 @@ pub fn candidate_nodes(cache: &ClusterCache, err: &FitError) -> Vec<String> {
         .collect()
 }
 
+/// [`candidate_nodes`] as node slots, by one merge of the name-ordered nodes with the
+/// name-ordered failures (no look-up per node).
+fn candidate_slots(cache: &ClusterCache, err: &FitError) -> Vec<u32> {
+    use std::cmp::Ordering::*;
+    let bad = unresolvable_texts(cache);
+    let mut failed = err.failed_predicates.iter().peekable();
+    let mut out = Vec::with_capacity(cache.order.len());
+    // most nodes of a large cluster fail for the same reasons: decide each list once
+    let mut last: Option<(&Vec<String>, bool)> = None;
+    for &ix in &cache.order {
+        let name = cache.nodes[ix as usize].name.as_str();
+        let mut reasons = None;
+        while let Some((n, rs)) = failed.peek() {
+            match n.as_str().cmp(name) {
+                Less => {}
+                Equal => reasons = Some(*rs),
+                Greater => break,
+            }
+            failed.next();
+            if reasons.is_some() {
+                break;
+            }
+        }
+        let resolvable = match (reasons, last) {
+            (None, _) => true,
+            (Some(rs), Some((prev, ok))) if prev == rs => ok,
+            (Some(rs), _) => {
+                let ok = !rs.iter().any(|r| bad.contains(r));
+                last = Some((rs, ok));
+                ok
+            }
+        };
+        if resolvable {
+            out.push(ix);
+        }
+    }
+    out
+}
+
 /// A budget compiled against the cache's interner.
 pub(crate) struct CompiledPdb {
     ns: crate::intern::Sym,
@@ -188,40 +238,43 @@ pub(crate) fn violates(cache: &ClusterCache, pdbs: &[CompiledPdb], pod: &PodInfo
 }
 
 impl Scheduler {
-    /// Runs preemption for `pod` after `err` (§7 steps 2–7). `never` is the pod's
-    /// `preemptionPolicy: Never`. The cache is changed only temporarily (victims are removed and
-    /// put back when the pod's fit depends on inter-pod state).
+    /// Runs preemption for `pod` after `err` (§7 steps 2–7). The cache is changed only
+    /// temporarily (victims are removed and put back when the pod's fit depends on inter-pod
+    /// state).
     pub fn preempt(
         &mut self,
         cache: &mut ClusterCache,
         pod: &PodInfo,
-        never: bool,
         err: &FitError,
         input: PreemptionInput,
     ) -> PreemptionOutcome {
-        if !eligible(cache, pod, never) {
+        if !eligible(cache, pod) {
             return PreemptionOutcome::NotEligible;
         }
-        let candidates = candidate_nodes(cache, err);
+        let candidates = candidate_slots(cache, err);
         if candidates.is_empty() {
             return PreemptionOutcome::NoCandidates;
         }
         let pdbs = compile_pdbs(cache, input.pdbs);
-        let results = self.select_victims(cache, pod, err, &candidates, &pdbs, input);
-        let Some(chosen) = pick_one_node(&results) else {
+        let Some(chosen) = self.choose_node(cache, pod, err, &candidates, &pdbs, input.nominated)
+        else {
             return PreemptionOutcome::NoNode;
         };
-        let node = chosen.node.clone();
-        let lower_nominated = input
-            .nominated
-            .iter()
-            .filter(|n| n.node == node && n.pod.priority < pod.priority && n.pod.key != pod.key)
-            .map(|n| n.pod.key.clone())
-            .collect();
+        let node = cache.nodes[chosen.node as usize].name.clone();
+        let lower_nominated = lower_nominated(pod, &node, input.nominated);
         PreemptionOutcome::Preempt(Preemption {
             node,
-            victims: chosen.victims.iter().map(|v| v.key.clone()).collect(),
+            victims: chosen.victims.into_iter().map(|v| v.key).collect(),
             lower_nominated,
         })
     }
+}
+
+/// Pods nominated to `node` with lower priority than `pod`: their nominations are cleared.
+fn lower_nominated(pod: &PodInfo, node: &str, nominated: &[Nominated]) -> Vec<String> {
+    nominated
+        .iter()
+        .filter(|n| n.node == node && n.pod.priority < pod.priority && n.pod.key != pod.key)
+        .map(|n| n.pod.key.clone())
+        .collect()
 }

@@ -1,6 +1,62 @@
 //! pickOneNodeForPreemption (§7.6): upstream's ordered criteria, ties by node name.
 
+use super::victims::start_or_latest;
 use super::NodeVictims;
+use std::cmp::Reverse;
+
+/// A node's standing: smaller is better. The fields compare in the order of the criteria.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct PickKey {
+    /// Fewest PDB violations.
+    pdb_violations: usize,
+    /// Lowest highest victim priority.
+    highest: i64,
+    /// Smallest sum of (priority + 2^31): the offset keeps negative priorities from favouring
+    /// more victims.
+    sum: i64,
+    /// Fewest victims.
+    count: usize,
+    /// [1.16+] latest "earliest start time among the highest-priority victims"; a victim without
+    /// a start time counts as started now, i.e. later than any recorded start.
+    earliest_start: Reverse<i64>,
+}
+
+impl PickKey {
+    /// The key of a node with these victims (priority, start time).
+    pub(crate) fn of(
+        pdb_violations: usize,
+        victims: impl Iterator<Item = (i32, Option<i64>)> + Clone,
+    ) -> PickKey {
+        let highest = victims.clone().map(|(p, _)| p).max().unwrap_or(i32::MIN);
+        let (mut sum, mut count, mut earliest) = (0i64, 0usize, i64::MAX);
+        for (p, start) in victims {
+            sum += p as i64 + (1i64 << 31);
+            count += 1;
+            if p == highest {
+                earliest = earliest.min(start_or_latest(start));
+            }
+        }
+        PickKey {
+            pdb_violations,
+            highest: highest as i64,
+            sum,
+            count,
+            earliest_start: Reverse(earliest),
+        }
+    }
+
+    /// A node without victims: pickOneNodeForPreemption takes the first such node at once.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    fn of_node(n: &NodeVictims) -> PickKey {
+        PickKey::of(
+            n.pdb_violations,
+            n.victims.iter().map(|v| (v.priority, v.start)),
+        )
+    }
+}
 
 /// Picks the node to preempt on: zero victims wins at once; then fewest PDB violations, lowest
 /// highest victim priority, smallest sum of (priority + 2^31), fewest victims, latest earliest
@@ -11,33 +67,5 @@ pub fn pick_one_node(results: &[NodeVictims]) -> Option<&NodeVictims> {
     if let Some(n) = sorted.iter().find(|n| n.victims.is_empty()) {
         return Some(n);
     }
-    sorted.into_iter().min_by(|a, b| key(a).cmp(&key(b)))
-}
-
-fn key(n: &NodeVictims) -> (usize, i64, i64, usize, std::cmp::Reverse<i64>) {
-    let highest = n
-        .victims
-        .iter()
-        .map(|v| v.priority)
-        .max()
-        .unwrap_or(i32::MIN);
-    let sum: i64 = n
-        .victims
-        .iter()
-        .map(|v| v.priority as i64 + (1i64 << 31))
-        .sum();
-    let earliest = n
-        .victims
-        .iter()
-        .filter(|v| v.priority == highest)
-        .map(|v| v.start.unwrap_or(i64::MIN))
-        .min()
-        .unwrap_or(i64::MIN);
-    (
-        n.pdb_violations,
-        highest as i64,
-        sum,
-        n.victims.len(),
-        std::cmp::Reverse(earliest),
-    )
+    sorted.into_iter().min_by_key(|n| PickKey::of_node(n))
 }

@@ -15,10 +15,6 @@ fn cpu_pod(name: &str, prio: i32, cpu: &str, node: &str) -> crate::model::Pod {
     )
 }
 
-fn no_pdbs() -> (Vec<Pdb>, HashMap<String, i64>) {
-    (Vec::new(), HashMap::new())
-}
-
 fn fit_error(s: &mut Scheduler, cache: &ClusterCache, pod: &PodInfo) -> FitError {
     match s.schedule(cache, pod) {
         Decision::Unschedulable(e) => e,
@@ -34,20 +30,12 @@ fn run(
 ) -> PreemptionOutcome {
     let mut s = Scheduler::builder().seed(1).build().unwrap();
     let err = fit_error(&mut s, cache, pod);
-    let starts = HashMap::new();
     let before = cache.pod_count();
-    let out = s.preempt(
-        cache,
-        pod,
-        false,
-        &err,
-        PreemptionInput {
-            nominated,
-            pdbs,
-            start_times: &starts,
-        },
-    );
+    let input = PreemptionInput { nominated, pdbs };
+    let out = s.preempt(cache, pod, &err, input);
     assert_eq!(cache.pod_count(), before, "cache restored");
+    let reference = s.preempt_reference(cache, pod, &err, input);
+    assert_eq!(out, reference, "the fast path agrees with the reference");
     out
 }
 
@@ -135,6 +123,17 @@ fn pe_6_candidates_use_the_1_13_unresolvable_set() {
     };
     // d recorded no failure: also a candidate
     assert_eq!(candidate_nodes(&cache, &err), vec!["b", "d"]);
+    // the fast path's merge agrees, also with failures of nodes the cache no longer has
+    let mut err = err;
+    err.failed_predicates
+        .insert("0-gone".into(), vec!["Insufficient cpu".into()]);
+    err.failed_predicates
+        .insert("bb".into(), vec!["Insufficient cpu".into()]);
+    let names: Vec<String> = candidate_slots(&cache, &err)
+        .iter()
+        .map(|&ix| cache.nodes[ix as usize].name.clone())
+        .collect();
+    assert_eq!(names, candidate_nodes(&cache, &err));
 }
 
 #[test]
@@ -147,15 +146,13 @@ fn pe_7_not_eligible_while_victims_terminate() {
     let mut pre = cpu_pod("pre", 100, "1", "");
     pre.status.nominated_node_name = "n1".into();
     let pre = cache.compile_pod(&pre);
-    assert!(!eligible(&cache, &pre, false));
+    assert!(!eligible(&cache, &pre));
     assert_eq!(
         run(&mut cache, &pre, &[], &[]),
         PreemptionOutcome::NotEligible
     );
-    // preemptionPolicy: Never
     let plain = cache.compile_pod(&cpu_pod("other", 100, "1", ""));
-    assert!(eligible(&cache, &plain, false));
-    assert!(!eligible(&cache, &plain, true));
+    assert!(eligible(&cache, &plain));
 }
 
 #[test]
@@ -229,7 +226,6 @@ fn budgets_steer_the_choice_and_are_violated_only_as_a_last_resort() {
         victims_of(&out),
         ("n1".into(), vec!["default/guarded".into()])
     );
-    let _ = no_pdbs();
 }
 
 #[test]
@@ -304,4 +300,156 @@ fn nominated_pods_count_and_lower_nominations_are_cleared() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+#[test]
+fn preemption_policy_never_keeps_the_pod_waiting() {
+    // the pod as an informer delivers it: admission copied the class's policy onto the spec
+    let mut cache = ClusterCache::new();
+    cache.upsert_node(&simple_node("n1", "1", "1Gi", 110));
+    cache.upsert_pod(&cpu_pod("low", 0, "1", "n1"));
+    let bytes = |policy: &str| {
+        json!({"metadata": {"name": "pre", "namespace": "default", "uid": "pre"},
+            "spec": {"priority": 100, "preemptionPolicy": policy,
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}})
+        .to_string()
+    };
+    let never = cache.compile_pod_json(bytes("Never").as_bytes()).unwrap();
+    assert!(never.preempt_never);
+    assert!(!eligible(&cache, &never));
+    assert_eq!(
+        run(&mut cache, &never, &[], &[]),
+        PreemptionOutcome::NotEligible
+    );
+    let lower = cache
+        .compile_pod_json(bytes("PreemptLowerPriority").as_bytes())
+        .unwrap();
+    assert!(!lower.preempt_never);
+    assert_eq!(
+        victims_of(&run(&mut cache, &lower, &[], &[])),
+        ("n1".into(), vec!["default/low".into()])
+    );
+}
+
+fn started(name: &str, prio: i32, cpu: &str, node: &str, start: Option<&str>) -> crate::model::Pod {
+    let mut p = cpu_pod(name, prio, cpu, node);
+    p.status.start_time = start.map(str::to_string);
+    p
+}
+
+#[test]
+fn victims_start_times_come_from_status() {
+    let mut cache = ClusterCache::new();
+    let v = cache.compile_pod(&started("v", 0, "1", "n1", Some("2024-05-01T10:00:00Z")));
+    let w = cache.compile_pod(&started("w", 0, "1", "n1", None));
+    assert_eq!((v.start, w.start), (Some(1_714_557_600), None));
+}
+
+#[test]
+fn pe_8_latest_start_among_the_highest_victims_wins() {
+    // 1.16 criterion 6, with status.startTime: two nodes tie on everything before it; the
+    // node whose (only, highest-priority) victim started later is chosen, whatever the names
+    let mut cache = ClusterCache::new();
+    for n in ["a", "b"] {
+        cache.upsert_node(&simple_node(n, "1", "1Gi", 110));
+    }
+    cache.upsert_pod(&started("on-a", 0, "1", "a", Some("2024-05-01T11:00:00Z")));
+    cache.upsert_pod(&started("on-b", 0, "1", "b", Some("2024-05-01T10:00:00Z")));
+    let pre = cache.compile_pod(&cpu_pod("pre", 100, "1", ""));
+    assert_eq!(
+        victims_of(&run(&mut cache, &pre, &[], &[])),
+        ("a".into(), vec!["default/on-a".into()])
+    );
+    // a victim without a start time counts as started now: later than any recorded start
+    cache.remove_pod("default/on-b");
+    cache.upsert_pod(&started("on-b", 0, "1", "b", None));
+    assert_eq!(
+        victims_of(&run(&mut cache, &pre, &[], &[])),
+        ("b".into(), vec!["default/on-b".into()])
+    );
+    // only the highest-priority victims' start times count: by every victim's a would win
+    let mut cache = ClusterCache::new();
+    for n in ["a", "b"] {
+        cache.upsert_node(&simple_node(n, "2", "1Gi", 110));
+    }
+    let at = |h: u32| format!("2024-05-01T{h:02}:00:00Z");
+    cache.upsert_pod(&started("a-high", 5, "1", "a", Some(&at(9))));
+    cache.upsert_pod(&started("a-low", 1, "1", "a", Some(&at(12))));
+    cache.upsert_pod(&started("b-high", 5, "1", "b", Some(&at(11))));
+    cache.upsert_pod(&started("b-low", 1, "1", "b", Some(&at(8))));
+    let pre = cache.compile_pod(&cpu_pod("pre", 100, "2", ""));
+    let (node, victims) = victims_of(&run(&mut cache, &pre, &[], &[]));
+    assert_eq!(
+        node, "b",
+        "b's priority-5 victim started later (11:00 > 09:00)"
+    );
+    assert_eq!(victims.len(), 2);
+}
+
+#[test]
+fn equal_priority_victims_are_reprieved_oldest_first() {
+    // 1.16 MoreImportantPod: among equal priorities the earlier start is reprieved first, so
+    // the younger pod is the victim (by name alone it would be the other way round)
+    let mut cache = ClusterCache::new();
+    cache.upsert_node(&simple_node("n1", "2", "1Gi", 110));
+    cache.upsert_pod(&started(
+        "z-old",
+        0,
+        "1",
+        "n1",
+        Some("2024-05-01T10:00:00Z"),
+    ));
+    cache.upsert_pod(&started(
+        "a-young",
+        0,
+        "1",
+        "n1",
+        Some("2024-05-01T11:00:00Z"),
+    ));
+    let pre = cache.compile_pod(&cpu_pod("pre", 100, "1", ""));
+    assert_eq!(
+        victims_of(&run(&mut cache, &pre, &[], &[])),
+        ("n1".into(), vec!["default/a-young".into()])
+    );
+}
+
+#[test]
+fn start_times_parse_as_rfc3339() {
+    use crate::pod_info::unix_seconds;
+    assert_eq!(unix_seconds("1970-01-01T00:00:00Z"), Some(0));
+    assert_eq!(unix_seconds("2024-05-01T10:00:00Z"), Some(1_714_557_600));
+    assert_eq!(
+        unix_seconds("2024-05-01T10:00:00.123456Z"),
+        Some(1_714_557_600)
+    );
+    assert_eq!(
+        unix_seconds("2024-05-01T12:00:00+02:00"),
+        Some(1_714_557_600)
+    );
+    assert_eq!(unix_seconds("2000-02-29T00:00:00Z"), Some(951_782_400));
+    for bad in [
+        "",
+        "2024-05-01",
+        "2024-13-01T00:00:00Z",
+        "2024-05-01T10:00:00",
+        "yesterday",
+    ] {
+        assert_eq!(unix_seconds(bad), None, "{bad}");
+    }
+}
+
+#[test]
+fn equal_victims_of_different_sizes_are_reprieved_in_key_order() {
+    // priority and start time tie; the key decides who is reprieved first, so a fast path
+    // that orders victims cheaply must not treat pods of different sizes as interchangeable
+    let mut cache = ClusterCache::new();
+    cache.upsert_node(&simple_node("n1", "2", "1Gi", 110));
+    for (name, cpu) in [("c", "500m"), ("b", "500m"), ("a", "1")] {
+        cache.upsert_pod(&cpu_pod(name, 0, cpu, "n1"));
+    }
+    let pre = cache.compile_pod(&cpu_pod("pre", 100, "1", ""));
+    assert_eq!(
+        victims_of(&run(&mut cache, &pre, &[], &[])),
+        ("n1".into(), vec!["default/b".into(), "default/c".into()])
+    );
 }

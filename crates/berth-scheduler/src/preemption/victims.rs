@@ -1,31 +1,38 @@
-//! selectVictimsOnNode (§7.4): remove every lower-priority pod, check the pod fits (two-pass
-//! nominated rule), then reprieve as many as possible — budget-violating ones first, each group
-//! highest priority first.
+//! selectVictimsOnNode (§7.4) for one node, the general way: remove every lower-priority pod,
+//! check the pod fits (two-pass nominated rule), then reprieve as many as possible —
+//! budget-violating ones first, each group highest priority first.
 //!
 //! Two ways to evaluate "the node without these pods":
-//! * **copy**: when the pod's fit cannot depend on which pods are elsewhere or on the pods' own
-//!   terms (no required pod (anti-)affinity on the pod, no placed pod with required
-//!   anti-affinity, no service affinity predicate), a copy of the node's info is rebuilt from the
-//!   kept pods and the predicates run on it — the cache is not touched;
-//! * **cache**: otherwise the victims are removed from the cache, the per-pod state is prepared
-//!   again for each check, and the victims are put back afterwards.
+//! * **copy** ([`by_copy`]): when the pod's fit cannot depend on which pods are elsewhere or on
+//!   the pods' own terms (see [`copy_ok`]), a copy of the node's info is rebuilt from the kept
+//!   pods and the predicates run on it — the cache is not touched;
+//! * **cache** ([`by_cache`]): otherwise the victims are removed from the cache, the per-pod state
+//!   is prepared again for each check, and the victims are put back afterwards.
+//!
+//! Both return the chosen victims as indexes into the node's potential victims, in reprieve
+//! order, with the number of budget violations. The fast path (`fast.rs`) falls back to these for
+//! the nodes it cannot decide itself; the reference path (tests) uses them for every node.
 
-use super::{violates, CompiledPdb, NodeVictims, PreemptionInput, Victim};
+use super::{violates, CompiledPdb};
 use crate::cache::{ClusterCache, TermKind};
 use crate::engine::filter::{add_pod_to, check_node, run_predicates};
-use crate::engine::{FitError, Nominated, PodCtx, Scheduler};
+use crate::engine::{Nominated, PodCtx, Scheduler};
 use crate::node_info::NodeInfo;
 use crate::pod_info::PodInfo;
 use crate::predicates::{NodeView, Pred};
 
 /// A potential victim: its cache slot, priority, start time and whether evicting it violates a
 /// budget.
-struct Potential {
-    slot: u32,
-    priority: i32,
-    start: Option<i64>,
-    violating: bool,
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Potential {
+    pub slot: u32,
+    pub priority: i32,
+    pub start: Option<i64>,
+    pub violating: bool,
 }
+
+/// Chosen victims (indexes into the potential victims, reprieve order) and budget violations.
+pub(super) type Chosen = Option<(Vec<usize>, usize)>;
 
 /// A victim taken out of the cache, to be put back as it was.
 struct Owned {
@@ -33,143 +40,80 @@ struct Owned {
     assumed: bool,
 }
 
-impl Scheduler {
-    /// Victims per candidate node (nodes where the pod cannot fit are left out).
-    pub(super) fn select_victims(
-        &mut self,
-        cache: &mut ClusterCache,
-        pod: &PodInfo,
-        err: &FitError,
-        candidates: &[String],
-        pdbs: &[CompiledPdb],
-        input: PreemptionInput,
-    ) -> Vec<NodeVictims> {
-        let preds = std::mem::take(&mut self.preds);
-        let always = self.always_check_all;
-        let copy_ok = pod.affinity.is_empty()
-            && pod.anti_affinity.is_empty()
-            && cache.term_kind_pods[TermKind::RequiredAnti as usize] == 0
-            && !preds
-                .iter()
-                .any(|p| matches!(p, Pred::CheckServiceAffinity { .. }));
-        let mut work = Vec::new();
-        for name in candidates {
-            let Some(ix) = cache.node_index(name) else {
-                continue;
-            };
-            let potential = potential_victims(cache, pod, ix, pdbs, input);
-            // nothing to remove and the node already failed: nothing changes
-            let nominated_here = input.nominated.iter().any(|n| n.node == name);
-            if potential.is_empty() && err.failed_predicates.contains_key(name) && !nominated_here {
-                continue;
-            }
-            work.push((name, ix, potential));
-        }
-        let mut out = Vec::new();
-        let mut push = |name: &String, r: Option<(Vec<Victim>, usize)>| {
-            if let Some((victims, pdb_violations)) = r {
-                out.push(NodeVictims {
-                    node: name.clone(),
-                    victims,
-                    pdb_violations,
-                });
-            }
-        };
-        if copy_ok {
-            if let Ok(ctx) = self.prepare(&preds, cache, pod) {
-                for (name, ix, potential) in work {
-                    push(
-                        name,
-                        by_copy(&ctx, &preds, always, ix, input.nominated, potential),
-                    );
-                }
-            }
-        } else {
-            for (name, ix, potential) in work {
-                let r = by_cache(
-                    self,
-                    &preds,
-                    always,
-                    cache,
-                    pod,
-                    ix,
-                    input.nominated,
-                    potential,
-                );
-                push(name, r);
-            }
-        }
-        self.preds = preds;
-        out
-    }
+/// True when "the node without these pods" can be evaluated on a copy of the node: no required
+/// pod (anti-)affinity on the pod, no placed pod with required anti-affinity, and no service
+/// affinity predicate that could read placed pods. Then no predicate reads pods on other nodes
+/// or the victims' own terms. (serviceAffinity reads placed pods only to find the first peer of
+/// a service selecting the pod; with no such service, its constraint is the pod's own
+/// nodeSelector.)
+pub(super) fn copy_ok(cache: &ClusterCache, preds: &[Pred], pod: &PodInfo) -> bool {
+    pod.affinity.is_empty()
+        && pod.anti_affinity.is_empty()
+        && cache.term_kind_pods[TermKind::RequiredAnti as usize] == 0
+        && (!preds
+            .iter()
+            .any(|p| matches!(p, Pred::CheckServiceAffinity { .. }))
+            || cache.matching_services(pod).next().is_none())
 }
 
-/// Pods on node `ix` with lower priority, highest priority first (earlier start first, then key).
-fn potential_victims(
+/// An unknown start time sorts as the latest: upstream takes "now" for a pod without
+/// `status.startTime`, which is later than any recorded start.
+pub(super) fn start_or_latest(start: Option<i64>) -> i64 {
+    start.unwrap_or(i64::MAX)
+}
+
+/// Fills `out` with the pods on node `ix` of lower priority than `pod`, highest priority first
+/// (ties: earlier start first, then key). Reuses `out`'s allocation.
+pub(super) fn potential_victims(
     cache: &ClusterCache,
     pod: &PodInfo,
     ix: u32,
     pdbs: &[CompiledPdb],
-    input: PreemptionInput,
-) -> Vec<Potential> {
-    let mut v: Vec<Potential> = cache.nodes[ix as usize]
-        .pods
-        .iter()
-        .filter_map(|&p| cache.pod_slot(p).map(|s| (p, s)))
-        .filter(|(_, s)| s.info.priority < pod.priority)
-        .map(|(p, s)| Potential {
-            slot: p,
-            priority: s.info.priority,
-            start: if input.start_times.is_empty() {
-                None
-            } else {
-                input.start_times.get(&s.info.key).copied()
-            },
-            violating: !pdbs.is_empty() && violates(cache, pdbs, &s.info),
-        })
-        .collect();
+    out: &mut Vec<Potential>,
+) {
+    out.clear();
+    for &p in &cache.nodes[ix as usize].pods {
+        let Some(s) = cache.pod_slot(p) else {
+            continue;
+        };
+        if s.info.priority < pod.priority {
+            out.push(Potential {
+                slot: p,
+                priority: s.info.priority,
+                start: s.info.start,
+                violating: !pdbs.is_empty() && violates(cache, pdbs, &s.info),
+            });
+        }
+    }
+    sort_potential(cache, out);
+}
+
+/// The potential victims' order (MoreImportantPod, then key for determinism).
+pub(super) fn sort_potential(cache: &ClusterCache, v: &mut [Potential]) {
     let key = |p: &Potential| cache.pod_slot(p.slot).map_or("", |s| s.info.key.as_str());
     v.sort_by(|a, b| {
         b.priority
             .cmp(&a.priority)
-            .then(
-                a.start
-                    .unwrap_or(i64::MIN)
-                    .cmp(&b.start.unwrap_or(i64::MIN)),
-            )
+            .then(start_or_latest(a.start).cmp(&start_or_latest(b.start)))
             .then_with(|| key(a).cmp(key(b)))
     });
-    v
 }
 
 /// The reprieve order: violating first, then the others, each keeping the sorted order.
-fn reprieve_order(potential: &[Potential]) -> Vec<usize> {
-    let mut order: Vec<usize> = (0..potential.len())
-        .filter(|&i| potential[i].violating)
-        .collect();
-    order.extend((0..potential.len()).filter(|&i| !potential[i].violating));
-    order
+pub(super) fn reprieve_order(potential: &[Potential]) -> impl Iterator<Item = usize> + '_ {
+    let violating = (0..potential.len()).filter(|&i| potential[i].violating);
+    violating.chain((0..potential.len()).filter(|&i| !potential[i].violating))
 }
 
-fn victim(cache: &ClusterCache, p: &Potential) -> Victim {
-    Victim {
-        key: cache
-            .pod_slot(p.slot)
-            .map_or_else(String::new, |s| s.info.key.clone()),
-        priority: p.priority,
-        start: p.start,
-    }
-}
-
-/// Evaluates on a rebuilt copy of the node's info.
-fn by_copy(
+/// Evaluates node `ix` on a rebuilt copy of its info.
+pub(super) fn by_copy(
     ctx: &PodCtx,
     preds: &[Pred],
     always: bool,
     ix: u32,
     nominated: &[Nominated],
-    potential: Vec<Potential>,
-) -> Option<(Vec<Victim>, usize)> {
+    potential: &[Potential],
+) -> Chosen {
     let cache = ctx.cache;
     let node = &cache.nodes[ix as usize];
     let mut base = node.clone();
@@ -222,7 +166,7 @@ fn by_copy(
     }
     let mut victims = Vec::new();
     let mut violations = 0;
-    for i in reprieve_order(&potential) {
+    for i in reprieve_order(potential) {
         let p = &potential[i];
         let Some(s) = cache.pod_slot(p.slot) else {
             continue;
@@ -241,16 +185,17 @@ fn by_copy(
             if let Some(a) = attached {
                 base.attached = a;
             }
-            victims.push(victim(cache, p));
+            victims.push(i);
             violations += p.violating as usize;
         }
     }
     Some((victims, violations))
 }
 
-/// Evaluates by removing the victims from the cache; the cache is restored before returning.
+/// Evaluates node `ix` by removing the victims from the cache; the cache is restored before
+/// returning.
 #[allow(clippy::too_many_arguments)]
-fn by_cache(
+pub(super) fn by_cache(
     s: &mut Scheduler,
     preds: &[Pred],
     always: bool,
@@ -258,8 +203,8 @@ fn by_cache(
     pod: &PodInfo,
     ix: u32,
     nominated: &[Nominated],
-    potential: Vec<Potential>,
-) -> Option<(Vec<Victim>, usize)> {
+    potential: &[Potential],
+) -> Chosen {
     let fits = |s: &mut Scheduler, cache: &ClusterCache| -> bool {
         match s.prepare(preds, cache, pod) {
             Ok(ctx) => {
@@ -269,8 +214,6 @@ fn by_cache(
             Err(_) => false,
         }
     };
-    // victim() reads keys from the cache: record them before the pods leave it
-    let chosen: Vec<Victim> = potential.iter().map(|p| victim(cache, p)).collect();
     let owned: Vec<Owned> = potential
         .iter()
         .filter_map(|p| cache.pod_slot(p.slot))
@@ -299,19 +242,17 @@ fn by_cache(
         return None;
     }
     let mut victims = Vec::new();
-    let mut removed = Vec::new();
     let mut violations = 0;
-    for i in reprieve_order(&potential) {
+    for i in reprieve_order(potential) {
         let p = &owned[i];
         put_back(cache, p);
         if !fits(s, cache) {
             cache.remove_pod(&p.info.key);
-            removed.push(i);
-            victims.push(chosen[i].clone());
+            victims.push(i);
             violations += potential[i].violating as usize;
         }
     }
-    for i in removed {
+    for &i in &victims {
         put_back(cache, &owned[i]);
     }
     Some((victims, violations))
