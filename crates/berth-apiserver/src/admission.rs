@@ -3,15 +3,19 @@
 //! Order on create: namespace lifecycle → kind defaults → Priority → DefaultTolerationSeconds
 //! → validation (422 with every field error).
 
-use crate::codec::{decode, meta_str};
+use crate::codec::meta_str;
 use crate::error::{ApiError, ApiResult, Cause};
-use crate::path::{self, Target};
+use crate::path;
 use crate::server::Ctx;
-use berth_api::registry::{self, ResourceType};
+use berth_api::registry::ResourceType;
+use cache::NamespaceState;
 use serde_json::{json, Value};
 
+mod cache;
 mod pod;
 mod priority;
+
+pub use cache::AdmissionCache;
 
 pub use priority::{SYSTEM_CLUSTER_CRITICAL, SYSTEM_NODE_CRITICAL};
 
@@ -65,35 +69,19 @@ pub async fn admit_update(
 
 /// Objects may be created only in a namespace that exists and is not terminating.
 fn check_namespace(ctx: &Ctx, rt: &ResourceType, obj: &Value) -> ApiResult<()> {
-    let ns = meta_str(obj, "namespace").to_string();
-    let Some(ns_rt) = registry::find("", "v1", "namespaces") else {
-        return Ok(());
-    };
-    let target = Target {
-        rt: ns_rt,
-        namespace: None,
-        name: Some(ns.clone()),
-        subresource: None,
-    };
-    let kv = ctx
-        .store
-        .get(&path::key(ns_rt, None, &ns))
-        .map_err(|e| ApiError::Internal(e.to_string()))?;
-    let Some(kv) = kv else {
-        return Err(ApiError::NotFound {
+    let ns = meta_str(obj, "namespace");
+    match ctx.caches.admission.namespace(&ctx.store, ns)? {
+        NamespaceState::Missing => Err(ApiError::NotFound {
             resource: "namespaces".into(),
-            name: ns,
-        });
-    };
-    let namespace = decode(&kv, &target)?;
-    if crate::deletion::is_terminating(&namespace) && rt.kind != "Event" {
-        return Err(ApiError::Forbidden(format!(
+            name: ns.to_string(),
+        }),
+        NamespaceState::Terminating if rt.kind != "Event" => Err(ApiError::Forbidden(format!(
             "{} \"{}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated",
             path::qualified_resource(rt),
             meta_str(obj, "name")
-        )));
+        ))),
+        NamespaceState::Terminating | NamespaceState::Active => Ok(()),
     }
-    Ok(())
 }
 
 /// Validates an object (and, on update, its change), refusing with 422 and every field error.

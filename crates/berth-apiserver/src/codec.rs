@@ -6,6 +6,7 @@ use crate::request::content_type;
 use crate::strict::{self, FieldValidation};
 use axum::http::HeaderMap;
 use berth_store::KeyValue;
+use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::Value;
 
 /// Decodes a stored object, stamping its resourceVersion and the apiVersion asked for.
@@ -35,11 +36,40 @@ pub fn stamp(v: &mut Value, revision: i64, target: &Target) {
 
 /// The bytes stored for an object: everything but its resourceVersion, which is the store's.
 pub fn encode(v: &Value) -> bytes::Bytes {
-    let mut v = v.clone();
-    if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
-        m.remove("resourceVersion");
+    bytes::Bytes::from(serde_json::to_vec(&Stored(v)).unwrap_or_default())
+}
+
+/// An object as it is stored: serialized as it is, minus `metadata.resourceVersion`.
+struct Stored<'a>(&'a Value);
+
+/// A `metadata` map minus its `resourceVersion`.
+struct StoredMeta<'a>(&'a serde_json::Map<String, Value>);
+
+impl Serialize for Stored<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let Value::Object(obj) = self.0 else {
+            return self.0.serialize(s);
+        };
+        let mut map = s.serialize_map(Some(obj.len()))?;
+        for (key, value) in obj {
+            match (key.as_str(), value) {
+                ("metadata", Value::Object(meta)) => map.serialize_entry(key, &StoredMeta(meta))?,
+                _ => map.serialize_entry(key, value)?,
+            }
+        }
+        map.end()
     }
-    bytes::Bytes::from(serde_json::to_vec(&v).unwrap_or_default())
+}
+
+impl Serialize for StoredMeta<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let len = self.0.len() - usize::from(self.0.contains_key("resourceVersion"));
+        let mut map = s.serialize_map(Some(len))?;
+        for (key, value) in self.0.iter().filter(|(k, _)| *k != "resourceVersion") {
+            map.serialize_entry(key, value)?;
+        }
+        map.end()
+    }
 }
 
 /// Parses a request body (JSON, or YAML by Content-Type) and applies field validation for
@@ -111,4 +141,29 @@ pub fn meta_mut(v: &mut Value) -> &mut serde_json::Map<String, Value> {
     v["metadata"]
         .as_object_mut()
         .expect("metadata was just made an object")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_stored_bytes_leave_out_only_the_resource_version() {
+        let obj = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "resourceVersion": "12", "labels": {"resourceVersion": "x"}},
+            "spec": {"resourceVersion": "kept"}});
+        let mut expected = obj.clone();
+        expected["metadata"]
+            .as_object_mut()
+            .unwrap()
+            .remove("resourceVersion");
+        assert_eq!(encode(&obj), serde_json::to_vec(&expected).unwrap());
+        let without = expected.clone();
+        assert_eq!(encode(&without), serde_json::to_vec(&expected).unwrap());
+        assert_eq!(
+            encode(&json!("x")),
+            serde_json::to_vec(&json!("x")).unwrap()
+        );
+    }
 }

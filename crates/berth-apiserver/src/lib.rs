@@ -56,6 +56,17 @@ pub struct ApiServer {
     clock: Clock,
     address: String,
     priority_disabled: Arc<std::sync::atomic::AtomicBool>,
+    caches: Arc<Caches>,
+}
+
+/// What the handlers keep decoded or encoded between requests: one per server, shared by all
+/// of its routers (the stored revisions they are keyed by are this server's store's).
+#[derive(Default)]
+pub(crate) struct Caches {
+    /// Namespaces and priority classes, for admission.
+    pub admission: admission::AdmissionCache,
+    /// Watch events, decoded and encoded once for every watch that sends them.
+    pub events: watch::EventCache,
 }
 
 impl ApiServer {
@@ -66,6 +77,7 @@ impl ApiServer {
             clock,
             address,
             priority_disabled: Default::default(),
+            caches: Default::default(),
         }
     }
 
@@ -83,6 +95,7 @@ impl ApiServer {
             address: self.address.clone(),
             token,
             priority_disabled: self.priority_disabled.clone(),
+            caches: self.caches.clone(),
         })
     }
 

@@ -102,6 +102,11 @@ impl Selectors {
         })
     }
 
+    /// Whether the request had no selector (every object matches).
+    pub fn is_empty(&self) -> bool {
+        self.labels.is_none() && self.fields.is_none()
+    }
+
     pub fn matches(&self, obj: &Value) -> bool {
         if let Some(l) = &self.labels {
             let empty = serde_json::Map::new();

@@ -28,6 +28,8 @@ pub struct Inner {
     pub token: Option<String>,
     /// Pod priority switched off (seed 16.6.6): new pods may not name a priority class.
     pub priority_disabled: Arc<std::sync::atomic::AtomicBool>,
+    /// Decoded objects and encoded events shared between requests (see [`crate::Caches`]).
+    pub caches: Arc<crate::Caches>,
 }
 
 pub type Ctx = Arc<Inner>;

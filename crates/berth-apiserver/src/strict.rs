@@ -1,12 +1,15 @@
 //! Request body decoding with field validation (`fieldValidation=Strict|Warn|Ignore`).
 //!
-//! Unknown fields are found by decoding into the typed k8s-openapi struct, encoding it again
-//! and comparing key sets: whatever the typed round trip dropped is not part of the schema.
-//! Duplicate keys are found while parsing, since `serde_json::Value` keeps only the last.
+//! Unknown fields are found while decoding the parsed body into the typed k8s-openapi struct:
+//! the typed decoders skip a field they do not know with `IgnoredAny`, and the deserializer
+//! they read from ([`Tracked`]) names every value skipped that way. The typed value is then
+//! dropped; handlers keep working on the JSON. Duplicate keys are found while parsing, since
+//! `serde_json::Value` keeps only the last. Paths are formatted only for what is reported.
 
 use crate::error::ApiError;
-use serde::de::{DeserializeOwned, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{DeserializeOwned, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
+use std::cell::RefCell;
 use std::fmt;
 
 /// How the client asked unknown or duplicate fields to be treated.
@@ -33,15 +36,15 @@ impl FieldValidation {
 /// Parses a JSON body, reporting duplicate keys by their path.
 pub fn parse_json(body: &[u8]) -> Result<(Value, Vec<String>), String> {
     let mut de = serde_json::Deserializer::from_slice(body);
-    let mut dups = Vec::new();
+    let dups = RefCell::new(Vec::new());
     let value = DupVisitor {
-        path: String::new(),
-        dups: &mut dups,
+        path: Path::Root,
+        dups: &dups,
     }
     .deserialize(&mut de)
     .map_err(|e| e.to_string())?;
     de.end().map_err(|e| e.to_string())?;
-    Ok((value, dups))
+    Ok((value, dups.into_inner()))
 }
 
 /// Parses a YAML body (one document) into JSON.
@@ -50,9 +53,29 @@ pub fn parse_yaml(body: &[u8]) -> Result<Value, String> {
     serde_saphyr::from_str::<Value>(text).map_err(|e| e.to_string())
 }
 
+/// Where a value sits in a body, as the parser or checker descends: a chain of borrowed
+/// segments that is formatted (`spec.containers[0].name`) only when something is reported.
+#[derive(Clone, Copy)]
+enum Path<'a> {
+    Root,
+    Key(&'a Path<'a>, &'a str),
+    Index(&'a Path<'a>, usize),
+}
+
+impl fmt::Display for Path<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self {
+            Path::Root => Ok(()),
+            Path::Key(Path::Root, key) => f.write_str(key),
+            Path::Key(parent, key) => write!(f, "{parent}.{key}"),
+            Path::Index(parent, i) => write!(f, "{parent}[{i}]"),
+        }
+    }
+}
+
 struct DupVisitor<'a> {
-    path: String,
-    dups: &'a mut Vec<String>,
+    path: Path<'a>,
+    dups: &'a RefCell<Vec<String>>,
 }
 
 impl DupVisitor<'_> {
@@ -61,18 +84,10 @@ impl DupVisitor<'_> {
     }
 }
 
-struct Child<'a> {
-    path: String,
-    dups: &'a mut Vec<String>,
-}
-
-impl<'de> serde::de::DeserializeSeed<'de> for Child<'_> {
+impl<'de> serde::de::DeserializeSeed<'de> for DupVisitor<'_> {
     type Value = Value;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
-        d.deserialize_any(DupVisitor {
-            path: self.path,
-            dups: self.dups,
-        })
+        d.deserialize_any(self)
     }
 }
 
@@ -106,31 +121,31 @@ impl<'de> Visitor<'de> for DupVisitor<'_> {
         Ok(Value::Null)
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
-        let mut out = Vec::new();
-        let mut i = 0;
-        while let Some(v) = seq.next_element_seed(Child {
-            path: format!("{}[{i}]", self.path),
+        let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+        while let Some(v) = seq.next_element_seed(DupVisitor {
+            path: Path::Index(&self.path, out.len()),
             dups: self.dups,
         })? {
             out.push(v);
-            i += 1;
         }
         Ok(Value::Array(out))
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mut out = serde_json::Map::new();
         while let Some(key) = map.next_key::<String>()? {
-            let path = if self.path.is_empty() {
-                key.clone()
-            } else {
-                format!("{}.{key}", self.path)
-            };
-            let v = map.next_value_seed(Child {
-                path: path.clone(),
+            let v = map.next_value_seed(DupVisitor {
+                path: Path::Key(&self.path, &key),
                 dups: self.dups,
             })?;
-            if out.insert(key, v).is_some() {
-                self.dups.push(path);
+            match out.entry(key) {
+                serde_json::map::Entry::Occupied(mut first) => {
+                    let path = Path::Key(&self.path, first.key()).to_string();
+                    self.dups.borrow_mut().push(path);
+                    first.insert(v);
+                }
+                serde_json::map::Entry::Vacant(slot) => {
+                    slot.insert(v);
+                }
             }
         }
         Ok(Value::Object(out))
@@ -173,8 +188,13 @@ fn is_empty(v: &Value) -> bool {
     }
 }
 
-fn roundtrip<T: DeserializeOwned + serde::Serialize>(v: &Value) -> Result<Value, String> {
-    // A type error names the field it is in, as upstream's decoder does.
+/// The old way, kept for bodies the typed decoder refuses: it names the field of a type error
+/// as upstream's decoder does (`spec.containers[0].ports[0].containerPort: invalid type...`).
+fn roundtrip<T: DeserializeOwned + serde::Serialize>(v: &Value) -> Result<Vec<String>, String> {
+    let mut v = v.clone();
+    if let Some(o) = v.as_object_mut() {
+        o.remove("apiVersion");
+    }
     let typed: T = serde_path_to_error::deserialize(v.clone()).map_err(|e| {
         let path = e.path().to_string();
         match path.as_str() {
@@ -182,7 +202,284 @@ fn roundtrip<T: DeserializeOwned + serde::Serialize>(v: &Value) -> Result<Value,
             _ => format!("{path}: {}", e.into_inner()),
         }
     })?;
-    serde_json::to_value(typed).map_err(|e| e.to_string())
+    let typed = serde_json::to_value(typed).map_err(|e| e.to_string())?;
+    let mut out = Vec::new();
+    unknown_fields(&v, &typed, "", &mut out);
+    Ok(out)
+}
+
+/// Decodes `v` as a `T` (skipping its top-level `apiVersion`: other served versions of a kind
+/// share its schema) and returns the fields `T` does not know, in document order.
+fn typed_check<T: DeserializeOwned + serde::Serialize>(v: &Value) -> Result<Vec<String>, String> {
+    let unknown = RefCell::new(Vec::new());
+    let tracked = Tracked {
+        value: v,
+        path: Path::Root,
+        unknown: &unknown,
+    };
+    match T::deserialize(tracked) {
+        Ok(_) => Ok(unknown.into_inner()),
+        // Rare: redo it the slow way for the message naming the offending field.
+        Err(_) => roundtrip::<T>(v),
+    }
+}
+
+/// A deserializer over a parsed JSON value, exactly as `&serde_json::Value` is one, that also
+/// records the path of every non-empty value the visitor skips (`deserialize_ignored_any`):
+/// for the typed k8s-openapi decoders, those are the fields their schema does not have.
+struct Tracked<'de, 'p> {
+    value: &'de Value,
+    path: Path<'p>,
+    unknown: &'p RefCell<Vec<String>>,
+}
+
+impl<'de, 'p> Tracked<'de, 'p> {
+    fn visit_array<V: Visitor<'de>>(
+        self,
+        array: &'de [Value],
+        visitor: V,
+    ) -> Result<V::Value, serde_json::Error> {
+        let mut seq = TrackedSeq {
+            iter: array.iter(),
+            index: 0,
+            path: self.path,
+            unknown: self.unknown,
+        };
+        let out = visitor.visit_seq(&mut seq)?;
+        if seq.iter.len() == 0 {
+            Ok(out)
+        } else {
+            Err(serde::de::Error::invalid_length(
+                array.len(),
+                &"fewer elements in array",
+            ))
+        }
+    }
+
+    fn visit_object<V: Visitor<'de>>(
+        self,
+        object: &'de serde_json::Map<String, Value>,
+        visitor: V,
+    ) -> Result<V::Value, serde_json::Error> {
+        let mut map = TrackedMap {
+            iter: object.iter(),
+            pending: None,
+            skip_api_version: matches!(self.path, Path::Root),
+            path: self.path,
+            unknown: self.unknown,
+        };
+        let out = visitor.visit_map(&mut map)?;
+        if map.iter.len() == 0 {
+            Ok(out)
+        } else {
+            Err(serde::de::Error::invalid_length(
+                object.len(),
+                &"fewer elements in map",
+            ))
+        }
+    }
+}
+
+/// Scalars have nothing inside to track: `&Value` decodes them (and reports type errors).
+macro_rules! delegate {
+    ($($method:ident($($arg:ident: $ty:ty),*);)*) => {$(
+        fn $method<V: Visitor<'de>>(self, $($arg: $ty,)* visitor: V) -> Result<V::Value, serde_json::Error> {
+            self.value.$method($($arg,)* visitor)
+        }
+    )*};
+}
+
+impl<'de> Deserializer<'de> for Tracked<'de, '_> {
+    type Error = serde_json::Error;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
+        match self.value {
+            Value::Array(a) => self.visit_array(a, visitor),
+            Value::Object(o) => self.visit_object(o, visitor),
+            scalar => scalar.deserialize_any(visitor),
+        }
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
+        match self.value {
+            Value::Null => visitor.visit_none(),
+            _ => visitor.visit_some(self),
+        }
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, Self::Error> {
+        visitor.visit_newtype_struct(self)
+    }
+
+    fn deserialize_bytes<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
+        match self.value {
+            Value::Array(a) => self.visit_array(a, visitor),
+            other => other.deserialize_bytes(visitor),
+        }
+    }
+
+    fn deserialize_byte_buf<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
+        self.deserialize_bytes(visitor)
+    }
+
+    fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
+        match self.value {
+            Value::Array(a) => self.visit_array(a, visitor),
+            other => other.deserialize_seq(visitor),
+        }
+    }
+
+    fn deserialize_tuple<V: Visitor<'de>>(
+        self,
+        _len: usize,
+        visitor: V,
+    ) -> Result<V::Value, Self::Error> {
+        self.deserialize_seq(visitor)
+    }
+
+    fn deserialize_tuple_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _len: usize,
+        visitor: V,
+    ) -> Result<V::Value, Self::Error> {
+        self.deserialize_seq(visitor)
+    }
+
+    fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
+        match self.value {
+            Value::Object(o) => self.visit_object(o, visitor),
+            other => other.deserialize_map(visitor),
+        }
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, Self::Error> {
+        match self.value {
+            Value::Array(a) => self.visit_array(a, visitor),
+            Value::Object(o) => self.visit_object(o, visitor),
+            other => other.deserialize_struct(name, fields, visitor),
+        }
+    }
+
+    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
+        // A null or an empty value is accepted anywhere, as upstream's decoder does.
+        if !is_empty(self.value) {
+            self.unknown.borrow_mut().push(self.path.to_string());
+        }
+        visitor.visit_unit()
+    }
+
+    delegate! {
+        deserialize_bool();
+        deserialize_i8();
+        deserialize_i16();
+        deserialize_i32();
+        deserialize_i64();
+        deserialize_i128();
+        deserialize_u8();
+        deserialize_u16();
+        deserialize_u32();
+        deserialize_u64();
+        deserialize_u128();
+        deserialize_f32();
+        deserialize_f64();
+        deserialize_char();
+        deserialize_str();
+        deserialize_string();
+        deserialize_unit();
+        deserialize_unit_struct(name: &'static str);
+        deserialize_identifier();
+        deserialize_enum(name: &'static str, variants: &'static [&'static str]);
+    }
+}
+
+struct TrackedSeq<'de, 'p> {
+    iter: std::slice::Iter<'de, Value>,
+    index: usize,
+    path: Path<'p>,
+    unknown: &'p RefCell<Vec<String>>,
+}
+
+impl<'de> SeqAccess<'de> for TrackedSeq<'de, '_> {
+    type Error = serde_json::Error;
+
+    fn next_element_seed<T: DeserializeSeed<'de>>(
+        &mut self,
+        seed: T,
+    ) -> Result<Option<T::Value>, Self::Error> {
+        let Some(value) = self.iter.next() else {
+            return Ok(None);
+        };
+        let index = self.index;
+        self.index += 1;
+        seed.deserialize(Tracked {
+            value,
+            path: Path::Index(&self.path, index),
+            unknown: self.unknown,
+        })
+        .map(Some)
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        Some(self.iter.len())
+    }
+}
+
+struct TrackedMap<'de, 'p> {
+    iter: serde_json::map::Iter<'de>,
+    /// The entry whose key was handed out and whose value comes next.
+    pending: Option<(&'de str, &'de Value)>,
+    /// The body's own `apiVersion` is not checked against the typed struct's.
+    skip_api_version: bool,
+    path: Path<'p>,
+    unknown: &'p RefCell<Vec<String>>,
+}
+
+impl<'de> MapAccess<'de> for TrackedMap<'de, '_> {
+    type Error = serde_json::Error;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, Self::Error> {
+        for (key, value) in self.iter.by_ref() {
+            if self.skip_api_version && key == "apiVersion" {
+                continue;
+            }
+            self.pending = Some((key, value));
+            let key = serde::de::value::BorrowedStrDeserializer::new(key.as_str());
+            return seed.deserialize(key).map(Some);
+        }
+        Ok(None)
+    }
+
+    fn next_value_seed<V: DeserializeSeed<'de>>(
+        &mut self,
+        seed: V,
+    ) -> Result<V::Value, Self::Error> {
+        let (key, value) = self
+            .pending
+            .take()
+            .ok_or_else(|| serde::de::Error::custom("value is missing"))?;
+        seed.deserialize(Tracked {
+            value,
+            path: Path::Key(&self.path, key),
+            unknown: self.unknown,
+        })
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        Some(self.iter.len())
+    }
 }
 
 /// Decodes `v` as the typed object of (`group`, `kind`) and returns the fields the schema does
@@ -191,39 +488,33 @@ pub fn schema_check(group: &str, kind: &str, v: &Value) -> Result<Vec<String>, S
     use k8s_openapi::api as a;
     // The typed structs are of one version; other served versions of a kind (e.g.
     // scheduling.k8s.io/v1beta1 PriorityClass) share its schema, so the version is not checked here.
-    let mut v = v.clone();
-    if let Some(o) = v.as_object_mut() {
-        o.remove("apiVersion");
+    match (group, kind) {
+        ("", "Pod") => typed_check::<a::core::v1::Pod>(v),
+        ("", "Node") => typed_check::<a::core::v1::Node>(v),
+        ("", "Namespace") => typed_check::<a::core::v1::Namespace>(v),
+        ("", "Event") => typed_check::<a::core::v1::Event>(v),
+        ("", "ConfigMap") => typed_check::<a::core::v1::ConfigMap>(v),
+        ("", "Secret") => typed_check::<a::core::v1::Secret>(v),
+        ("", "Service") => typed_check::<a::core::v1::Service>(v),
+        ("", "ServiceAccount") => typed_check::<a::core::v1::ServiceAccount>(v),
+        ("", "ReplicationController") => typed_check::<a::core::v1::ReplicationController>(v),
+        ("", "PersistentVolume") => typed_check::<a::core::v1::PersistentVolume>(v),
+        ("", "PersistentVolumeClaim") => typed_check::<a::core::v1::PersistentVolumeClaim>(v),
+        ("", "Binding") => typed_check::<a::core::v1::Binding>(v),
+        ("apps", "Deployment") => typed_check::<a::apps::v1::Deployment>(v),
+        ("apps", "ReplicaSet") => typed_check::<a::apps::v1::ReplicaSet>(v),
+        ("apps", "DaemonSet") => typed_check::<a::apps::v1::DaemonSet>(v),
+        ("apps", "StatefulSet") => typed_check::<a::apps::v1::StatefulSet>(v),
+        ("batch", "Job") => typed_check::<a::batch::v1::Job>(v),
+        ("policy", "PodDisruptionBudget") => typed_check::<a::policy::v1::PodDisruptionBudget>(v),
+        ("policy", "Eviction") => typed_check::<a::policy::v1::Eviction>(v),
+        ("scheduling.k8s.io", "PriorityClass") => {
+            typed_check::<a::scheduling::v1::PriorityClass>(v)
+        }
+        ("coordination.k8s.io", "Lease") => typed_check::<a::coordination::v1::Lease>(v),
+        ("storage.k8s.io", "StorageClass") => typed_check::<a::storage::v1::StorageClass>(v),
+        _ => Ok(Vec::new()),
     }
-    let v = &v;
-    let typed = match (group, kind) {
-        ("", "Pod") => roundtrip::<a::core::v1::Pod>(v),
-        ("", "Node") => roundtrip::<a::core::v1::Node>(v),
-        ("", "Namespace") => roundtrip::<a::core::v1::Namespace>(v),
-        ("", "Event") => roundtrip::<a::core::v1::Event>(v),
-        ("", "ConfigMap") => roundtrip::<a::core::v1::ConfigMap>(v),
-        ("", "Secret") => roundtrip::<a::core::v1::Secret>(v),
-        ("", "Service") => roundtrip::<a::core::v1::Service>(v),
-        ("", "ServiceAccount") => roundtrip::<a::core::v1::ServiceAccount>(v),
-        ("", "ReplicationController") => roundtrip::<a::core::v1::ReplicationController>(v),
-        ("", "PersistentVolume") => roundtrip::<a::core::v1::PersistentVolume>(v),
-        ("", "PersistentVolumeClaim") => roundtrip::<a::core::v1::PersistentVolumeClaim>(v),
-        ("", "Binding") => roundtrip::<a::core::v1::Binding>(v),
-        ("apps", "Deployment") => roundtrip::<a::apps::v1::Deployment>(v),
-        ("apps", "ReplicaSet") => roundtrip::<a::apps::v1::ReplicaSet>(v),
-        ("apps", "DaemonSet") => roundtrip::<a::apps::v1::DaemonSet>(v),
-        ("apps", "StatefulSet") => roundtrip::<a::apps::v1::StatefulSet>(v),
-        ("batch", "Job") => roundtrip::<a::batch::v1::Job>(v),
-        ("policy", "PodDisruptionBudget") => roundtrip::<a::policy::v1::PodDisruptionBudget>(v),
-        ("policy", "Eviction") => roundtrip::<a::policy::v1::Eviction>(v),
-        ("scheduling.k8s.io", "PriorityClass") => roundtrip::<a::scheduling::v1::PriorityClass>(v),
-        ("coordination.k8s.io", "Lease") => roundtrip::<a::coordination::v1::Lease>(v),
-        ("storage.k8s.io", "StorageClass") => roundtrip::<a::storage::v1::StorageClass>(v),
-        _ => return Ok(Vec::new()),
-    }?;
-    let mut out = Vec::new();
-    unknown_fields(v, &typed, "", &mut out);
-    Ok(out)
 }
 
 /// The strict-decoding error message upstream gives.
@@ -265,6 +556,59 @@ mod tests {
         assert!(
             err.starts_with("spec.containers[0].ports[0].containerPort: invalid type"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn the_tracking_decoder_finds_what_the_round_trip_found() {
+        use k8s_openapi::api::core::v1::Pod;
+        use k8s_openapi::api::scheduling::v1::PriorityClass;
+        let pods = [
+            serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p",
+                "labels": {"a": "b"}, "annotations": {"x": "y"}, "bogusMeta": "z"},
+                "spec": {"containers": [
+                    {"name": "a", "image": "i", "resources": {"requests": {"cpu": "1"}},
+                     "ports": [{"containerPort": 80, "extra": 1}]},
+                    {"name": "b", "image": "i", "unknownNull": null, "unknownEmpty": {},
+                     "unknownList": [], "unknownNested": {"a": {"b": 1}}}],
+                 "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+                    {"nodeSelectorTerms": [{"matchExpressions": [{"key": "k", "operator": "In",
+                     "values": ["v"], "typo": true}]}]}}},
+                 "tolerations": [{"key": "k", "operator": "Exists", "tolerationSeconds": 5}],
+                 "overhead": {"cpu": "10m"}, "priority": 5},
+                "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True",
+                    "nope": "x"}], "what": 1}}),
+            serde_json::json!({"kind": "Pod"}),
+            serde_json::json!({"apiVersion": "v2", "kind": "Pod", "spec": {"containers": []}}),
+            serde_json::json!({"kind": "Pod", "spec": {"containers": [{"name": "c",
+                "ports": [{"containerPort": "eighty"}]}]}}),
+            serde_json::json!({"kind": "Pod", "metadata": {"name": 5}}),
+            serde_json::json!({"kind": "Pod", "spec": {"containers": [{"name": "c",
+                "livenessProbe": {"httpGet": {"port": "http"}}, "bogus": {"x": null}}]}}),
+        ];
+        for pod in &pods {
+            assert_eq!(typed_check::<Pod>(pod), roundtrip::<Pod>(pod), "{pod}");
+        }
+        assert_eq!(
+            typed_check::<Pod>(&pods[0]).unwrap(),
+            [
+                "metadata.bogusMeta",
+                "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].typo",
+                "spec.containers[0].ports[0].extra",
+                "spec.containers[1].unknownNested",
+                "status.conditions[0].nope",
+                "status.what",
+            ]
+        );
+        let class = serde_json::json!({"apiVersion": "scheduling.k8s.io/v1beta1",
+            "kind": "PriorityClass", "metadata": {"name": "c"}, "value": 5, "colour": "red"});
+        assert_eq!(
+            typed_check::<PriorityClass>(&class),
+            Ok(vec!["colour".to_string()])
+        );
+        assert_eq!(
+            typed_check::<PriorityClass>(&class),
+            roundtrip::<PriorityClass>(&class)
         );
     }
 }

@@ -7,10 +7,13 @@ use crate::path::{self, Target};
 use crate::request::Answer;
 use crate::selectors::Selectors;
 use crate::server::{streaming, Ctx};
+use berth_api::registry::ResourceType;
 use berth_api::tables::{self, IncludeObject};
-use berth_store::{EventKind, WatchEvent};
+use berth_store::{EventKind, KeyValue, WatchEvent};
 use bytes::Bytes;
 use serde_json::{json, Value};
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use tokio::sync::mpsc;
 
@@ -44,7 +47,7 @@ pub async fn watch(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
         for kv in &r.kvs {
             let obj = decode(kv, &req.target)?;
             if selectors.matches(&obj) {
-                initial.push(("ADDED", obj));
+                initial.push(obj);
             }
         }
         r.revision
@@ -85,6 +88,107 @@ pub async fn watch(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
 
 use axum::response::Response;
 
+/// What a watch event says happened, relative to the watch's selectors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum EventType {
+    Added,
+    Modified,
+    Deleted,
+}
+
+impl EventType {
+    fn as_str(self) -> &'static str {
+        match self {
+            EventType::Added => "ADDED",
+            EventType::Modified => "MODIFIED",
+            EventType::Deleted => "DELETED",
+        }
+    }
+}
+
+/// How many object versions [`EventCache`] keeps. Watches that keep up read an event within
+/// a few revisions of each other; one that falls further behind decodes for itself.
+const CACHED_OBJECTS: usize = 1024;
+
+/// Stored object versions as watches send them, decoded and encoded once however many watches
+/// send them.
+///
+/// An entry is keyed by the version's revision (one change per revision, so one key and one
+/// value) and the watched resource type (which decides the `apiVersion` and `kind` stamped on
+/// it): every watch of that type, whatever its namespace, selectors or progress, shares it.
+#[derive(Default)]
+pub struct EventCache {
+    entries: Mutex<CacheEntries>,
+}
+
+#[derive(Default)]
+struct CacheEntries {
+    map: HashMap<(i64, usize), Arc<SharedObject>>,
+    /// Keys in insertion order, for eviction.
+    order: VecDeque<(i64, usize)>,
+}
+
+/// One object version as a watch of one resource type shows it.
+struct SharedObject {
+    /// The object, stamped with its resourceVersion and the watched apiVersion and kind.
+    obj: Value,
+    /// `obj` as JSON.
+    json: Bytes,
+    /// The event line for each [`EventType`], made on first use.
+    lines: [OnceLock<Bytes>; 3],
+}
+
+impl SharedObject {
+    /// `{"object":<obj>,"type":"<kind>"}\n`, the line a plain JSON watch sends.
+    fn line(&self, kind: EventType) -> Bytes {
+        self.lines[kind as usize]
+            .get_or_init(|| {
+                let mut line = Vec::with_capacity(self.json.len() + 32);
+                line.extend_from_slice(b"{\"object\":");
+                line.extend_from_slice(&self.json);
+                line.extend_from_slice(b",\"type\":\"");
+                line.extend_from_slice(kind.as_str().as_bytes());
+                line.extend_from_slice(b"\"}\n");
+                Bytes::from(line)
+            })
+            .clone()
+    }
+}
+
+impl EventCache {
+    /// `kv` decoded and stamped for `target`'s resource type; `None` if it does not decode.
+    fn object(&self, kv: &KeyValue, target: &Target) -> Option<Arc<SharedObject>> {
+        let key = (kv.mod_revision, target.rt as *const ResourceType as usize);
+        if let Some(hit) = self.lock().map.get(&key) {
+            return Some(hit.clone());
+        }
+        let obj = decode(kv, target).ok()?;
+        let json = Bytes::from(serde_json::to_vec(&obj).ok()?);
+        let shared = Arc::new(SharedObject {
+            obj,
+            json,
+            lines: Default::default(),
+        });
+        let mut entries = self.lock();
+        // Another watch may have decoded it meanwhile; the first one stays.
+        if let Some(first) = entries.map.get(&key) {
+            return Some(first.clone());
+        }
+        if entries.order.len() >= CACHED_OBJECTS {
+            if let Some(oldest) = entries.order.pop_front() {
+                entries.map.remove(&oldest);
+            }
+        }
+        entries.map.insert(key, shared.clone());
+        entries.order.push_back(key);
+        Some(shared)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, CacheEntries> {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
 struct WatchStream {
     target: Target,
     selectors: Selectors,
@@ -105,13 +209,13 @@ fn line(v: &Value) -> Bytes {
 impl WatchStream {
     async fn run(
         mut self,
-        initial: Vec<(&'static str, Value)>,
+        initial: Vec<Value>,
         mut events: mpsc::UnboundedReceiver<WatchEvent>,
         tx: mpsc::Sender<Result<Bytes, std::io::Error>>,
         timeout: Duration,
     ) {
-        for (kind, obj) in initial {
-            let ev = self.event(kind, obj);
+        for obj in initial {
+            let ev = self.event(EventType::Added, &obj);
             if tx.send(Ok(ev)).await.is_err() {
                 return;
             }
@@ -146,38 +250,111 @@ impl WatchStream {
 
     /// A store event as the client sees it: ADDED/MODIFIED/DELETED relative to its selectors.
     fn translate(&mut self, ev: &WatchEvent) -> Option<Bytes> {
-        let obj = decode(&ev.kv, &self.target).ok()?;
-        let now_matches = self.selectors.matches(&obj);
+        let cache = &self.ctx.caches.events;
+        let shared = cache.object(&ev.kv, &self.target)?;
+        let now_matches = self.selectors.matches(&shared.obj);
         let kind = match ev.kind {
-            EventKind::Delete => now_matches.then_some("DELETED"),
+            EventKind::Delete => now_matches.then_some(EventType::Deleted),
             EventKind::Put => {
-                let before = ev.prev.as_ref().and_then(|p| decode(p, &self.target).ok());
-                let was_matching = before.as_ref().is_some_and(|b| self.selectors.matches(b));
+                let was_matching = match &ev.prev {
+                    None => false,
+                    // Without selectors every object matches: no need to decode the old one.
+                    Some(_) if self.selectors.is_empty() => true,
+                    Some(prev) => cache
+                        .object(prev, &self.target)
+                        .is_some_and(|before| self.selectors.matches(&before.obj)),
+                };
                 match (was_matching, now_matches) {
-                    (true, true) => Some("MODIFIED"),
-                    (false, true) => Some("ADDED"),
-                    (true, false) => Some("DELETED"),
+                    (true, true) => Some(EventType::Modified),
+                    (false, true) => Some(EventType::Added),
+                    (true, false) => Some(EventType::Deleted),
                     (false, false) => None,
                 }
             }
         }?;
-        Some(self.event(kind, obj))
+        if self.table {
+            return Some(self.event(kind, &shared.obj));
+        }
+        Some(shared.line(kind))
     }
 
-    fn event(&mut self, kind: &str, obj: Value) -> Bytes {
+    /// The event line for `obj`, made for this watch alone (Tables and the initial events).
+    fn event(&mut self, kind: EventType, obj: &Value) -> Bytes {
         if !self.table {
-            return line(&json!({"type": kind, "object": obj}));
+            return line(&json!({"type": kind.as_str(), "object": obj}));
         }
         let meta = json!({"resourceVersion": obj["metadata"]["resourceVersion"]});
         let t = tables::table(
             self.target.rt,
-            &[obj],
+            std::slice::from_ref(obj),
             meta,
             self.include,
             self.ctx.clock.now(),
             !self.headers_sent,
         );
         self.headers_sent = true;
-        line(&json!({"type": kind, "object": t}))
+        line(&json!({"type": kind.as_str(), "object": t}))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pods() -> Target {
+        let rt = berth_api::registry::find("", "v1", "pods").unwrap();
+        Target {
+            rt,
+            namespace: Some("ns".into()),
+            name: None,
+            subresource: None,
+        }
+    }
+
+    fn kv(revision: i64) -> KeyValue {
+        KeyValue {
+            key: "/registry/core/pods/ns/p".into(),
+            value: Bytes::from_static(br#"{"metadata":{"name":"p","namespace":"ns"},"spec":{}}"#),
+            create_revision: 1,
+            mod_revision: revision,
+        }
+    }
+
+    #[test]
+    fn a_shared_line_is_the_line_a_watch_made_for_itself() {
+        let cache = EventCache::default();
+        let target = pods();
+        let shared = cache.object(&kv(7), &target).unwrap();
+        let obj = decode(&kv(7), &target).unwrap();
+        for kind in [EventType::Added, EventType::Modified, EventType::Deleted] {
+            let own = line(&json!({"type": kind.as_str(), "object": obj}));
+            assert_eq!(shared.line(kind), own);
+        }
+        assert_eq!(shared.obj["metadata"]["resourceVersion"], "7");
+    }
+
+    #[test]
+    fn every_watch_of_a_type_shares_one_decoding_per_revision() {
+        let cache = EventCache::default();
+        let mut other_namespace = pods();
+        other_namespace.namespace = None;
+        let first = cache.object(&kv(7), &pods()).unwrap();
+        assert!(Arc::ptr_eq(
+            &first,
+            &cache.object(&kv(7), &other_namespace).unwrap()
+        ));
+        assert!(!Arc::ptr_eq(
+            &first,
+            &cache.object(&kv(8), &pods()).unwrap()
+        ));
+        for revision in 9..9 + CACHED_OBJECTS as i64 {
+            cache.object(&kv(revision), &pods());
+        }
+        assert_eq!(cache.lock().map.len(), CACHED_OBJECTS);
+        assert!(!cache.lock().map.contains_key(&(7, first_key(&pods()))));
+    }
+
+    fn first_key(target: &Target) -> usize {
+        target.rt as *const ResourceType as usize
     }
 }

@@ -1,11 +1,11 @@
 //! The Priority admission plugin and PriorityClass rules (control-loops §4.1).
 
-use crate::codec::{decode, meta_str};
+use crate::codec::meta_str;
 use crate::error::{ApiError, ApiResult, Cause};
-use crate::path::{self, Target};
 use crate::server::Ctx;
-use berth_api::registry::{self, ResourceType};
+use berth_api::registry::ResourceType;
 use serde_json::{json, Value};
+use std::sync::Arc;
 
 /// The highest value a user-defined class may have.
 pub const HIGHEST_USER_DEFINABLE_PRIORITY: i64 = 1_000_000_000;
@@ -13,21 +13,8 @@ pub const HIGHEST_USER_DEFINABLE_PRIORITY: i64 = 1_000_000_000;
 pub const SYSTEM_CLUSTER_CRITICAL: (&str, i64) = ("system-cluster-critical", 2_000_000_000);
 pub const SYSTEM_NODE_CRITICAL: (&str, i64) = ("system-node-critical", 2_000_001_000);
 
-fn classes(ctx: &Ctx) -> ApiResult<Vec<Value>> {
-    let Some(rt) = registry::find("scheduling.k8s.io", "v1", "priorityclasses") else {
-        return Ok(vec![]);
-    };
-    let target = Target {
-        rt,
-        namespace: None,
-        name: None,
-        subresource: None,
-    };
-    let r = ctx
-        .store
-        .range(&path::collection_prefix(rt, None), None, 0, None)
-        .map_err(|e| ApiError::Internal(e.to_string()))?;
-    r.kvs.iter().map(|kv| decode(kv, &target)).collect()
+fn classes(ctx: &Ctx) -> ApiResult<Arc<Vec<Value>>> {
+    ctx.caches.admission.priority_classes(&ctx.store)
 }
 
 fn forbidden_pod(pod: &Value, why: String) -> ApiError {

@@ -37,6 +37,10 @@ pub struct ApiBenchArgs {
     /// Start the in-process server on the memory backend instead of the embedded (durable) one.
     #[arg(long, conflicts_with = "kubeconfig")]
     pub memory_store: bool,
+    /// Start only the API server and its store in process, without the controllers that
+    /// `berth serve` also runs (they watch every pod and share the CPU with the server).
+    #[arg(long, conflicts_with = "kubeconfig")]
+    pub api_only: bool,
     /// Print one JSON object instead of the human summary.
     #[arg(long)]
     pub json: bool,
@@ -59,16 +63,24 @@ pub async fn run(args: ApiBenchArgs) -> anyhow::Result<()> {
                 .prefix("berth-bench-api-")
                 .tempdir()
                 .context("creating a temporary data dir")?;
-            let serve = serve_args(dir.path(), args.memory_store)?;
-            let running = crate::serve::start(&serve).await?;
-            let path = running.kubeconfig.clone();
-            _server = Some((running, dir));
+            let path = if args.api_only {
+                start_api_server(dir.path(), args.memory_store).await?
+            } else {
+                let serve = serve_args(dir.path(), args.memory_store)?;
+                crate::serve::start(&serve).await?.kubeconfig
+            };
+            _server = Some(dir);
             let backend = if args.memory_store {
                 "memory"
             } else {
                 "embedded"
             };
-            (path, backend.to_string())
+            let backend = if args.api_only {
+                format!("{backend}, API server only")
+            } else {
+                backend.to_string()
+            };
+            (path, backend)
         }
     };
     let config = client_config(&kubeconfig).await?;
@@ -160,6 +172,41 @@ fn serve_args(
         .try_get_matches_from(argv)
         .context("building the serve arguments")?;
     Ok(crate::serve::ServeArgs::from_arg_matches(&matches)?)
+}
+
+/// The API server alone over HTTPS on a free loopback port (what `berth serve` starts first,
+/// without kubelets, controllers or scheduler); returns its kubeconfig.
+async fn start_api_server(
+    data_dir: &std::path::Path,
+    memory_store: bool,
+) -> anyhow::Result<PathBuf> {
+    use berth_apiserver::{tls, ApiServer, Clock};
+    let store = if memory_store {
+        berth_store::Store::memory()
+    } else {
+        berth_store::Store::open(&data_dir.join("store")).context("opening the store")?
+    };
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
+    let address = format!("127.0.0.1:{}", listener.local_addr()?.port());
+    let server = ApiServer::new(
+        store,
+        Clock::starting_at(chrono::Utc::now()),
+        address.clone(),
+    );
+    server
+        .bootstrap()
+        .await
+        .map_err(|e| anyhow::anyhow!("bootstrapping the API server: {}", e.message()))?;
+    server.spawn_compactor();
+    let creds = tls::load_or_create(data_dir, &["127.0.0.1".to_string()])?;
+    let kubeconfig = tls::write_kubeconfig(data_dir, &format!("https://{address}"), &creds)?;
+    let config = tls::server_config(&creds)?;
+    tokio::spawn(tls::serve(
+        listener,
+        server.authenticated_router(creds.token.clone()),
+        config,
+    ));
+    Ok(kubeconfig)
 }
 
 /// Opens the watch (returning once the server has accepted it) and collects the arrival time
