@@ -1,6 +1,9 @@
-//! The NoExecute taint manager loop: on node or pod changes, and at the next deadline.
+//! The NoExecute taint manager loop: each node or pod change goes to the engine as it arrives
+//! (nodes first), the engine's timers wake the loop at the next deadline, and a full pass over
+//! the stores resynchronises it at start, after a relist, when it fell behind the watch, and
+//! to retry a deletion that failed.
 
-use super::informers::{wait, Informers};
+use super::informers::{Change, Informers};
 use super::recorder::Recorder;
 use crate::taint_manager::{TaintAction, TaintManager};
 use crate::Clock;
@@ -8,51 +11,122 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, DeleteParams, Preconditions};
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::broadcast::error::RecvError;
+use tokio::time::Instant;
 
 const COMPONENT: &str = "taint-eviction-controller";
 
-pub async fn run(client: kube::Client, mut informers: Informers, recorder: Recorder, clock: Clock) {
+/// After a deletion failed every try, when the pass that asks again runs (past the engine's
+/// 30 s during which a deletion asked for counts as under way).
+const RETRY_FAILED_AFTER: Duration = Duration::from_secs(31);
+
+/// Why the loop woke.
+enum Wake {
+    Node(Result<Change<Node>, RecvError>),
+    Pod(Result<Change<Pod>, RecvError>),
+    Timer,
+}
+
+pub async fn run(client: kube::Client, informers: Informers, recorder: Recorder, clock: Clock) {
+    // Subscribed before the stores are read: nothing falls in between.
+    let mut node_changes = informers.nodes.subscribe();
+    let mut pod_changes = informers.pods.subscribe();
     if !informers.nodes.synced().await || !informers.pods.synced().await {
         return;
     }
     let mut manager = TaintManager::new();
+    let mut actions = full_pass(&mut manager, &informers, &clock);
+    let mut retry_at: Option<Instant> = None;
     loop {
-        let nodes: Vec<Arc<Node>> = informers.nodes.store.state();
-        let pods: Vec<Arc<Pod>> = informers.pods.store.state();
-        let node_refs: Vec<&Node> = nodes.iter().map(|n| n.as_ref()).collect();
-        let pod_refs: Vec<&Pod> = pods.iter().map(|p| p.as_ref()).collect();
-        let pass = manager.pass(&node_refs, &pod_refs, clock.now());
-        for action in pass.actions {
-            match action {
-                TaintAction::Event(e) => recorder.record(COMPONENT, &e).await,
-                TaintAction::Delete(pod) => {
-                    let api: Api<Pod> = Api::namespaced(client.clone(), &pod.namespace);
-                    let params = DeleteParams {
-                        preconditions: Some(Preconditions {
-                            uid: Some(pod.uid.clone()),
-                            resource_version: None,
-                        }),
-                        ..DeleteParams::default()
-                    };
-                    // Up to 5 tries, 10 ms apart (upstream).
-                    for attempt in 1..=5 {
-                        match api.delete(&pod.name, &params).await {
-                            Ok(_) => break,
-                            Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => break,
-                            Err(e) => {
-                                tracing::warn!(pod = %pod.name, attempt, error = %e, "taint manager deletion failed");
-                                tokio::time::sleep(Duration::from_millis(10)).await;
-                            }
+        if !execute(&client, &recorder, actions).await {
+            retry_at = Some(Instant::now() + RETRY_FAILED_AFTER);
+        }
+        let deadline = manager.next_wakeup().map(|at| clock.instant_at(at));
+        let until = match (deadline, retry_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let wake = tokio::select! {
+            biased;
+            change = node_changes.recv() => Wake::Node(change),
+            change = pod_changes.recv() => Wake::Pod(change),
+            _ = sleep_until(until) => Wake::Timer,
+        };
+        let now = clock.now();
+        actions = match wake {
+            Wake::Node(Ok(Change::Applied(node))) => manager.node_changed(&node, now),
+            Wake::Node(Ok(Change::Deleted(node))) => {
+                manager.node_deleted(node.metadata.name.as_deref().unwrap_or(""), now)
+            }
+            Wake::Pod(Ok(Change::Applied(pod))) => manager.pod_changed(&pod, now),
+            Wake::Pod(Ok(Change::Deleted(pod))) => {
+                manager.pod_deleted(&pod);
+                Vec::new()
+            }
+            Wake::Node(Err(RecvError::Closed)) | Wake::Pod(Err(RecvError::Closed)) => return,
+            Wake::Node(Ok(Change::Relisted) | Err(RecvError::Lagged(_)))
+            | Wake::Pod(Ok(Change::Relisted) | Err(RecvError::Lagged(_))) => {
+                full_pass(&mut manager, &informers, &clock)
+            }
+            Wake::Timer if retry_at.is_some_and(|at| at <= Instant::now()) => {
+                retry_at = None;
+                full_pass(&mut manager, &informers, &clock)
+            }
+            Wake::Timer => Vec::new(),
+        };
+        actions.append(&mut manager.due(now).actions);
+    }
+}
+
+async fn sleep_until(until: Option<Instant>) {
+    match until {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Resynchronises the manager from the stores.
+fn full_pass(manager: &mut TaintManager, informers: &Informers, clock: &Clock) -> Vec<TaintAction> {
+    let nodes: Vec<Arc<Node>> = informers.nodes.store.state();
+    let pods: Vec<Arc<Pod>> = informers.pods.store.state();
+    let node_refs: Vec<&Node> = nodes.iter().map(|n| n.as_ref()).collect();
+    let pod_refs: Vec<&Pod> = pods.iter().map(|p| p.as_ref()).collect();
+    manager.pass(&node_refs, &pod_refs, clock.now()).actions
+}
+
+/// Carries the actions out; returns whether every deletion went through.
+async fn execute(client: &kube::Client, recorder: &Recorder, actions: Vec<TaintAction>) -> bool {
+    let mut all_done = true;
+    for action in actions {
+        match action {
+            TaintAction::Event(e) => recorder.record(COMPONENT, &e).await,
+            TaintAction::Delete(pod) => {
+                let api: Api<Pod> = Api::namespaced(client.clone(), &pod.namespace);
+                let params = DeleteParams {
+                    preconditions: Some(Preconditions {
+                        uid: Some(pod.uid.clone()),
+                        resource_version: None,
+                    }),
+                    ..DeleteParams::default()
+                };
+                // Up to 5 tries, 10 ms apart (upstream).
+                let mut done = false;
+                for attempt in 1..=5 {
+                    match api.delete(&pod.name, &params).await {
+                        Ok(_) => done = true,
+                        Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => done = true,
+                        Err(e) => {
+                            tracing::warn!(pod = %pod.name, attempt, error = %e, "taint manager deletion failed");
+                            tokio::time::sleep(Duration::from_millis(10)).await;
                         }
                     }
+                    if done {
+                        break;
+                    }
                 }
+                all_done &= done;
             }
         }
-        let until = pass.next_wakeup.map(|at| clock.instant_at(at));
-        wait(
-            &mut [&mut informers.nodes.changed, &mut informers.pods.changed],
-            until,
-        )
-        .await;
     }
+    all_done
 }

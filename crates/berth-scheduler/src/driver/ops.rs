@@ -35,6 +35,12 @@ pub enum AttemptResult {
 }
 
 impl AttemptResult {
+    const ALL: [AttemptResult; 3] = [
+        AttemptResult::Scheduled,
+        AttemptResult::Unschedulable,
+        AttemptResult::Error,
+    ];
+
     fn label(self) -> &'static str {
         match self {
             AttemptResult::Scheduled => "scheduled",
@@ -52,6 +58,10 @@ struct Metrics {
     pending: Family<Labels, Gauge>,
     attempts: Family<Labels, Counter>,
     preemption: Counter,
+    /// The series of each label value, looked up once: [`AttemptResult`] order.
+    attempts_by_result: [(Counter, Histogram); 3],
+    /// Active, backoff, unschedulable.
+    pending_by_queue: [Gauge; 3],
 }
 
 struct Inner {
@@ -77,12 +87,25 @@ impl Default for Ops {
 impl Ops {
     /// Fresh metrics, registered under upstream's names; every label value starts at 0.
     pub fn new() -> Ops {
+        let attempt: HistogramFamily = Family::new_with_constructor(latency_histogram);
+        let attempts: Family<Labels, Counter> = Family::default();
+        let pending: Family<Labels, Gauge> = Family::default();
+        // Every label value exists from the start (at 0).
+        let attempts_by_result = AttemptResult::ALL.map(|r| {
+            let l = labels("result", r.label());
+            let counter = attempts.get_or_create(&l).clone();
+            (counter, attempt.get_or_create(&l).clone())
+        });
+        let pending_by_queue = ["active", "backoff", "unschedulable"]
+            .map(|q| pending.get_or_create(&labels("queue", q)).clone());
         let metrics = Metrics {
             e2e: latency_histogram(),
-            attempt: Family::new_with_constructor(latency_histogram),
-            pending: Family::default(),
-            attempts: Family::default(),
+            attempt,
+            pending,
+            attempts,
             preemption: Counter::default(),
+            attempts_by_result,
+            pending_by_queue,
         };
         let mut registry = Registry::default();
         registry.register(
@@ -110,12 +133,6 @@ impl Ops {
             "Total preemption attempts in the cluster till now",
             metrics.preemption.clone(),
         );
-        for r in ["scheduled", "unschedulable", "error"] {
-            let _ = metrics.attempts.get_or_create(&labels("result", r));
-        }
-        for q in ["active", "backoff", "unschedulable"] {
-            let _ = metrics.pending.get_or_create(&labels("queue", q));
-        }
         Ops {
             inner: Arc::new(Inner {
                 registry,
@@ -128,10 +145,13 @@ impl Ops {
 
     /// Records one scheduling attempt: how it ended and how long the algorithm took.
     pub fn attempt(&self, result: AttemptResult, took: Duration) {
-        let m = &self.inner.metrics;
-        let l = labels("result", result.label());
-        m.attempts.get_or_create(&l).inc();
-        m.attempt.get_or_create(&l).observe(took.as_secs_f64());
+        let i = AttemptResult::ALL
+            .iter()
+            .position(|r| *r == result)
+            .unwrap_or(0);
+        let (counter, histogram) = &self.inner.metrics.attempts_by_result[i];
+        counter.inc();
+        histogram.observe(took.as_secs_f64());
     }
 
     /// Records a pod scheduled and bound, `took` from the start of its attempt.
@@ -141,14 +161,10 @@ impl Ops {
 
     /// Sets the pending pods per queue.
     pub fn pending(&self, active: usize, backoff: usize, unschedulable: usize) {
-        let m = &self.inner.metrics;
-        for (q, n) in [
-            ("active", active),
-            ("backoff", backoff),
-            ("unschedulable", unschedulable),
-        ] {
-            m.pending.get_or_create(&labels("queue", q)).set(n as i64);
-        }
+        let [a, b, u] = &self.inner.metrics.pending_by_queue;
+        a.set(active as i64);
+        b.set(backoff as i64);
+        u.set(unschedulable as i64);
     }
 
     /// Counts one preemption attempt.

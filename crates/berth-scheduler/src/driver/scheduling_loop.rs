@@ -228,7 +228,8 @@ impl Loop {
     }
 
     fn pod_deleted(&mut self, bytes: &[u8]) -> Option<ClusterEvent> {
-        let (ns, name) = name_of(bytes)?;
+        let (ns, name, uid) = identity_of(bytes)?;
+        self.recorder.forget(&uid);
         let key = format!("{ns}/{name}");
         self.queue.delete(&key);
         if self.cache.is_assumed(&key) {
@@ -265,7 +266,7 @@ impl Loop {
                 tokio::spawn(async move {
                     let result = recorder.bind(&pod, &node).await.map_err(|e| e.to_string());
                     if result.is_ok() {
-                        recorder.scheduled(&pod, &node).await;
+                        recorder.scheduled(&pod, &node);
                     }
                     let _ = tx.send(Bound {
                         pod: queued,
@@ -278,8 +279,7 @@ impl Loop {
             Decision::Unschedulable(fit) => {
                 let message = fit.message();
                 tracing::debug!(pod = %queued.key, %message, "unschedulable");
-                let recorder = self.recorder.clone();
-                tokio::spawn(async move { recorder.failed(&pod, &message, "Unschedulable").await });
+                self.recorder.failed(&pod, &message, "Unschedulable");
                 self.preemption.on_unschedulable(
                     &mut self.scheduler,
                     &mut self.cache,
@@ -291,10 +291,7 @@ impl Loop {
                 self.queue.add_unschedulable(queued, now);
             }
             Decision::Error(message) => {
-                let recorder = self.recorder.clone();
-                tokio::spawn(
-                    async move { recorder.failed(&pod, &message, "SchedulerError").await },
-                );
+                self.recorder.failed(&pod, &message, "SchedulerError");
                 let now = self.now();
                 self.queue.add_backoff(queued, now);
             }
@@ -337,16 +334,26 @@ fn pod_ref(pod: &Pod) -> PodRef {
     }
 }
 
+/// An object's namespace, name and uid, decoding nothing else.
+fn identity_of(bytes: &[u8]) -> Option<(String, String, String)> {
+    #[derive(serde::Deserialize)]
+    struct Meta {
+        #[serde(default)]
+        namespace: String,
+        name: String,
+        #[serde(default)]
+        uid: String,
+    }
+    #[derive(serde::Deserialize)]
+    struct Object {
+        metadata: Meta,
+    }
+    let o: Object = serde_json::from_slice(bytes).ok()?;
+    Some((o.metadata.namespace, o.metadata.name, o.metadata.uid))
+}
+
 fn name_of(bytes: &[u8]) -> Option<(String, String)> {
-    let v: serde_json::Value = serde_json::from_slice(bytes).ok()?;
-    let m = v.get("metadata")?;
-    Some((
-        m.get("namespace")
-            .and_then(|n| n.as_str())
-            .unwrap_or("")
-            .to_string(),
-        m.get("name")?.as_str()?.to_string(),
-    ))
+    identity_of(bytes).map(|(ns, name, _)| (ns, name))
 }
 
 fn key_of(bytes: &[u8]) -> Option<String> {
