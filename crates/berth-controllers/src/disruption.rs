@@ -54,27 +54,36 @@ pub struct BudgetSync {
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct SyncError(String);
 
-/// Whether the budget's selector selects the pod.
-pub fn selects(pdb: &PodDisruptionBudget, pod: &Pod) -> bool {
-    if pdb.metadata.namespace != pod.metadata.namespace {
+/// The budget's selector, compiled (a missing or malformed one selects nothing).
+fn compiled_selector(pdb: &PodDisruptionBudget) -> Option<berth_core::labels::Selector> {
+    let selector = pdb.spec.as_ref()?.selector.as_ref()?;
+    let selector = serde_json::to_value(selector).ok()?;
+    berth_core::labels::Selector::from_label_selector(&selector).ok()
+}
+
+/// Whether a compiled selector of a budget in `namespace` selects the pod.
+fn selected(
+    selector: Option<&berth_core::labels::Selector>,
+    namespace: Option<&str>,
+    pod: &Pod,
+) -> bool {
+    let Some(selector) = selector else {
+        return false;
+    };
+    if pod.metadata.namespace.as_deref() != namespace {
         return false;
     }
-    let selector = pdb.spec.as_ref().and_then(|s| s.selector.as_ref());
-    let selector = match selector.map(serde_json::to_value) {
-        Some(Ok(v)) => v,
-        _ => return false,
-    };
-    let Ok(sel) = berth_core::labels::Selector::from_label_selector(&selector) else {
-        return false;
-    };
-    let labels: serde_json::Map<String, serde_json::Value> = pod
-        .metadata
-        .labels
-        .iter()
-        .flatten()
-        .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
-        .collect();
-    sel.matches(&labels)
+    let labels = pod.metadata.labels.as_ref();
+    selector.matches_fn(|k| labels.and_then(|l| l.get(k)).map(String::as_str))
+}
+
+/// Whether the budget's selector selects the pod.
+pub fn selects(pdb: &PodDisruptionBudget, pod: &Pod) -> bool {
+    selected(
+        compiled_selector(pdb).as_ref(),
+        pdb.metadata.namespace.as_deref(),
+        pod,
+    )
 }
 
 fn is_ready(pod: &Pod) -> bool {
@@ -173,7 +182,12 @@ pub fn reconcile(
     let pdb_ns = pdb.metadata.namespace.clone().unwrap_or_default();
     let pdb_name = pdb.metadata.name.clone().unwrap_or_default();
     let old = pdb.status.clone().unwrap_or_default();
-    let matching: Vec<&Pod> = pods.iter().copied().filter(|p| selects(pdb, p)).collect();
+    let selector = compiled_selector(pdb);
+    let matching: Vec<&Pod> = pods
+        .iter()
+        .copied()
+        .filter(|p| selected(selector.as_ref(), pdb.metadata.namespace.as_deref(), p))
+        .collect();
     let mut out = BudgetSync::default();
 
     // disruptedPods: keep young entries of pods still here and not being deleted.

@@ -1,21 +1,91 @@
-//! The disruption controller loop: on budget, pod or workload changes, and when an entry of
-//! `disruptedPods` expires, sync every budget and write the statuses that changed.
+//! The disruption controller loop: a budget is synced when a pod, budget or workload of its
+//! namespace changed, and when an entry of its `disruptedPods` expires; only the statuses that
+//! changed are written. A change elsewhere costs a set insertion; with no budget, nothing.
 
-use super::informers::{wait, Informers};
+use super::informers::{Change, Informers};
 use super::recorder::Recorder;
 use crate::disruption::{reconcile, Workload, Workloads};
 use crate::Clock;
+use chrono::{DateTime, Utc};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, Patch, PatchParams};
+use kube::Resource;
 use serde_json::json;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::broadcast::{self, error::RecvError, error::TryRecvError};
 
 const COMPONENT: &str = "controllermanager";
 
-pub async fn run(client: kube::Client, mut informers: Informers, recorder: Recorder, clock: Clock) {
+/// How long the loop lets a burst of changes gather before it syncs.
+const GATHER: Duration = Duration::from_millis(20);
+
+/// The namespaces whose budgets need syncing.
+#[derive(Debug)]
+enum Dirty {
+    All,
+    Namespaces(BTreeSet<String>),
+}
+
+impl Dirty {
+    fn none() -> Dirty {
+        Dirty::Namespaces(BTreeSet::new())
+    }
+
+    fn contains(&self, ns: &str) -> bool {
+        match self {
+            Dirty::All => true,
+            Dirty::Namespaces(set) => set.contains(ns),
+        }
+    }
+
+    fn insert(&mut self, ns: &str) {
+        if let Dirty::Namespaces(set) = self {
+            if !set.contains(ns) {
+                set.insert(ns.to_string());
+            }
+        }
+    }
+
+    /// Notes one change received (or why none was); `false` once the watches are gone.
+    fn note<K: Resource>(&mut self, change: Result<Change<K>, RecvError>) -> bool {
+        match change {
+            Ok(Change::Applied(o) | Change::Deleted(o)) => {
+                self.insert(o.meta().namespace.as_deref().unwrap_or(""))
+            }
+            Ok(Change::Relisted) | Err(RecvError::Lagged(_)) => *self = Dirty::All,
+            Err(RecvError::Closed) => return false,
+        }
+        true
+    }
+
+    /// Notes every change already waiting; `false` once the watches are gone.
+    fn drain<K: Resource + Clone>(&mut self, rx: &mut broadcast::Receiver<Change<K>>) -> bool {
+        loop {
+            let change = match rx.try_recv() {
+                Ok(c) => Ok(c),
+                Err(TryRecvError::Empty) => return true,
+                Err(TryRecvError::Lagged(n)) => Err(RecvError::Lagged(n)),
+                Err(TryRecvError::Closed) => Err(RecvError::Closed),
+            };
+            if !self.note(change) {
+                return false;
+            }
+        }
+    }
+}
+
+pub async fn run(client: kube::Client, informers: Informers, recorder: Recorder, clock: Clock) {
+    // Subscribed before the stores are read: nothing falls in between.
+    let mut pods = informers.pods.subscribe();
+    let mut pdbs = informers.pdbs.subscribe();
+    let mut replica_sets = informers.replica_sets.subscribe();
+    let mut replication_controllers = informers.replication_controllers.subscribe();
+    let mut deployments = informers.deployments.subscribe();
+    let mut stateful_sets = informers.stateful_sets.subscribe();
     let ready = [
         informers.pdbs.synced().await,
         informers.pods.synced().await,
@@ -27,67 +97,119 @@ pub async fn run(client: kube::Client, mut informers: Informers, recorder: Recor
     if ready.contains(&false) {
         return;
     }
+    let mut dirty = Dirty::All;
+    // When each namespace's budgets must be synced again (an entry of `disruptedPods` expires).
+    let mut resync: BTreeMap<String, DateTime<Utc>> = BTreeMap::new();
     loop {
-        let budgets: Vec<Arc<PodDisruptionBudget>> = informers.pdbs.store.state();
         let now = clock.now();
-        let pods = if budgets.is_empty() {
-            Vec::new()
-        } else {
-            informers.pods.store.state()
+        resync.retain(|ns, at| {
+            let due = *at + chrono::Duration::seconds(1) <= now;
+            if due {
+                dirty.insert(ns);
+            }
+            !due
+        });
+        sync(&client, &informers, &recorder, &dirty, &mut resync, now).await;
+        dirty = Dirty::none();
+
+        let until = resync
+            .values()
+            .min()
+            .map(|at| clock.instant_at(*at + chrono::Duration::seconds(1)));
+        let deadline = async {
+            match until {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
         };
-        let mut by_namespace: BTreeMap<&str, Vec<&Pod>> = BTreeMap::new();
-        for p in &pods {
-            by_namespace
-                .entry(p.metadata.namespace.as_deref().unwrap_or(""))
-                .or_default()
-                .push(p);
+        let open = tokio::select! {
+            c = pods.recv() => dirty.note(c),
+            c = pdbs.recv() => dirty.note(c),
+            c = replica_sets.recv() => dirty.note(c),
+            c = replication_controllers.recv() => dirty.note(c),
+            c = deployments.recv() => dirty.note(c),
+            c = stateful_sets.recv() => dirty.note(c),
+            _ = deadline => true,
+        };
+        tokio::time::sleep(GATHER).await;
+        let open = open
+            && dirty.drain(&mut pods)
+            && dirty.drain(&mut pdbs)
+            && dirty.drain(&mut replica_sets)
+            && dirty.drain(&mut replication_controllers)
+            && dirty.drain(&mut deployments)
+            && dirty.drain(&mut stateful_sets);
+        if !open {
+            return;
         }
-        let workloads = workloads(&informers);
-        let mut resync = None;
-        for pdb in budgets {
-            let ns = pdb.metadata.namespace.clone().unwrap_or_default();
-            let in_ns = by_namespace
-                .get(ns.as_str())
-                .map(Vec::as_slice)
-                .unwrap_or(&[]);
-            let sync = reconcile(&pdb, in_ns, &workloads, now);
-            for e in &sync.events {
-                recorder.record(COMPONENT, e).await;
-            }
-            if let Some(at) = sync.resync_at {
-                resync = Some(resync.map_or(at, |r: chrono::DateTime<chrono::Utc>| r.min(at)));
-            }
-            if let Some(status) = sync.status_patch {
-                let name = pdb.metadata.name.clone().unwrap_or_default();
-                let api: Api<PodDisruptionBudget> = Api::namespaced(client.clone(), &ns);
-                let patch = json!({"metadata": {"resourceVersion": pdb.metadata.resource_version}, "status": status});
-                match api
-                    .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                    .await
-                {
-                    Ok(_) => tracing::debug!(pdb = %name, namespace = %ns, "budget status updated"),
-                    // An eviction (or a spec change) got there first; its watch event brings the next pass.
-                    Err(kube::Error::Api(e)) if e.code == 409 || e.code == 404 => {}
-                    Err(e) => {
-                        tracing::warn!(pdb = %name, namespace = %ns, error = %e, "updating budget status failed")
-                    }
+    }
+}
+
+/// Syncs the budgets of the dirty namespaces and writes the statuses that changed.
+async fn sync(
+    client: &kube::Client,
+    informers: &Informers,
+    recorder: &Recorder,
+    dirty: &Dirty,
+    resync: &mut BTreeMap<String, DateTime<Utc>>,
+    now: DateTime<Utc>,
+) {
+    let budgets: Vec<Arc<PodDisruptionBudget>> = informers
+        .pdbs
+        .store
+        .state_filter(|b| dirty.contains(b.metadata.namespace.as_deref().unwrap_or("")));
+    if budgets.is_empty() {
+        return;
+    }
+    let namespaces: BTreeSet<&str> = budgets
+        .iter()
+        .map(|b| b.metadata.namespace.as_deref().unwrap_or(""))
+        .collect();
+    let pods = informers
+        .pods
+        .store
+        .state_filter(|p| namespaces.contains(p.metadata.namespace.as_deref().unwrap_or("")));
+    let mut by_namespace: BTreeMap<&str, Vec<&Pod>> = BTreeMap::new();
+    for p in &pods {
+        by_namespace
+            .entry(p.metadata.namespace.as_deref().unwrap_or(""))
+            .or_default()
+            .push(p);
+    }
+    for ns in &namespaces {
+        resync.remove(*ns);
+    }
+    let workloads = workloads(informers);
+    for pdb in budgets {
+        let ns = pdb.metadata.namespace.clone().unwrap_or_default();
+        let in_ns = by_namespace
+            .get(ns.as_str())
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
+        let sync = reconcile(&pdb, in_ns, &workloads, now);
+        for e in &sync.events {
+            recorder.record(COMPONENT, e).await;
+        }
+        if let Some(at) = sync.resync_at {
+            let next = resync.entry(ns.clone()).or_insert(at);
+            *next = (*next).min(at);
+        }
+        if let Some(status) = sync.status_patch {
+            let name = pdb.metadata.name.clone().unwrap_or_default();
+            let api: Api<PodDisruptionBudget> = Api::namespaced(client.clone(), &ns);
+            let patch = json!({"metadata": {"resourceVersion": pdb.metadata.resource_version}, "status": status});
+            match api
+                .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+            {
+                Ok(_) => tracing::debug!(pdb = %name, namespace = %ns, "budget status updated"),
+                // An eviction (or a spec change) got there first; its watch event brings the next sync.
+                Err(kube::Error::Api(e)) if e.code == 409 || e.code == 404 => {}
+                Err(e) => {
+                    tracing::warn!(pdb = %name, namespace = %ns, error = %e, "updating budget status failed")
                 }
             }
         }
-        let until = resync.map(|at| clock.instant_at(at + chrono::Duration::seconds(1)));
-        let i = &mut informers;
-        wait(
-            &mut [
-                &mut i.pdbs.changed,
-                &mut i.pods.changed,
-                &mut i.replica_sets.changed,
-                &mut i.replication_controllers.changed,
-                &mut i.deployments.changed,
-                &mut i.stateful_sets.changed,
-            ],
-            until,
-        )
-        .await;
     }
 }
 

@@ -6,8 +6,11 @@ use futures::future::{select_all, BoxFuture};
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Node, Pod, ReplicationController};
+use k8s_openapi::api::core::v1::{
+    Node, Pod, PodCondition, PodSpec, PodStatus, ReplicationController, Toleration,
+};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::Api;
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::Resource;
@@ -121,7 +124,7 @@ impl Informers {
     pub fn start(client: &kube::Client) -> Informers {
         Informers {
             nodes: informer(Api::all(client.clone())),
-            pods: informer(Api::all(client.clone())),
+            pods: informer_via::<PodView, Pod>(Api::all(client.clone())),
             leases: informer(Api::namespaced(client.clone(), "kube-node-lease")),
             pdbs: informer(Api::all(client.clone())),
             replica_sets: informer(Api::all(client.clone())),
@@ -146,6 +149,15 @@ fn informer<K>(api: Api<K>) -> Informer<K>
 where
     K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
 {
+    informer_via::<K, K>(api)
+}
+
+/// A watch of `W`s (what is decoded off the wire) kept as `K`s (what the loops read).
+fn informer_via<W, K>(api: Api<W>) -> Informer<K>
+where
+    W: Resource<DynamicType = ()> + Into<K> + Clone + Debug + DeserializeOwned + Send + 'static,
+    K: Resource<DynamicType = ()> + Clone + Debug + Send + Sync + 'static,
+{
     let objects: Arc<RwLock<HashMap<String, Arc<K>>>> = Default::default();
     let (ready_tx, ready) = watch::channel(false);
     let (tx, changed) = watch::channel(());
@@ -165,12 +177,12 @@ where
         while let Some(event) = events.next().await {
             let change = match event {
                 Ok(watcher::Event::Apply(o)) => {
-                    let o = Arc::new(o);
+                    let o: Arc<K> = Arc::new(o.into());
                     write().insert(key(o.as_ref()), o.clone());
                     Some(Change::Applied(o))
                 }
                 Ok(watcher::Event::Delete(o)) => {
-                    let o = Arc::new(o);
+                    let o: Arc<K> = Arc::new(o.into());
                     write().remove(&key(o.as_ref()));
                     Some(Change::Deleted(o))
                 }
@@ -179,6 +191,7 @@ where
                     None
                 }
                 Ok(watcher::Event::InitApply(o)) => {
+                    let o: K = o.into();
                     listing
                         .get_or_insert_with(HashMap::new)
                         .insert(key(&o), Arc::new(o));
@@ -238,5 +251,103 @@ pub async fn wait(signals: &mut [&mut watch::Receiver<()>], until: Option<Instan
     tokio::time::sleep(Duration::from_millis(20)).await;
     for rx in signals.iter_mut() {
         rx.borrow_and_update();
+    }
+}
+
+/// A pod as the controllers read it: `metadata`, `spec.nodeName`, `spec.tolerations`,
+/// `status.phase` and `status.conditions`. The rest (containers, volumes, ...) is skipped
+/// while decoding, which is most of a pod: a loop that needs more adds the field here.
+#[derive(Clone, Debug)]
+struct PodView(Pod);
+
+impl From<PodView> for Pod {
+    fn from(v: PodView) -> Pod {
+        v.0
+    }
+}
+
+impl k8s_openapi::Resource for PodView {
+    const API_VERSION: &'static str = <Pod as k8s_openapi::Resource>::API_VERSION;
+    const GROUP: &'static str = <Pod as k8s_openapi::Resource>::GROUP;
+    const KIND: &'static str = <Pod as k8s_openapi::Resource>::KIND;
+    const VERSION: &'static str = <Pod as k8s_openapi::Resource>::VERSION;
+    const URL_PATH_SEGMENT: &'static str = <Pod as k8s_openapi::Resource>::URL_PATH_SEGMENT;
+    type Scope = k8s_openapi::NamespaceResourceScope;
+}
+
+impl k8s_openapi::Metadata for PodView {
+    type Ty = ObjectMeta;
+    fn metadata(&self) -> &ObjectMeta {
+        &self.0.metadata
+    }
+    fn metadata_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.0.metadata
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for PodView {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<PodView, D::Error> {
+        #[derive(serde::Deserialize)]
+        struct Wire {
+            #[serde(default)]
+            metadata: ObjectMeta,
+            #[serde(default)]
+            spec: Option<Spec>,
+            #[serde(default)]
+            status: Option<Status>,
+        }
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Spec {
+            #[serde(default)]
+            node_name: Option<String>,
+            #[serde(default)]
+            tolerations: Option<Vec<Toleration>>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Status {
+            #[serde(default)]
+            phase: Option<String>,
+            #[serde(default)]
+            conditions: Option<Vec<PodCondition>>,
+        }
+        let wire = Wire::deserialize(d)?;
+        Ok(PodView(Pod {
+            metadata: wire.metadata,
+            spec: wire.spec.map(|s| PodSpec {
+                node_name: s.node_name,
+                tolerations: s.tolerations,
+                ..PodSpec::default()
+            }),
+            status: wire.status.map(|s| PodStatus {
+                phase: s.phase,
+                conditions: s.conditions,
+                ..PodStatus::default()
+            }),
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pod_view_keeps_what_the_controllers_read() {
+        let json = serde_json::json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "ns", "uid": "u", "resourceVersion": "7",
+                         "labels": {"app": "web"}, "deletionTimestamp": "2026-01-01T00:00:00Z",
+                         "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "r", "controller": true}]},
+            "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "i"}],
+                     "tolerations": [{"key": "k", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 5}]},
+            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}],
+                       "containerStatuses": [{"name": "c", "image": "i", "imageID": "", "ready": true, "restartCount": 0}]},
+        });
+        let view: PodView = serde_json::from_value(json.clone()).unwrap();
+        let mut full: Pod = serde_json::from_value(json).unwrap();
+        full.spec.as_mut().unwrap().containers.clear();
+        full.status.as_mut().unwrap().container_statuses = None;
+        assert_eq!(Pod::from(view), full);
     }
 }

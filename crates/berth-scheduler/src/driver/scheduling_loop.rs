@@ -1,6 +1,6 @@
 //! The scheduling loop: the only owner of the cache, the queue and the engine.
 
-use super::informers::{self, Change, Kind, Update};
+use super::informers::{self, Change, Kind, PodChange, Update};
 use super::ops::{AttemptResult, Ops};
 use super::recorder::{PodRef, Recorder};
 use super::{DriverConfig, DriverError};
@@ -124,22 +124,24 @@ impl Loop {
         self.synced.iter().all(|s| *s) && self.leading.as_ref().is_none_or(|r| *r.borrow())
     }
 
+    fn synced(&mut self, kind: Kind) {
+        self.synced[kind as usize] = true;
+        if self.synced.iter().all(|s| *s) && !self.ops.synced() {
+            tracing::info!(scheduler = %self.name, "informers synced");
+            self.ops.set_synced();
+        }
+    }
+
     fn apply(&mut self, u: Update) {
-        if let Change::Synced = u.change {
-            self.synced[u.kind as usize] = true;
-            if self.synced.iter().all(|s| *s) && !self.ops.synced() {
-                tracing::info!(scheduler = %self.name, "informers synced");
-                self.ops.set_synced();
-            }
-            return;
+        let (kind, change) = match u {
+            Update::Pod(change) => return self.apply_pod(change),
+            Update::Object { kind, change } => (kind, change),
+        };
+        if let Change::Synced = change {
+            return self.synced(kind);
         }
-        if u.kind == Kind::Pod {
-            self.preemption.pod_changed(&mut self.cache, &u.change);
-        }
-        let event = match (u.kind, u.change) {
-            (Kind::Pod, Change::Apply(b)) => self.pod_changed(&b),
-            (Kind::Pod, Change::Delete(b)) => self.pod_deleted(&b),
-            (_, Change::Synced) => None,
+        let event = match (kind, change) {
+            (Kind::Pod, _) | (_, Change::Synced) => None,
             (Kind::Node, Change::Apply(b)) => self.cache.upsert_node_json(&b).ok(),
             (Kind::Node, Change::Delete(b)) => {
                 name_of(&b).and_then(|(_, n)| self.cache.remove_node(&n))
@@ -189,13 +191,39 @@ impl Loop {
         }
     }
 
+    fn apply_pod(&mut self, change: PodChange) {
+        let (pod, deleted) = match change {
+            PodChange::Synced => return self.synced(Kind::Pod),
+            PodChange::Apply(pod) => (pod, false),
+            PodChange::Delete(pod) => (pod, true),
+        };
+        // Nominations change only with a pod that carries one, or while some pod has one.
+        if !pod.status.nominated_node_name.is_empty() || !self.preemption.nominated().is_empty() {
+            if let Ok(bytes) = serde_json::to_vec(&*pod) {
+                let change = if deleted {
+                    Change::Delete(bytes)
+                } else {
+                    Change::Apply(bytes)
+                };
+                self.preemption.pod_changed(&mut self.cache, &change);
+            }
+        }
+        let event = if deleted {
+            self.pod_deleted(&pod)
+        } else {
+            self.pod_changed(*pod)
+        };
+        if let Some(ev) = event {
+            self.cluster_changed(&ev);
+        }
+    }
+
     fn cluster_changed(&mut self, ev: &ClusterEvent) {
         let now = self.now();
         self.queue.move_on_event(|pod| ev.may_help(pod), now);
     }
 
-    fn pod_changed(&mut self, bytes: &[u8]) -> Option<ClusterEvent> {
-        let pod: Pod = serde_json::from_slice(bytes).ok()?;
+    fn pod_changed(&mut self, pod: Pod) -> Option<ClusterEvent> {
         let key = format!("{}/{}", pod.metadata.namespace, pod.metadata.name);
         if !pod.spec.node_name.is_empty() {
             // Bound (by us or anyone): the cache owns it; it leaves the queue.
@@ -227,10 +255,9 @@ impl Loop {
         None
     }
 
-    fn pod_deleted(&mut self, bytes: &[u8]) -> Option<ClusterEvent> {
-        let (ns, name, uid) = identity_of(bytes)?;
-        self.recorder.forget(&uid);
-        let key = format!("{ns}/{name}");
+    fn pod_deleted(&mut self, pod: &Pod) -> Option<ClusterEvent> {
+        self.recorder.forget(&pod.metadata.uid);
+        let key = format!("{}/{}", pod.metadata.namespace, pod.metadata.name);
         self.queue.delete(&key);
         if self.cache.is_assumed(&key) {
             let _ = self.cache.forget(&key);
@@ -334,26 +361,20 @@ fn pod_ref(pod: &Pod) -> PodRef {
     }
 }
 
-/// An object's namespace, name and uid, decoding nothing else.
-fn identity_of(bytes: &[u8]) -> Option<(String, String, String)> {
+/// An object's namespace and name, decoding nothing else.
+fn name_of(bytes: &[u8]) -> Option<(String, String)> {
     #[derive(serde::Deserialize)]
     struct Meta {
         #[serde(default)]
         namespace: String,
         name: String,
-        #[serde(default)]
-        uid: String,
     }
     #[derive(serde::Deserialize)]
     struct Object {
         metadata: Meta,
     }
     let o: Object = serde_json::from_slice(bytes).ok()?;
-    Some((o.metadata.namespace, o.metadata.name, o.metadata.uid))
-}
-
-fn name_of(bytes: &[u8]) -> Option<(String, String)> {
-    identity_of(bytes).map(|(ns, name, _)| (ns, name))
+    Some((o.metadata.namespace, o.metadata.name))
 }
 
 fn key_of(bytes: &[u8]) -> Option<String> {
