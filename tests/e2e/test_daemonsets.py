@@ -106,3 +106,45 @@ def test_an_evicted_daemon_is_recreated(ds_berth):
     eventually(lambda: (p := daemons(b, "evict", "mon").get("node-1")) is not None
                and p["metadata"]["name"] != old and p["status"].get("phase") == "Running",
                what="a new daemon on node-1")
+
+
+def test_a_node_without_room_gets_no_daemon_but_a_failed_placement(ds_berth):
+    """As the 1.11 controller: no pod is created where it would not fit; a FailedPlacement
+    event says why; once room is made the daemon comes."""
+    b = ds_berth
+    ns = "roomy"
+    b.create_namespace(ns)
+    cpu = b.kubectl_json("get", "node", "node-1")["status"]["allocatable"]["cpu"]
+    milli = int(cpu[:-1]) if cpu.endswith("m") else int(cpu) * 1000
+    b.kubectl("apply", "-f", "-", stdin={
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "hog", "namespace": ns},
+        "spec": {"nodeName": "node-1", "containers": [
+            {"name": "c", "image": "nginx:1.27",
+             "resources": {"requests": {"cpu": f"{milli - 300}m"}}}]}})
+    eventually(lambda: b.kubectl_json("get", "pod", "hog", "-n", ns)["status"].get("phase")
+               == "Running", what="hog running on node-1")
+    ds = daemonset("wide", ns)
+    ds["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "500m"
+    b.kubectl("apply", "-f", "-", stdin=ds)
+    eventually(lambda: running_on(b, ns, "wide") == ["node-2", "node-3"],
+               what="daemons on the nodes with room")
+
+    def placements():
+        events = b.kubectl_json("get", "events", "-n", ns)["items"]
+        return [e for e in events if e.get("reason") == "FailedPlacement"]
+
+    ev = eventually(lambda: placements(), what="a FailedPlacement event")[0]
+    assert ev["type"] == "Warning"
+    assert ev["involvedObject"]["kind"] == "DaemonSet"
+    assert ev["involvedObject"]["name"] == "wide"
+    msg = ev["message"]
+    assert msg.startswith('failed to place pod on "node-1": Node didn\'t have enough resource: '
+                          "cpu, requested: 500, used: "), msg
+    assert msg.endswith(f", capacity: {milli}"), msg
+    assert "node-1" not in daemons(b, ns, "wide")
+    d = b.kubectl_json("get", "ds", "wide", "-n", ns)
+    assert d["status"]["desiredNumberScheduled"] == 3
+    # Room made: the daemon is placed.
+    b.kubectl("delete", "pod", "hog", "-n", ns, "--grace-period=0", "--force")
+    eventually(lambda: running_on(b, ns, "wide") == ["node-1", "node-2", "node-3"],
+               what="a daemon on node-1 once the hog is gone")

@@ -17,7 +17,10 @@
 //! failing its daemon is retried after a backoff from 1s doubling to 15 minutes, as upstream)
 //! and duplicates are deleted. A `RollingUpdate` replaces pods of an older template generation, at most
 //! `maxUnavailable` (default 1) unavailable at a time. Creates the watch has not shown yet are
-//! remembered, so a quick second pass does not create a node's pod twice.
+//! remembered, so a quick second pass does not create a node's pod twice. A node without room
+//! for the pod gets none, and a `FailedPlacement` reason instead ([`fit`]).
+
+pub mod fit;
 
 use crate::model::{is_deleting, node_taints, pod_node, tolerates, PodRef};
 use berth_core::labels::{Operator, Requirement};
@@ -41,6 +44,8 @@ pub struct DaemonSetSync {
     pub delete: Vec<PodRef>,
     /// The new `status`, when it differs from the stored one.
     pub status: Option<Value>,
+    /// (node, why the pod does not fit there) for nodes that should get a pod but have no room.
+    pub failed_placements: Vec<(String, String)>,
 }
 
 /// Creates asked for and not yet seen, and the failed-pod backoff, per DaemonSet uid and node.
@@ -323,15 +328,23 @@ fn max_unavailable(ds: &DaemonSet, desired: i64) -> Option<i64> {
     Some(n.max(1))
 }
 
-/// One DaemonSet's sync over every node and the pods it owns.
+/// One DaemonSet's sync over every node and the pods it owns; `used` is what every node's pods
+/// request ([`fit::node_use`] over all pods, this DaemonSet's included).
 pub fn reconcile(
     ds: &DaemonSet,
     nodes: &[&Node],
     pods: &[&Pod],
+    used: &BTreeMap<String, fit::NodeUse>,
     expectations: &mut Expectations,
     now: DateTime<Utc>,
 ) -> DaemonSetSync {
     let uid = ds.metadata.uid.clone().unwrap_or_default();
+    let request = ds
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.spec.as_ref())
+        .map(fit::pod_request)
+        .unwrap_or_default();
     let generation = ds.metadata.generation.unwrap_or(1);
     let mut sync = DaemonSetSync::default();
     let mut by_node: BTreeMap<String, Vec<&Pod>> = BTreeMap::new();
@@ -380,7 +393,21 @@ pub fn reconcile(
                         && !expectations.covered(&uid, &name, now)
                         && !expectations.backing_off(&uid, &name, now)
                     {
-                        sync.create.push((name.clone(), new_pod(ds, &name)));
+                        // The node's other pods: its own ones (failed or not) are not counted.
+                        let mut others = used.get(&name).cloned().unwrap_or_default();
+                        for own in pods.iter().filter(|p| {
+                            owned_by(p, &uid)
+                                && fit::occupies_node(p)
+                                && target_node(p).as_deref() == Some(name.as_str())
+                                && crate::model::pod_node(p).is_some()
+                        }) {
+                            let r = own.spec.as_ref().map(fit::pod_request).unwrap_or_default();
+                            others.add(&r, -1);
+                        }
+                        match fit::insufficient(&request, node, &others) {
+                            None => sync.create.push((name.clone(), new_pod(ds, &name))),
+                            Some(why) => sync.failed_placements.push((name.clone(), why)),
+                        }
                     }
                 }
                 Some(p) => {

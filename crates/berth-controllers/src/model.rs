@@ -135,6 +135,11 @@ pub enum Involved {
         name: String,
         uid: String,
     },
+    DaemonSet {
+        namespace: String,
+        name: String,
+        uid: String,
+    },
 }
 
 /// An event a controller records (core/v1 `Event`).

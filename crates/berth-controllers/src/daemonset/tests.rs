@@ -21,7 +21,8 @@ fn plain() -> DaemonSet {
 
 fn node(name: &str, labels: Value, taints: Value) -> Node {
     serde_json::from_value(
-        json!({"metadata": {"name": name, "labels": labels}, "spec": {"taints": taints}}),
+        json!({"metadata": {"name": name, "labels": labels}, "spec": {"taints": taints},
+               "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}}),
     )
     .unwrap()
 }
@@ -51,7 +52,14 @@ fn one_pod_per_node_bound_there_with_the_daemon_tolerations() {
     let n1 = node("n1", json!({}), json!([]));
     let n2 = node("n2", json!({}), json!([]));
     let mut exp = Expectations::default();
-    let s = reconcile(&plain(), &[&n1, &n2], &[], &mut exp, now());
+    let s = reconcile(
+        &plain(),
+        &[&n1, &n2],
+        &[],
+        &BTreeMap::new(),
+        &mut exp,
+        now(),
+    );
     assert_eq!(created_nodes(&s), ["n1", "n2"]);
     let pod = &s.create[0].1;
     assert_eq!(pod["metadata"]["generateName"], "agent-");
@@ -83,13 +91,27 @@ fn one_pod_per_node_bound_there_with_the_daemon_tolerations() {
     for (n, _) in &s.create {
         exp.created("ds-1", n, now());
     }
-    let again = reconcile(&plain(), &[&n1, &n2], &[], &mut exp, now());
+    let again = reconcile(
+        &plain(),
+        &[&n1, &n2],
+        &[],
+        &BTreeMap::new(),
+        &mut exp,
+        now(),
+    );
     assert!(again.create.is_empty());
     let later = now() + Duration::seconds(EXPECTATION_TIMEOUT + 1);
     assert_eq!(
-        reconcile(&plain(), &[&n1, &n2], &[], &mut exp, later)
-            .create
-            .len(),
+        reconcile(
+            &plain(),
+            &[&n1, &n2],
+            &[],
+            &BTreeMap::new(),
+            &mut exp,
+            later
+        )
+        .create
+        .len(),
         2
     );
 }
@@ -126,6 +148,7 @@ fn pressure_and_cordon_taints_are_tolerated_other_taints_are_not() {
         &plain(),
         &[&dedicated, &evicting],
         &refs,
+        &BTreeMap::new(),
         &mut Expectations::default(),
         now(),
     );
@@ -154,7 +177,14 @@ fn node_selector_and_required_affinity_choose_the_nodes() {
         "containers": [{"name": "c", "image": "i"}]}),
     );
     for d in [by_selector, by_affinity] {
-        let s = reconcile(&d, &[&ssd, &hdd], &[], &mut Expectations::default(), now());
+        let s = reconcile(
+            &d,
+            &[&ssd, &hdd],
+            &[],
+            &BTreeMap::new(),
+            &mut Expectations::default(),
+            now(),
+        );
         assert_eq!(created_nodes(&s), ["ssd"]);
     }
 }
@@ -170,16 +200,37 @@ fn failed_pods_are_replaced_and_duplicates_removed() {
     ];
     let refs: Vec<&Pod> = pods.iter().collect();
     let mut exp = Expectations::default();
-    let s = reconcile(&plain(), &[&n1, &n2], &refs, &mut exp, now());
+    let s = reconcile(
+        &plain(),
+        &[&n1, &n2],
+        &refs,
+        &BTreeMap::new(),
+        &mut exp,
+        now(),
+    );
     assert_eq!(deleted(&s), ["evicted", "b"]);
     // The replacement comes after the backoff (1s, then 2s, ...).
     assert!(s.create.is_empty());
     assert_eq!(exp.next_retry(now()), Some(now() + Duration::seconds(1)));
     let later = now() + Duration::seconds(1);
-    let s = reconcile(&plain(), &[&n1, &n2], &refs[1..], &mut exp, later);
+    let s = reconcile(
+        &plain(),
+        &[&n1, &n2],
+        &refs[1..],
+        &BTreeMap::new(),
+        &mut exp,
+        later,
+    );
     assert_eq!(created_nodes(&s), ["n1"]);
     let again = now() + Duration::seconds(2);
-    let _ = reconcile(&plain(), &[&n1, &n2], &refs, &mut exp, again);
+    let _ = reconcile(
+        &plain(),
+        &[&n1, &n2],
+        &refs,
+        &BTreeMap::new(),
+        &mut exp,
+        again,
+    );
     assert_eq!(exp.next_retry(again), Some(now() + Duration::seconds(4)));
 }
 
@@ -197,13 +248,27 @@ fn rolling_update_replaces_one_old_pod_at_a_time() {
         daemon("c", "n3", 1, "Running", true),
     ];
     let refs: Vec<&Pod> = pods.iter().collect();
-    let s = reconcile(&d, &nodes, &refs, &mut Expectations::default(), now());
+    let s = reconcile(
+        &d,
+        &nodes,
+        &refs,
+        &BTreeMap::new(),
+        &mut Expectations::default(),
+        now(),
+    );
     assert_eq!(deleted(&s), ["a"]);
     let st = s.status.unwrap();
     assert_eq!(st["updatedNumberScheduled"], 0);
     assert_eq!(st["observedGeneration"], 2);
     // One node already without its pod: no further deletion until it is back.
-    let s = reconcile(&d, &nodes, &refs[1..], &mut Expectations::default(), now());
+    let s = reconcile(
+        &d,
+        &nodes,
+        &refs[1..],
+        &BTreeMap::new(),
+        &mut Expectations::default(),
+        now(),
+    );
     assert_eq!(created_nodes(&s), ["n1"]);
     assert!(s.delete.is_empty());
     // OnDelete: old pods stay.
@@ -214,6 +279,7 @@ fn rolling_update_replaces_one_old_pod_at_a_time() {
         &on_delete,
         &nodes,
         &refs,
+        &BTreeMap::new(),
         &mut Expectations::default(),
         now()
     )
@@ -227,12 +293,77 @@ fn status_is_written_only_when_it_changes() {
     let pods = [daemon("a", "n1", 1, "Running", true)];
     let refs: Vec<&Pod> = pods.iter().collect();
     let mut d = plain();
-    let s = reconcile(&d, &[&n1], &refs, &mut Expectations::default(), now());
+    let s = reconcile(
+        &d,
+        &[&n1],
+        &refs,
+        &BTreeMap::new(),
+        &mut Expectations::default(),
+        now(),
+    );
     let status = s.status.unwrap();
     assert_eq!(status["numberReady"], 1);
     d.status = Some(serde_json::from_value(status).unwrap());
     assert_eq!(
-        reconcile(&d, &[&n1], &refs, &mut Expectations::default(), now()).status,
+        reconcile(
+            &d,
+            &[&n1],
+            &refs,
+            &BTreeMap::new(),
+            &mut Expectations::default(),
+            now()
+        )
+        .status,
         None
     );
+}
+
+#[test]
+fn a_node_without_room_gets_no_pod_but_a_failed_placement() {
+    let big = ds(json!({"containers": [{"name": "c", "image": "agent:1",
+        "resources": {"requests": {"cpu": "500m"}}}]}));
+    let n1 = node("n1", json!({}), json!([]));
+    let n2 = node("n2", json!({}), json!([]));
+    let busy: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "busy", "namespace": "default", "uid": "busy"},
+        "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "x",
+            "resources": {"requests": {"cpu": "3800m"}}}]},
+        "status": {"phase": "Running"}}))
+    .unwrap();
+    let used = fit::node_use([&busy]);
+    let mut exp = Expectations::default();
+    let s = reconcile(&big, &[&n1, &n2], &[], &used, &mut exp, now());
+    assert_eq!(created_nodes(&s), vec!["n2"]);
+    assert_eq!(
+        s.failed_placements,
+        vec![(
+            "n1".to_string(),
+            "Node didn't have enough resource: cpu, requested: 500, used: 3800, capacity: 4000"
+                .to_string()
+        )]
+    );
+    // Wanted on both nodes: n1 counts as desired, unavailable.
+    assert_eq!(s.status.as_ref().unwrap()["desiredNumberScheduled"], 2);
+}
+
+#[test]
+fn the_daemon_set_s_own_pods_do_not_count_against_the_room() {
+    let big = ds(json!({"containers": [{"name": "c", "image": "agent:1",
+        "resources": {"requests": {"cpu": "3"}}}]}));
+    let n1 = node("n1", json!({}), json!([]));
+    // The old daemon is being deleted; a new one is created in its room.
+    let mut old = daemon("old", "n1", 1, "Running", false);
+    old.spec.as_mut().unwrap().containers[0].resources =
+        serde_json::from_value(json!({"requests": {"cpu": "3"}})).unwrap();
+    let deleting = {
+        let mut p = old.clone();
+        p.metadata.deletion_timestamp =
+            serde_json::from_value(json!("2026-11-22T10:05:00Z")).unwrap();
+        p
+    };
+    let used = fit::node_use([&deleting]);
+    let mut exp = Expectations::default();
+    let s = reconcile(&big, &[&n1], &[&deleting], &used, &mut exp, now());
+    assert_eq!(created_nodes(&s), vec!["n1"]);
+    assert!(s.failed_placements.is_empty());
 }

@@ -2,16 +2,20 @@
 //! DaemonSet; create and delete its pods and write its status.
 
 use super::informers::{wait, Informers};
-use crate::daemonset::{owned_by, reconcile, Expectations};
+use super::recorder::Recorder;
+use crate::daemonset::{fit, owned_by, reconcile, Expectations};
+use crate::model::{EventRecord, Involved};
 use crate::Clock;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use serde_json::json;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-pub async fn run(client: kube::Client, mut informers: Informers, clock: Clock) {
+const COMPONENT: &str = "daemonset-controller";
+
+pub async fn run(client: kube::Client, mut informers: Informers, recorder: Recorder, clock: Clock) {
     let ready = [
         informers.daemon_sets.synced().await,
         informers.nodes.synced().await,
@@ -21,18 +25,21 @@ pub async fn run(client: kube::Client, mut informers: Informers, clock: Clock) {
         return;
     }
     let mut expectations = Expectations::default();
+    // The FailedPlacement reason last reported per (DaemonSet uid, node): reported again only
+    // when it changes, so a full node does not get an event on every pass.
+    let mut placements: BTreeMap<(String, String), String> = BTreeMap::new();
     loop {
         let sets: Vec<Arc<DaemonSet>> = informers.daemon_sets.store.state();
         let live: BTreeSet<String> = sets.iter().filter_map(|d| d.metadata.uid.clone()).collect();
         expectations.retain(&live);
+        placements.retain(|(uid, _), _| live.contains(uid));
         if !sets.is_empty() {
             let nodes: Vec<Arc<Node>> = informers.nodes.store.state();
             let nodes: Vec<&Node> = nodes.iter().map(|n| n.as_ref()).collect();
-            // Only pods some DaemonSet owns matter: pick them out once per pass.
-            let pods: Vec<Arc<Pod>> = informers
-                .pods
-                .store
-                .state()
+            let all: Vec<Arc<Pod>> = informers.pods.store.state();
+            let used = fit::node_use(all.iter().map(|p| p.as_ref()));
+            // Only pods some DaemonSet owns are a DaemonSet's: pick them out once per pass.
+            let pods: Vec<Arc<Pod>> = all
                 .into_iter()
                 .filter(|p| live.iter().any(|uid| owned_by(p, uid)))
                 .collect();
@@ -43,7 +50,9 @@ pub async fn run(client: kube::Client, mut informers: Informers, clock: Clock) {
                     .map(|p| p.as_ref())
                     .filter(|p| p.metadata.namespace.as_deref() == Some(ns.as_str()))
                     .collect();
-                let sync = reconcile(ds, &nodes, &mine, &mut expectations, clock.now());
+                let mut sync = reconcile(ds, &nodes, &mine, &used, &mut expectations, clock.now());
+                let failed = std::mem::take(&mut sync.failed_placements);
+                report_placements(&recorder, ds, failed, &mut placements).await;
                 carry_out(&client, ds, sync, &mut expectations, &clock).await;
             }
         }
@@ -60,6 +69,36 @@ pub async fn run(client: kube::Client, mut informers: Informers, clock: Clock) {
             until,
         )
         .await;
+    }
+}
+
+/// Records `FailedPlacement` for nodes whose reason is new or changed; forgets nodes that now
+/// have room (or no longer want the pod).
+async fn report_placements(
+    recorder: &Recorder,
+    ds: &DaemonSet,
+    failed: Vec<(String, String)>,
+    placements: &mut BTreeMap<(String, String), String>,
+) {
+    let uid = ds.metadata.uid.clone().unwrap_or_default();
+    let now: BTreeSet<&str> = failed.iter().map(|(n, _)| n.as_str()).collect();
+    placements.retain(|(u, node), _| *u != uid || now.contains(node.as_str()));
+    for (node, why) in failed {
+        if placements.get(&(uid.clone(), node.clone())) == Some(&why) {
+            continue;
+        }
+        let event = EventRecord {
+            involved: Involved::DaemonSet {
+                namespace: ds.metadata.namespace.clone().unwrap_or_default(),
+                name: ds.metadata.name.clone().unwrap_or_default(),
+                uid: uid.clone(),
+            },
+            type_: "Warning",
+            reason: "FailedPlacement",
+            message: format!("failed to place pod on {node:?}: {why}"),
+        };
+        recorder.record(COMPONENT, &event).await;
+        placements.insert((uid.clone(), node), why);
     }
 }
 

@@ -74,6 +74,7 @@ impl Controllers {
         tokio::spawn(daemonsets::run(
             self.client.clone(),
             informers.clone(),
+            recorder.clone(),
             self.clock.clone(),
         ));
         tokio::spawn(disruption::run(

@@ -43,6 +43,14 @@ impl Recorder {
                 namespace.clone(),
                 object_ref("policy/v1", "PodDisruptionBudget", namespace, name, uid),
             ),
+            Involved::DaemonSet {
+                namespace,
+                name,
+                uid,
+            } => (
+                namespace.clone(),
+                object_ref("apps/v1", "DaemonSet", namespace, name, uid),
+            ),
         };
         let now = self.clock.now();
         let seq = self.seq.fetch_add(1, Ordering::Relaxed);
