@@ -7,7 +7,8 @@ use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{
-    Node, Pod, PodCondition, PodSpec, PodStatus, ReplicationController, Toleration,
+    Container, Node, Pod, PodCondition, PodSpec, PodStatus, ReplicationController,
+    ResourceRequirements, Toleration,
 };
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -254,8 +255,9 @@ pub async fn wait(signals: &mut [&mut watch::Receiver<()>], until: Option<Instan
     }
 }
 
-/// A pod as the controllers read it: `metadata`, `spec.nodeName`, `spec.tolerations`,
-/// `status.phase` and `status.conditions`. The rest (containers, volumes, ...) is skipped
+/// A pod as the controllers read it: `metadata`, `spec.nodeName`, `spec.tolerations`, the
+/// containers' and init containers' names and resources (the DaemonSet controller's fit check),
+/// `status.phase` and `status.conditions`. The rest (images, env, volumes, ...) is skipped
 /// while decoding, which is most of a pod: a loop that needs more adds the field here.
 #[derive(Clone, Debug)]
 struct PodView(Pod);
@@ -303,6 +305,26 @@ impl<'de> serde::Deserialize<'de> for PodView {
             node_name: Option<String>,
             #[serde(default)]
             tolerations: Option<Vec<Toleration>>,
+            #[serde(default)]
+            containers: Vec<ContainerView>,
+            #[serde(default)]
+            init_containers: Option<Vec<ContainerView>>,
+        }
+        #[derive(serde::Deserialize)]
+        struct ContainerView {
+            #[serde(default)]
+            name: String,
+            #[serde(default)]
+            resources: Option<ResourceRequirements>,
+        }
+        impl From<ContainerView> for Container {
+            fn from(c: ContainerView) -> Container {
+                Container {
+                    name: c.name,
+                    resources: c.resources,
+                    ..Container::default()
+                }
+            }
         }
         #[derive(serde::Deserialize)]
         struct Status {
@@ -317,6 +339,10 @@ impl<'de> serde::Deserialize<'de> for PodView {
             spec: wire.spec.map(|s| PodSpec {
                 node_name: s.node_name,
                 tolerations: s.tolerations,
+                containers: s.containers.into_iter().map(Container::from).collect(),
+                init_containers: s
+                    .init_containers
+                    .map(|cs| cs.into_iter().map(Container::from).collect()),
                 ..PodSpec::default()
             }),
             status: wire.status.map(|s| PodStatus {
@@ -339,14 +365,16 @@ mod tests {
             "metadata": {"name": "p", "namespace": "ns", "uid": "u", "resourceVersion": "7",
                          "labels": {"app": "web"}, "deletionTimestamp": "2026-01-01T00:00:00Z",
                          "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "r", "controller": true}]},
-            "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "i"}],
+            "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "i",
+                                                        "resources": {"requests": {"cpu": "100m"}}}],
                      "tolerations": [{"key": "k", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 5}]},
             "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}],
                        "containerStatuses": [{"name": "c", "image": "i", "imageID": "", "ready": true, "restartCount": 0}]},
         });
         let view: PodView = serde_json::from_value(json.clone()).unwrap();
         let mut full: Pod = serde_json::from_value(json).unwrap();
-        full.spec.as_mut().unwrap().containers.clear();
+        // Of the containers, only names and resources are kept.
+        full.spec.as_mut().unwrap().containers[0].image = None;
         full.status.as_mut().unwrap().container_statuses = None;
         assert_eq!(Pod::from(view), full);
     }
