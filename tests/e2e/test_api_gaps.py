@@ -218,6 +218,29 @@ def test_kubectl_apply_deploy_dir_with_rbac(berth):
         berth.kubectl("delete", "-f", str(rbac), "--ignore-not-found")
 
 
+def test_bootstrap_cluster_roles_and_bindings(berth):
+    """A new cluster has upstream's bootstrap roles a scheduler needs, and cluster-admin."""
+    names = berth.kubectl("get", "clusterroles", "-o", "name").stdout.split()
+    for role in ["cluster-admin", "system:kube-scheduler", "system:volume-scheduler",
+                 "system:discovery", "system:basic-user", "system:public-info-viewer"]:
+        assert f"clusterrole.rbac.authorization.k8s.io/{role}" in names, names
+    admin = berth.kubectl_json("get", "clusterrole", "cluster-admin")
+    assert admin["metadata"]["labels"] == {"kubernetes.io/bootstrapping": "rbac-defaults"}
+    assert admin["metadata"]["annotations"] == {
+        "rbac.authorization.kubernetes.io/autoupdate": "true"}
+    assert admin["rules"] == [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]},
+                              {"nonResourceURLs": ["*"], "verbs": ["*"]}]
+    b = berth.kubectl_json("get", "clusterrolebinding", "cluster-admin")
+    assert b["subjects"] == [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
+                              "name": "system:masters"}]
+    # The role deploy/rbac.yaml binds a custom scheduler to lets it bind pods.
+    sched = berth.kubectl_json("get", "clusterrole", "system:kube-scheduler")["rules"]
+    assert {"apiGroups": [""], "resources": ["bindings", "pods/binding"],
+            "verbs": ["create"]} in sched
+    out = berth.kubectl("describe", "clusterrolebinding", "system:kube-scheduler").stdout
+    assert "system:kube-scheduler" in out and "User" in out
+
+
 def test_roles_and_bindings_with_kubectl_create(berth, ns):
     name = f"reader-{uuid.uuid4().hex[:6]}"
     berth.kubectl("create", "clusterrole", name, "--verb=get,list,watch", "--resource=pods")

@@ -26,6 +26,7 @@ mod objects;
 mod path;
 mod protobuf;
 mod rbac;
+mod rbac_bootstrap;
 mod request;
 mod scale;
 mod selectors;
@@ -109,8 +110,9 @@ impl ApiServer {
         server::router(self.ctx(Some(token)))
     }
 
-    /// Creates what exists in every cluster: the four namespaces and the two system
-    /// priority classes. Existing objects are left as they are.
+    /// Creates what exists in every cluster: the four namespaces, the two system priority
+    /// classes and the bootstrap cluster roles and bindings. Existing objects are left as they
+    /// are.
     pub async fn bootstrap(&self) -> Result<(), ApiError> {
         let ts = self.clock.timestamp();
         let mut objects = Vec::new();
@@ -129,6 +131,10 @@ impl ApiServer {
                 "metadata": {"name": name, "uid": uuid::Uuid::new_v4().to_string(), "creationTimestamp": ts, "generation": 1},
                 "value": value, "globalDefault": false, "preemptionPolicy": "PreemptLowerPriority",
                 "description": "Used for system critical pods that must not be moved from their current node."})));
+        }
+        for (plural, name, obj) in rbac_bootstrap::objects(&ts, || uuid::Uuid::new_v4().to_string())
+        {
+            objects.push(((rbac::GROUP, "v1", plural), None, name, obj));
         }
         for ((g, v, plural), ns, name, obj) in objects {
             let rt = berth_api::registry::find(g, v, plural).ok_or(ApiError::NoRoute)?;
