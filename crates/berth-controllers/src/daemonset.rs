@@ -364,7 +364,11 @@ pub fn reconcile(
             expectations.seen(&uid, &name);
         }
         if should_run || (should_keep && !daemons.is_empty()) {
-            desired += 1;
+            // A daemon kept on a node it would not be placed on now (a NoSchedule taint it does
+            // not tolerate came later) stays, but counts as misscheduled, as upstream's status.
+            if !should_run {
+                misscheduled += 1;
+            }
             // Failed pods go; the oldest healthy one stays, later duplicates go.
             let before = daemons.len();
             daemons.retain(|p| {
@@ -387,10 +391,12 @@ pub fn reconcile(
                 sync.delete.push(PodRef::of(extra));
             }
             match daemons.first() {
+                // kept, not wanted: counted as misscheduled above, nothing more to do
+                _ if !should_run => {}
                 None => {
+                    desired += 1;
                     unavailable += 1;
-                    if should_run
-                        && !expectations.covered(&uid, &name, now)
+                    if !expectations.covered(&uid, &name, now)
                         && !expectations.backing_off(&uid, &name, now)
                     {
                         // The node's other pods: its own ones (failed or not) are not counted.
@@ -411,6 +417,7 @@ pub fn reconcile(
                     }
                 }
                 Some(p) => {
+                    desired += 1;
                     current += 1;
                     let is_current = generation_of(p) == Some(generation);
                     if is_current {
