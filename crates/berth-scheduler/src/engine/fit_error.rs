@@ -42,14 +42,15 @@ impl FitError {
             }
         }
         let name = |ix: u32| cache.nodes[ix as usize].name.as_str();
-        runs.sort_by(|a, b| name(a.0).cmp(name(b.0)));
+        // The cache's rank is each node's place in name order: integers to sort, not names.
+        runs.sort_by_key(|run| cache.rank[run.0 as usize]);
         let mut merged: Vec<(String, Vec<String>)> = Vec::with_capacity(runs.len());
         let (mut nodes, mut resolvable_node) = (0, false);
         let mut last: Option<(u32, bool)> = None;
         for (ix, reasons, unresolvable) in runs {
             match (&mut last, merged.last_mut()) {
                 // a node reported in more than one run: its reasons in report order
-                (Some((prev, u)), Some((_, rs))) if name(*prev) == name(ix) => {
+                (Some((prev, u)), Some((_, rs))) if *prev == ix => {
                     rs.extend(reasons);
                     *u |= unresolvable;
                 }
