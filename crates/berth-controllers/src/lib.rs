@@ -29,6 +29,7 @@ mod duration;
 pub mod lifecycle;
 pub mod model;
 pub mod node_taints;
+pub mod replicaset;
 pub mod taint_manager;
 
 pub use berth_core::clock::Clock;
