@@ -24,6 +24,7 @@
 //! ```
 
 pub mod daemonset;
+pub mod deployment;
 pub mod disruption;
 mod duration;
 pub mod lifecycle;
