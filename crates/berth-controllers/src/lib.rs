@@ -23,6 +23,7 @@
 //! # }
 //! ```
 
+pub mod cronjob;
 pub mod daemonset;
 pub mod deployment;
 pub mod disruption;
