@@ -28,6 +28,7 @@ pub mod daemonset;
 pub mod deployment;
 pub mod disruption;
 mod duration;
+pub mod garbage_collector;
 pub mod job;
 pub mod lifecycle;
 pub mod model;
