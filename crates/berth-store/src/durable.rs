@@ -1,4 +1,5 @@
-//! The durable backend: one writer thread owns the redb database and group-commits.
+//! The durable backend on redb: the in-memory engine serves reads and watches, and one writer
+//! thread owns the database and group-commits.
 //!
 //! Callers queue writes with a reply channel. The writer takes everything queued, decides each
 //! write in order (earlier writes of the batch included), persists the accepted ones in ONE
@@ -14,11 +15,13 @@ use std::thread::JoinHandle;
 
 use bytes::Bytes;
 use redb::{Database, Durability, ReadableTable, TableDefinition};
+use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::sync::{mpsc, oneshot};
 
+use crate::backend::{Backend, Footprint, Pending};
 use crate::engine::Engine;
 use crate::mvcc::{State, WriteOp};
-use crate::{Error, EventKind, KeyValue, Result, Revision, WatchEvent};
+use crate::{Error, EventKind, KeyValue, RangeResult, Result, Revision, WatchEvent};
 
 /// The database file inside the store's directory.
 pub(crate) const FILE_NAME: &str = "berth.redb";
@@ -41,8 +44,9 @@ struct Request {
     reply: oneshot::Sender<Result<KeyValue>>,
 }
 
-/// Handle to the writer thread, owned by the store.
+/// The engine, shared with the writer thread, and the handle to that thread.
 pub(crate) struct Durable {
+    engine: Arc<Engine>,
     queue: Mutex<Option<mpsc::UnboundedSender<Request>>>,
     writer: Mutex<Option<JoinHandle<()>>>,
 }
@@ -53,7 +57,7 @@ fn backend(context: &str, err: impl Into<redb::Error>) -> Error {
 
 impl Durable {
     /// Opens (or creates) `<dir>/berth.redb`, loads it, and starts the writer.
-    pub(crate) fn open(dir: &Path) -> Result<(Durable, Arc<Engine>)> {
+    pub(crate) fn open(dir: &Path) -> Result<Durable> {
         std::fs::create_dir_all(dir)
             .map_err(|e| Error::Io(format!("creating {}: {e}", dir.display())))?;
         let path = dir.join(FILE_NAME);
@@ -67,15 +71,15 @@ impl Durable {
             .name("berth-store-writer".into())
             .spawn(move || Writer::new(db, writer_engine).run(rx))
             .map_err(|e| Error::Io(format!("starting the writer thread: {e}")))?;
-        let durable = Durable {
+        Ok(Durable {
+            engine,
             queue: Mutex::new(Some(tx)),
             writer: Mutex::new(Some(writer)),
-        };
-        Ok((durable, engine))
+        })
     }
 
     /// Queues a write and waits until it is committed (or rejected).
-    pub(crate) async fn submit(&self, op: WriteOp) -> Result<KeyValue> {
+    async fn submit(&self, op: WriteOp) -> Result<KeyValue> {
         let (reply, outcome) = oneshot::channel();
         {
             let queue = self.queue.lock().unwrap_or_else(|e| e.into_inner());
@@ -87,7 +91,7 @@ impl Durable {
 
     /// Stops accepting writes, lets the writer finish what is queued, and waits for it to
     /// release the database.
-    pub(crate) fn shutdown(&self) {
+    fn shutdown(&self) {
         drop(self.queue.lock().unwrap_or_else(|e| e.into_inner()).take());
         let writer = self.writer.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(writer) = writer {
@@ -95,6 +99,81 @@ impl Durable {
                 tracing::error!("berth-store writer thread panicked");
             }
         }
+    }
+}
+
+impl Drop for Durable {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+impl Backend for Durable {
+    fn current_revision(&self) -> Revision {
+        self.engine.current_revision()
+    }
+
+    fn compacted_revision(&self) -> Revision {
+        self.engine.compacted_revision()
+    }
+
+    fn get(&self, key: &str) -> Result<Option<KeyValue>> {
+        self.engine.get(key)
+    }
+
+    fn range(
+        &self,
+        prefix: &str,
+        start_after: Option<&str>,
+        limit: usize,
+        at: Option<Revision>,
+    ) -> Result<RangeResult> {
+        self.engine.range(prefix, start_after, limit, at)
+    }
+
+    fn create<'a>(&'a self, key: &'a str, value: Bytes) -> Pending<'a, KeyValue> {
+        Box::pin(self.submit(WriteOp::Create {
+            key: key.to_owned(),
+            value,
+        }))
+    }
+
+    fn update<'a>(
+        &'a self,
+        key: &'a str,
+        value: Bytes,
+        expected: Option<Revision>,
+    ) -> Pending<'a, KeyValue> {
+        Box::pin(self.submit(WriteOp::Update {
+            key: key.to_owned(),
+            value,
+            expected,
+        }))
+    }
+
+    fn delete<'a>(&'a self, key: &'a str, expected: Option<Revision>) -> Pending<'a, KeyValue> {
+        Box::pin(self.submit(WriteOp::Delete {
+            key: key.to_owned(),
+            expected,
+        }))
+    }
+
+    fn watch(&self, prefix: &str, after: Revision) -> Result<UnboundedReceiver<WatchEvent>> {
+        self.engine.watch(prefix, after)
+    }
+
+    /// History lives in memory only, so compaction touches no file.
+    fn compact(&self, revision: Revision) -> Result<()> {
+        self.engine.compact(revision)
+    }
+
+    fn close(&self) {
+        self.shutdown();
+        self.engine.close();
+    }
+
+    fn footprint(&self) -> Option<Footprint> {
+        Some(self.engine.footprint())
     }
 }
 

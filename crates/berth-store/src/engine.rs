@@ -9,6 +9,7 @@ use std::sync::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use tokio::sync::mpsc::{self, UnboundedReceiver};
 
+use crate::backend::Footprint;
 use crate::mvcc::{State, WriteOp};
 use crate::watch::Watchers;
 use crate::{Error, KeyValue, RangeResult, Result, Revision, WatchEvent};
@@ -145,13 +146,12 @@ impl Engine {
         self.watchers().clear();
     }
 
-    #[cfg(test)]
-    pub(crate) fn watcher_count(&self) -> usize {
-        self.watchers().len()
-    }
-
-    #[cfg(test)]
-    pub(crate) fn indexed_keys(&self) -> usize {
-        self.read().indexed_keys()
+    /// Registered watchers and retained keys, for the conformance suite's leak checks.
+    pub(crate) fn footprint(&self) -> Footprint {
+        let state = self.read();
+        Footprint {
+            watchers: self.watchers().len(),
+            indexed_keys: state.indexed_keys(),
+        }
     }
 }

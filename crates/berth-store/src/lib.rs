@@ -12,15 +12,27 @@
 //!   changes, in revision order with no gap and no duplicate;
 //! - [`Store::compact`]: forget history, cheaply (cost is proportional to the changes forgotten).
 //!
-//! Two backends share one in-memory engine: [`Store::memory`] (tests, simulation) and
-//! [`Store::open`], an embedded durable store on redb. In the durable backend one writer thread
-//! owns the database and group-commits every queued write in one fsync'ed transaction, so an
-//! acknowledged write survives `kill -9` and power loss.
+//! [`Store`] is the handle the API server holds: a cheap clone over one `Arc<dyn` [`Backend`]`>`,
+//! the trait that carries these semantics. Two backends share one in-memory engine:
+//! [`Store::memory`] (tests, simulation) and [`Store::open`], an embedded durable store on redb.
+//! In the durable backend one writer thread owns the database and group-commits every queued
+//! write in one fsync'ed transaction, so an acknowledged write survives `kill -9` and power loss.
 //!
 //! What it is not: a general database. It knows nothing about Kubernetes objects (values are
 //! opaque bytes), has no leases/TTLs and no multi-key transactions, and keeps the whole current
 //! state plus retained history in memory. After a reopen the durable backend has no history: the
 //! compacted revision is the reopened current revision.
+//!
+//! # Adding a backend
+//!
+//! 1. Implement [`Backend`] (writes are async; reads are answered at once, from a local mirror
+//!    where the data lives elsewhere) and hand it to [`Store::from_backend`].
+//! 2. Run the conformance suite against it: implement `conformance::Fixture` (how to open a
+//!    store in a directory, and what a reopen keeps), then one line in a test module,
+//!    `berth_store::conformance_suite!(my_backend, MyFixture);`, expands to one `#[test]` per
+//!    check: the behaviour checks, the model-based property test, and for a backend that keeps
+//!    data across a reopen, the reopen and `kill -9` checks. Outside this crate the suite needs
+//!    the `conformance` feature (a dev-dependency on `berth-store` with that feature).
 //!
 //! ```
 //! # tokio::runtime::Runtime::new().unwrap().block_on(async {
@@ -41,20 +53,22 @@
 //! # }).unwrap();
 //! ```
 
+mod backend;
+#[cfg(any(test, feature = "conformance"))]
+pub mod conformance;
 mod durable;
 mod engine;
+mod memory;
 mod mvcc;
+mod store;
 mod watch;
 
-use std::path::Path;
-use std::sync::Arc;
-
 use bytes::Bytes;
-use tokio::sync::mpsc::UnboundedReceiver;
 
-use durable::Durable;
-use engine::Engine;
-use mvcc::WriteOp;
+#[doc(hidden)]
+pub use backend::Footprint;
+pub use backend::{Backend, Pending};
+pub use store::Store;
 
 /// A store revision. The first write gets revision 1; an empty store is at revision 0.
 pub type Revision = i64;
@@ -156,151 +170,6 @@ pub enum Error {
 
 /// The store's result type.
 pub type Result<T> = std::result::Result<T, Error>;
-
-/// A revisioned key-value store with watch. Cheap to clone; clones share one store.
-///
-/// The store closes when [`Store::close`] is called or the last clone is dropped; watch
-/// receivers then end.
-#[derive(Clone)]
-pub struct Store {
-    inner: Arc<Inner>,
-}
-
-struct Inner {
-    engine: Arc<Engine>,
-    durable: Option<Durable>,
-}
-
-impl Drop for Inner {
-    fn drop(&mut self) {
-        if let Some(durable) = &self.durable {
-            durable.shutdown();
-        }
-        self.engine.close();
-    }
-}
-
-impl Store {
-    /// A store that lives in memory only.
-    pub fn memory() -> Store {
-        Store {
-            inner: Arc::new(Inner {
-                engine: Arc::new(Engine::new(mvcc::State::default())),
-                durable: None,
-            }),
-        }
-    }
-
-    /// Embedded durable backend (redb file `<dir>/berth.redb`), creating it if absent; reloads
-    /// state on reopen.
-    ///
-    /// The directory is created if needed. Only one `Store` may have a directory open at a time.
-    pub fn open(dir: &Path) -> Result<Store> {
-        let (durable, engine) = Durable::open(dir)?;
-        Ok(Store {
-            inner: Arc::new(Inner {
-                engine,
-                durable: Some(durable),
-            }),
-        })
-    }
-
-    /// The revision of the last write (0 for an empty store).
-    pub fn current_revision(&self) -> Revision {
-        self.inner.engine.current_revision()
-    }
-
-    /// The oldest revision that can still be read or watched from.
-    pub fn compacted_revision(&self) -> Revision {
-        self.inner.engine.compacted_revision()
-    }
-
-    /// The current value of `key`, if it exists.
-    pub fn get(&self, key: &str) -> Result<Option<KeyValue>> {
-        self.inner.engine.get(key)
-    }
-
-    /// Keys with `prefix`, sorted, strictly after `start_after` if given, at most `limit`
-    /// (0 = no limit), read at `at` (None = current). `more` says whether keys remain.
-    pub fn range(
-        &self,
-        prefix: &str,
-        start_after: Option<&str>,
-        limit: usize,
-        at: Option<Revision>,
-    ) -> Result<RangeResult> {
-        self.inner.engine.range(prefix, start_after, limit, at)
-    }
-
-    /// Creates `key`; [`Error::AlreadyExists`] if it exists.
-    pub async fn create(&self, key: &str, value: Bytes) -> Result<KeyValue> {
-        self.write(WriteOp::Create {
-            key: key.to_owned(),
-            value,
-        })
-        .await
-    }
-
-    /// `expected` = Some(mod_revision) compares before writing (Conflict), None = unconditional.
-    /// NotFound if absent.
-    pub async fn update(
-        &self,
-        key: &str,
-        value: Bytes,
-        expected: Option<Revision>,
-    ) -> Result<KeyValue> {
-        self.write(WriteOp::Update {
-            key: key.to_owned(),
-            value,
-            expected,
-        })
-        .await
-    }
-
-    /// Returns the deleted kv with mod_revision = the deletion revision. NotFound / Conflict as
-    /// for [`Store::update`].
-    pub async fn delete(&self, key: &str, expected: Option<Revision>) -> Result<KeyValue> {
-        self.write(WriteOp::Delete {
-            key: key.to_owned(),
-            expected,
-        })
-        .await
-    }
-
-    /// Events for keys with `prefix` whose revision is > `after`, in revision order, then live
-    /// ones. Compacted if `after` < compacted_revision. The receiver ends (None) when the store
-    /// closes.
-    ///
-    /// `after` may be in the future: events then start once the store passes it. Dropping the
-    /// receiver cancels the watch.
-    pub fn watch(&self, prefix: &str, after: Revision) -> Result<UnboundedReceiver<WatchEvent>> {
-        self.inner.engine.watch(prefix, after)
-    }
-
-    /// Forget history at or below `revision` (ranges at older revisions and watches from before
-    /// it then get Compacted). The state as of `revision` stays readable. Compacting at or below
-    /// the compacted revision does nothing; above the current revision is FutureRevision.
-    pub fn compact(&self, revision: Revision) -> Result<()> {
-        self.inner.engine.compact(revision)
-    }
-
-    /// Closes the store: later calls fail with [`Error::Closed`] and watch receivers end. Writes
-    /// already queued are finished first. The durable backend releases its file before this
-    /// returns, so the directory can be reopened.
-    pub fn close(&self) {
-        if let Some(durable) = &self.inner.durable {
-            durable.shutdown();
-        }
-        self.inner.engine.close();
-    }
-
-    async fn write(&self, op: WriteOp) -> Result<KeyValue> {
-        match &self.inner.durable {
-            Some(durable) => durable.submit(op).await,
-            None => self.inner.engine.write_now(op),
-        }
-    }
-}
 
 #[cfg(test)]
 mod tests;

@@ -250,8 +250,7 @@ impl State {
         self.compacted = revision;
     }
 
-    /// Number of keys with any retained version (live, deleted-but-retained). For tests.
-    #[cfg(test)]
+    /// Number of keys with any retained version (live, deleted-but-retained).
     pub(crate) fn indexed_keys(&self) -> usize {
         self.keys.len()
     }

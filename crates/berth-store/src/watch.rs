@@ -69,7 +69,6 @@ impl Watchers {
         self.list.clear();
     }
 
-    #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.list.len()
     }

@@ -1,17 +1,71 @@
-//! `kill -9` in the middle of writing loses no acknowledged write and leaves nothing half-written.
+//! Durability checks for backends that keep something across a reopen: contents and revision
+//! come back, and `kill -9` in the middle of writing loses no acknowledged write and leaves
+//! nothing half-written.
 //!
-//! The test re-executes its own binary running only `child_writer`, which writes keys with
-//! several concurrent tasks and prints `ACK <key>` for each acknowledged create. The parent kills
-//! it with SIGKILL after some acknowledgements, reopens the store and checks it.
+//! The `kill -9` check re-executes the test binary running only the suite's
+//! `crash_child_writer` test, which writes keys with several concurrent tasks and prints
+//! `ACK <key>` for each acknowledged create. The parent kills it with SIGKILL after some
+//! acknowledgements, reopens the store and checks it.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
-use berth_store::Store;
 use bytes::Bytes;
+
+use super::behaviour::v;
+use super::{Fixture, Persistence};
+use crate::{Error, KeyValue};
 
 const DIR_ENV: &str = "BERTH_STORE_CRASH_DIR";
 const TASKS: usize = 8;
+
+pub fn reopen_restores_contents_and_revision(fixture: &dyn Fixture) {
+    if fixture.persistence() == Persistence::Nothing {
+        return;
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let dir = tempfile::tempdir().unwrap();
+        let (before, revision) = {
+            let s = fixture.open(dir.path()).unwrap();
+            for i in 0..100 {
+                s.create(&format!("/r/{i:03}"), v(&format!("value {i}")))
+                    .await
+                    .unwrap();
+            }
+            s.update("/r/005", v("changed"), None).await.unwrap();
+            s.delete("/r/007", None).await.unwrap();
+            let before = s.range("/", None, 0, None).unwrap().kvs;
+            (before, s.current_revision())
+        };
+        assert_eq!(revision, 102);
+        let s = fixture.open(dir.path()).unwrap();
+        assert_eq!(s.current_revision(), revision);
+        assert_eq!(s.compacted_revision(), revision);
+        let after = s.range("/", None, 0, None).unwrap();
+        assert_eq!(after.kvs, before);
+        assert_eq!(after.revision, revision);
+        assert!(matches!(
+            s.range("/", None, 0, Some(revision - 1)),
+            Err(Error::Compacted { .. })
+        ));
+        let next_kv = s.create("/r/new", v("x")).await.unwrap();
+        assert_eq!(next_kv.mod_revision, revision + 1);
+        // A delete as the last write is durable too.
+        s.delete("/r/new", None).await.unwrap();
+        s.close();
+        let s = fixture.open(dir.path()).unwrap();
+        assert_eq!(s.current_revision(), revision + 2);
+        assert_eq!(s.get("/r/new").unwrap(), None);
+        assert_eq!(
+            s.get("/r/005").unwrap().map(|kv: KeyValue| kv.value),
+            Some(v("changed"))
+        );
+    });
+}
 
 /// The value written under `key`: long enough to span pages, and checkable.
 fn value_for(key: &str) -> Bytes {
@@ -19,14 +73,13 @@ fn value_for(key: &str) -> Bytes {
 }
 
 /// The writer run in the child process; does nothing when run as an ordinary test.
-#[test]
-fn child_writer() {
+pub fn crash_child_writer(fixture: &dyn Fixture) {
     let Ok(dir) = std::env::var(DIR_ENV) else {
         return;
     };
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     runtime.block_on(async move {
-        let store = Store::open(std::path::Path::new(&dir)).expect("open");
+        let store = fixture.open(std::path::Path::new(&dir)).expect("open");
         let tasks: Vec<_> = (0..TASKS)
             .map(|t| {
                 let store = store.clone();
@@ -45,12 +98,16 @@ fn child_writer() {
     });
 }
 
-#[test]
-fn kill_9_keeps_every_acknowledged_write() {
+/// Kills the test `child` (which runs [`crash_child_writer`]) with SIGKILL mid-write and checks
+/// the reopened store.
+pub fn kill_9_keeps_every_acknowledged_write(fixture: &dyn Fixture, child: &str) {
+    if fixture.persistence() == Persistence::Nothing {
+        return;
+    }
     let dir = tempfile::tempdir().expect("tempdir");
     let exe = std::env::current_exe().expect("test binary");
     let mut child = Command::new(exe)
-        .args(["child_writer", "--exact", "--nocapture", "--test-threads=1"])
+        .args([child, "--exact", "--nocapture", "--test-threads=1"])
         .env(DIR_ENV, dir.path())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -76,7 +133,7 @@ fn kill_9_keeps_every_acknowledged_write() {
     }
     child.wait().expect("reap child");
 
-    let store = Store::open(dir.path()).expect("reopen after kill -9");
+    let store = fixture.open(dir.path()).expect("reopen after kill -9");
     for key in &acked {
         let kv = store.get(key).expect("get").unwrap_or_else(|| {
             panic!("acknowledged key {key} lost");

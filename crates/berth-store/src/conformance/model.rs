@@ -4,9 +4,12 @@
 
 use std::collections::BTreeMap;
 
-use berth_store::{Error, EventKind, KeyValue, Revision, Store};
 use bytes::Bytes;
 use proptest::prelude::*;
+use proptest::test_runner::TestRunner;
+
+use super::Fixture;
+use crate::{Error, EventKind, KeyValue, Revision, Store};
 
 const KEYS: &[&str] = &["/a/1", "/a/2", "/a/3", "/ab", "/b/1", "/b/2"];
 const PREFIXES: &[&str] = &["", "/a/", "/a", "/b/", "/c/"];
@@ -217,21 +220,46 @@ fn run(store: Store, ops: Vec<Op>) {
     assert_eq!(seen, model.events);
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig::with_cases(128))]
-
-    #[test]
-    fn memory_store_matches_model(ops in proptest::collection::vec(op(), 1..60)) {
-        run(Store::memory(), ops);
-    }
+/// Sequences that once failed (kept from proptest's regression file).
+fn regressions() -> Vec<Vec<Op>> {
+    vec![
+        vec![
+            Op::Create(4, 0),
+            Op::Update(4, 0, Cas::None),
+            Op::Create(0, 0),
+            Op::Compact(170),
+        ],
+        vec![
+            Op::Create(0, 0),
+            Op::Update(0, 0, Cas::None),
+            Op::Create(1, 1),
+            Op::Compact(180),
+        ],
+    ]
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig::with_cases(12))]
-
-    #[test]
-    fn durable_store_matches_model(ops in proptest::collection::vec(op(), 1..40)) {
+/// The store of `fixture` agrees with the model on the known regressions and on random
+/// operation sequences (as many as [`Fixture::model_cases`] asks for).
+pub fn store_matches_model(fixture: &dyn Fixture) {
+    let fresh_run = |ops: Vec<Op>| {
         let dir = tempfile::tempdir().expect("tempdir");
-        run(Store::open(dir.path()).expect("open"), ops);
+        run(fixture.open(dir.path()).expect("open"), ops);
+    };
+    for ops in regressions() {
+        fresh_run(ops);
+    }
+    let (cases, max_ops) = fixture.model_cases();
+    let config = ProptestConfig {
+        cases,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    };
+    let outcome =
+        TestRunner::new(config).run(&proptest::collection::vec(op(), 1..max_ops), |ops| {
+            fresh_run(ops);
+            Ok(())
+        });
+    if let Err(failure) = outcome {
+        panic!("{failure}");
     }
 }
