@@ -33,6 +33,7 @@ pub mod bench;
 pub mod bench_preemption;
 mod cache;
 pub mod compiled;
+mod ctx;
 #[cfg(feature = "driver")]
 pub mod driver;
 mod engine;

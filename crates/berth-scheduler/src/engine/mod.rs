@@ -1,7 +1,7 @@
 //! The scheduling algorithm: filter (predicates) → score (priorities) → select.
 
 mod build;
-mod ctx;
+
 pub(crate) mod filter;
 mod fit_error;
 mod incremental;
@@ -9,8 +9,8 @@ mod memo;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use crate::ctx::{PodCtx, Scratch};
 pub use build::{BuildError, SchedulerBuilder};
-pub(crate) use ctx::{PodCtx, Scratch};
 pub use fit_error::FitError;
 
 use crate::cache::ClusterCache;

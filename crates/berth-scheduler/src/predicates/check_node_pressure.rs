@@ -1,7 +1,7 @@
 //! CheckNodeMemoryPressure (BestEffort pods only), CheckNodeDiskPressure, CheckNodePIDPressure.
 
 use super::{NodeView, Reason};
-use crate::engine::PodCtx;
+use crate::ctx::PodCtx;
 
 /// Memory pressure rejects BestEffort pods only.
 pub(crate) fn memory(c: &PodCtx, n: &NodeView, out: &mut Vec<Reason>) -> bool {

@@ -2,7 +2,7 @@
 
 use super::{NodeView, Reason};
 use crate::compiled::{CTaint, Effect};
-use crate::engine::PodCtx;
+use crate::ctx::PodCtx;
 
 /// Fails on `spec.unschedulable` unless the pod tolerates `node.kubernetes.io/unschedulable:NoSchedule`.
 pub(crate) fn check(c: &PodCtx, n: &NodeView, out: &mut Vec<Reason>) -> bool {

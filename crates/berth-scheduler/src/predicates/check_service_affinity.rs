@@ -3,7 +3,7 @@
 
 use super::{NodeView, Reason};
 use crate::cache::ClusterCache;
-use crate::engine::PodCtx;
+use crate::ctx::PodCtx;
 use crate::intern::Sym;
 use crate::pod_info::PodInfo;
 

@@ -4,26 +4,11 @@
 use super::{NodeView, Reason};
 use crate::cache::ClusterCache;
 use crate::compiled::{Labels, NodeTerm, Selector};
-use crate::engine::PodCtx;
+use crate::ctx::PodCtx;
+pub(crate) use crate::ctx::{BindingState as State, Unbound};
 use crate::intern::Sym;
 use crate::pod_info::{CVolume, PodInfo};
 use crate::quantity::ParsedQuantity;
-
-/// An unbound delayed-binding claim: candidate PVs' node terms (None = any node) and the
-/// provisioner's allowed topologies (None = cannot provision).
-#[derive(Debug, Default)]
-pub(crate) struct Unbound<'a> {
-    pub candidates: Vec<Option<&'a [NodeTerm]>>,
-    pub dynamic: Option<&'a [Vec<(Sym, Vec<Sym>)>]>,
-}
-
-/// Per-decision state.
-#[derive(Debug, Default)]
-pub(crate) struct State<'a> {
-    pub bound: Vec<&'a [NodeTerm]>,
-    pub unbound: Vec<Unbound<'a>>,
-    pub error: Option<String>,
-}
 
 fn storage(map: &std::collections::BTreeMap<String, crate::model::Quantity>) -> i64 {
     map.get("storage")

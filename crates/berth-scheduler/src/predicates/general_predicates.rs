@@ -4,7 +4,7 @@
 use super::{
     host_name, match_node_selector, pod_fits_host_ports, pod_fits_resources, NodeView, Reason,
 };
-use crate::engine::PodCtx;
+use crate::ctx::PodCtx;
 
 /// Runs the four checks without short-circuit.
 #[inline]

@@ -1,7 +1,7 @@
 //! HostName: `spec.nodeName` must be empty or equal the node's name.
 
 use super::{NodeView, Reason};
-use crate::engine::PodCtx;
+use crate::ctx::PodCtx;
 
 /// Checks `spec.nodeName`.
 pub(crate) fn check(c: &PodCtx, n: &NodeView, out: &mut Vec<Reason>) -> bool {

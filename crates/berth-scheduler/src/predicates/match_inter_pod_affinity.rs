@@ -6,22 +6,13 @@
 
 use super::{NodeView, Reason};
 use crate::cache::{ClusterCache, TermKind};
-use crate::engine::{PodCtx, Scratch};
+pub(crate) use crate::ctx::AffinityState as State;
+use crate::ctx::{PodCtx, Scratch};
 use crate::intern::EMPTY;
 use crate::pod_info::PodInfo;
 
 const EXISTING_ANTI: u8 = 1;
 const OWN_ANTI: u8 = 2;
-
-/// Per-decision state.
-#[derive(Debug, Default)]
-pub(crate) struct State<'a> {
-    pub flags: &'a [u8],
-    pub flagged: &'a [u32],
-    pub sat: &'a [u64],
-    pub all_terms: u64,
-    pub first_pod: bool,
-}
 
 const EMPTY_KEY: &str =
     "empty topologyKey is not allowed except for PreferredDuringScheduling pod anti-affinity";

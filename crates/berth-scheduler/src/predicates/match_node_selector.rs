@@ -2,7 +2,7 @@
 
 use super::{NodeView, Reason};
 use crate::compiled::Labels;
-use crate::engine::PodCtx;
+use crate::ctx::PodCtx;
 use crate::intern::{Interner, Sym};
 use crate::pod_info::PodInfo;
 

@@ -1,7 +1,7 @@
 //! MaxEBSVolumeCount, MaxGCEPDVolumeCount, MaxAzureDiskVolumeCount, MaxCSIVolumeCountPred.
 
 use super::{NodeView, Reason};
-use crate::engine::PodCtx;
+use crate::ctx::PodCtx;
 use crate::intern::Sym;
 use crate::node_info::{AttachKind, NodeInfo};
 

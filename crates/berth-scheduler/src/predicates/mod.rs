@@ -21,7 +21,7 @@ pub(crate) mod pod_fits_host_ports;
 pub(crate) mod pod_fits_resources;
 pub(crate) mod pod_tolerates_node_taints;
 
-use crate::engine::PodCtx;
+use crate::ctx::PodCtx;
 use crate::intern::Sym;
 use crate::node_info::NodeInfo;
 use crate::pod_info::PodInfo;

@@ -1,7 +1,7 @@
 //! NoDiskConflict: GCE PD, AWS EBS, RBD and iSCSI volumes already mounted on the node.
 
 use super::{NodeView, Reason};
-use crate::engine::PodCtx;
+use crate::ctx::PodCtx;
 use crate::pod_info::CVolume;
 
 fn conflict(a: &CVolume, b: &CVolume) -> bool {

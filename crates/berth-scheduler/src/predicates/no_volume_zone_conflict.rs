@@ -2,17 +2,9 @@
 
 use super::{NodeView, Reason};
 use crate::cache::ClusterCache;
-use crate::engine::PodCtx;
-use crate::intern::Sym;
+use crate::ctx::PodCtx;
+pub(crate) use crate::ctx::ZoneState as State;
 use crate::pod_info::{CVolume, PodInfo};
-
-/// Per-decision state: (label key, allowed values) constraints, or the error to report.
-#[derive(Debug, Default)]
-pub(crate) struct State {
-    pub constraints: Vec<(Sym, Vec<Sym>)>,
-    pub error: Option<String>,
-    pub zone_keys: [Option<Sym>; 2],
-}
 
 /// Resolves the pod's claims once per decision.
 pub(crate) fn prepare(cache: &ClusterCache, pod: &PodInfo) -> State {

@@ -1,7 +1,7 @@
 //! PodFitsHostPorts (alias PodFitsPorts): wanted host ports against the ports used on the node.
 
 use super::{NodeView, Reason};
-use crate::engine::PodCtx;
+use crate::ctx::PodCtx;
 use crate::intern::EMPTY;
 use crate::pod_info::HostPort;
 

@@ -2,7 +2,7 @@
 //! allocatable (scheduler.md §4.1.1).
 
 use super::{NodeView, Reason, ResourceName};
-use crate::engine::PodCtx;
+use crate::ctx::PodCtx;
 
 /// Collects every insufficient resource.
 #[inline]

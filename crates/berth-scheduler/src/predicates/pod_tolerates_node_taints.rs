@@ -2,7 +2,7 @@
 
 use super::{NodeView, Reason};
 use crate::compiled::{tolerated, Effect};
-use crate::engine::PodCtx;
+use crate::ctx::PodCtx;
 
 /// Every considered taint must be tolerated by some toleration.
 #[inline]

@@ -13,8 +13,8 @@ use super::pick::PickKey;
 use super::victims::{self, start_or_latest, Potential};
 use super::CompiledPdb;
 use crate::compiled::Resources;
+use crate::ctx::PodCtx;
 use crate::engine::filter::{self, FastPlan};
-use crate::engine::PodCtx;
 use crate::node_info::NodeInfo;
 use crate::predicates::{host_name, match_node_selector, pod_fits_resources, NodeView, Pred};
 

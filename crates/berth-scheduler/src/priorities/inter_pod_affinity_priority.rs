@@ -4,7 +4,7 @@
 
 use super::MAX_PRIORITY;
 use crate::cache::TermKind;
-use crate::engine::PodCtx;
+use crate::ctx::PodCtx;
 
 /// Scores the feasible nodes; `counts` is a per-node-slot scratch buffer.
 pub(crate) fn score(c: &PodCtx, feasible: &[u32], counts: &mut Vec<i64>, out: &mut [i64]) {

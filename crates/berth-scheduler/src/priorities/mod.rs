@@ -14,7 +14,7 @@ pub(crate) mod selector_spread_priority;
 pub(crate) mod service_anti_affinity;
 pub(crate) mod taint_toleration_priority;
 
-use crate::engine::PodCtx;
+use crate::ctx::PodCtx;
 use crate::node_info::NodeInfo;
 
 /// The maximum score of one priority.

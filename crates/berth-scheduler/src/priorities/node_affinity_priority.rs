@@ -1,7 +1,7 @@
 //! NodeAffinityPriority: weights of matching preferred node-affinity terms, normalised to 0..10.
 
 use super::MAX_PRIORITY;
-use crate::engine::PodCtx;
+use crate::ctx::PodCtx;
 
 /// Scores the feasible nodes.
 pub(crate) fn score(c: &PodCtx, feasible: &[u32], out: &mut [i64]) {

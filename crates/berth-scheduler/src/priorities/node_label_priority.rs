@@ -1,7 +1,7 @@
 //! NodeLabelPriority (`labelPreference` argument): 10 when the label's presence matches.
 
 use super::MAX_PRIORITY;
-use crate::engine::PodCtx;
+use crate::ctx::PodCtx;
 
 /// Scores the feasible nodes.
 pub(crate) fn score(c: &PodCtx, slot: usize, presence: bool, feasible: &[u32], out: &mut [i64]) {

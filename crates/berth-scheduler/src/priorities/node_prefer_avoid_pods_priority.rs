@@ -2,7 +2,7 @@
 //! ReplicationController/ReplicaSet controller, else 10.
 
 use super::MAX_PRIORITY;
-use crate::engine::PodCtx;
+use crate::ctx::PodCtx;
 
 /// Scores the feasible nodes.
 pub(crate) fn score(c: &PodCtx, feasible: &[u32], out: &mut [i64]) {

@@ -4,7 +4,7 @@
 
 use super::MAX_PRIORITY;
 use crate::compiled::Selector;
-use crate::engine::PodCtx;
+use crate::ctx::PodCtx;
 use crate::intern::EMPTY;
 
 /// Scores the feasible nodes; `counts` is a per-node-slot scratch buffer.

@@ -3,7 +3,7 @@
 //! service with the smallest `namespace/name` (deterministic stand-in for lister order).
 
 use super::MAX_PRIORITY;
-use crate::engine::PodCtx;
+use crate::ctx::PodCtx;
 
 /// Scores the feasible nodes.
 pub(crate) fn score(
