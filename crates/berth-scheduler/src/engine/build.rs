@@ -1,7 +1,7 @@
 //! `Scheduler::builder()`: turns a policy into the ordered predicate and priority lists.
 
 use super::Scheduler;
-use crate::policy::{Policy, PredicateKind, PredicateName, PriorityKind, PriorityName};
+use crate::policy::{Policy, PredicateKind, PriorityKind, PriorityName};
 use crate::predicates::Pred;
 use crate::priorities::Prio;
 use rand::SeedableRng;
@@ -95,22 +95,19 @@ impl SchedulerBuilder {
         let mut arg_labels: Vec<Vec<String>> = Vec::new();
         let mut preds: Vec<Pred> = Vec::new();
         for p in policy.ordered_predicates() {
-            let pred = match &p.kind {
-                PredicateKind::Builtin(n) => builtin_pred(*n),
+            let mut pred = Pred::of(p.kind.predicate());
+            match &p.kind {
+                PredicateKind::Builtin(_) => {}
                 PredicateKind::LabelsPresence { labels, presence } => {
                     arg_labels.push(labels.clone());
-                    Pred::CheckNodeLabelPresence {
-                        slot: arg_labels.len() - 1,
-                        presence: *presence,
-                    }
+                    pred.slot = arg_labels.len() - 1;
+                    pred.presence = *presence;
                 }
                 PredicateKind::ServiceAffinity { labels } => {
                     arg_labels.push(labels.clone());
-                    Pred::CheckServiceAffinity {
-                        slot: arg_labels.len() - 1,
-                    }
+                    pred.slot = arg_labels.len() - 1;
                 }
-            };
+            }
             if !preds.contains(&pred) {
                 preds.push(pred);
             }
@@ -157,32 +154,6 @@ impl SchedulerBuilder {
             incremental: self.incremental,
             preemption_memo: Default::default(),
         })
-    }
-}
-
-fn builtin_pred(n: PredicateName) -> Pred {
-    use PredicateName as N;
-    match n {
-        N::NoVolumeZoneConflict => Pred::NoVolumeZoneConflict,
-        N::MaxEBSVolumeCount => Pred::MaxEBSVolumeCount,
-        N::MaxGCEPDVolumeCount => Pred::MaxGCEPDVolumeCount,
-        N::MaxAzureDiskVolumeCount => Pred::MaxAzureDiskVolumeCount,
-        N::MaxCSIVolumeCountPred => Pred::MaxCSIVolumeCountPred,
-        N::MatchInterPodAffinity => Pred::MatchInterPodAffinity,
-        N::NoDiskConflict => Pred::NoDiskConflict,
-        N::GeneralPredicates => Pred::GeneralPredicates,
-        N::PodFitsResources => Pred::PodFitsResources,
-        N::PodFitsHostPorts => Pred::PodFitsHostPorts,
-        N::HostName => Pred::HostName,
-        N::MatchNodeSelector => Pred::MatchNodeSelector,
-        N::PodToleratesNodeTaints => Pred::PodToleratesNodeTaints,
-        N::PodToleratesNodeNoExecuteTaints => Pred::PodToleratesNodeNoExecuteTaints,
-        N::CheckNodeCondition => Pred::CheckNodeCondition,
-        N::CheckNodeMemoryPressure => Pred::CheckNodeMemoryPressure,
-        N::CheckNodeDiskPressure => Pred::CheckNodeDiskPressure,
-        N::CheckNodePIDPressure => Pred::CheckNodePIDPressure,
-        N::CheckNodeUnschedulable => Pred::CheckNodeUnschedulable,
-        N::CheckVolumeBinding => Pred::CheckVolumeBinding,
     }
 }
 

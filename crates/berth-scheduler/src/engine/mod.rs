@@ -17,7 +17,7 @@ use crate::cache::ClusterCache;
 use crate::pod_info::{CVolume, PodInfo};
 use crate::predicates::{
     check_service_affinity, check_volume_binding, match_inter_pod_affinity,
-    no_volume_zone_conflict, Pred,
+    no_volume_zone_conflict, Pred, PredicateName,
 };
 use crate::priorities::Prio;
 use rand::Rng;
@@ -100,18 +100,19 @@ impl Scheduler {
         let has_pred = |p: fn(&Pred) -> bool| preds.iter().any(p);
         self.scratch
             .reset(cache.nodes.len(), !pod.affinity.is_empty());
-        let (all_terms, first_pod) = if has_pred(|p| *p == Pred::MatchInterPodAffinity) {
+        let (all_terms, first_pod) = if has_pred(|p| p.name == PredicateName::MatchInterPodAffinity)
+        {
             match_inter_pod_affinity::prepare(cache, pod, &mut self.scratch)?
         } else {
             (0, false)
         };
         let has_vols = !pod.volumes.is_empty();
-        let zones = if has_vols && has_pred(|p| *p == Pred::NoVolumeZoneConflict) {
+        let zones = if has_vols && has_pred(|p| p.name == PredicateName::NoVolumeZoneConflict) {
             no_volume_zone_conflict::prepare(cache, pod)
         } else {
             Default::default()
         };
-        let binding = if has_vols && has_pred(|p| *p == Pred::CheckVolumeBinding) {
+        let binding = if has_vols && has_pred(|p| p.name == PredicateName::CheckVolumeBinding) {
             check_volume_binding::prepare(cache, pod)
         } else {
             Default::default()
@@ -129,7 +130,10 @@ impl Scheduler {
             .iter()
             .enumerate()
             .map(|(slot, _)| {
-                if preds.contains(&Pred::CheckServiceAffinity { slot }) {
+                if preds
+                    .iter()
+                    .any(|p| p.name == PredicateName::CheckServiceAffinity && p.slot == slot)
+                {
                     check_service_affinity::prepare(cache, pod, &label_args[slot])
                 } else {
                     Vec::new()

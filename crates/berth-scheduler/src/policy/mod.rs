@@ -149,6 +149,17 @@ pub enum PriorityKind {
     },
 }
 
+impl PredicateKind {
+    /// The registered predicate that runs it (a configurable one by its type's name).
+    pub fn predicate(&self) -> PredicateName {
+        match self {
+            PredicateKind::Builtin(name) => *name,
+            PredicateKind::ServiceAffinity { .. } => PredicateName::CheckServiceAffinity,
+            PredicateKind::LabelsPresence { .. } => PredicateName::CheckNodeLabelPresence,
+        }
+    }
+}
+
 impl Policy {
     /// The policy used when no policy file is given: seed 002, 16.2.4's default
     /// `scheduler.json` (the upstream default predicates minus the pressure and volume-binding

@@ -36,60 +36,38 @@ macro_rules! name_enum {
     };
 }
 
-name_enum! {
-    /// A static (argument-less) predicate registered under a fixed name (scheduler spec §6.1).
-    pub enum PredicateName {
-        /// `NoVolumeZoneConflict`: the pod's volumes are usable in the node's zone.
-        NoVolumeZoneConflict => "NoVolumeZoneConflict",
-        /// `MaxEBSVolumeCount`: AWS EBS attach limit.
-        MaxEBSVolumeCount => "MaxEBSVolumeCount",
-        /// `MaxGCEPDVolumeCount`: GCE persistent disk attach limit.
-        MaxGCEPDVolumeCount => "MaxGCEPDVolumeCount",
-        /// `MaxAzureDiskVolumeCount`: Azure disk attach limit.
-        MaxAzureDiskVolumeCount => "MaxAzureDiskVolumeCount",
-        /// `MaxCSIVolumeCountPred`: CSI attach limit (1.12+).
-        MaxCSIVolumeCountPred => "MaxCSIVolumeCountPred",
-        /// `MatchInterPodAffinity`: required pod affinity and anti-affinity.
-        MatchInterPodAffinity => "MatchInterPodAffinity",
-        /// `NoDiskConflict`: no conflicting volume already mounted on the node.
-        NoDiskConflict => "NoDiskConflict",
-        /// `GeneralPredicates`: PodFitsResources + HostName + PodFitsHostPorts + MatchNodeSelector.
-        GeneralPredicates => "GeneralPredicates",
-        /// `PodFitsResources`: requests fit the node's allocatable.
-        PodFitsResources => "PodFitsResources",
-        /// `PodFitsHostPorts` (alias `PodFitsPorts`): requested host ports are free.
-        PodFitsHostPorts => "PodFitsHostPorts",
-        /// `HostName`: `spec.nodeName`, if set, names the node.
-        HostName => "HostName",
-        /// `MatchNodeSelector`: nodeSelector and required node affinity.
-        MatchNodeSelector => "MatchNodeSelector",
-        /// `PodToleratesNodeTaints`: NoSchedule and NoExecute taints are tolerated.
-        PodToleratesNodeTaints => "PodToleratesNodeTaints",
-        /// `PodToleratesNodeNoExecuteTaints`: NoExecute taints are tolerated.
-        PodToleratesNodeNoExecuteTaints => "PodToleratesNodeNoExecuteTaints",
-        /// `CheckNodeCondition`: node is ready, has network and disk (mandatory).
-        CheckNodeCondition => "CheckNodeCondition",
-        /// `CheckNodeMemoryPressure`: BestEffort pods avoid nodes under memory pressure.
-        CheckNodeMemoryPressure => "CheckNodeMemoryPressure",
-        /// `CheckNodeDiskPressure`: no pods on nodes under disk pressure.
-        CheckNodeDiskPressure => "CheckNodeDiskPressure",
-        /// `CheckNodePIDPressure`: no pods on nodes under PID pressure (1.12+).
-        CheckNodePIDPressure => "CheckNodePIDPressure",
-        /// `CheckNodeUnschedulable`: the node is not cordoned (1.12+).
-        CheckNodeUnschedulable => "CheckNodeUnschedulable",
-        /// `CheckVolumeBinding`: bound and unbound PVCs can be satisfied on the node.
-        CheckVolumeBinding => "CheckVolumeBinding",
+pub use crate::predicates::PredicateName;
+
+impl PredicateName {
+    /// The predicates a policy file names directly (those without an argument), in the static
+    /// evaluation order. `CheckNodeLabelPresence` and `CheckServiceAffinity` are reached
+    /// through their arguments ([`PredicateKind`](super::PredicateKind)), never by name.
+    pub const ALL: &'static [PredicateName] = &crate::predicates::registry::NAMED;
+
+    /// The canonical name, as a policy file spells it.
+    pub fn as_str(&self) -> &'static str {
+        self.unit().name
+    }
+
+    /// Resolves a name as written in a policy file, or one of its aliases (`PodFitsPorts` is
+    /// `PodFitsHostPorts`). Names are case-sensitive, as upstream.
+    pub fn parse(s: &str) -> Option<Self> {
+        PredicateName::ALL.iter().copied().find(|n| {
+            let unit = n.unit();
+            unit.name == s || unit.aliases.contains(&s)
+        })
     }
 }
 
-impl PredicateName {
-    /// Resolves a name as written in a policy file; `PodFitsPorts` is an alias of
-    /// `PodFitsHostPorts`. Names are case-sensitive, as upstream.
-    pub fn parse(s: &str) -> Option<Self> {
-        if s == "PodFitsPorts" {
-            return Some(PredicateName::PodFitsHostPorts);
-        }
-        PredicateName::ALL.iter().copied().find(|n| n.as_str() == s)
+impl std::fmt::Display for PredicateName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for PredicateName {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
     }
 }
 

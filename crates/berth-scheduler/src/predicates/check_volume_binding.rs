@@ -1,6 +1,8 @@
 //! CheckVolumeBinding: bound PVs' node affinity; unbound WaitForFirstConsumer claims need an
 //! available matching PV or dynamic provisioning reachable from the node.
 
+use super::unit::{FastClass, PredicateUnit, ReasonDef, VictimsClass};
+use super::Pred;
 use super::{NodeView, Reason};
 use crate::cache::ClusterCache;
 use crate::compiled::{Labels, NodeTerm, Selector};
@@ -9,6 +11,40 @@ pub(crate) use crate::ctx::{BindingState as State, Unbound};
 use crate::intern::Sym;
 use crate::pod_info::{CVolume, PodInfo};
 use crate::quantity::ParsedQuantity;
+
+/// The unit (see `registry.rs`).
+pub(crate) const UNIT: PredicateUnit = PredicateUnit {
+    name: "CheckVolumeBinding",
+    aliases: &[],
+    order: 16,
+    argument: None,
+    reasons: &[&NODE_AFFINITY_CONFLICT, &NO_MATCHING_VOLUMES],
+    fast: FastClass::Volumes,
+    victims: VictimsClass::NodeOnly,
+};
+
+/// `node(s) had volume node affinity conflict` (preemption cannot resolve it).
+pub(crate) static NODE_AFFINITY_CONFLICT: ReasonDef = ReasonDef {
+    text: "node(s) had volume node affinity conflict",
+    resolvable: false,
+};
+
+/// `node(s) didn't find available persistent volumes to bind` (preemption cannot resolve it).
+pub(crate) static NO_MATCHING_VOLUMES: ReasonDef = ReasonDef {
+    text: "node(s) didn't find available persistent volumes to bind",
+    resolvable: false,
+};
+
+/// The registry's entry point.
+#[inline]
+pub(crate) fn filter(
+    c: &PodCtx,
+    _p: &Pred,
+    n: &NodeView,
+    out: &mut Vec<Reason>,
+) -> Result<bool, String> {
+    Ok(check(c, n, out))
+}
 
 fn storage(map: &std::collections::BTreeMap<String, crate::model::Quantity>) -> i64 {
     map.get("storage")
@@ -105,7 +141,7 @@ pub(crate) fn check(c: &PodCtx, n: &NodeView, out: &mut Vec<Reason>) -> bool {
         .iter()
         .all(|terms| terms.iter().any(|t| t.matches(labels, name, c.i)))
     {
-        out.push(Reason::VolumeNodeAffinityConflict);
+        out.push(NODE_AFFINITY_CONFLICT.reason());
     }
     let ok = st.unbound.iter().all(|u| {
         u.candidates
@@ -120,7 +156,7 @@ pub(crate) fn check(c: &PodCtx, n: &NodeView, out: &mut Vec<Reason>) -> bool {
             })
     });
     if !ok {
-        out.push(Reason::VolumeBindingNoMatch);
+        out.push(NO_MATCHING_VOLUMES.reason());
     }
     out.len() == before
 }
