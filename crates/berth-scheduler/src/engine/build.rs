@@ -1,7 +1,7 @@
 //! `Scheduler::builder()`: turns a policy into the ordered predicate and priority lists.
 
 use super::Scheduler;
-use crate::policy::{Policy, PredicateKind, PriorityKind, PriorityName};
+use crate::policy::{Policy, PredicateKind, PriorityKind};
 use crate::predicates::Pred;
 use crate::priorities::Prio;
 use rand::SeedableRng;
@@ -118,22 +118,19 @@ impl SchedulerBuilder {
             if p.weight <= 0 {
                 return Err(BuildError::Weight(p.name.clone()));
             }
-            let prio = match &p.kind {
-                PriorityKind::Builtin(n) => builtin_prio(*n),
+            let mut prio = Prio::of(p.kind.priority());
+            match &p.kind {
+                PriorityKind::Builtin(_) => {}
                 PriorityKind::ServiceAntiAffinity { label } => {
                     arg_labels.push(vec![label.clone()]);
-                    Prio::ServiceAntiAffinity {
-                        slot: arg_labels.len() - 1,
-                    }
+                    prio.slot = arg_labels.len() - 1;
                 }
                 PriorityKind::LabelPreference { label, presence } => {
                     arg_labels.push(vec![label.clone()]);
-                    Prio::NodeLabel {
-                        slot: arg_labels.len() - 1,
-                        presence: *presence,
-                    }
+                    prio.slot = arg_labels.len() - 1;
+                    prio.presence = *presence;
                 }
-            };
+            }
             prios.push((prio, p.weight, p.name.clone()));
         }
         Ok(Scheduler {
@@ -154,22 +151,5 @@ impl SchedulerBuilder {
             incremental: self.incremental,
             preemption_memo: Default::default(),
         })
-    }
-}
-
-fn builtin_prio(n: PriorityName) -> Prio {
-    use PriorityName as N;
-    match n {
-        N::SelectorSpreadPriority => Prio::SelectorSpread,
-        N::InterPodAffinityPriority => Prio::InterPodAffinity,
-        N::LeastRequestedPriority => Prio::LeastRequested,
-        N::BalancedResourceAllocation => Prio::BalancedResourceAllocation,
-        N::NodePreferAvoidPodsPriority => Prio::NodePreferAvoidPods,
-        N::NodeAffinityPriority => Prio::NodeAffinity,
-        N::TaintTolerationPriority => Prio::TaintToleration,
-        N::ServiceSpreadingPriority => Prio::ServiceSpreading,
-        N::EqualPriority => Prio::Equal,
-        N::ImageLocalityPriority => Prio::ImageLocality,
-        N::MostRequestedPriority => Prio::MostRequested,
     }
 }

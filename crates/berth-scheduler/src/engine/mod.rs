@@ -19,6 +19,7 @@ use crate::predicates::{
     check_service_affinity, check_volume_binding, match_inter_pod_affinity,
     no_volume_zone_conflict, Pred, PredicateName,
 };
+use crate::priorities::unit::Hot;
 use crate::priorities::Prio;
 use rand::Rng;
 use serde::Serialize;
@@ -300,11 +301,11 @@ fn memo_plan(
     let plan = filter::plan(ctx, preds, &[])?;
     let (mut w, mut constant) = ((0, 0, 0), 0);
     for (p, weight, _) in prios {
-        match p {
-            Prio::LeastRequested => w.0 += weight,
-            Prio::MostRequested => w.1 += weight,
-            Prio::BalancedResourceAllocation => w.2 += weight,
-            _ => constant += p.uniform(ctx)? * weight,
+        match p.name.unit().hot {
+            Some(Hot::Least) => w.0 += weight,
+            Some(Hot::Most) => w.1 += weight,
+            Some(Hot::Balanced) => w.2 += weight,
+            None => constant += p.uniform(ctx)? * weight,
         }
     }
     Some((plan, w, constant))
@@ -330,11 +331,11 @@ pub(crate) fn score_all(
             constant += u * w;
             continue;
         }
-        match p {
-            Prio::LeastRequested => least += w,
-            Prio::MostRequested => most += w,
-            Prio::BalancedResourceAllocation => balanced += w,
-            _ => {
+        match p.name.unit().hot {
+            Some(Hot::Least) => least += w,
+            Some(Hot::Most) => most += w,
+            Some(Hot::Balanced) => balanced += w,
+            None => {
                 raw.resize(feasible.len(), 0);
                 p.score(ctx, feasible, counts, &mut raw);
                 for (t, r) in totals.iter_mut().zip(&raw) {
