@@ -21,12 +21,15 @@ pub(crate) struct ZoneState {
     pub zone_keys: [Option<Sym>; 2],
 }
 
+/// A provisioner's allowed topologies: per term, (label key, allowed values).
+pub(crate) type AllowedTopologies = [Vec<(Sym, Vec<Sym>)>];
+
 /// An unbound delayed-binding claim: candidate PVs' node terms (None = any node) and the
 /// provisioner's allowed topologies (None = cannot provision).
 #[derive(Debug, Default)]
 pub(crate) struct Unbound<'a> {
     pub candidates: Vec<Option<&'a [NodeTerm]>>,
-    pub dynamic: Option<&'a [Vec<(Sym, Vec<Sym>)>]>,
+    pub dynamic: Option<&'a AllowedTopologies>,
 }
 
 /// CheckVolumeBinding's per-decision state: bound claims' node terms and unbound claims.

@@ -177,10 +177,10 @@ fn add_class(p: &mut FastPlan, class: &FastClass, pred: &Pred, c: &PodCtx) -> bo
         }
         FastClass::InterPodAffinity => p.affinity = true,
         FastClass::ServiceAffinity => {
-            return !c
+            return c
                 .service_affinity
                 .get(pred.slot)
-                .is_some_and(|v| !v.is_empty())
+                .is_none_or(|v| v.is_empty())
         }
         FastClass::Volumes => return pod.volumes.is_empty(),
         FastClass::Never => return false,
