@@ -467,9 +467,11 @@ mod plan_tests {
             assert!(
                 pr.uniform(&ctx).is_some()
                     || matches!(
-                        pr,
-                        crate::priorities::Prio::LeastRequested
-                            | crate::priorities::Prio::BalancedResourceAllocation
+                        pr.name.unit().hot,
+                        Some(
+                            crate::priorities::unit::Hot::Least
+                                | crate::priorities::unit::Hot::Balanced
+                        )
                     ),
                 "{name} not uniform"
             );

@@ -94,40 +94,67 @@ pub fn node_use<'a>(pods: impl IntoIterator<Item = &'a Pod>) -> BTreeMap<String,
 /// Why a pod requesting `request` does not fit `node` next to `used`: upstream's
 /// InsufficientResourceError text for the last resource short (its checks run pods, cpu,
 /// memory, ephemeral-storage, then the rest), or `None` when it fits.
+///
+/// The check is the scheduler's own PodFitsResources ([`berth_scheduler::fits`]); the node's
+/// use is handed to it as its pod count of pods, the first requesting it all. Only resources
+/// decide here: whether the daemon should run on the node at all (selector, taints) is
+/// `node_should_run`'s question.
 pub fn insufficient(request: &Amounts, node: &Node, used: &NodeUse) -> Option<String> {
-    let allocatable = |name: &str| -> i64 {
-        node.status
-            .as_ref()
-            .and_then(|s| s.allocatable.as_ref())
-            .and_then(|a| a.get(name))
-            .map_or(0, |q| amount(name, q))
-    };
-    let short = |name: &str, requested: i64, used: i64, capacity: i64| {
-        format!(
-            "Node didn't have enough resource: {name}, requested: {requested}, used: {used}, capacity: {capacity}"
-        )
-    };
-    let mut last = None;
-    let allowed_pods = allocatable(PODS);
-    if used.pods + 1 > allowed_pods {
-        last = Some(short(PODS, 1, used.pods, allowed_pods));
+    let node = serde_json::to_value(node)
+        .and_then(serde_json::from_value::<berth_scheduler::model::Node>)
+        .ok()?;
+    let pod = scheduler_pod("daemon", request)?;
+    let mut on_node = Vec::new();
+    for n in 0..used.pods.max(0) {
+        let requested = if n == 0 { &used.requested } else { &EMPTY };
+        on_node.push(scheduler_pod(&format!("used-{n}"), requested)?);
     }
-    let first = ["cpu", "memory", "ephemeral-storage"];
-    let rest = request
-        .keys()
-        .filter(|k| !first.contains(&k.as_str()) && k.as_str() != PODS);
-    for name in first.iter().copied().chain(rest.map(String::as_str)) {
-        let want = request.get(name).copied().unwrap_or(0);
-        if want == 0 {
-            continue;
-        }
-        let have = used.requested.get(name).copied().unwrap_or(0);
-        let capacity = allocatable(name);
-        if capacity < want + have {
-            last = Some(short(name, want, have, capacity));
-        }
-    }
-    last
+    let berth_scheduler::Fit::Unfit { insufficient, .. } =
+        berth_scheduler::fits(&pod, &node, &on_node)
+    else {
+        return None;
+    };
+    let rank = |name: &str| match name {
+        PODS => 0,
+        CPU => 1,
+        "memory" => 2,
+        "ephemeral-storage" => 3,
+        _ => 4,
+    };
+    insufficient
+        .into_iter()
+        // a resource the pod does not ask for is not its problem, even on an overcommitted node
+        .filter(|short| short.resource == PODS || short.requested != 0)
+        .max_by(|a, b| (rank(&a.resource), &a.resource).cmp(&(rank(&b.resource), &b.resource)))
+        .map(|short| {
+            format!(
+                "Node didn't have enough resource: {}, requested: {}, used: {}, capacity: {}",
+                short.resource, short.requested, short.used, short.capacity
+            )
+        })
+}
+
+static EMPTY: Amounts = Amounts::new();
+
+/// A pod of the scheduler's model with one container requesting `request` (cpu in millicores).
+fn scheduler_pod(name: &str, request: &Amounts) -> Option<berth_scheduler::model::Pod> {
+    let requests: serde_json::Map<String, serde_json::Value> = request
+        .iter()
+        .filter(|(name, v)| name.as_str() != PODS && **v != 0)
+        .map(|(name, v)| {
+            let q = if name == CPU {
+                format!("{v}m")
+            } else {
+                v.to_string()
+            };
+            (name.clone(), serde_json::Value::String(q))
+        })
+        .collect();
+    serde_json::from_value(serde_json::json!({
+        "metadata": {"name": name, "namespace": "daemonset-fit"},
+        "spec": {"containers": [{"name": "c", "resources": {"requests": requests}}]},
+    }))
+    .ok()
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! `Scheduler::builder()`: turns a policy into the ordered predicate and priority lists.
 
 use super::Scheduler;
-use crate::policy::{Policy, PredicateKind, PredicateName, PriorityKind, PriorityName};
+use crate::policy::{Policy, PredicateKind, PriorityKind};
 use crate::predicates::Pred;
 use crate::priorities::Prio;
 use rand::SeedableRng;
@@ -95,22 +95,19 @@ impl SchedulerBuilder {
         let mut arg_labels: Vec<Vec<String>> = Vec::new();
         let mut preds: Vec<Pred> = Vec::new();
         for p in policy.ordered_predicates() {
-            let pred = match &p.kind {
-                PredicateKind::Builtin(n) => builtin_pred(*n),
+            let mut pred = Pred::of(p.kind.predicate());
+            match &p.kind {
+                PredicateKind::Builtin(_) => {}
                 PredicateKind::LabelsPresence { labels, presence } => {
                     arg_labels.push(labels.clone());
-                    Pred::CheckNodeLabelPresence {
-                        slot: arg_labels.len() - 1,
-                        presence: *presence,
-                    }
+                    pred.slot = arg_labels.len() - 1;
+                    pred.presence = *presence;
                 }
                 PredicateKind::ServiceAffinity { labels } => {
                     arg_labels.push(labels.clone());
-                    Pred::CheckServiceAffinity {
-                        slot: arg_labels.len() - 1,
-                    }
+                    pred.slot = arg_labels.len() - 1;
                 }
-            };
+            }
             if !preds.contains(&pred) {
                 preds.push(pred);
             }
@@ -121,22 +118,19 @@ impl SchedulerBuilder {
             if p.weight <= 0 {
                 return Err(BuildError::Weight(p.name.clone()));
             }
-            let prio = match &p.kind {
-                PriorityKind::Builtin(n) => builtin_prio(*n),
+            let mut prio = Prio::of(p.kind.priority());
+            match &p.kind {
+                PriorityKind::Builtin(_) => {}
                 PriorityKind::ServiceAntiAffinity { label } => {
                     arg_labels.push(vec![label.clone()]);
-                    Prio::ServiceAntiAffinity {
-                        slot: arg_labels.len() - 1,
-                    }
+                    prio.slot = arg_labels.len() - 1;
                 }
                 PriorityKind::LabelPreference { label, presence } => {
                     arg_labels.push(vec![label.clone()]);
-                    Prio::NodeLabel {
-                        slot: arg_labels.len() - 1,
-                        presence: *presence,
-                    }
+                    prio.slot = arg_labels.len() - 1;
+                    prio.presence = *presence;
                 }
-            };
+            }
             prios.push((prio, p.weight, p.name.clone()));
         }
         Ok(Scheduler {
@@ -157,48 +151,5 @@ impl SchedulerBuilder {
             incremental: self.incremental,
             preemption_memo: Default::default(),
         })
-    }
-}
-
-fn builtin_pred(n: PredicateName) -> Pred {
-    use PredicateName as N;
-    match n {
-        N::NoVolumeZoneConflict => Pred::NoVolumeZoneConflict,
-        N::MaxEBSVolumeCount => Pred::MaxEBSVolumeCount,
-        N::MaxGCEPDVolumeCount => Pred::MaxGCEPDVolumeCount,
-        N::MaxAzureDiskVolumeCount => Pred::MaxAzureDiskVolumeCount,
-        N::MaxCSIVolumeCountPred => Pred::MaxCSIVolumeCountPred,
-        N::MatchInterPodAffinity => Pred::MatchInterPodAffinity,
-        N::NoDiskConflict => Pred::NoDiskConflict,
-        N::GeneralPredicates => Pred::GeneralPredicates,
-        N::PodFitsResources => Pred::PodFitsResources,
-        N::PodFitsHostPorts => Pred::PodFitsHostPorts,
-        N::HostName => Pred::HostName,
-        N::MatchNodeSelector => Pred::MatchNodeSelector,
-        N::PodToleratesNodeTaints => Pred::PodToleratesNodeTaints,
-        N::PodToleratesNodeNoExecuteTaints => Pred::PodToleratesNodeNoExecuteTaints,
-        N::CheckNodeCondition => Pred::CheckNodeCondition,
-        N::CheckNodeMemoryPressure => Pred::CheckNodeMemoryPressure,
-        N::CheckNodeDiskPressure => Pred::CheckNodeDiskPressure,
-        N::CheckNodePIDPressure => Pred::CheckNodePIDPressure,
-        N::CheckNodeUnschedulable => Pred::CheckNodeUnschedulable,
-        N::CheckVolumeBinding => Pred::CheckVolumeBinding,
-    }
-}
-
-fn builtin_prio(n: PriorityName) -> Prio {
-    use PriorityName as N;
-    match n {
-        N::SelectorSpreadPriority => Prio::SelectorSpread,
-        N::InterPodAffinityPriority => Prio::InterPodAffinity,
-        N::LeastRequestedPriority => Prio::LeastRequested,
-        N::BalancedResourceAllocation => Prio::BalancedResourceAllocation,
-        N::NodePreferAvoidPodsPriority => Prio::NodePreferAvoidPods,
-        N::NodeAffinityPriority => Prio::NodeAffinity,
-        N::TaintTolerationPriority => Prio::TaintToleration,
-        N::ServiceSpreadingPriority => Prio::ServiceSpreading,
-        N::EqualPriority => Prio::Equal,
-        N::ImageLocalityPriority => Prio::ImageLocality,
-        N::MostRequestedPriority => Prio::MostRequested,
     }
 }

@@ -4,6 +4,7 @@
 use super::{Nominated, PodCtx};
 use crate::node_info::NodeInfo;
 use crate::pod_info::PodInfo;
+use crate::predicates::unit::FastClass;
 use crate::predicates::{NodeView, Pred, Reason};
 use rayon::prelude::*;
 
@@ -131,81 +132,65 @@ pub(crate) struct FastPlan {
 /// The fast plan for this pod and predicate list, if every configured predicate can be decided
 /// from node flags, the affinity state and the hot resource numbers.
 pub(crate) fn plan(c: &PodCtx, preds: &[Pred], nominated: &[Nominated]) -> Option<FastPlan> {
-    use crate::node_info::flag::*;
     if !nominated.is_empty() {
         return None;
     }
-    let pod = c.pod;
     let mut p = FastPlan {
         slow_mask: 0,
         affinity: false,
         resources: false,
     };
-    let vols = !pod.volumes.is_empty();
     for pred in preds {
-        match pred {
-            Pred::CheckNodeCondition => {
-                p.slow_mask |= MISSING | NOT_READY | OUT_OF_DISK | NETWORK | UNSCHEDULABLE
-            }
-            Pred::CheckNodeUnschedulable => p.slow_mask |= UNSCHEDULABLE,
-            Pred::GeneralPredicates
-            | Pred::PodFitsResources
-            | Pred::HostName
-            | Pred::PodFitsHostPorts
-            | Pred::MatchNodeSelector => {
-                if matches!(pred, Pred::GeneralPredicates | Pred::PodFitsResources) {
-                    if !pod.request.scalars.is_empty() {
-                        return None;
-                    }
-                    p.resources = true;
-                }
-                if matches!(pred, Pred::GeneralPredicates | Pred::HostName)
-                    && !pod.node_name.is_empty()
-                {
-                    return None;
-                }
-                if matches!(pred, Pred::GeneralPredicates | Pred::PodFitsHostPorts)
-                    && !pod.host_ports.is_empty()
-                {
-                    p.slow_mask |= PORTS;
-                }
-                if matches!(pred, Pred::GeneralPredicates | Pred::MatchNodeSelector)
-                    && (!pod.node_selector.is_empty() || pod.required_node_terms.is_some())
-                {
-                    return None;
-                }
-            }
-            Pred::PodToleratesNodeTaints | Pred::PodToleratesNodeNoExecuteTaints => {
-                p.slow_mask |= MISSING | HARD_TAINTS
-            }
-            Pred::CheckNodeMemoryPressure => {
-                if pod.best_effort {
-                    p.slow_mask |= MEMORY_PRESSURE
-                }
-            }
-            Pred::CheckNodeDiskPressure => p.slow_mask |= DISK_PRESSURE,
-            Pred::CheckNodePIDPressure => p.slow_mask |= PID_PRESSURE,
-            Pred::MatchInterPodAffinity => p.affinity = true,
-            Pred::CheckServiceAffinity { slot } => {
-                if c.service_affinity.get(*slot).is_some_and(|v| !v.is_empty()) {
-                    return None;
-                }
-            }
-            Pred::CheckNodeLabelPresence { .. } => return None,
-            Pred::NoDiskConflict
-            | Pred::MaxEBSVolumeCount
-            | Pred::MaxGCEPDVolumeCount
-            | Pred::MaxCSIVolumeCountPred
-            | Pred::MaxAzureDiskVolumeCount
-            | Pred::CheckVolumeBinding
-            | Pred::NoVolumeZoneConflict => {
-                if vols {
-                    return None;
-                }
-            }
+        if !add_class(&mut p, &pred.name.unit().fast, pred, c) {
+            return None;
         }
     }
     Some(p)
+}
+
+/// Adds one predicate's fast-path class to the plan; false when the predicate cannot be decided
+/// without running it for this pod.
+fn add_class(p: &mut FastPlan, class: &FastClass, pred: &Pred, c: &PodCtx) -> bool {
+    use crate::node_info::flag::PORTS;
+    let pod = c.pod;
+    match class {
+        FastClass::Flags(mask) => p.slow_mask |= mask,
+        FastClass::FlagsForBestEffort(mask) => {
+            if pod.best_effort {
+                p.slow_mask |= mask
+            }
+        }
+        FastClass::Resources => {
+            if !pod.request.scalars.is_empty() {
+                return false;
+            }
+            p.resources = true;
+        }
+        FastClass::HostName => return pod.node_name.is_empty(),
+        FastClass::HostPorts => {
+            if !pod.host_ports.is_empty() {
+                p.slow_mask |= PORTS
+            }
+        }
+        FastClass::NodeSelector => {
+            return pod.node_selector.is_empty() && pod.required_node_terms.is_none()
+        }
+        FastClass::InterPodAffinity => p.affinity = true,
+        FastClass::ServiceAffinity => {
+            return c
+                .service_affinity
+                .get(pred.slot)
+                .is_none_or(|v| v.is_empty())
+        }
+        FastClass::Volumes => return pod.volumes.is_empty(),
+        FastClass::Never => return false,
+        FastClass::Parts(parts) => {
+            return parts
+                .iter()
+                .all(|part| add_class(p, &part.unit().fast, pred, c))
+        }
+    }
+    true
 }
 
 pub(crate) fn fast_ok(

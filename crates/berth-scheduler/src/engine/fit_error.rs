@@ -101,7 +101,9 @@ impl std::fmt::Display for FitError {
 #[cfg(test)]
 mod tests {
     use super::FitError;
-    use crate::predicates::{Reason, ResourceName};
+    use crate::predicates::{
+        check_node_condition, pod_tolerates_node_taints, Reason, ResourceName,
+    };
     use std::collections::BTreeMap;
 
     #[test]
@@ -114,8 +116,11 @@ mod tests {
         let cpu = Reason::Insufficient(ResourceName::Cpu);
         let failed = [
             (ix("c"), cpu),
-            (ix("a"), Reason::NodeNotReady),
-            (ix("c"), Reason::TaintsTolerationsNotMatch),
+            (ix("a"), check_node_condition::NOT_READY.reason()),
+            (
+                ix("c"),
+                pod_tolerates_node_taints::TAINTS_NOT_TOLERATED.reason(),
+            ),
             (ix("a"), cpu),
         ];
         let e = FitError::new(&cache, 3, &failed);
@@ -143,7 +148,10 @@ mod tests {
         let e = FitError::new(
             &cache,
             2,
-            &[(ix("a"), Reason::NodeNotReady), (ix("b"), cpu)],
+            &[
+                (ix("a"), check_node_condition::NOT_READY.reason()),
+                (ix("b"), cpu),
+            ],
         );
         assert!(e.resolvable_somewhere);
     }

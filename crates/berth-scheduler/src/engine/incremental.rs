@@ -7,7 +7,7 @@
 use super::filter::{check_node, fast_ok, FastPlan};
 use super::memo::{fused, MemoKey, MemoRun};
 use super::PodCtx;
-use crate::predicates::{Pred, Reason};
+use crate::predicates::{match_inter_pod_affinity, Pred};
 use rand::Rng;
 
 /// A bitset over name ranks.
@@ -206,13 +206,14 @@ pub(crate) fn run(
             for &(r, _) in &hidden {
                 let ix = cache.order[r as usize];
                 let fl = c.affinity.flags[ix as usize];
-                out.failed.push((ix, Reason::PodAffinityNotMatch));
+                out.failed
+                    .push((ix, match_inter_pod_affinity::AFFINITY_NOT_MATCH.reason()));
                 out.failed.push((
                     ix,
                     if fl & 1 != 0 {
-                        Reason::ExistingPodsAntiAffinityRulesNotMatch
+                        match_inter_pod_affinity::EXISTING_ANTI_AFFINITY_NOT_MATCH.reason()
                     } else {
-                        Reason::PodAntiAffinityRulesNotMatch
+                        match_inter_pod_affinity::ANTI_AFFINITY_RULES_NOT_MATCH.reason()
                     },
                 ));
             }

@@ -6,7 +6,7 @@
 
 use super::filter::{check_node, fast_ok, FastPlan};
 use super::PodCtx;
-use crate::predicates::{Pred, Reason};
+use crate::predicates::{match_inter_pod_affinity, Pred, Reason};
 use crate::priorities::{balanced, least_requested, most_requested};
 
 /// What a memoised result depends on besides the node.
@@ -126,13 +126,14 @@ pub(crate) fn run(
                 note(m.1);
             } else {
                 // every other predicate passes; MatchInterPodAffinity (last in order) fails
-                out.failed.push((ix, Reason::PodAffinityNotMatch));
+                out.failed
+                    .push((ix, match_inter_pod_affinity::AFFINITY_NOT_MATCH.reason()));
                 out.failed.push((
                     ix,
                     if fl & AFF_EXISTING != 0 {
-                        Reason::ExistingPodsAntiAffinityRulesNotMatch
+                        match_inter_pod_affinity::EXISTING_ANTI_AFFINITY_NOT_MATCH.reason()
                     } else {
-                        Reason::PodAntiAffinityRulesNotMatch
+                        match_inter_pod_affinity::ANTI_AFFINITY_RULES_NOT_MATCH.reason()
                     },
                 ));
             }

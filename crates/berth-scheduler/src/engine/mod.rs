@@ -1,7 +1,7 @@
 //! The scheduling algorithm: filter (predicates) → score (priorities) → select.
 
 mod build;
-mod ctx;
+
 pub(crate) mod filter;
 mod fit_error;
 mod incremental;
@@ -9,16 +9,17 @@ mod memo;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use crate::ctx::{PodCtx, Scratch};
 pub use build::{BuildError, SchedulerBuilder};
-pub(crate) use ctx::{PodCtx, Scratch};
 pub use fit_error::FitError;
 
 use crate::cache::ClusterCache;
 use crate::pod_info::{CVolume, PodInfo};
 use crate::predicates::{
     check_service_affinity, check_volume_binding, match_inter_pod_affinity,
-    no_volume_zone_conflict, Pred,
+    no_volume_zone_conflict, Pred, PredicateName,
 };
+use crate::priorities::unit::Hot;
 use crate::priorities::Prio;
 use rand::Rng;
 use serde::Serialize;
@@ -100,18 +101,19 @@ impl Scheduler {
         let has_pred = |p: fn(&Pred) -> bool| preds.iter().any(p);
         self.scratch
             .reset(cache.nodes.len(), !pod.affinity.is_empty());
-        let (all_terms, first_pod) = if has_pred(|p| *p == Pred::MatchInterPodAffinity) {
+        let (all_terms, first_pod) = if has_pred(|p| p.name == PredicateName::MatchInterPodAffinity)
+        {
             match_inter_pod_affinity::prepare(cache, pod, &mut self.scratch)?
         } else {
             (0, false)
         };
         let has_vols = !pod.volumes.is_empty();
-        let zones = if has_vols && has_pred(|p| *p == Pred::NoVolumeZoneConflict) {
+        let zones = if has_vols && has_pred(|p| p.name == PredicateName::NoVolumeZoneConflict) {
             no_volume_zone_conflict::prepare(cache, pod)
         } else {
             Default::default()
         };
-        let binding = if has_vols && has_pred(|p| *p == Pred::CheckVolumeBinding) {
+        let binding = if has_vols && has_pred(|p| p.name == PredicateName::CheckVolumeBinding) {
             check_volume_binding::prepare(cache, pod)
         } else {
             Default::default()
@@ -129,7 +131,10 @@ impl Scheduler {
             .iter()
             .enumerate()
             .map(|(slot, _)| {
-                if preds.contains(&Pred::CheckServiceAffinity { slot }) {
+                if preds
+                    .iter()
+                    .any(|p| p.name == PredicateName::CheckServiceAffinity && p.slot == slot)
+                {
                     check_service_affinity::prepare(cache, pod, &label_args[slot])
                 } else {
                     Vec::new()
@@ -296,11 +301,11 @@ fn memo_plan(
     let plan = filter::plan(ctx, preds, &[])?;
     let (mut w, mut constant) = ((0, 0, 0), 0);
     for (p, weight, _) in prios {
-        match p {
-            Prio::LeastRequested => w.0 += weight,
-            Prio::MostRequested => w.1 += weight,
-            Prio::BalancedResourceAllocation => w.2 += weight,
-            _ => constant += p.uniform(ctx)? * weight,
+        match p.name.unit().hot {
+            Some(Hot::Least) => w.0 += weight,
+            Some(Hot::Most) => w.1 += weight,
+            Some(Hot::Balanced) => w.2 += weight,
+            None => constant += p.uniform(ctx)? * weight,
         }
     }
     Some((plan, w, constant))
@@ -326,11 +331,11 @@ pub(crate) fn score_all(
             constant += u * w;
             continue;
         }
-        match p {
-            Prio::LeastRequested => least += w,
-            Prio::MostRequested => most += w,
-            Prio::BalancedResourceAllocation => balanced += w,
-            _ => {
+        match p.name.unit().hot {
+            Some(Hot::Least) => least += w,
+            Some(Hot::Most) => most += w,
+            Some(Hot::Balanced) => balanced += w,
+            None => {
                 raw.resize(feasible.len(), 0);
                 p.score(ctx, feasible, counts, &mut raw);
                 for (t, r) in totals.iter_mut().zip(&raw) {

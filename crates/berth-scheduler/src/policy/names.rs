@@ -2,129 +2,69 @@
 
 use serde::{Serialize, Serializer};
 
-/// Declares a name enum with its canonical spellings, in one table.
-macro_rules! name_enum {
-    (
-        $(#[$meta:meta])*
-        $vis:vis enum $ty:ident { $( $(#[$vmeta:meta])* $variant:ident => $text:literal ),+ $(,)? }
-    ) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        $vis enum $ty { $( $(#[$vmeta])* $variant ),+ }
-
-        impl $ty {
-            /// Every variant, in declaration order.
-            pub const ALL: &'static [$ty] = &[ $( $ty::$variant ),+ ];
-
-            /// The canonical name, as a policy file spells it.
-            pub fn as_str(&self) -> &'static str {
-                match self { $( $ty::$variant => $text ),+ }
-            }
-        }
-
-        impl std::fmt::Display for $ty {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-
-        impl Serialize for $ty {
-            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                serializer.serialize_str(self.as_str())
-            }
-        }
-    };
-}
-
-name_enum! {
-    /// A static (argument-less) predicate registered under a fixed name (scheduler spec §6.1).
-    pub enum PredicateName {
-        /// `NoVolumeZoneConflict`: the pod's volumes are usable in the node's zone.
-        NoVolumeZoneConflict => "NoVolumeZoneConflict",
-        /// `MaxEBSVolumeCount`: AWS EBS attach limit.
-        MaxEBSVolumeCount => "MaxEBSVolumeCount",
-        /// `MaxGCEPDVolumeCount`: GCE persistent disk attach limit.
-        MaxGCEPDVolumeCount => "MaxGCEPDVolumeCount",
-        /// `MaxAzureDiskVolumeCount`: Azure disk attach limit.
-        MaxAzureDiskVolumeCount => "MaxAzureDiskVolumeCount",
-        /// `MaxCSIVolumeCountPred`: CSI attach limit (1.12+).
-        MaxCSIVolumeCountPred => "MaxCSIVolumeCountPred",
-        /// `MatchInterPodAffinity`: required pod affinity and anti-affinity.
-        MatchInterPodAffinity => "MatchInterPodAffinity",
-        /// `NoDiskConflict`: no conflicting volume already mounted on the node.
-        NoDiskConflict => "NoDiskConflict",
-        /// `GeneralPredicates`: PodFitsResources + HostName + PodFitsHostPorts + MatchNodeSelector.
-        GeneralPredicates => "GeneralPredicates",
-        /// `PodFitsResources`: requests fit the node's allocatable.
-        PodFitsResources => "PodFitsResources",
-        /// `PodFitsHostPorts` (alias `PodFitsPorts`): requested host ports are free.
-        PodFitsHostPorts => "PodFitsHostPorts",
-        /// `HostName`: `spec.nodeName`, if set, names the node.
-        HostName => "HostName",
-        /// `MatchNodeSelector`: nodeSelector and required node affinity.
-        MatchNodeSelector => "MatchNodeSelector",
-        /// `PodToleratesNodeTaints`: NoSchedule and NoExecute taints are tolerated.
-        PodToleratesNodeTaints => "PodToleratesNodeTaints",
-        /// `PodToleratesNodeNoExecuteTaints`: NoExecute taints are tolerated.
-        PodToleratesNodeNoExecuteTaints => "PodToleratesNodeNoExecuteTaints",
-        /// `CheckNodeCondition`: node is ready, has network and disk (mandatory).
-        CheckNodeCondition => "CheckNodeCondition",
-        /// `CheckNodeMemoryPressure`: BestEffort pods avoid nodes under memory pressure.
-        CheckNodeMemoryPressure => "CheckNodeMemoryPressure",
-        /// `CheckNodeDiskPressure`: no pods on nodes under disk pressure.
-        CheckNodeDiskPressure => "CheckNodeDiskPressure",
-        /// `CheckNodePIDPressure`: no pods on nodes under PID pressure (1.12+).
-        CheckNodePIDPressure => "CheckNodePIDPressure",
-        /// `CheckNodeUnschedulable`: the node is not cordoned (1.12+).
-        CheckNodeUnschedulable => "CheckNodeUnschedulable",
-        /// `CheckVolumeBinding`: bound and unbound PVCs can be satisfied on the node.
-        CheckVolumeBinding => "CheckVolumeBinding",
-    }
-}
+pub use crate::predicates::PredicateName;
 
 impl PredicateName {
-    /// Resolves a name as written in a policy file; `PodFitsPorts` is an alias of
-    /// `PodFitsHostPorts`. Names are case-sensitive, as upstream.
+    /// The predicates a policy file names directly (those without an argument), in the static
+    /// evaluation order. `CheckNodeLabelPresence` and `CheckServiceAffinity` are reached
+    /// through their arguments ([`PredicateKind`](super::PredicateKind)), never by name.
+    pub const ALL: &'static [PredicateName] = &crate::predicates::registry::NAMED;
+
+    /// The canonical name, as a policy file spells it.
+    pub fn as_str(&self) -> &'static str {
+        self.unit().name
+    }
+
+    /// Resolves a name as written in a policy file, or one of its aliases (`PodFitsPorts` is
+    /// `PodFitsHostPorts`). Names are case-sensitive, as upstream.
     pub fn parse(s: &str) -> Option<Self> {
-        if s == "PodFitsPorts" {
-            return Some(PredicateName::PodFitsHostPorts);
-        }
-        PredicateName::ALL.iter().copied().find(|n| n.as_str() == s)
+        PredicateName::ALL.iter().copied().find(|n| {
+            let unit = n.unit();
+            unit.name == s || unit.aliases.contains(&s)
+        })
     }
 }
 
-name_enum! {
-    /// A static (argument-less) priority registered under a fixed name (scheduler spec §6.1).
-    pub enum PriorityName {
-        /// `SelectorSpreadPriority`: spread pods of the same service/controller across nodes and zones.
-        SelectorSpreadPriority => "SelectorSpreadPriority",
-        /// `InterPodAffinityPriority`: preferred pod affinity and anti-affinity.
-        InterPodAffinityPriority => "InterPodAffinityPriority",
-        /// `LeastRequestedPriority`: favour nodes with more unrequested CPU and memory.
-        LeastRequestedPriority => "LeastRequestedPriority",
-        /// `BalancedResourceAllocation`: favour nodes whose CPU and memory fractions are close.
-        BalancedResourceAllocation => "BalancedResourceAllocation",
-        /// `NodePreferAvoidPodsPriority`: honour the node's preferAvoidPods annotation.
-        NodePreferAvoidPodsPriority => "NodePreferAvoidPodsPriority",
-        /// `NodeAffinityPriority`: preferred node affinity terms.
-        NodeAffinityPriority => "NodeAffinityPriority",
-        /// `TaintTolerationPriority`: fewer intolerable PreferNoSchedule taints.
-        TaintTolerationPriority => "TaintTolerationPriority",
-        /// `ServiceSpreadingPriority`: spread pods of the same service across nodes.
-        ServiceSpreadingPriority => "ServiceSpreadingPriority",
-        /// `EqualPriority`: every node scores 1.
-        EqualPriority => "EqualPriority",
-        /// `ImageLocalityPriority`: favour nodes that already have the pod's images.
-        ImageLocalityPriority => "ImageLocalityPriority",
-        /// `MostRequestedPriority`: favour nodes with more requested CPU and memory.
-        MostRequestedPriority => "MostRequestedPriority",
+impl std::fmt::Display for PredicateName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
+
+impl Serialize for PredicateName {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+pub use crate::priorities::PriorityName;
 
 impl PriorityName {
+    /// The priorities a policy file names directly (those without an argument), in registry
+    /// order. `ServiceAntiAffinity` and `NodeLabelPriority` are reached through their arguments
+    /// ([`PriorityKind`](super::PriorityKind)), never by name.
+    pub const ALL: &'static [PriorityName] = &crate::priorities::registry::NAMED;
+
+    /// The canonical name, as a policy file spells it.
+    pub fn as_str(&self) -> &'static str {
+        self.unit().name
+    }
+
     /// Resolves a name as written in a policy file (case-sensitive, as upstream).
     pub fn parse(s: &str) -> Option<Self> {
         PriorityName::ALL.iter().copied().find(|n| n.as_str() == s)
+    }
+}
+
+impl std::fmt::Display for PriorityName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for PriorityName {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
     }
 }
 

@@ -4,36 +4,9 @@ use std::sync::OnceLock;
 
 use super::{PredicateConfig, PredicateKind, PredicateName};
 
-/// The slot of a predicate in upstream's static order; lower runs first.
+/// The slot of a predicate in upstream's static order (the registry's); lower runs first.
 fn slot(kind: &PredicateKind) -> u8 {
-    use PredicateName::*;
-    match kind {
-        PredicateKind::Builtin(name) => match name {
-            CheckNodeCondition => 0,
-            CheckNodeUnschedulable => 1,
-            GeneralPredicates => 2,
-            HostName => 3,
-            PodFitsHostPorts => 4,
-            MatchNodeSelector => 5,
-            PodFitsResources => 6,
-            NoDiskConflict => 7,
-            PodToleratesNodeTaints => 8,
-            PodToleratesNodeNoExecuteTaints => 9,
-            // 10: CheckNodeLabelPresence, 11: CheckServiceAffinity (configurable kinds below).
-            MaxEBSVolumeCount => 12,
-            MaxGCEPDVolumeCount => 13,
-            MaxCSIVolumeCountPred => 14,
-            MaxAzureDiskVolumeCount => 15,
-            CheckVolumeBinding => 16,
-            NoVolumeZoneConflict => 17,
-            CheckNodeMemoryPressure => 18,
-            CheckNodePIDPressure => 19,
-            CheckNodeDiskPressure => 20,
-            MatchInterPodAffinity => 21,
-        },
-        PredicateKind::LabelsPresence { .. } => 10,
-        PredicateKind::ServiceAffinity { .. } => 11,
-    }
+    kind.predicate().unit().order
 }
 
 /// The mandatory `CheckNodeCondition` entry, used when the policy does not list it.

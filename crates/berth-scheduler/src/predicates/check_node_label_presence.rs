@@ -1,7 +1,38 @@
 //! CheckNodeLabelPresence (`labelsPresence` argument): label keys present or absent.
 
+use super::unit::{Argument, FastClass, PredicateUnit, ReasonDef, VictimsClass};
+use super::Pred;
 use super::{NodeView, Reason};
+use crate::ctx::PodCtx;
 use crate::intern::Sym;
+
+/// The unit (see `registry.rs`).
+pub(crate) const UNIT: PredicateUnit = PredicateUnit {
+    name: "CheckNodeLabelPresence",
+    aliases: &[],
+    order: 10,
+    argument: Some(Argument::LabelsPresence),
+    reasons: &[&LABELS_PRESENCE_VIOLATED],
+    fast: FastClass::Never,
+    victims: VictimsClass::NodeOnly,
+};
+
+/// `node(s) didn't have the requested labels` (preemption cannot resolve it).
+pub(crate) static LABELS_PRESENCE_VIOLATED: ReasonDef = ReasonDef {
+    text: "node(s) didn't have the requested labels",
+    resolvable: false,
+};
+
+/// The registry's entry point.
+#[inline]
+pub(crate) fn filter(
+    c: &PodCtx,
+    p: &Pred,
+    n: &NodeView,
+    out: &mut Vec<Reason>,
+) -> Result<bool, String> {
+    Ok(check(&c.label_args[p.slot], p.presence, n, out))
+}
 
 /// `labels` are resolved symbols (None = the string is unknown, so no node has it).
 pub(crate) fn check(
@@ -13,7 +44,7 @@ pub(crate) fn check(
     for l in labels {
         let has = l.is_some_and(|k| n.info.labels.has(k));
         if has != presence {
-            out.push(Reason::NodeLabelPresenceViolated);
+            out.push(LABELS_PRESENCE_VIOLATED.reason());
             return false;
         }
     }

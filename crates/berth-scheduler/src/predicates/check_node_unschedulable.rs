@@ -1,8 +1,33 @@
 //! CheckNodeUnschedulable: cordoned nodes, unless the pod tolerates the unschedulable taint.
 
+use super::unit::{FastClass, PredicateUnit, VictimsClass};
+use super::Pred;
 use super::{NodeView, Reason};
 use crate::compiled::{CTaint, Effect};
-use crate::engine::PodCtx;
+use crate::ctx::PodCtx;
+use crate::node_info::flag;
+
+/// The unit (see `registry.rs`).
+pub(crate) const UNIT: PredicateUnit = PredicateUnit {
+    name: "CheckNodeUnschedulable",
+    aliases: &[],
+    order: 1,
+    argument: None,
+    reasons: &[&super::check_node_condition::UNSCHEDULABLE],
+    fast: FastClass::Flags(flag::UNSCHEDULABLE),
+    victims: VictimsClass::NodeOnly,
+};
+
+/// The registry's entry point.
+#[inline]
+pub(crate) fn filter(
+    c: &PodCtx,
+    _p: &Pred,
+    n: &NodeView,
+    out: &mut Vec<Reason>,
+) -> Result<bool, String> {
+    Ok(check(c, n, out))
+}
 
 /// Fails on `spec.unschedulable` unless the pod tolerates `node.kubernetes.io/unschedulable:NoSchedule`.
 pub(crate) fn check(c: &PodCtx, n: &NodeView, out: &mut Vec<Reason>) -> bool {
@@ -19,7 +44,7 @@ pub(crate) fn check(c: &PodCtx, n: &NodeView, out: &mut Vec<Reason>) -> bool {
             return true;
         }
     }
-    out.push(Reason::NodeUnschedulable);
+    out.push(super::check_node_condition::UNSCHEDULABLE.reason());
     false
 }
 

@@ -1,11 +1,41 @@
 //! CheckServiceAffinity (`serviceAffinity` argument): pods of a service stay on nodes that share
 //! the listed labels' values with the first peer (oldest pod held by the cache; deterministic).
 
+use super::unit::{Argument, FastClass, PredicateUnit, ReasonDef, VictimsClass};
+use super::Pred;
 use super::{NodeView, Reason};
 use crate::cache::ClusterCache;
-use crate::engine::PodCtx;
+use crate::ctx::PodCtx;
 use crate::intern::Sym;
 use crate::pod_info::PodInfo;
+
+/// The unit (see `registry.rs`).
+pub(crate) const UNIT: PredicateUnit = PredicateUnit {
+    name: "CheckServiceAffinity",
+    aliases: &[],
+    order: 11,
+    argument: Some(Argument::ServiceAffinity),
+    reasons: &[&SERVICE_AFFINITY_VIOLATED],
+    fast: FastClass::ServiceAffinity,
+    victims: VictimsClass::NodeOnly,
+};
+
+/// `node(s) didn't match service affinity`.
+pub(crate) static SERVICE_AFFINITY_VIOLATED: ReasonDef = ReasonDef {
+    text: "node(s) didn't match service affinity",
+    resolvable: true,
+};
+
+/// The registry's entry point.
+#[inline]
+pub(crate) fn filter(
+    c: &PodCtx,
+    p: &Pred,
+    n: &NodeView,
+    out: &mut Vec<Reason>,
+) -> Result<bool, String> {
+    Ok(check(c, p.slot, n, out))
+}
 
 /// Computes the (key, value) pairs a node must carry; a None value can never be matched.
 pub(crate) fn prepare(
@@ -75,7 +105,7 @@ pub(crate) fn check(c: &PodCtx, slot: usize, n: &NodeView, out: &mut Vec<Reason>
     {
         return true;
     }
-    out.push(Reason::ServiceAffinityViolated);
+    out.push(SERVICE_AFFINITY_VIOLATED.reason());
     false
 }
 

@@ -1,28 +1,49 @@
 //! CheckVolumeBinding: bound PVs' node affinity; unbound WaitForFirstConsumer claims need an
 //! available matching PV or dynamic provisioning reachable from the node.
 
+use super::unit::{FastClass, PredicateUnit, ReasonDef, VictimsClass};
+use super::Pred;
 use super::{NodeView, Reason};
 use crate::cache::ClusterCache;
 use crate::compiled::{Labels, NodeTerm, Selector};
-use crate::engine::PodCtx;
+use crate::ctx::PodCtx;
+pub(crate) use crate::ctx::{BindingState as State, Unbound};
 use crate::intern::Sym;
 use crate::pod_info::{CVolume, PodInfo};
 use crate::quantity::ParsedQuantity;
 
-/// An unbound delayed-binding claim: candidate PVs' node terms (None = any node) and the
-/// provisioner's allowed topologies (None = cannot provision).
-#[derive(Debug, Default)]
-pub(crate) struct Unbound<'a> {
-    pub candidates: Vec<Option<&'a [NodeTerm]>>,
-    pub dynamic: Option<&'a [Vec<(Sym, Vec<Sym>)>]>,
-}
+/// The unit (see `registry.rs`).
+pub(crate) const UNIT: PredicateUnit = PredicateUnit {
+    name: "CheckVolumeBinding",
+    aliases: &[],
+    order: 16,
+    argument: None,
+    reasons: &[&NODE_AFFINITY_CONFLICT, &NO_MATCHING_VOLUMES],
+    fast: FastClass::Volumes,
+    victims: VictimsClass::NodeOnly,
+};
 
-/// Per-decision state.
-#[derive(Debug, Default)]
-pub(crate) struct State<'a> {
-    pub bound: Vec<&'a [NodeTerm]>,
-    pub unbound: Vec<Unbound<'a>>,
-    pub error: Option<String>,
+/// `node(s) had volume node affinity conflict` (preemption cannot resolve it).
+pub(crate) static NODE_AFFINITY_CONFLICT: ReasonDef = ReasonDef {
+    text: "node(s) had volume node affinity conflict",
+    resolvable: false,
+};
+
+/// `node(s) didn't find available persistent volumes to bind` (preemption cannot resolve it).
+pub(crate) static NO_MATCHING_VOLUMES: ReasonDef = ReasonDef {
+    text: "node(s) didn't find available persistent volumes to bind",
+    resolvable: false,
+};
+
+/// The registry's entry point.
+#[inline]
+pub(crate) fn filter(
+    c: &PodCtx,
+    _p: &Pred,
+    n: &NodeView,
+    out: &mut Vec<Reason>,
+) -> Result<bool, String> {
+    Ok(check(c, n, out))
 }
 
 fn storage(map: &std::collections::BTreeMap<String, crate::model::Quantity>) -> i64 {
@@ -120,7 +141,7 @@ pub(crate) fn check(c: &PodCtx, n: &NodeView, out: &mut Vec<Reason>) -> bool {
         .iter()
         .all(|terms| terms.iter().any(|t| t.matches(labels, name, c.i)))
     {
-        out.push(Reason::VolumeNodeAffinityConflict);
+        out.push(NODE_AFFINITY_CONFLICT.reason());
     }
     let ok = st.unbound.iter().all(|u| {
         u.candidates
@@ -135,7 +156,7 @@ pub(crate) fn check(c: &PodCtx, n: &NodeView, out: &mut Vec<Reason>) -> bool {
             })
     });
     if !ok {
-        out.push(Reason::VolumeBindingNoMatch);
+        out.push(NO_MATCHING_VOLUMES.reason());
     }
     out.len() == before
 }

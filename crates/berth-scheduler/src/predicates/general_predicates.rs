@@ -1,10 +1,48 @@
 //! GeneralPredicates: PodFitsResources, HostName, PodFitsHostPorts and MatchNodeSelector, all run,
 //! reasons collected in that order.
 
+use super::unit::{FastClass, PredicateUnit, VictimsClass};
+use super::Pred;
+use super::PredicateName;
 use super::{
     host_name, match_node_selector, pod_fits_host_ports, pod_fits_resources, NodeView, Reason,
 };
-use crate::engine::PodCtx;
+use crate::ctx::PodCtx;
+
+/// The predicates it groups, in the order it runs them.
+const PARTS: &[PredicateName] = &[
+    PredicateName::PodFitsResources,
+    PredicateName::HostName,
+    PredicateName::PodFitsHostPorts,
+    PredicateName::MatchNodeSelector,
+];
+
+/// The unit (see `registry.rs`).
+pub(crate) const UNIT: PredicateUnit = PredicateUnit {
+    name: "GeneralPredicates",
+    aliases: &[],
+    order: 2,
+    argument: None,
+    reasons: &[
+        &super::pod_fits_resources::INSUFFICIENT,
+        &super::host_name::NOT_MATCH_HOST_NAME,
+        &super::pod_fits_host_ports::NO_FREE_PORTS,
+        &super::match_node_selector::NOT_MATCH_SELECTOR,
+    ],
+    fast: FastClass::Parts(PARTS),
+    victims: VictimsClass::Parts(PARTS),
+};
+
+/// The registry's entry point.
+#[inline]
+pub(crate) fn filter(
+    c: &PodCtx,
+    _p: &Pred,
+    n: &NodeView,
+    out: &mut Vec<Reason>,
+) -> Result<bool, String> {
+    Ok(check(c, n, out))
+}
 
 /// Runs the four checks without short-circuit.
 #[inline]

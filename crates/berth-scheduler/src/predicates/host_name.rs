@@ -1,14 +1,44 @@
 //! HostName: `spec.nodeName` must be empty or equal the node's name.
 
+use super::unit::{FastClass, PredicateUnit, ReasonDef, VictimsClass};
+use super::Pred;
 use super::{NodeView, Reason};
-use crate::engine::PodCtx;
+use crate::ctx::PodCtx;
+
+/// The unit (see `registry.rs`).
+pub(crate) const UNIT: PredicateUnit = PredicateUnit {
+    name: "HostName",
+    aliases: &[],
+    order: 3,
+    argument: None,
+    reasons: &[&NOT_MATCH_HOST_NAME],
+    fast: FastClass::HostName,
+    victims: VictimsClass::NodeOnly,
+};
+
+/// `node(s) didn't match the requested hostname` (preemption cannot resolve it).
+pub(crate) static NOT_MATCH_HOST_NAME: ReasonDef = ReasonDef {
+    text: "node(s) didn't match the requested hostname",
+    resolvable: false,
+};
+
+/// The registry's entry point.
+#[inline]
+pub(crate) fn filter(
+    c: &PodCtx,
+    _p: &Pred,
+    n: &NodeView,
+    out: &mut Vec<Reason>,
+) -> Result<bool, String> {
+    Ok(check(c, n, out))
+}
 
 /// Checks `spec.nodeName`.
 pub(crate) fn check(c: &PodCtx, n: &NodeView, out: &mut Vec<Reason>) -> bool {
     if c.pod.node_name.is_empty() || c.pod.node_name == n.info.name {
         return true;
     }
-    out.push(Reason::PodNotMatchHostName);
+    out.push(NOT_MATCH_HOST_NAME.reason());
     false
 }
 

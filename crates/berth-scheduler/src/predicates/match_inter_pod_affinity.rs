@@ -4,24 +4,68 @@
 //! `prepare` turns the cache's incremental term and label indexes into per-node flags once per
 //! decision; `check` reads them.
 
+use super::unit::{FastClass, PredicateUnit, ReasonDef, VictimsClass};
+use super::Pred;
 use super::{NodeView, Reason};
 use crate::cache::{ClusterCache, TermKind};
-use crate::engine::{PodCtx, Scratch};
+pub(crate) use crate::ctx::AffinityState as State;
+use crate::ctx::{PodCtx, Scratch};
 use crate::intern::EMPTY;
 use crate::pod_info::PodInfo;
 
+/// The unit (see `registry.rs`).
+pub(crate) const UNIT: PredicateUnit = PredicateUnit {
+    name: "MatchInterPodAffinity",
+    aliases: &[],
+    order: 21,
+    argument: None,
+    reasons: &[
+        &AFFINITY_NOT_MATCH,
+        &AFFINITY_RULES_NOT_MATCH,
+        &ANTI_AFFINITY_RULES_NOT_MATCH,
+        &EXISTING_ANTI_AFFINITY_NOT_MATCH,
+    ],
+    fast: FastClass::InterPodAffinity,
+    victims: VictimsClass::NodeOnly,
+};
+
+/// `node(s) didn't match pod affinity/anti-affinity`.
+pub(crate) static AFFINITY_NOT_MATCH: ReasonDef = ReasonDef {
+    text: "node(s) didn't match pod affinity/anti-affinity",
+    resolvable: true,
+};
+
+/// `node(s) didn't match pod affinity rules` (preemption cannot resolve it).
+pub(crate) static AFFINITY_RULES_NOT_MATCH: ReasonDef = ReasonDef {
+    text: "node(s) didn't match pod affinity rules",
+    resolvable: false,
+};
+
+/// `node(s) didn't match pod anti-affinity rules`.
+pub(crate) static ANTI_AFFINITY_RULES_NOT_MATCH: ReasonDef = ReasonDef {
+    text: "node(s) didn't match pod anti-affinity rules",
+    resolvable: true,
+};
+
+/// `node(s) didn't satisfy existing pods anti-affinity rules`.
+pub(crate) static EXISTING_ANTI_AFFINITY_NOT_MATCH: ReasonDef = ReasonDef {
+    text: "node(s) didn't satisfy existing pods anti-affinity rules",
+    resolvable: true,
+};
+
+/// The registry's entry point.
+#[inline]
+pub(crate) fn filter(
+    c: &PodCtx,
+    _p: &Pred,
+    n: &NodeView,
+    out: &mut Vec<Reason>,
+) -> Result<bool, String> {
+    Ok(check(c, n, out))
+}
+
 const EXISTING_ANTI: u8 = 1;
 const OWN_ANTI: u8 = 2;
-
-/// Per-decision state.
-#[derive(Debug, Default)]
-pub(crate) struct State<'a> {
-    pub flags: &'a [u8],
-    pub flagged: &'a [u32],
-    pub sat: &'a [u64],
-    pub all_terms: u64,
-    pub first_pod: bool,
-}
 
 const EMPTY_KEY: &str =
     "empty topologyKey is not allowed except for PreferredDuringScheduling pod anti-affinity";
@@ -107,8 +151,8 @@ pub(crate) fn check(c: &PodCtx, n: &NodeView, out: &mut Vec<Reason>) -> bool {
                 .any(|t| labels.has(t.topology_key) && t.matches(pod.ns, &pod.labels, c.i))
         });
     if existing_fail {
-        out.push(Reason::PodAffinityNotMatch);
-        out.push(Reason::ExistingPodsAntiAffinityRulesNotMatch);
+        out.push(AFFINITY_NOT_MATCH.reason());
+        out.push(EXISTING_ANTI_AFFINITY_NOT_MATCH.reason());
         return false;
     }
     if pod.affinity.is_empty() && pod.anti_affinity.is_empty() {
@@ -123,8 +167,8 @@ pub(crate) fn check(c: &PodCtx, n: &NodeView, out: &mut Vec<Reason>) -> bool {
             }
         }
         if sat & st.all_terms != st.all_terms {
-            out.push(Reason::PodAffinityNotMatch);
-            out.push(Reason::PodAffinityRulesNotMatch);
+            out.push(AFFINITY_NOT_MATCH.reason());
+            out.push(AFFINITY_RULES_NOT_MATCH.reason());
             return false;
         }
     }
@@ -133,8 +177,8 @@ pub(crate) fn check(c: &PodCtx, n: &NodeView, out: &mut Vec<Reason>) -> bool {
             labels.has(t.topology_key) && n.added.iter().any(|p| t.matches(p.ns, &p.labels, c.i))
         });
     if own_anti {
-        out.push(Reason::PodAffinityNotMatch);
-        out.push(Reason::PodAntiAffinityRulesNotMatch);
+        out.push(AFFINITY_NOT_MATCH.reason());
+        out.push(ANTI_AFFINITY_RULES_NOT_MATCH.reason());
         return false;
     }
     true

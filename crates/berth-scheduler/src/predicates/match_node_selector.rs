@@ -1,10 +1,40 @@
 //! MatchNodeSelector: `spec.nodeSelector` AND required node affinity (terms ORed).
 
+use super::unit::{FastClass, PredicateUnit, ReasonDef, VictimsClass};
+use super::Pred;
 use super::{NodeView, Reason};
 use crate::compiled::Labels;
-use crate::engine::PodCtx;
+use crate::ctx::PodCtx;
 use crate::intern::{Interner, Sym};
 use crate::pod_info::PodInfo;
+
+/// The unit (see `registry.rs`).
+pub(crate) const UNIT: PredicateUnit = PredicateUnit {
+    name: "MatchNodeSelector",
+    aliases: &[],
+    order: 5,
+    argument: None,
+    reasons: &[&NOT_MATCH_SELECTOR],
+    fast: FastClass::NodeSelector,
+    victims: VictimsClass::NodeOnly,
+};
+
+/// `node(s) didn't match node selector` (preemption cannot resolve it).
+pub(crate) static NOT_MATCH_SELECTOR: ReasonDef = ReasonDef {
+    text: "node(s) didn't match node selector",
+    resolvable: false,
+};
+
+/// The registry's entry point.
+#[inline]
+pub(crate) fn filter(
+    c: &PodCtx,
+    _p: &Pred,
+    n: &NodeView,
+    out: &mut Vec<Reason>,
+) -> Result<bool, String> {
+    Ok(check(c, n, out))
+}
 
 /// True if the node satisfies the pod's nodeSelector and required node affinity.
 #[inline]
@@ -28,7 +58,7 @@ pub(crate) fn check(c: &PodCtx, n: &NodeView, out: &mut Vec<Reason>) -> bool {
     if matches(c.pod, &n.info.labels, n.info.name_sym, c.i) {
         return true;
     }
-    out.push(Reason::NodeSelectorNotMatch);
+    out.push(NOT_MATCH_SELECTOR.reason());
     false
 }
 

@@ -1,9 +1,17 @@
-//! MaxEBSVolumeCount, MaxGCEPDVolumeCount, MaxAzureDiskVolumeCount, MaxCSIVolumeCountPred.
+//! The check MaxEBSVolumeCount, MaxGCEPDVolumeCount, MaxAzureDiskVolumeCount and
+//! MaxCSIVolumeCountPred share (each unit in its own file), with their test vectors.
 
+use super::unit::ReasonDef;
 use super::{NodeView, Reason};
-use crate::engine::PodCtx;
+use crate::ctx::PodCtx;
 use crate::intern::Sym;
 use crate::node_info::{AttachKind, NodeInfo};
+
+/// `node(s) exceed max volume count`.
+pub(crate) static LIMIT_EXCEEDED: ReasonDef = ReasonDef {
+    text: "node(s) exceed max volume count",
+    resolvable: true,
+};
 
 fn relevant(kind: AttachKind, k: AttachKind) -> bool {
     k == kind || (k == AttachKind::Any && kind != AttachKind::Csi)
@@ -79,7 +87,7 @@ pub(crate) fn check(c: &PodCtx, kind: AttachKind, n: &NodeView, out: &mut Vec<Re
         };
         let existing = attached.iter().filter(|a| same(a.kind, a.driver)).count() as i64;
         if existing + new > limit {
-            out.push(Reason::MaxVolumeCountExceeded);
+            out.push(LIMIT_EXCEEDED.reason());
             return false;
         }
     }

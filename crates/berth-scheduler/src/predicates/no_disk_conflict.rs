@@ -1,8 +1,38 @@
 //! NoDiskConflict: GCE PD, AWS EBS, RBD and iSCSI volumes already mounted on the node.
 
+use super::unit::{FastClass, PredicateUnit, ReasonDef, VictimsClass};
+use super::Pred;
 use super::{NodeView, Reason};
-use crate::engine::PodCtx;
+use crate::ctx::PodCtx;
 use crate::pod_info::CVolume;
+
+/// The unit (see `registry.rs`).
+pub(crate) const UNIT: PredicateUnit = PredicateUnit {
+    name: "NoDiskConflict",
+    aliases: &[],
+    order: 7,
+    argument: None,
+    reasons: &[&DISK_CONFLICT],
+    fast: FastClass::Volumes,
+    victims: VictimsClass::MetWithoutPortsAndVolumes,
+};
+
+/// `node(s) had no available disk`.
+pub(crate) static DISK_CONFLICT: ReasonDef = ReasonDef {
+    text: "node(s) had no available disk",
+    resolvable: true,
+};
+
+/// The registry's entry point.
+#[inline]
+pub(crate) fn filter(
+    c: &PodCtx,
+    _p: &Pred,
+    n: &NodeView,
+    out: &mut Vec<Reason>,
+) -> Result<bool, String> {
+    Ok(check(c, n, out))
+}
 
 fn conflict(a: &CVolume, b: &CVolume) -> bool {
     use CVolume::*;
@@ -38,7 +68,7 @@ pub(crate) fn check(c: &PodCtx, n: &NodeView, out: &mut Vec<Reason>) -> bool {
         .iter()
         .any(|v| n.info.disks.iter().any(|e| conflict(v, e)))
     {
-        out.push(Reason::NoDiskConflict);
+        out.push(DISK_CONFLICT.reason());
         return false;
     }
     true

@@ -1,17 +1,39 @@
 //! NoVolumeZoneConflict: bound PVs' zone/region labels against the node's.
 
+use super::unit::{FastClass, PredicateUnit, ReasonDef, VictimsClass};
+use super::Pred;
 use super::{NodeView, Reason};
 use crate::cache::ClusterCache;
-use crate::engine::PodCtx;
-use crate::intern::Sym;
+use crate::ctx::PodCtx;
+pub(crate) use crate::ctx::ZoneState as State;
 use crate::pod_info::{CVolume, PodInfo};
 
-/// Per-decision state: (label key, allowed values) constraints, or the error to report.
-#[derive(Debug, Default)]
-pub(crate) struct State {
-    pub constraints: Vec<(Sym, Vec<Sym>)>,
-    pub error: Option<String>,
-    pub zone_keys: [Option<Sym>; 2],
+/// The unit (see `registry.rs`).
+pub(crate) const UNIT: PredicateUnit = PredicateUnit {
+    name: "NoVolumeZoneConflict",
+    aliases: &[],
+    order: 17,
+    argument: None,
+    reasons: &[&ZONE_CONFLICT],
+    fast: FastClass::Volumes,
+    victims: VictimsClass::NodeOnly,
+};
+
+/// `node(s) had no available volume zone` (preemption cannot resolve it).
+pub(crate) static ZONE_CONFLICT: ReasonDef = ReasonDef {
+    text: "node(s) had no available volume zone",
+    resolvable: false,
+};
+
+/// The registry's entry point.
+#[inline]
+pub(crate) fn filter(
+    c: &PodCtx,
+    _p: &Pred,
+    n: &NodeView,
+    out: &mut Vec<Reason>,
+) -> Result<bool, String> {
+    check(c, n, out)
 }
 
 /// Resolves the pod's claims once per decision.
@@ -76,7 +98,7 @@ pub(crate) fn check(c: &PodCtx, n: &NodeView, out: &mut Vec<Reason>) -> Result<b
     }
     for (k, vals) in &c.zones.constraints {
         if !labels.get(*k).is_some_and(|v| vals.contains(&v)) {
-            out.push(Reason::NoVolumeZoneConflict);
+            out.push(ZONE_CONFLICT.reason());
             return Ok(false);
         }
     }

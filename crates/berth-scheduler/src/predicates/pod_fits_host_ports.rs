@@ -1,9 +1,39 @@
 //! PodFitsHostPorts (alias PodFitsPorts): wanted host ports against the ports used on the node.
 
+use super::unit::{FastClass, PredicateUnit, ReasonDef, VictimsClass};
+use super::Pred;
 use super::{NodeView, Reason};
-use crate::engine::PodCtx;
+use crate::ctx::PodCtx;
 use crate::intern::EMPTY;
 use crate::pod_info::HostPort;
+
+/// The unit (see `registry.rs`).
+pub(crate) const UNIT: PredicateUnit = PredicateUnit {
+    name: "PodFitsHostPorts",
+    aliases: &["PodFitsPorts"],
+    order: 4,
+    argument: None,
+    reasons: &[&NO_FREE_PORTS],
+    fast: FastClass::HostPorts,
+    victims: VictimsClass::MetWithoutPortsAndVolumes,
+};
+
+/// `node(s) didn't have free ports for the requested pod ports`.
+pub(crate) static NO_FREE_PORTS: ReasonDef = ReasonDef {
+    text: "node(s) didn't have free ports for the requested pod ports",
+    resolvable: true,
+};
+
+/// The registry's entry point.
+#[inline]
+pub(crate) fn filter(
+    c: &PodCtx,
+    _p: &Pred,
+    n: &NodeView,
+    out: &mut Vec<Reason>,
+) -> Result<bool, String> {
+    Ok(check(c, n, out))
+}
 
 #[inline]
 fn conflicts(want: &HostPort, used: &HostPort) -> bool {
@@ -23,7 +53,7 @@ pub(crate) fn check(c: &PodCtx, n: &NodeView, out: &mut Vec<Reason>) -> bool {
         .iter()
         .any(|w| n.info.ports.iter().any(|u| conflicts(w, u)))
     {
-        out.push(Reason::PodNotFitsHostPorts);
+        out.push(NO_FREE_PORTS.reason());
         return false;
     }
     true

@@ -1,8 +1,38 @@
 //! PodFitsResources: pod count, cpu, memory, ephemeral-storage and scalar resources against
 //! allocatable (scheduler.md §4.1.1).
 
+use super::unit::{FastClass, PredicateUnit, ReasonDef, VictimsClass};
+use super::Pred;
 use super::{NodeView, Reason, ResourceName};
-use crate::engine::PodCtx;
+use crate::ctx::PodCtx;
+
+/// The unit (see `registry.rs`).
+pub(crate) const UNIT: PredicateUnit = PredicateUnit {
+    name: "PodFitsResources",
+    aliases: &[],
+    order: 6,
+    argument: None,
+    reasons: &[&INSUFFICIENT],
+    fast: FastClass::Resources,
+    victims: VictimsClass::Resources,
+};
+
+/// `Insufficient <resource>`.
+pub(crate) static INSUFFICIENT: ReasonDef = ReasonDef {
+    text: "Insufficient <resource>",
+    resolvable: true,
+};
+
+/// The registry's entry point.
+#[inline]
+pub(crate) fn filter(
+    c: &PodCtx,
+    _p: &Pred,
+    n: &NodeView,
+    out: &mut Vec<Reason>,
+) -> Result<bool, String> {
+    Ok(check(c, n, out))
+}
 
 /// Collects every insufficient resource.
 #[inline]

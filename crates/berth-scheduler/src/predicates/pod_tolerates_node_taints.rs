@@ -1,8 +1,42 @@
 //! PodToleratesNodeTaints (NoSchedule + NoExecute) and PodToleratesNodeNoExecuteTaints.
 
+use super::unit::{FastClass, PredicateUnit, ReasonDef, VictimsClass};
+use super::Pred;
 use super::{NodeView, Reason};
 use crate::compiled::{tolerated, Effect};
-use crate::engine::PodCtx;
+use crate::ctx::PodCtx;
+use crate::node_info::flag;
+
+/// The unit (see `registry.rs`).
+pub(crate) const UNIT: PredicateUnit = PredicateUnit {
+    name: "PodToleratesNodeTaints",
+    aliases: &[],
+    order: 8,
+    argument: None,
+    reasons: &[
+        &super::check_node_condition::UNKNOWN_CONDITION,
+        &TAINTS_NOT_TOLERATED,
+    ],
+    fast: FastClass::Flags(flag::MISSING | flag::HARD_TAINTS),
+    victims: VictimsClass::NodeOnly,
+};
+
+/// `node(s) had taints that the pod didn't tolerate` (preemption cannot resolve it).
+pub(crate) static TAINTS_NOT_TOLERATED: ReasonDef = ReasonDef {
+    text: "node(s) had taints that the pod didn't tolerate",
+    resolvable: false,
+};
+
+/// The registry's entry point.
+#[inline]
+pub(crate) fn filter(
+    c: &PodCtx,
+    _p: &Pred,
+    n: &NodeView,
+    out: &mut Vec<Reason>,
+) -> Result<bool, String> {
+    Ok(check(c, n, false, out))
+}
 
 /// Every considered taint must be tolerated by some toleration.
 #[inline]
@@ -13,7 +47,7 @@ pub(crate) fn check(
     out: &mut Vec<Reason>,
 ) -> bool {
     if !n.info.exists {
-        out.push(Reason::NodeUnknownCondition);
+        out.push(super::check_node_condition::UNKNOWN_CONDITION.reason());
         return false;
     }
     if !n.info.hard_taints {
@@ -26,7 +60,7 @@ pub(crate) fn check(
             _ => false,
         };
         if considered && !tolerated(&c.pod.tolerations, t) {
-            out.push(Reason::TaintsTolerationsNotMatch);
+            out.push(TAINTS_NOT_TOLERATED.reason());
             return false;
         }
     }

@@ -13,10 +13,11 @@ use super::pick::PickKey;
 use super::victims::{self, start_or_latest, Potential};
 use super::CompiledPdb;
 use crate::compiled::Resources;
+use crate::ctx::PodCtx;
 use crate::engine::filter::{self, FastPlan};
-use crate::engine::PodCtx;
 use crate::node_info::NodeInfo;
-use crate::predicates::{host_name, match_node_selector, pod_fits_resources, NodeView, Pred};
+use crate::predicates::unit::VictimsClass;
+use crate::predicates::{pod_fits_resources, NodeView, Pred, Reason};
 
 /// What the fast per-node check needs, built once per decision.
 pub(super) struct Fast {
@@ -27,7 +28,7 @@ pub(super) struct Fast {
     plan: Option<FastPlan>,
     /// Scratch node: only `alloc`, `alloc_pods`, `requested` and `pod_count` are read.
     scratch: NodeInfo,
-    reasons: Vec<crate::predicates::Reason>,
+    reasons: Vec<Reason>,
 }
 
 /// `dst += sign * src` without touching the scalar list when `src` has none (the common case).
@@ -51,7 +52,7 @@ impl Fast {
         (pod.host_ports.is_empty() && pod.volumes.is_empty()).then(|| Fast {
             resources: preds
                 .iter()
-                .any(|p| matches!(p, Pred::GeneralPredicates | Pred::PodFitsResources)),
+                .any(|p| reads_resources(&p.name.unit().victims)),
             plan: filter::plan(ctx, preds, &[]),
             scratch: NodeInfo::default(),
             reasons: Vec::new(),
@@ -84,19 +85,7 @@ impl Fast {
         let out = &mut self.reasons;
         preds.iter().all(|p| {
             out.clear();
-            match p {
-                Pred::GeneralPredicates => {
-                    host_name::check(ctx, &v, out) && match_node_selector::check(ctx, &v, out)
-                }
-                Pred::PodFitsResources
-                | Pred::PodFitsHostPorts
-                | Pred::NoDiskConflict
-                | Pred::MaxEBSVolumeCount
-                | Pred::MaxGCEPDVolumeCount
-                | Pred::MaxCSIVolumeCountPred
-                | Pred::MaxAzureDiskVolumeCount => true,
-                other => other.check(ctx, &v, out).unwrap_or(false),
-            }
+            static_ok(ctx, p, &p.name.unit().victims, &v, out)
         })
     }
 
@@ -197,5 +186,33 @@ impl Fast {
                 .iter()
                 .map(|&i| (potential[i].priority, potential[i].start)),
         ))
+    }
+}
+
+/// True if a predicate of this class reads the node's requested resources.
+fn reads_resources(class: &VictimsClass) -> bool {
+    match class {
+        VictimsClass::Resources => true,
+        VictimsClass::MetWithoutPortsAndVolumes | VictimsClass::NodeOnly => false,
+        VictimsClass::Parts(parts) => parts.iter().any(|p| reads_resources(&p.unit().victims)),
+    }
+}
+
+/// One predicate of class `class` on the cached node, without the parts that read the node's
+/// pods (checked apart) or that a pod without host ports and volumes always meets. The match
+/// is exhaustive on purpose: a new class must say how preemption treats it.
+fn static_ok(
+    ctx: &PodCtx,
+    pred: &Pred,
+    class: &VictimsClass,
+    v: &NodeView,
+    out: &mut Vec<Reason>,
+) -> bool {
+    match class {
+        VictimsClass::Resources | VictimsClass::MetWithoutPortsAndVolumes => true,
+        VictimsClass::NodeOnly => pred.check(ctx, v, out).unwrap_or(false),
+        VictimsClass::Parts(parts) => parts
+            .iter()
+            .all(|&part| static_ok(ctx, &Pred::of(part), &part.unit().victims, v, out)),
     }
 }

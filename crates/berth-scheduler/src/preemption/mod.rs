@@ -11,7 +11,7 @@
 //! `reference.rs` (tests) is the plain version they must agree with.
 //!
 //! Deviations from 1.11, as the spec allows: the unresolvable reasons are the 1.13 set
-//! ([`Reason::resolvable`]); `preemptionPolicy: Never` (1.15) is honoured; potential victims of
+//! ([`Reason::resolvable`](crate::Reason::resolvable)); `preemptionPolicy: Never` (1.15) is honoured; potential victims of
 //! equal priority are ordered by earlier `status.startTime` (1.16); the node choice compares the
 //! victims' true highest priority and adds the 1.16 start-time criterion; remaining ties go to
 //! the first node by name.
@@ -36,7 +36,7 @@ use crate::compiled::Selector;
 use crate::engine::{FitError, Nominated, Scheduler};
 use crate::model::LabelSelector;
 use crate::pod_info::PodInfo;
-use crate::predicates::Reason;
+use crate::predicates::registry::PREDICATES;
 use std::collections::BTreeSet;
 
 /// A PodDisruptionBudget as preemption needs it.
@@ -124,37 +124,21 @@ pub fn eligible(cache: &ClusterCache, pod: &PodInfo) -> bool {
     })
 }
 
-/// The user-facing texts of the reasons preemption cannot resolve (1.13 set).
-fn unresolvable_texts(cache: &ClusterCache) -> BTreeSet<String> {
-    use Reason::*;
-    [
-        NodeSelectorNotMatch,
-        PodAffinityRulesNotMatch,
-        PodNotMatchHostName,
-        TaintsTolerationsNotMatch,
-        NodeLabelPresenceViolated,
-        NodeNotReady,
-        NodeNetworkUnavailable,
-        NodeUnderDiskPressure,
-        NodeUnderPIDPressure,
-        NodeUnderMemoryPressure,
-        NodeOutOfDisk,
-        NodeUnschedulable,
-        NodeUnknownCondition,
-        NoVolumeZoneConflict,
-        VolumeNodeAffinityConflict,
-        VolumeBindingNoMatch,
-    ]
-    .iter()
-    .filter(|r| !r.resolvable())
-    .map(|r| r.text(&cache.interner))
-    .collect()
+/// The user-facing texts of the reasons preemption cannot resolve (1.13 set), as the
+/// predicates declare them.
+fn unresolvable_texts() -> BTreeSet<String> {
+    PREDICATES
+        .iter()
+        .flat_map(|unit| unit.reasons)
+        .filter(|r| !r.resolvable)
+        .map(|r| r.text.to_string())
+        .collect()
 }
 
 /// nodesWherePreemptionMightHelp (§7.3): nodes (by name order) whose recorded failures are all
 /// resolvable; nodes without recorded failures are candidates too.
 pub fn candidate_nodes(cache: &ClusterCache, err: &FitError) -> Vec<String> {
-    let bad = unresolvable_texts(cache);
+    let bad = unresolvable_texts();
     cache
         .order
         .iter()
@@ -172,7 +156,7 @@ pub fn candidate_nodes(cache: &ClusterCache, err: &FitError) -> Vec<String> {
 /// name-ordered failures (no look-up per node).
 fn candidate_slots(cache: &ClusterCache, err: &FitError) -> Vec<u32> {
     use std::cmp::Ordering::*;
-    let bad = unresolvable_texts(cache);
+    let bad = unresolvable_texts();
     let mut failed = err.failed_predicates.iter().peekable();
     let mut out = Vec::with_capacity(cache.order.len());
     // most nodes of a large cluster fail for the same reasons: decide each list once

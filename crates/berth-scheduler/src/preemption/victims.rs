@@ -19,7 +19,7 @@ use crate::engine::filter::{add_pod_to, check_node, run_predicates};
 use crate::engine::{Nominated, PodCtx, Scheduler};
 use crate::node_info::NodeInfo;
 use crate::pod_info::PodInfo;
-use crate::predicates::{NodeView, Pred};
+use crate::predicates::{NodeView, Pred, PredicateName};
 
 /// A potential victim: its cache slot, priority, start time and whether evicting it violates a
 /// budget.
@@ -52,7 +52,7 @@ pub(super) fn copy_ok(cache: &ClusterCache, preds: &[Pred], pod: &PodInfo) -> bo
         && cache.term_kind_pods[TermKind::RequiredAnti as usize] == 0
         && (!preds
             .iter()
-            .any(|p| matches!(p, Pred::CheckServiceAffinity { .. }))
+            .any(|p| p.name == PredicateName::CheckServiceAffinity)
             || cache.matching_services(pod).next().is_none())
 }
 

@@ -1,8 +1,37 @@
 //! BalancedResourceAllocation: favours nodes whose cpu and memory fractions are close.
 
+use super::unit::{Hot, PriorityUnit};
+use super::Prio;
 use super::{requested, MAX_PRIORITY};
+use crate::ctx::PodCtx;
 use crate::node_info::NodeHot;
 use crate::pod_info::PodInfo;
+
+/// The unit (see `registry.rs`).
+pub(crate) const UNIT: PriorityUnit = PriorityUnit {
+    name: "BalancedResourceAllocation",
+    argument: None,
+    hot: Some(Hot::Balanced),
+};
+
+/// The score every node gets when it does not depend on the node, if so.
+pub(crate) fn uniform(_c: &PodCtx, _p: &Prio) -> Option<i64> {
+    None
+}
+
+/// The registry's entry point: 0..10 per feasible node.
+pub(crate) fn score_nodes(
+    c: &PodCtx,
+    _p: &Prio,
+    feasible: &[u32],
+    _counts: &mut Vec<i64>,
+    out: &mut [i64],
+) {
+    let hot = &c.cache.hot;
+    for (o, &ix) in out.iter_mut().zip(feasible) {
+        *o = score(c.pod, &hot[ix as usize]);
+    }
+}
 
 #[inline]
 fn fraction(req: i64, cap: i64) -> f64 {

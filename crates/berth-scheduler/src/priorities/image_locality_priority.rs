@@ -1,8 +1,37 @@
 //! ImageLocalityPriority (1.11): sum of the sizes of the pod's images present on the node, bucketed.
 
+use super::unit::PriorityUnit;
+use super::Prio;
 use super::MAX_PRIORITY;
+use crate::ctx::PodCtx;
 use crate::node_info::NodeInfo;
 use crate::pod_info::PodInfo;
+
+/// The unit (see `registry.rs`).
+pub(crate) const UNIT: PriorityUnit = PriorityUnit {
+    name: "ImageLocalityPriority",
+    argument: None,
+    hot: None,
+};
+
+/// The score every node gets when it does not depend on the node, if so.
+pub(crate) fn uniform(_c: &PodCtx, _p: &Prio) -> Option<i64> {
+    None
+}
+
+/// The registry's entry point: 0..10 per feasible node.
+pub(crate) fn score_nodes(
+    c: &PodCtx,
+    _p: &Prio,
+    feasible: &[u32],
+    _counts: &mut Vec<i64>,
+    out: &mut [i64],
+) {
+    let nodes = &c.cache.nodes;
+    for (o, &ix) in out.iter_mut().zip(feasible) {
+        *o = score(c.pod, &nodes[ix as usize]);
+    }
+}
 
 const MB: i64 = 1024 * 1024;
 const MIN: i64 = 23 * MB;

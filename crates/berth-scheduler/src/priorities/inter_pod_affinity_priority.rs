@@ -2,9 +2,44 @@
 //! placed pods (required affinity × hardPodAffinitySymmetricWeight, preferred ±weight), summed
 //! per topology domain and normalised to 0..10 over the feasible nodes.
 
+use super::unit::PriorityUnit;
+use super::Prio;
 use super::MAX_PRIORITY;
 use crate::cache::TermKind;
-use crate::engine::PodCtx;
+use crate::ctx::PodCtx;
+
+/// The unit (see `registry.rs`).
+pub(crate) const UNIT: PriorityUnit = PriorityUnit {
+    name: "InterPodAffinityPriority",
+    argument: None,
+    hot: None,
+};
+
+/// The score every node gets when it does not depend on the node, if so.
+pub(crate) fn uniform(c: &PodCtx, _p: &Prio) -> Option<i64> {
+    let pod = c.pod;
+    (pod.preferred_affinity.is_empty()
+        && pod.preferred_anti_affinity.is_empty()
+        && [
+            TermKind::RequiredAffinity,
+            TermKind::PreferredAffinity,
+            TermKind::PreferredAnti,
+        ]
+        .iter()
+        .all(|k| c.cache.term_kind_pods[*k as usize] == 0))
+    .then_some(0)
+}
+
+/// The registry's entry point: 0..10 per feasible node.
+pub(crate) fn score_nodes(
+    c: &PodCtx,
+    _p: &Prio,
+    feasible: &[u32],
+    counts: &mut Vec<i64>,
+    out: &mut [i64],
+) {
+    score(c, feasible, counts, out);
+}
 
 /// Scores the feasible nodes; `counts` is a per-node-slot scratch buffer.
 pub(crate) fn score(c: &PodCtx, feasible: &[u32], counts: &mut Vec<i64>, out: &mut [i64]) {

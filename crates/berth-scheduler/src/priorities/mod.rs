@@ -1,5 +1,7 @@
 //! Priorities (scoring): one file per priority, each returning 0..10 per feasible node, with its
-//! test vectors at the bottom. `score` fills `out[j]` for `feasible[j]`.
+//! test vectors at the bottom. Each file declares its unit (`UNIT`: name, argument, fused
+//! resource class), `uniform` and `score_nodes` (fills `out[j]` for `feasible[j]`);
+//! `registry.rs` lists the units, one line each.
 
 pub(crate) mod balanced_resource_allocation;
 pub(crate) mod equal_priority;
@@ -10,101 +12,44 @@ pub(crate) mod most_requested_priority;
 pub(crate) mod node_affinity_priority;
 pub(crate) mod node_label_priority;
 pub(crate) mod node_prefer_avoid_pods_priority;
+pub(crate) mod registry;
 pub(crate) mod selector_spread_priority;
 pub(crate) mod service_anti_affinity;
+pub(crate) mod service_spreading_priority;
 pub(crate) mod taint_toleration_priority;
+pub(crate) mod unit;
 
-use crate::engine::PodCtx;
-use crate::node_info::NodeInfo;
+pub use registry::PriorityName;
+
+use crate::ctx::PodCtx;
 
 /// The maximum score of one priority.
 pub const MAX_PRIORITY: i64 = 10;
 
-/// A configured priority function.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Prio {
-    /// SelectorSpreadPriority.
-    SelectorSpread,
-    /// ServiceSpreadingPriority (services only).
-    ServiceSpreading,
-    /// InterPodAffinityPriority.
-    InterPodAffinity,
-    /// LeastRequestedPriority.
-    LeastRequested,
-    /// MostRequestedPriority.
-    MostRequested,
-    /// BalancedResourceAllocation.
-    BalancedResourceAllocation,
-    /// NodePreferAvoidPodsPriority.
-    NodePreferAvoidPods,
-    /// NodeAffinityPriority.
-    NodeAffinity,
-    /// TaintTolerationPriority.
-    TaintToleration,
-    /// EqualPriority.
-    Equal,
-    /// ImageLocalityPriority.
-    ImageLocality,
-    /// ServiceAntiAffinity (label argument slot).
-    ServiceAntiAffinity { slot: usize },
-    /// NodeLabelPriority (labelPreference argument slot).
-    NodeLabel { slot: usize, presence: bool },
+/// A configured priority: which one, and for a configurable one its argument.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Prio {
+    /// Which priority.
+    pub name: PriorityName,
+    /// For a configurable priority, its entry among the label arguments.
+    pub slot: usize,
+    /// For `NodeLabelPriority`: having the label is preferred (true) or lacking it is (false).
+    pub presence: bool,
 }
 
 impl Prio {
+    /// A priority without argument.
+    pub const fn of(name: PriorityName) -> Prio {
+        Prio {
+            name,
+            slot: 0,
+            presence: false,
+        }
+    }
+
     /// The score every node gets when it does not depend on the node, if so (skips the pass).
     pub(crate) fn uniform(&self, c: &PodCtx) -> Option<i64> {
-        use crate::cache::TermKind;
-        let pod = c.pod;
-        match self {
-            Prio::Equal => Some(1),
-            Prio::NodeAffinity if pod.preferred_node_terms.is_empty() => Some(0),
-            Prio::NodePreferAvoidPods
-                if !pod
-                    .controller
-                    .as_ref()
-                    .is_some_and(|(k, _)| k == "ReplicationController" || k == "ReplicaSet") =>
-            {
-                Some(MAX_PRIORITY)
-            }
-            Prio::InterPodAffinity
-                if pod.preferred_affinity.is_empty()
-                    && pod.preferred_anti_affinity.is_empty()
-                    && [
-                        TermKind::RequiredAffinity,
-                        TermKind::PreferredAffinity,
-                        TermKind::PreferredAnti,
-                    ]
-                    .iter()
-                    .all(|k| c.cache.term_kind_pods[*k as usize] == 0) =>
-            {
-                Some(0)
-            }
-            Prio::SelectorSpread
-                if c.cache.matching_services(pod).next().is_none()
-                    && !c
-                        .cache
-                        .controllers
-                        .values()
-                        .any(|w| w.ns == pod.ns && w.selector.matches(&pod.labels, c.i)) =>
-            {
-                Some(MAX_PRIORITY)
-            }
-            Prio::ServiceSpreading if c.cache.matching_services(pod).next().is_none() => {
-                Some(MAX_PRIORITY)
-            }
-            Prio::TaintToleration if c.cache.soft_taint_nodes == 0 => Some(MAX_PRIORITY),
-            Prio::ServiceAntiAffinity { slot }
-                if c.label_args
-                    .get(*slot)
-                    .and_then(|v| v.first().copied())
-                    .flatten()
-                    .is_none() =>
-            {
-                Some(0)
-            }
-            _ => None,
-        }
+        registry::uniform(self, c)
     }
 
     /// Computes raw 0..10 scores for the feasible nodes.
@@ -115,56 +60,7 @@ impl Prio {
         counts: &mut Vec<i64>,
         out: &mut [i64],
     ) {
-        let nodes = &c.cache.nodes;
-        #[inline(always)]
-        fn per_node(
-            nodes: &[NodeInfo],
-            feasible: &[u32],
-            out: &mut [i64],
-            f: impl Fn(&NodeInfo) -> i64,
-        ) {
-            for (o, &ix) in out.iter_mut().zip(feasible) {
-                *o = f(&nodes[ix as usize]);
-            }
-        }
-        match self {
-            Prio::LeastRequested => {
-                let hot = &c.cache.hot;
-                for (o, &ix) in out.iter_mut().zip(feasible) {
-                    *o = least_requested_priority::score(c.pod, &hot[ix as usize]);
-                }
-            }
-            Prio::MostRequested => {
-                let hot = &c.cache.hot;
-                for (o, &ix) in out.iter_mut().zip(feasible) {
-                    *o = most_requested_priority::score(c.pod, &hot[ix as usize]);
-                }
-            }
-            Prio::BalancedResourceAllocation => {
-                let hot = &c.cache.hot;
-                for (o, &ix) in out.iter_mut().zip(feasible) {
-                    *o = balanced_resource_allocation::score(c.pod, &hot[ix as usize]);
-                }
-            }
-            Prio::Equal => out.fill(1),
-            Prio::NodePreferAvoidPods => node_prefer_avoid_pods_priority::score(c, feasible, out),
-            Prio::ImageLocality => per_node(nodes, feasible, out, |n| {
-                image_locality_priority::score(c.pod, n)
-            }),
-            Prio::NodeLabel { slot, presence } => {
-                node_label_priority::score(c, *slot, *presence, feasible, out)
-            }
-            Prio::NodeAffinity => node_affinity_priority::score(c, feasible, out),
-            Prio::TaintToleration => taint_toleration_priority::score(c, feasible, out),
-            Prio::SelectorSpread => selector_spread_priority::score(c, true, feasible, counts, out),
-            Prio::ServiceSpreading => {
-                selector_spread_priority::score(c, false, feasible, counts, out)
-            }
-            Prio::ServiceAntiAffinity { slot } => {
-                service_anti_affinity::score(c, *slot, feasible, counts, out)
-            }
-            Prio::InterPodAffinity => inter_pod_affinity_priority::score(c, feasible, counts, out),
-        }
+        registry::score(self, c, feasible, counts, out)
     }
 }
 

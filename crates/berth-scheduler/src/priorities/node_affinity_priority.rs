@@ -1,7 +1,32 @@
 //! NodeAffinityPriority: weights of matching preferred node-affinity terms, normalised to 0..10.
 
+use super::unit::PriorityUnit;
+use super::Prio;
 use super::MAX_PRIORITY;
-use crate::engine::PodCtx;
+use crate::ctx::PodCtx;
+
+/// The unit (see `registry.rs`).
+pub(crate) const UNIT: PriorityUnit = PriorityUnit {
+    name: "NodeAffinityPriority",
+    argument: None,
+    hot: None,
+};
+
+/// The score every node gets when it does not depend on the node, if so.
+pub(crate) fn uniform(c: &PodCtx, _p: &Prio) -> Option<i64> {
+    c.pod.preferred_node_terms.is_empty().then_some(0)
+}
+
+/// The registry's entry point: 0..10 per feasible node.
+pub(crate) fn score_nodes(
+    c: &PodCtx,
+    _p: &Prio,
+    feasible: &[u32],
+    _counts: &mut Vec<i64>,
+    out: &mut [i64],
+) {
+    score(c, feasible, out);
+}
 
 /// Scores the feasible nodes.
 pub(crate) fn score(c: &PodCtx, feasible: &[u32], out: &mut [i64]) {

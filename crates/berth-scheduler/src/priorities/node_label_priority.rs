@@ -1,7 +1,32 @@
 //! NodeLabelPriority (`labelPreference` argument): 10 when the label's presence matches.
 
+use super::unit::{Argument, PriorityUnit};
+use super::Prio;
 use super::MAX_PRIORITY;
-use crate::engine::PodCtx;
+use crate::ctx::PodCtx;
+
+/// The unit (see `registry.rs`).
+pub(crate) const UNIT: PriorityUnit = PriorityUnit {
+    name: "NodeLabelPriority",
+    argument: Some(Argument::LabelPreference),
+    hot: None,
+};
+
+/// The score every node gets when it does not depend on the node, if so.
+pub(crate) fn uniform(_c: &PodCtx, _p: &Prio) -> Option<i64> {
+    None
+}
+
+/// The registry's entry point: 0..10 per feasible node.
+pub(crate) fn score_nodes(
+    c: &PodCtx,
+    p: &Prio,
+    feasible: &[u32],
+    _counts: &mut Vec<i64>,
+    out: &mut [i64],
+) {
+    score(c, p.slot, p.presence, feasible, out);
+}
 
 /// Scores the feasible nodes.
 pub(crate) fn score(c: &PodCtx, slot: usize, presence: bool, feasible: &[u32], out: &mut [i64]) {

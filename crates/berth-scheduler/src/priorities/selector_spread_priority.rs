@@ -2,10 +2,42 @@
 //! ServiceSpreadingPriority (Services only): fewer matching pods on the node and in its zone
 //! score higher (zone weighting 2/3).
 
+use super::unit::PriorityUnit;
+use super::Prio;
 use super::MAX_PRIORITY;
 use crate::compiled::Selector;
-use crate::engine::PodCtx;
+use crate::ctx::PodCtx;
 use crate::intern::EMPTY;
+
+/// The unit (see `registry.rs`).
+pub(crate) const UNIT: PriorityUnit = PriorityUnit {
+    name: "SelectorSpreadPriority",
+    argument: None,
+    hot: None,
+};
+
+/// The score every node gets when it does not depend on the node, if so.
+pub(crate) fn uniform(c: &PodCtx, _p: &Prio) -> Option<i64> {
+    let pod = c.pod;
+    (c.cache.matching_services(pod).next().is_none()
+        && !c
+            .cache
+            .controllers
+            .values()
+            .any(|w| w.ns == pod.ns && w.selector.matches(&pod.labels, c.i)))
+    .then_some(MAX_PRIORITY)
+}
+
+/// The registry's entry point: 0..10 per feasible node.
+pub(crate) fn score_nodes(
+    c: &PodCtx,
+    _p: &Prio,
+    feasible: &[u32],
+    counts: &mut Vec<i64>,
+    out: &mut [i64],
+) {
+    score(c, true, feasible, counts, out);
+}
 
 /// Scores the feasible nodes; `counts` is a per-node-slot scratch buffer.
 pub(crate) fn score(

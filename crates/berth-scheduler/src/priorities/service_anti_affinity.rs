@@ -2,8 +2,38 @@
 //! service's pods over the values of a node label; unlabelled nodes score 0. "First" is the
 //! service with the smallest `namespace/name` (deterministic stand-in for lister order).
 
+use super::unit::{Argument, PriorityUnit};
+use super::Prio;
 use super::MAX_PRIORITY;
-use crate::engine::PodCtx;
+use crate::ctx::PodCtx;
+
+/// The unit (see `registry.rs`).
+pub(crate) const UNIT: PriorityUnit = PriorityUnit {
+    name: "ServiceAntiAffinity",
+    argument: Some(Argument::ServiceAntiAffinity),
+    hot: None,
+};
+
+/// The score every node gets when it does not depend on the node, if so.
+pub(crate) fn uniform(c: &PodCtx, p: &Prio) -> Option<i64> {
+    c.label_args
+        .get(p.slot)
+        .and_then(|v| v.first().copied())
+        .flatten()
+        .is_none()
+        .then_some(0)
+}
+
+/// The registry's entry point: 0..10 per feasible node.
+pub(crate) fn score_nodes(
+    c: &PodCtx,
+    p: &Prio,
+    feasible: &[u32],
+    counts: &mut Vec<i64>,
+    out: &mut [i64],
+) {
+    score(c, p.slot, feasible, counts, out);
+}
 
 /// Scores the feasible nodes.
 pub(crate) fn score(

@@ -1,8 +1,33 @@
 //! TaintTolerationPriority: fewer intolerable PreferNoSchedule taints score higher.
 
+use super::unit::PriorityUnit;
+use super::Prio;
 use super::MAX_PRIORITY;
 use crate::compiled::Effect;
-use crate::engine::PodCtx;
+use crate::ctx::PodCtx;
+
+/// The unit (see `registry.rs`).
+pub(crate) const UNIT: PriorityUnit = PriorityUnit {
+    name: "TaintTolerationPriority",
+    argument: None,
+    hot: None,
+};
+
+/// The score every node gets when it does not depend on the node, if so.
+pub(crate) fn uniform(c: &PodCtx, _p: &Prio) -> Option<i64> {
+    (c.cache.soft_taint_nodes == 0).then_some(MAX_PRIORITY)
+}
+
+/// The registry's entry point: 0..10 per feasible node.
+pub(crate) fn score_nodes(
+    c: &PodCtx,
+    _p: &Prio,
+    feasible: &[u32],
+    _counts: &mut Vec<i64>,
+    out: &mut [i64],
+) {
+    score(c, feasible, out);
+}
 
 /// Scores the feasible nodes.
 pub(crate) fn score(c: &PodCtx, feasible: &[u32], out: &mut [i64]) {

@@ -1,11 +1,18 @@
 //! Per-decision pod state (`PreFilter`): everything about the pod and its relation to the cluster
 //! that does not depend on the candidate node, computed once per decision.
+//!
+//! It sits below both the engine (which fills it) and the predicates and priorities (which read
+//! it), so that neither reaches into the other: the predicates' `prepare` functions fill the
+//! state types declared here.
+
+mod states;
+
+pub(crate) use states::{AffinityState, BindingState, Unbound, ZoneState};
 
 use crate::cache::ClusterCache;
 use crate::intern::{Interner, Sym};
 use crate::node_info::AttachKind;
 use crate::pod_info::PodInfo;
-use crate::predicates::{check_volume_binding, match_inter_pod_affinity, no_volume_zone_conflict};
 
 /// Reusable per-node buffers, indexed by node slot.
 #[derive(Debug, Default)]
@@ -46,11 +53,11 @@ pub(crate) struct PodCtx<'a> {
     /// Symbols.
     pub i: &'a Interner,
     /// Inter-pod affinity state.
-    pub affinity: match_inter_pod_affinity::State<'a>,
+    pub affinity: AffinityState<'a>,
     /// Volume zone constraints of bound claims.
-    pub zones: no_volume_zone_conflict::State,
+    pub zones: ZoneState,
     /// Volume binding state.
-    pub binding: check_volume_binding::State<'a>,
+    pub binding: BindingState<'a>,
     /// The pod's attachable volume ids.
     pub attach: Vec<(AttachKind, Sym, Sym)>,
     /// `KUBE_MAX_PD_VOLS` override.
