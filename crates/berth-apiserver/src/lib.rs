@@ -3,10 +3,17 @@
 //! It serves the Kubernetes REST API over the store of `berth-store`: discovery, OpenAPI stubs,
 //! CRUD with optimistic concurrency, list with selectors and paging, watch, merge/JSON/strategic
 //! patches, server-side Tables, the `binding`/`eviction`/`status`/`scale` subresources, the RBAC
-//! API (stored and validated, not enforced: one admin identity may do everything) and the
-//! admission chain (defaults, Priority, validation). Request bodies are JSON, YAML or Kubernetes
-//! protobuf. It is not a scheduler or a controller: those
-//! are clients of this API, in process through [`ApiServer::in_process_router`] or over HTTPS.
+//! API (stored and validated, not enforced: one admin identity may do everything), per-kind
+//! strategies (defaults, validation, immutable fields, graceful deletion: `strategy/`) and an
+//! admission chain of named plugins (`admission/`: NamespaceLifecycle, Priority,
+//! DefaultTolerationSeconds), each enabled, disabled or configured by name
+//! ([`ApiServer::with_admission`]). Request bodies are JSON, YAML or Kubernetes protobuf. It is
+//! not a scheduler or a controller: those are clients of this API, in process through
+//! [`ApiServer::in_process_router`] or over HTTPS.
+//!
+//! Modules depend downward only: the router (`server`) → handlers (`objects`, `subresources`,
+//! `watch`, `rbac` reviews, `node_proxy`) → `deletion` → `strategy` → `admission` →
+//! `context`, `response`, `request`, `patch`, `codec`, `path`, `error`.
 //!
 //! ```no_run
 //! # async fn demo() {
