@@ -1,6 +1,6 @@
 //! Per-kind behaviour of the generic handlers, as upstream's `registry/<group>/<kind>/strategy.go`:
 //! defaults and server-owned fields of a new object, what an update may not change, validation,
-//! and how a delete proceeds. Kinds without behaviour of their own get [`Default`].
+//! and how a delete proceeds. Kinds without behaviour of their own get [`Generic`].
 //!
 //! A handler looks the strategy up once per request ([`for_type`]) and runs a write through
 //! [`admit_create`] or [`admit_update`]: the strategy's preparation, then the admission chain,
@@ -58,9 +58,9 @@ pub trait Strategy: Sync {
 }
 
 /// The strategy of kinds without behaviour of their own.
-pub struct Default;
+pub struct Generic;
 
-impl Strategy for Default {}
+impl Strategy for Generic {}
 
 /// Kinds with a strategy of their own: (API group, kind, strategy).
 static STRATEGIES: &[(&str, &str, &dyn Strategy)] = &[
@@ -83,7 +83,7 @@ pub fn for_type(rt: &ResourceType) -> &'static dyn Strategy {
     STRATEGIES
         .iter()
         .find(|(group, kind, _)| *kind == rt.kind && *group == rt.group)
-        .map_or(&Default, |(_, _, strategy)| *strategy)
+        .map_or(&Generic, |(_, _, strategy)| *strategy)
 }
 
 /// Readies a new object for the store: the strategy's defaults, the admission chain, then
