@@ -1,14 +1,64 @@
 //! Deleting objects: graceful pod termination, finalizers and namespace cascade.
 
-use crate::codec::{self, encode, meta_mut, meta_str};
-use crate::error::{from_store, ApiResult};
-use crate::objects::{respond, ApiRequest, DeleteOptions};
+use crate::codec::{self, encode, meta_mut};
+use crate::context::Ctx;
+use crate::error::{from_store, ApiError, ApiResult};
 use crate::path;
-use crate::server::Ctx;
+use crate::request::{ApiRequest, Query};
+use crate::response::respond;
+use crate::strategy::{Deletion, Strategy};
 use crate::strict::FieldValidation;
 use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::{json, Value};
+
+/// The parts of `DeleteOptions` (body or query) berth honours.
+#[derive(Debug, Default, Clone)]
+pub struct DeleteOptions {
+    pub grace_period_seconds: Option<i64>,
+    pub precondition_uid: Option<String>,
+    pub precondition_rv: Option<i64>,
+    /// `dryRun=All` in the query or `"dryRun": ["All"]` in the body (kubectl sends the latter).
+    pub dry_run: bool,
+}
+
+impl DeleteOptions {
+    pub fn from_request(req: &ApiRequest) -> ApiResult<DeleteOptions> {
+        let body = options_body(req)?;
+        DeleteOptions::from_value(&body, &req.query)
+    }
+
+    pub fn from_value(body: &Value, query: &Query) -> ApiResult<DeleteOptions> {
+        let grace = match query.int("gracePeriodSeconds")? {
+            Some(g) => Some(g),
+            None => body.get("gracePeriodSeconds").and_then(Value::as_i64),
+        };
+        let dry_run = match body.get("dryRun") {
+            None | Some(Value::Null) => false,
+            Some(Value::Array(modes)) => {
+                if let Some(bad) = modes.iter().find(|m| *m != "All") {
+                    return Err(ApiError::BadRequest(format!(
+                        "dryRun: Unsupported value: {bad}: supported values: \"All\""
+                    )));
+                }
+                !modes.is_empty()
+            }
+            Some(other) => {
+                return Err(ApiError::BadRequest(format!(
+                    "error decoding DeleteOptions: dryRun must be a list, got {other}"
+                )))
+            }
+        };
+        Ok(DeleteOptions {
+            dry_run: dry_run || query.dry_run()?,
+            grace_period_seconds: grace,
+            precondition_uid: body["preconditions"]["uid"].as_str().map(str::to_string),
+            precondition_rv: body["preconditions"]["resourceVersion"]
+                .as_str()
+                .and_then(|r| r.parse().ok()),
+        })
+    }
+}
 
 /// The `DeleteOptions` body of a DELETE, or `null` without one. JSON, YAML, or Kubernetes
 /// protobuf: Go clients encode it like any other body, under their own group version
@@ -28,28 +78,24 @@ pub fn options_body(req: &ApiRequest) -> ApiResult<Value> {
     Ok(options)
 }
 
-/// Deletes (or starts deleting) `current`, stored at revision `rv`.
+/// Deletes (or starts deleting) `current`, stored at revision `rv`, as its kind's strategy says.
 pub async fn delete_object(
     ctx: &Ctx,
     req: &ApiRequest,
+    strategy: &dyn Strategy,
     mut current: Value,
     rv: i64,
     options: &DeleteOptions,
 ) -> ApiResult<Response> {
-    let rt = req.target.rt;
     let expected = Some(options.precondition_rv.unwrap_or(rv));
     let now = ctx.clock.now();
-    let graceful = match rt.kind {
-        "Pod" => pod_grace_period(&current, options),
-        "Namespace" => Some(0),
-        _ => None,
-    };
+    let deletion = strategy.deletion(&current, options.grace_period_seconds);
     let finalizers = current["metadata"]["finalizers"]
         .as_array()
         .is_some_and(|f| !f.is_empty());
     let already_deleting = current["metadata"].get("deletionTimestamp").is_some();
 
-    if rt.kind == "Namespace" {
+    if deletion == Deletion::Cascade {
         if !already_deleting {
             current["status"]["phase"] = json!("Terminating");
             mark_deleting(ctx, req, &mut current, &ctx.clock.timestamp(), 0, expected).await?;
@@ -58,7 +104,7 @@ pub async fn delete_object(
         return Ok(respond(ctx, req, StatusCode::OK, current));
     }
 
-    if let Some(grace) = graceful.filter(|g| *g > 0) {
+    if let Deletion::Graceful(grace) = deletion {
         // A bound, running pod terminates: its kubelet removes it when it has stopped.
         let deadline = (now + chrono::Duration::seconds(grace))
             .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
@@ -109,20 +155,6 @@ async fn mark_deleting(
     Ok(())
 }
 
-/// `Some(seconds)` when a pod must terminate gracefully, `Some(0)`/`None` when it goes at once.
-fn pod_grace_period(pod: &Value, options: &DeleteOptions) -> Option<i64> {
-    let bound = !pod["spec"]["nodeName"].as_str().unwrap_or("").is_empty();
-    let phase = pod["status"]["phase"].as_str().unwrap_or("");
-    if !bound || phase == "Succeeded" || phase == "Failed" {
-        return Some(0);
-    }
-    let grace = options
-        .grace_period_seconds
-        .or_else(|| pod["spec"]["terminationGracePeriodSeconds"].as_i64())
-        .unwrap_or(30);
-    Some(grace.max(0))
-}
-
 /// Deletes everything in a terminating namespace, then the namespace itself.
 async fn empty_namespace(ctx: Ctx, namespace: String) {
     for rt in berth_api::registry::all().iter().filter(|rt| rt.namespaced) {
@@ -143,7 +175,32 @@ async fn empty_namespace(ctx: Ctx, namespace: String) {
     tracing::info!(namespace = %namespace, "namespace deleted");
 }
 
-/// True when `obj` is a namespace that is being deleted.
-pub fn is_terminating(ns: &Value) -> bool {
-    ns["status"]["phase"] == "Terminating" || !meta_str(ns, "deletionTimestamp").is_empty()
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delete_options_dry_run_from_the_body_as_kubectl_sends_it() {
+        let none = Query::default();
+        let body = json!({"propagationPolicy": "Background", "dryRun": ["All"]});
+        assert!(DeleteOptions::from_value(&body, &none).unwrap().dry_run);
+        let query = Query::parse(Some("dryRun=All"));
+        assert!(
+            DeleteOptions::from_value(&Value::Null, &query)
+                .unwrap()
+                .dry_run
+        );
+        assert!(
+            !DeleteOptions::from_value(&json!({}), &none)
+                .unwrap()
+                .dry_run
+        );
+        assert!(
+            !DeleteOptions::from_value(&json!({"dryRun": []}), &none)
+                .unwrap()
+                .dry_run
+        );
+        assert!(DeleteOptions::from_value(&json!({"dryRun": ["Some"]}), &none).is_err());
+        assert!(DeleteOptions::from_value(&json!({"dryRun": "All"}), &none).is_err());
+    }
 }

@@ -3,10 +3,17 @@
 //! It serves the Kubernetes REST API over the store of `berth-store`: discovery, OpenAPI stubs,
 //! CRUD with optimistic concurrency, list with selectors and paging, watch, merge/JSON/strategic
 //! patches, server-side Tables, the `binding`/`eviction`/`status`/`scale` subresources, the RBAC
-//! API (stored and validated, not enforced: one admin identity may do everything) and the
-//! admission chain (defaults, Priority, validation). Request bodies are JSON, YAML or Kubernetes
-//! protobuf. It is not a scheduler or a controller: those
-//! are clients of this API, in process through [`ApiServer::in_process_router`] or over HTTPS.
+//! API (stored and validated, not enforced: one admin identity may do everything), per-kind
+//! strategies (defaults, validation, immutable fields, graceful deletion: `strategy/`) and an
+//! admission chain of named plugins (`admission/`: NamespaceLifecycle, Priority,
+//! DefaultTolerationSeconds), each enabled, disabled or configured by name
+//! ([`ApiServer::with_admission`]). Request bodies are JSON, YAML or Kubernetes protobuf. It is
+//! not a scheduler or a controller: those are clients of this API, in process through
+//! [`ApiServer::in_process_router`] or over HTTPS.
+//!
+//! Modules depend downward only: the router (`server`) → handlers (`objects`, `subresources`,
+//! `watch`, `rbac` reviews, `node_proxy`) → `deletion` → `strategy` → `admission` →
+//! `context`, `response`, `request`, `patch`, `codec`, `path`, `error`.
 //!
 //! ```no_run
 //! # async fn demo() {
@@ -19,18 +26,21 @@
 
 mod admission;
 mod codec;
+mod context;
 mod deletion;
 mod error;
 mod node_proxy;
 mod objects;
+mod patch;
 mod path;
 mod protobuf;
 mod rbac;
 mod rbac_bootstrap;
 mod request;
-mod scale;
+mod response;
 mod selectors;
 mod server;
+mod strategy;
 mod strict;
 mod subresources;
 #[cfg(test)]
@@ -38,12 +48,14 @@ mod testing;
 pub mod tls;
 mod watch;
 
+pub use admission::{AdmissionConfig, ConfigError as AdmissionConfigError};
 pub use berth_core::clock::Clock;
 pub use error::ApiError;
 
+use admission::{AdmissionCache, Chain, Handles};
 use berth_store::Store;
+use context::{Ctx, Inner};
 use serde_json::json;
-use server::{Ctx, Inner};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -56,7 +68,9 @@ pub struct ApiServer {
     store: Store,
     clock: Clock,
     address: String,
-    priority_disabled: Arc<std::sync::atomic::AtomicBool>,
+    /// What admission plugins are built with (shared by every chain this server builds).
+    handles: Handles,
+    admission: Arc<Chain>,
     caches: Arc<Caches>,
 }
 
@@ -64,28 +78,51 @@ pub struct ApiServer {
 /// of its routers (the stored revisions they are keyed by are this server's store's).
 #[derive(Default)]
 pub(crate) struct Caches {
-    /// Namespaces and priority classes, for admission.
-    pub admission: admission::AdmissionCache,
     /// Watch events, decoded and encoded once for every watch that sends them.
     pub events: watch::EventCache,
 }
 
 impl ApiServer {
-    /// A server over `store`; `address` is what legacy discovery advertises.
+    /// A server over `store`, with the default admission chain; `address` is what legacy
+    /// discovery advertises.
     pub fn new(store: Store, clock: Clock, address: String) -> ApiServer {
+        let handles = Handles {
+            store: store.clone(),
+            cache: Arc::new(AdmissionCache::default()),
+            priority_disabled: Default::default(),
+        };
+        let admission = Chain::build(&handles, &AdmissionConfig::default())
+            .expect("the default admission chain needs no configuration");
         ApiServer {
             store,
             clock,
             address,
-            priority_disabled: Default::default(),
+            handles,
+            admission: Arc::new(admission),
             caches: Default::default(),
         }
+    }
+
+    /// The same server with the admission chain `config` asks for (a master config's
+    /// `admissionConfig.pluginConfig`). Routers made before keep the chain they had.
+    pub fn with_admission(
+        mut self,
+        config: &AdmissionConfig,
+    ) -> Result<ApiServer, AdmissionConfigError> {
+        self.admission = Arc::new(Chain::build(&self.handles, config)?);
+        Ok(self)
+    }
+
+    /// The admission plugins that run, in order.
+    pub fn admission_plugins(&self) -> Vec<&'static str> {
+        self.admission.names()
     }
 
     /// Turns pod priority off or on (seed 16.6.6, `disablePreemption` in a master config): while
     /// off, a new pod naming a priority class is rejected; existing pods keep their fields.
     pub fn set_pod_priority_disabled(&self, disabled: bool) {
-        self.priority_disabled
+        self.handles
+            .priority_disabled
             .store(disabled, std::sync::atomic::Ordering::Relaxed);
     }
 
@@ -95,7 +132,7 @@ impl ApiServer {
             clock: self.clock.clone(),
             address: self.address.clone(),
             token,
-            priority_disabled: self.priority_disabled.clone(),
+            admission: self.admission.clone(),
             caches: self.caches.clone(),
         })
     }

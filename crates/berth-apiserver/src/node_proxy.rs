@@ -2,10 +2,10 @@
 //! summary in the ConfigMap `kube-node-lease/berth-stats-NODE` (key `summary`); this route
 //! returns it, so `kubectl get --raw .../proxy/stats/summary` works as against a real node.
 
+use crate::context::{read, Ctx};
 use crate::error::{ApiError, ApiResult};
-use crate::objects::{self, ApiRequest};
-use crate::request::{Answer, Query};
-use crate::server::{json_response, Ctx};
+use crate::request::{Answer, ApiRequest, Query};
+use crate::response::json_response;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use serde_json::Value;
@@ -35,7 +35,7 @@ pub fn summary(ctx: &Ctx, node: &str) -> ApiResult<Response> {
         resource: "nodes".into(),
         name: node.to_string(),
     };
-    let (cm, _) = objects::read(ctx, &req).map_err(|_| not_found())?;
+    let (cm, _) = read(ctx, &req).map_err(|_| not_found())?;
     let summary: Value = cm["data"]["summary"]
         .as_str()
         .and_then(|s| serde_json::from_str(s).ok())

@@ -1,91 +1,20 @@
 //! CRUD on objects: get, list, create, update, patch, delete.
 
-use crate::admission;
 use crate::codec::{self, decode, encode, meta_mut, meta_str};
+use crate::context::{read, Ctx};
+use crate::deletion::{delete_object, DeleteOptions};
 use crate::error::{from_store, ApiError, ApiResult};
+use crate::patch::apply_patch;
 use crate::path::{self, Target};
-use crate::request::{Answer, Query};
+use crate::request::{Answer, ApiRequest};
+use crate::response::{include_object, json_response, respond, with_warnings};
 use crate::selectors::Selectors;
-use crate::server::{json_response, Ctx};
-use crate::subresources;
+use crate::strategy::{self, Strategy};
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use base64::Engine;
-use berth_api::tables::{self, IncludeObject};
+use berth_api::tables;
 use serde_json::{json, Value};
-
-/// A request addressed to a resource, with everything the handlers need.
-pub struct ApiRequest {
-    pub target: Target,
-    pub query: Query,
-    pub headers: HeaderMap,
-    pub body: bytes::Bytes,
-    pub answer: Answer,
-}
-
-impl ApiRequest {
-    pub fn resource(&self) -> String {
-        path::qualified_resource(self.target.rt)
-    }
-    pub fn name(&self) -> &str {
-        self.target.name.as_deref().unwrap_or("")
-    }
-    pub fn key(&self) -> String {
-        path::key(
-            self.target.rt,
-            self.target.namespace.as_deref(),
-            self.name(),
-        )
-    }
-    pub fn not_found(&self) -> ApiError {
-        ApiError::NotFound {
-            resource: self.resource(),
-            name: self.name().to_string(),
-        }
-    }
-}
-
-/// Reads the current stored object addressed by `req`.
-pub fn read(ctx: &Ctx, req: &ApiRequest) -> ApiResult<(Value, i64)> {
-    let kv = ctx
-        .store
-        .get(&req.key())
-        .map_err(|e| from_store(e, &req.resource(), req.name()))?
-        .ok_or_else(|| req.not_found())?;
-    Ok((decode(&kv, &req.target)?, kv.mod_revision))
-}
-
-fn include_object(q: &Query) -> IncludeObject {
-    match q.get("includeObject") {
-        Some("None") => IncludeObject::None,
-        Some("Object") => IncludeObject::Object,
-        _ => IncludeObject::Metadata,
-    }
-}
-
-/// An object or list in the representation the client accepted.
-pub fn respond(ctx: &Ctx, req: &ApiRequest, code: StatusCode, v: Value) -> Response {
-    if req.answer == Answer::Table && req.target.subresource.is_none() {
-        let list_meta = json!({"resourceVersion": v["metadata"]["resourceVersion"]});
-        let t = tables::table(
-            req.target.rt,
-            &[v],
-            list_meta,
-            include_object(&req.query),
-            ctx.clock.now(),
-            true,
-        );
-        return json_response(code, &t);
-    }
-    // Straight to bytes: `json_response` formats through `Display`, which is slower.
-    let body = serde_json::to_vec(&v).unwrap_or_default();
-    (
-        code,
-        [(axum::http::header::CONTENT_TYPE, "application/json")],
-        body,
-    )
-        .into_response()
-}
 
 pub async fn get(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
     match req.target.subresource.as_deref() {
@@ -239,17 +168,10 @@ pub fn body_object(req: &ApiRequest) -> ApiResult<(Value, Vec<String>)> {
 }
 
 pub async fn create(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
-    match (req.target.rt.plural, req.target.subresource.as_deref()) {
-        ("pods", Some("binding")) | ("bindings", None) => {
-            return subresources::bind(ctx, req).await
-        }
-        ("pods", Some("eviction")) => return subresources::evict(ctx, req).await,
-        (_, Some(_)) | (_, None) if req.target.name.is_some() => {
-            return Err(ApiError::MethodNotAllowed(
-                "the server does not allow this method on the requested resource".into(),
-            ))
-        }
-        _ => {}
+    if req.target.name.is_some() {
+        return Err(ApiError::MethodNotAllowed(
+            "the server does not allow this method on the requested resource".into(),
+        ));
     }
     let rt = req.target.rt;
     let (mut obj, warnings) = body_object(req)?;
@@ -294,8 +216,7 @@ pub async fn create(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
             meta.remove(field);
         }
     }
-    admission::admit_create(ctx, rt, &mut obj).await?;
-    admission::validate(rt, &obj, None)?;
+    strategy::admit_create(&ctx.admission, strategy::for_type(rt), rt, &mut obj)?;
     let name = meta_str(&obj, "name").to_string();
     let key = path::key(rt, ns.as_deref(), &name);
     let mut target = req.target.clone();
@@ -325,18 +246,6 @@ fn random_suffix() -> String {
     (0..5)
         .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
         .collect()
-}
-
-/// Adds `Warning: 299 - "..."` headers, as upstream does for `fieldValidation=Warn`.
-fn with_warnings(mut resp: Response, warnings: &[String]) -> Response {
-    for w in warnings {
-        if let Ok(v) =
-            axum::http::HeaderValue::from_str(&format!("299 - \"{}\"", w.replace('"', "'")))
-        {
-            resp.headers_mut().append("warning", v);
-        }
-    }
-    resp
 }
 
 pub async fn update(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
@@ -431,8 +340,8 @@ pub async fn write_update(
         }
         meta_mut(&mut new).insert("generation".into(), json!(generation));
     }
-    admission::admit_update(ctx, rt, old, &mut new).await?;
-    admission::validate(rt, &new, Some(old))?;
+    let strategy = strategy::for_type(rt);
+    strategy::admit_update(&ctx.admission, strategy, rt, old, &mut new)?;
     codec::stamp(&mut new, expected.unwrap_or(0), &req.target);
     // An update that changes nothing writes nothing: the resourceVersion stays, no event is sent
     // (upstream; `kubectl patch` then says "(no change)").
@@ -444,7 +353,7 @@ pub async fn write_update(
         && new["metadata"]["finalizers"]
             .as_array()
             .is_none_or(|f| f.is_empty())
-        && rt.plural != "pods";
+        && strategy.removed_with_last_finalizer();
     if finalizers_done {
         let kv = ctx
             .store
@@ -554,34 +463,6 @@ fn json_headers() -> HeaderMap {
     h
 }
 
-/// Applies a patch of the given media type to `old`.
-pub fn apply_patch(ctype: &str, old: &Value, patch: &Value, kind: &str) -> ApiResult<Value> {
-    match ctype {
-        "application/json-patch+json" => {
-            let p: json_patch::Patch = serde_json::from_value(patch.clone())
-                .map_err(|e| ApiError::BadRequest(format!("error decoding patch: {e}")))?;
-            let mut doc = old.clone();
-            json_patch::patch(&mut doc, &p).map_err(|e| ApiError::Invalid {
-                kind: kind.into(),
-                name: meta_str(old, "name").into(),
-                causes: vec![crate::error::Cause {
-                    reason: "FieldValueInvalid".into(),
-                    message: e.to_string(),
-                    field: String::new(),
-                }],
-            })?;
-            Ok(doc)
-        }
-        "application/merge-patch+json" => {
-            let mut doc = old.clone();
-            json_patch::merge(&mut doc, patch);
-            Ok(doc)
-        }
-        _ => berth_core::patch::strategic_merge(old, patch, kind)
-            .map_err(|e| ApiError::BadRequest(e.to_string())),
-    }
-}
-
 /// Fields a patch may not set: identity and server-managed metadata come from the stored object.
 fn strip_server_fields(patched: &mut Value, old: &Value) {
     if let Some(m) = patched.get_mut("metadata").and_then(Value::as_object_mut) {
@@ -610,61 +491,15 @@ pub async fn delete(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
     if options.dry_run {
         return Ok(respond(ctx, req, StatusCode::OK, current));
     }
-    crate::deletion::delete_object(ctx, req, current, rv, &options).await
-}
-
-/// The parts of `DeleteOptions` (body or query) berth honours.
-#[derive(Debug, Default, Clone)]
-pub struct DeleteOptions {
-    pub grace_period_seconds: Option<i64>,
-    pub precondition_uid: Option<String>,
-    pub precondition_rv: Option<i64>,
-    /// `dryRun=All` in the query or `"dryRun": ["All"]` in the body (kubectl sends the latter).
-    pub dry_run: bool,
-}
-
-impl DeleteOptions {
-    pub fn from_request(req: &ApiRequest) -> ApiResult<DeleteOptions> {
-        let body = crate::deletion::options_body(req)?;
-        DeleteOptions::from_value(&body, &req.query)
-    }
-
-    pub fn from_value(body: &Value, query: &Query) -> ApiResult<DeleteOptions> {
-        let grace = match query.int("gracePeriodSeconds")? {
-            Some(g) => Some(g),
-            None => body.get("gracePeriodSeconds").and_then(Value::as_i64),
-        };
-        let dry_run = match body.get("dryRun") {
-            None | Some(Value::Null) => false,
-            Some(Value::Array(modes)) => {
-                if let Some(bad) = modes.iter().find(|m| *m != "All") {
-                    return Err(ApiError::BadRequest(format!(
-                        "dryRun: Unsupported value: {bad}: supported values: \"All\""
-                    )));
-                }
-                !modes.is_empty()
-            }
-            Some(other) => {
-                return Err(ApiError::BadRequest(format!(
-                    "error decoding DeleteOptions: dryRun must be a list, got {other}"
-                )))
-            }
-        };
-        Ok(DeleteOptions {
-            dry_run: dry_run || query.dry_run()?,
-            grace_period_seconds: grace,
-            precondition_uid: body["preconditions"]["uid"].as_str().map(str::to_string),
-            precondition_rv: body["preconditions"]["resourceVersion"]
-                .as_str()
-                .and_then(|r| r.parse().ok()),
-        })
-    }
+    let strategy = strategy::for_type(req.target.rt);
+    delete_object(ctx, req, strategy, current, rv, &options).await
 }
 
 pub async fn delete_collection(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
     let rt = req.target.rt;
     let selectors = Selectors::from_query(rt, &req.query)?;
     let options = DeleteOptions::from_request(req)?;
+    let strategy: &dyn Strategy = strategy::for_type(rt);
     let prefix = path::collection_prefix(rt, req.target.namespace.as_deref());
     let r = ctx
         .store
@@ -690,7 +525,7 @@ pub async fn delete_collection(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Respons
             body: bytes::Bytes::new(),
             answer: Answer::Json,
         };
-        if crate::deletion::delete_object(ctx, &one, obj.clone(), kv.mod_revision, &options)
+        if delete_object(ctx, &one, strategy, obj.clone(), kv.mod_revision, &options)
             .await
             .is_ok()
         {
@@ -699,34 +534,4 @@ pub async fn delete_collection(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Respons
     }
     let list = json!({"kind": rt.list_kind(), "apiVersion": rt.api_version(), "metadata": {"resourceVersion": ctx.store.current_revision().to_string()}, "items": items});
     Ok(json_response(StatusCode::OK, &list))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn delete_options_dry_run_from_the_body_as_kubectl_sends_it() {
-        let none = Query::default();
-        let body = json!({"propagationPolicy": "Background", "dryRun": ["All"]});
-        assert!(DeleteOptions::from_value(&body, &none).unwrap().dry_run);
-        let query = Query::parse(Some("dryRun=All"));
-        assert!(
-            DeleteOptions::from_value(&Value::Null, &query)
-                .unwrap()
-                .dry_run
-        );
-        assert!(
-            !DeleteOptions::from_value(&json!({}), &none)
-                .unwrap()
-                .dry_run
-        );
-        assert!(
-            !DeleteOptions::from_value(&json!({"dryRun": []}), &none)
-                .unwrap()
-                .dry_run
-        );
-        assert!(DeleteOptions::from_value(&json!({"dryRun": ["Some"]}), &none).is_err());
-        assert!(DeleteOptions::from_value(&json!({"dryRun": "All"}), &none).is_err());
-    }
 }

@@ -7,9 +7,10 @@
 //! `deploy/rbac.yaml` and for tools that read them), and every self review answers "allowed".
 
 use crate::codec::{self, meta_str};
+use crate::context::Ctx;
 use crate::error::{ApiError, ApiResult, Cause};
-use crate::objects::ApiRequest;
-use crate::server::{json_response, Ctx};
+use crate::request::ApiRequest;
+use crate::response::json_response;
 use axum::http::StatusCode;
 use axum::response::Response;
 use berth_api::registry::ResourceType;
@@ -18,11 +19,6 @@ use serde_json::{json, Value};
 
 /// The API group of roles and bindings; also the `apiGroup` of `User` and `Group` subjects.
 pub const GROUP: &str = "rbac.authorization.k8s.io";
-
-/// Whether `rt` is one of the four RBAC kinds validated here.
-pub fn is_rbac(rt: &ResourceType) -> bool {
-    rt.group == GROUP
-}
 
 /// Upstream `v1` defaulting of a binding: `roleRef.apiGroup` and the subjects' `apiGroup`.
 pub fn default_binding(obj: &mut Value) {

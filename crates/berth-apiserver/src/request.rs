@@ -1,9 +1,42 @@
-//! What a request asks for beyond its path: query parameters and content negotiation.
+//! What a request asks for: the resource it addresses, query parameters and content
+//! negotiation.
 
 use crate::error::ApiError;
+use crate::path::{self, Target};
 use crate::strict::FieldValidation;
 use axum::http::HeaderMap;
 use std::collections::HashMap;
+
+/// A request addressed to a resource, with everything the handlers need.
+pub struct ApiRequest {
+    pub target: Target,
+    pub query: Query,
+    pub headers: HeaderMap,
+    pub body: bytes::Bytes,
+    pub answer: Answer,
+}
+
+impl ApiRequest {
+    pub fn resource(&self) -> String {
+        path::qualified_resource(self.target.rt)
+    }
+    pub fn name(&self) -> &str {
+        self.target.name.as_deref().unwrap_or("")
+    }
+    pub fn key(&self) -> String {
+        path::key(
+            self.target.rt,
+            self.target.namespace.as_deref(),
+            self.name(),
+        )
+    }
+    pub fn not_found(&self) -> ApiError {
+        ApiError::NotFound {
+            resource: self.resource(),
+            name: self.name().to_string(),
+        }
+    }
+}
 
 /// Query parameters of a Kubernetes API request.
 #[derive(Debug, Default, Clone)]

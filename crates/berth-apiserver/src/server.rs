@@ -1,48 +1,24 @@
-//! The HTTP surface: one dispatcher that routes every request by its path.
+//! The HTTP surface: one dispatcher that routes every request by its path to its handler.
+//!
+//! Dependencies point down: this router → the handlers (`objects`, `subresources`, `watch`,
+//! `rbac` reviews, `node_proxy`) → `deletion` → `strategy` → `admission` → `context`,
+//! `response`, `request`, `codec`, `path`, `error`.
 
+use crate::context::Ctx;
 use crate::error::{ApiError, ApiResult};
 use crate::path::{self, Route};
-use crate::request::{negotiate, Answer, Query};
-use crate::{objects, watch};
-use axum::body::Body;
+use crate::request::{negotiate, Answer, ApiRequest, Query};
+use crate::response::json_response;
+use crate::{node_proxy, objects, rbac, subresources, watch};
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use berth_api::{discovery, openapi};
-use berth_core::clock::Clock;
-use berth_store::Store;
 use serde_json::{json, Value};
-use std::sync::Arc;
 
 /// Largest request body accepted (upstream's limit is 3 MiB).
 const MAX_BODY: usize = 3 * 1024 * 1024;
-
-/// Shared state of every handler.
-pub struct Inner {
-    pub store: Store,
-    pub clock: Clock,
-    /// Address written into legacy discovery's `serverAddressByClientCIDRs`.
-    pub address: String,
-    /// Bearer token required on the network listener; `None` for the in-process router.
-    pub token: Option<String>,
-    /// Pod priority switched off (seed 16.6.6): new pods may not name a priority class.
-    pub priority_disabled: Arc<std::sync::atomic::AtomicBool>,
-    /// Decoded objects and encoded events shared between requests (see [`crate::Caches`]).
-    pub caches: Arc<crate::Caches>,
-}
-
-pub type Ctx = Arc<Inner>;
-
-/// A JSON response with the given status.
-pub fn json_response(code: StatusCode, v: &Value) -> Response {
-    (
-        code,
-        [(header::CONTENT_TYPE, "application/json")],
-        v.to_string(),
-    )
-        .into_response()
-}
 
 /// Builds the router over `ctx`. Authentication applies when `ctx.token` is set.
 pub fn router(ctx: Ctx) -> Router {
@@ -87,8 +63,8 @@ async fn route(ctx: &Ctx, req: Request) -> ApiResult<Response> {
         if let Some(r) = fixed_route(ctx, &path, answer) {
             return Ok(r);
         }
-        if let Some(node) = crate::node_proxy::summary_node(&path) {
-            return crate::node_proxy::summary(ctx, node);
+        if let Some(node) = node_proxy::summary_node(&path) {
+            return node_proxy::summary(ctx, node);
         }
     }
     if let Some(route) = path::discovery_route(&path) {
@@ -104,21 +80,33 @@ async fn route(ctx: &Ctx, req: Request) -> ApiResult<Response> {
     let body = axum::body::to_bytes(body, MAX_BODY)
         .await
         .map_err(|e| ApiError::BadRequest(format!("request body: {e}")))?;
-    let req = objects::ApiRequest {
+    let req = ApiRequest {
         target,
         query,
         headers,
         body,
         answer,
     };
-    // Subresources and kinds with handlers of their own.
-    if req.target.subresource.as_deref() == Some("scale") {
-        return crate::scale::handle(ctx, &req, &method).await;
+    // Subresources with handlers of their own.
+    let rt = req.target.rt;
+    match (rt.plural, req.target.subresource.as_deref(), &method) {
+        (_, Some("scale"), _) => return subresources::scale::handle(ctx, &req, &method).await,
+        ("pods", Some("binding"), &Method::POST) => {
+            return subresources::binding::bind(ctx, &req).await
+        }
+        ("pods", Some("eviction"), &Method::POST) => {
+            return subresources::eviction::evict(ctx, &req).await
+        }
+        _ => {}
     }
+    // Kinds with handlers of their own.
     if req.target.subresource.is_none() {
         check_verb(&req, &method)?;
-        if crate::rbac::is_review(req.target.rt) && req.target.name.is_none() {
-            return crate::rbac::review(ctx, &req).await;
+        if rbac::is_review(rt) && req.target.name.is_none() {
+            return rbac::review(ctx, &req).await;
+        }
+        if rt.plural == "bindings" && method == Method::POST {
+            return subresources::binding::bind(ctx, &req).await;
         }
     }
     match method {
@@ -138,7 +126,7 @@ async fn route(ctx: &Ctx, req: Request) -> ApiResult<Response> {
 
 /// Refuses (405) a verb the resource does not serve, e.g. listing `bindings` or getting a
 /// `selfsubjectaccessreview`, as upstream does.
-fn check_verb(req: &objects::ApiRequest, method: &Method) -> ApiResult<()> {
+fn check_verb(req: &ApiRequest, method: &Method) -> ApiResult<()> {
     let named = req.target.name.is_some();
     let verb = match *method {
         Method::GET if named => "get",
@@ -228,16 +216,4 @@ fn discovery_response(ctx: &Ctx, route: Route, answer: Answer) -> ApiResult<Resp
             &discovery::api_resource_list(&g, &v).ok_or(ApiError::NoRoute)?,
         ),
     })
-}
-
-/// A chunked response body fed by a stream of lines.
-pub fn streaming(
-    stream: impl futures::Stream<Item = Result<bytes::Bytes, std::io::Error>> + Send + 'static,
-) -> Response {
-    Response::builder()
-        .status(StatusCode::OK)
-        .header(header::CONTENT_TYPE, "application/json")
-        .header(header::CACHE_CONTROL, "no-cache, private")
-        .body(Body::from_stream(stream))
-        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
 }

@@ -1,12 +1,12 @@
 //! Watches: newline-delimited JSON events from a store revision, filtered by selectors.
 
 use crate::codec::decode;
+use crate::context::Ctx;
 use crate::error::{from_store, ApiError, ApiResult};
-use crate::objects::ApiRequest;
 use crate::path::{self, Target};
-use crate::request::Answer;
+use crate::request::{Answer, ApiRequest};
+use crate::response::streaming;
 use crate::selectors::Selectors;
-use crate::server::{streaming, Ctx};
 use berth_api::registry::ResourceType;
 use berth_api::tables::{self, IncludeObject};
 use berth_store::{EventKind, KeyValue, WatchEvent};

@@ -1,19 +1,27 @@
 //! `berth serve --master-config F`: the parts of an OpenShift `master-config.yaml` berth reads.
 //!
-//! Only `kubernetesMasterConfig.schedulerArgs.disablePreemption` (seed 002 §16.6.6). OpenShift
-//! passes scheduler arguments as lists of strings (`disablePreemption: ["true"]`); a plain
-//! boolean or string is accepted too. The value is taken literally: `true` disables preemption.
+//! - `kubernetesMasterConfig.schedulerArgs.disablePreemption` (seed 002 §16.6.6). OpenShift
+//!   passes scheduler arguments as lists of strings (`disablePreemption: ["true"]`); a plain
+//!   boolean or string is accepted too. The value is taken literally: `true` disables preemption.
+//! - `admissionConfig.pluginConfig.<Name>`: each admission plugin's `configuration` (an inline
+//!   object) or `location` (a file holding it, relative to the master config's folder), for
+//!   the API server's admission chain. `configuration: {disable: true}` turns a plugin off.
 
 use anyhow::{bail, Context};
+use berth_apiserver::AdmissionConfig;
+use serde_json::Value;
 use std::path::Path;
+
+fn read_yaml(path: &Path, what: &str) -> anyhow::Result<Value> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading {what} {}", path.display()))?;
+    serde_saphyr::from_str(&text).with_context(|| format!("parsing {what} {}", path.display()))
+}
 
 /// `disablePreemption` from the file, false without a file or without the setting.
 pub fn disable_preemption(path: Option<&Path>) -> anyhow::Result<bool> {
     let Some(path) = path else { return Ok(false) };
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("reading master config {}", path.display()))?;
-    let doc: serde_json::Value = serde_saphyr::from_str(&text)
-        .with_context(|| format!("parsing master config {}", path.display()))?;
+    let doc = read_yaml(path, "master config")?;
     let v = &doc["kubernetesMasterConfig"]["schedulerArgs"]["disablePreemption"];
     let one = match v {
         serde_json::Value::Null => return Ok(false),
@@ -31,9 +39,45 @@ pub fn disable_preemption(path: Option<&Path>) -> anyhow::Result<bool> {
     }
 }
 
+/// The admission plugins' configurations the file names; none without a file.
+pub fn admission_config(path: Option<&Path>) -> anyhow::Result<AdmissionConfig> {
+    let mut config = AdmissionConfig::default();
+    let Some(path) = path else { return Ok(config) };
+    let doc = read_yaml(path, "master config")?;
+    let plugins = match &doc["admissionConfig"]["pluginConfig"] {
+        Value::Null => return Ok(config),
+        Value::Object(plugins) => plugins,
+        other => bail!(
+            "{}: admissionConfig.pluginConfig: expected a map of plugin names, got {other}",
+            path.display()
+        ),
+    };
+    for (name, entry) in plugins {
+        let at = format!("{}: admissionConfig.pluginConfig.{name}", path.display());
+        let (inline, location) = (&entry["configuration"], &entry["location"]);
+        match (inline, location) {
+            (Value::Null, Value::Null) => {
+                bail!("{at}: expected a configuration or a location")
+            }
+            (Value::Null, Value::String(file)) => {
+                let file = path.parent().unwrap_or(Path::new(".")).join(file);
+                let configuration =
+                    read_yaml(&file, &format!("the {name} admission configuration"))?;
+                config.insert(name, configuration, file.display().to_string());
+            }
+            (Value::Null, other) => bail!("{at}.location: expected a file path, got {other}"),
+            (configuration, Value::Null) => {
+                config.insert(name, configuration.clone(), format!("{at}.configuration"));
+            }
+            _ => bail!("{at}: give a configuration or a location, not both"),
+        }
+    }
+    Ok(config)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::disable_preemption;
+    use super::{admission_config, disable_preemption};
 
     fn read(text: &str) -> anyhow::Result<bool> {
         let dir = std::env::temp_dir().join(format!("berth-mc-{}", std::process::id()));
@@ -64,5 +108,44 @@ mod tests {
                 .contains("disablePreemption")
         );
         assert!(!disable_preemption(None).unwrap());
+    }
+
+    #[test]
+    fn reads_admission_plugin_configurations_inline_and_from_a_location() {
+        let dir = std::env::temp_dir().join(format!("berth-mc-adm-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("dts.yaml"),
+            "defaultNotReadyTolerationSeconds: 60\n",
+        )
+        .unwrap();
+        let master = dir.join("master-config.yaml");
+        std::fs::write(
+            &master,
+            "admissionConfig:\n  pluginConfig:\n    DefaultTolerationSeconds:\n      location: dts.yaml\n    Priority:\n      configuration:\n        kind: DefaultAdmissionConfig\n        apiVersion: v1\n        disable: true\n",
+        )
+        .unwrap();
+        let config = admission_config(Some(&master)).unwrap();
+        assert_eq!(
+            config.configuration("DefaultTolerationSeconds").unwrap()
+                ["defaultNotReadyTolerationSeconds"],
+            60
+        );
+        assert_eq!(config.configuration("Priority").unwrap()["disable"], true);
+        assert!(admission_config(None)
+            .unwrap()
+            .configuration("Priority")
+            .is_none());
+
+        std::fs::write(
+            &master,
+            "admissionConfig:\n  pluginConfig:\n    PodNodeSelector:\n      location: missing.yaml\n",
+        )
+        .unwrap();
+        let e = format!("{:#}", admission_config(Some(&master)).unwrap_err());
+        assert!(
+            e.contains("PodNodeSelector") && e.contains("missing.yaml"),
+            "{e}"
+        );
     }
 }

@@ -45,9 +45,17 @@ pub struct ServeArgs {
     #[arg(long)]
     pub disable_preemption: bool,
     /// An OpenShift `master-config.yaml`: `kubernetesMasterConfig.schedulerArgs.disablePreemption`
-    /// (seed 16.6.6) turns preemption and Priority admission off.
+    /// (seed 16.6.6) turns preemption and Priority admission off; `admissionConfig.pluginConfig`
+    /// enables, disables and configures admission plugins by name.
     #[arg(long)]
     pub master_config: Option<PathBuf>,
+    /// How long a new pod tolerates the `node.kubernetes.io/not-ready` NoExecute taint unless
+    /// it says otherwise (the DefaultTolerationSeconds admission plugin; upstream: 300).
+    #[arg(long)]
+    pub default_not_ready_toleration_seconds: Option<u32>,
+    /// The same for `node.kubernetes.io/unreachable` (upstream: 300).
+    #[arg(long)]
+    pub default_unreachable_toleration_seconds: Option<u32>,
 }
 
 /// Everything `berth serve` started, for callers (benchmarks) that run it in process.
@@ -75,11 +83,46 @@ fn simulated_nodes(args: &ServeArgs) -> anyhow::Result<Vec<berth_kubelet::NodeCo
     Ok(cluster.nodes)
 }
 
+/// The admission configuration of the master config, with the toleration flags applied over
+/// DefaultTolerationSeconds' configuration.
+fn admission_config(args: &ServeArgs) -> anyhow::Result<berth_apiserver::AdmissionConfig> {
+    let mut config = crate::master_config::admission_config(args.master_config.as_deref())?;
+    let flags = [
+        (
+            "defaultNotReadyTolerationSeconds",
+            args.default_not_ready_toleration_seconds,
+        ),
+        (
+            "defaultUnreachableTolerationSeconds",
+            args.default_unreachable_toleration_seconds,
+        ),
+    ];
+    if flags.iter().any(|(_, v)| v.is_some()) {
+        let name = "DefaultTolerationSeconds";
+        let mut configuration = config
+            .configuration(name)
+            .cloned()
+            .unwrap_or_else(|| serde_json::json!({}));
+        for (field, value) in flags {
+            if let Some(v) = value {
+                configuration[field] = serde_json::json!(v);
+            }
+        }
+        config.insert(
+            name,
+            configuration,
+            "the --default-*-toleration-seconds flags".into(),
+        );
+    }
+    Ok(config)
+}
+
 pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
     // A bad cluster file stops the start before anything is served.
     let nodes = simulated_nodes(args)?;
     // A bad policy file stops the start before anything is served.
     let policy = crate::scheduler::load_policy(args.policy_config_file.as_deref())?;
+    let admission = admission_config(args)?;
     std::fs::create_dir_all(&args.data_dir)
         .with_context(|| format!("creating data dir {}", args.data_dir.display()))?;
     let store = if args.memory_store {
@@ -105,7 +148,9 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
         store,
         Clock::starting_at(chrono::Utc::now()),
         format!("{host}:{port}"),
-    );
+    )
+    .with_admission(&admission)?;
+    tracing::info!(plugins = ?server.admission_plugins(), "admission chain");
     server.bootstrap().await.map_err(|e| {
         anyhow::anyhow!(
             "creating the default namespaces and priority classes: {}",

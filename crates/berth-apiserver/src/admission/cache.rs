@@ -61,7 +61,7 @@ impl AdmissionCache {
                     name: Some(name.to_string()),
                     subresource: None,
                 };
-                let terminating = crate::deletion::is_terminating(&decode(&kv, &target)?);
+                let terminating = is_terminating(&decode(&kv, &target)?);
                 cached = self.namespaces.lock().unwrap_or_else(|e| e.into_inner());
                 cached.insert(name.to_string(), (kv.mod_revision, terminating));
                 terminating
@@ -119,6 +119,12 @@ impl AdmissionCache {
         *self.classes.lock().unwrap_or_else(|e| e.into_inner()) = Some(snapshot);
         Ok(classes)
     }
+}
+
+/// True when `ns` is a namespace that is being deleted.
+fn is_terminating(ns: &Value) -> bool {
+    ns["status"]["phase"] == "Terminating"
+        || !crate::codec::meta_str(ns, "deletionTimestamp").is_empty()
 }
 
 #[cfg(test)]

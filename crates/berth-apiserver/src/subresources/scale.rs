@@ -7,11 +7,13 @@
 //! both write only the parent's `spec.replicas`. A `metadata.resourceVersion` in the resulting
 //! `Scale` is a precondition on the parent (409 when it moved), a `metadata.uid` likewise.
 
-use crate::admission;
 use crate::codec::{self, encode, meta_str};
+use crate::context::{read, Ctx};
 use crate::error::{from_store, ApiError, ApiResult, Cause};
-use crate::objects::{apply_patch, read, ApiRequest};
-use crate::server::{json_response, Ctx};
+use crate::patch::apply_patch;
+use crate::request::ApiRequest;
+use crate::response::json_response;
+use crate::strategy;
 use axum::http::{Method, StatusCode};
 use axum::response::Response;
 use berth_core::labels::Selector;
@@ -82,6 +84,7 @@ async fn write(
     desired: impl Fn(&Value) -> ApiResult<Value>,
 ) -> ApiResult<Response> {
     let rt = req.target.rt;
+    let strategy = strategy::for_type(rt);
     for _ in 0..RETRIES {
         let (old, rv) = read(ctx, req)?;
         let scale = desired(&scale_of(&old, rv))?;
@@ -103,8 +106,7 @@ async fn write(
             let generation = old["metadata"]["generation"].as_i64().unwrap_or(1);
             codec::meta_mut(&mut new).insert("generation".into(), json!(generation + 1));
         }
-        admission::admit_update(ctx, rt, &old, &mut new).await?;
-        admission::validate(rt, &new, Some(&old))?;
+        strategy::admit_update(&ctx.admission, strategy, rt, &old, &mut new)?;
         if new == old || req.query.dry_run()? {
             return Ok(json_response(StatusCode::OK, &scale_of(&new, rv)));
         }

@@ -1,0 +1,133 @@
+//! The admission chain: named plugins that may change or refuse an object on create and update,
+//! run in upstream's recommended order, each enabled, disabled or configured by name.
+//!
+//! The chain is built once at start ([`Chain::build`]) from the `admissionConfig.pluginConfig`
+//! of a master config ([`AdmissionConfig`]): a plugin named there with `disable: true` is left
+//! out, one named with a configuration is built with it, and every other plugin runs as it does
+//! by default. Names berth does not implement are reported with a warning, never ignored quietly.
+//!
+//! Adding a plugin is one file here that declares its [`Registration`] (name, whether it runs
+//! without configuration, how it is built) plus its place in [`PLUGINS`].
+//!
+//! Defaulting, status reset, immutable fields and validation are not admission: they belong to
+//! each kind's strategy (`crate::strategy`), which runs the chain between its steps.
+
+use berth_api::registry::ResourceType;
+use berth_store::Store;
+use serde_json::Value;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+mod cache;
+mod config;
+mod default_toleration_seconds;
+mod namespace_lifecycle;
+mod priority;
+
+use crate::error::ApiResult;
+pub use cache::AdmissionCache;
+pub use config::{AdmissionConfig, ConfigError};
+pub use priority::{
+    HIGHEST_USER_DEFINABLE_PRIORITY, SYSTEM_CLUSTER_CRITICAL, SYSTEM_NODE_CRITICAL,
+};
+
+/// Every plugin berth implements, in the order they run: upstream's recommended order
+/// (kube-apiserver's `AllOrderedPlugins`). OpenShift's PodNodeConstraints and upstream's
+/// PodNodeSelector go before Priority, where upstream runs PodNodeSelector.
+pub const PLUGINS: &[Registration] = &[
+    namespace_lifecycle::REGISTRATION,
+    priority::REGISTRATION,
+    default_toleration_seconds::REGISTRATION,
+];
+
+/// One admission plugin: it may change the object on its way in, or refuse it. A plugin looks
+/// at the resource type itself and lets through what it does not handle.
+pub trait Plugin: Send + Sync {
+    /// Admission of an object about to be created.
+    fn admit_create(&self, _rt: &ResourceType, _obj: &mut Value) -> ApiResult<()> {
+        Ok(())
+    }
+
+    /// Admission of an update of `old` to `new`.
+    fn admit_update(&self, _rt: &ResourceType, _old: &Value, _new: &mut Value) -> ApiResult<()> {
+        Ok(())
+    }
+}
+
+/// What plugins are built with, as upstream's plugin initializer hands out clients and
+/// informers: the store, the decoded-object cache and the server's switches.
+#[derive(Clone)]
+pub struct Handles {
+    pub store: Store,
+    pub cache: Arc<AdmissionCache>,
+    /// Pod priority switched off (seed 16.6.6): new pods may not name a priority class.
+    pub priority_disabled: Arc<AtomicBool>,
+}
+
+/// How a plugin is built: from the handles and its configuration (`None` without one).
+pub type Build = fn(&Handles, Option<&Value>) -> Result<Box<dyn Plugin>, ConfigError>;
+
+/// A plugin berth implements.
+pub struct Registration {
+    /// The name a master config's `pluginConfig` uses.
+    pub name: &'static str,
+    /// Whether it runs when the config does not name it (upstream's default-on set).
+    pub on_by_default: bool,
+    pub build: Build,
+}
+
+/// The enabled plugins, in order.
+pub struct Chain {
+    plugins: Vec<(&'static str, Box<dyn Plugin>)>,
+}
+
+impl Chain {
+    /// Builds the chain `config` asks for; warns about every plugin name berth does not know.
+    pub fn build(handles: &Handles, config: &AdmissionConfig) -> Result<Chain, ConfigError> {
+        for name in config.unknown_plugins() {
+            tracing::warn!(
+                plugin = %name,
+                "admission plugin {name} is configured but berth does not implement it; it does not run"
+            );
+        }
+        let mut plugins = Vec::new();
+        for registration in PLUGINS {
+            let configuration = config.configuration(registration.name);
+            let enabled = match configuration {
+                Some(c) => !config::disabled(registration.name, c).map_err(|e| config.locate(e))?,
+                None => registration.on_by_default,
+            };
+            if enabled {
+                plugins.push((
+                    registration.name,
+                    (registration.build)(handles, configuration).map_err(|e| config.locate(e))?,
+                ));
+            }
+        }
+        Ok(Chain { plugins })
+    }
+
+    /// The names of the enabled plugins, in the order they run.
+    pub fn names(&self) -> Vec<&'static str> {
+        self.plugins.iter().map(|(name, _)| *name).collect()
+    }
+
+    /// Runs every plugin on an object about to be created; the first refusal wins.
+    pub fn admit_create(&self, rt: &ResourceType, obj: &mut Value) -> ApiResult<()> {
+        for (_, plugin) in &self.plugins {
+            plugin.admit_create(rt, obj)?;
+        }
+        Ok(())
+    }
+
+    /// Runs every plugin on an update; the first refusal wins.
+    pub fn admit_update(&self, rt: &ResourceType, old: &Value, new: &mut Value) -> ApiResult<()> {
+        for (_, plugin) in &self.plugins {
+            plugin.admit_update(rt, old, new)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,160 @@
+//! The chain: declared order, disabling and configuring by name, unknown names, bad configs.
+
+use super::*;
+use berth_api::registry::find;
+use serde_json::json;
+
+fn handles() -> Handles {
+    Handles {
+        store: Store::memory(),
+        cache: Arc::new(AdmissionCache::default()),
+        priority_disabled: Default::default(),
+    }
+}
+
+fn config(entries: &[(&str, Value)]) -> AdmissionConfig {
+    let mut c = AdmissionConfig::default();
+    for (name, configuration) in entries {
+        c.insert(
+            name,
+            configuration.clone(),
+            format!("master-config.yaml: admissionConfig.pluginConfig.{name}.configuration"),
+        );
+    }
+    c
+}
+
+fn disable() -> Value {
+    json!({"kind": "DefaultAdmissionConfig", "apiVersion": "v1", "disable": true})
+}
+
+#[test]
+fn plugins_run_in_the_declared_order_whatever_order_the_config_names_them() {
+    let default = Chain::build(&handles(), &AdmissionConfig::default()).unwrap();
+    let declared: Vec<&str> = PLUGINS.iter().map(|r| r.name).collect();
+    assert_eq!(default.names(), declared);
+    assert_eq!(
+        default.names(),
+        ["NamespaceLifecycle", "Priority", "DefaultTolerationSeconds"]
+    );
+    let reversed = config(&[
+        ("DefaultTolerationSeconds", json!({})),
+        ("Priority", json!({})),
+        ("NamespaceLifecycle", json!({})),
+    ]);
+    assert_eq!(
+        Chain::build(&handles(), &reversed).unwrap().names(),
+        declared
+    );
+}
+
+#[test]
+fn a_plugin_is_disabled_by_name() {
+    let c = config(&[("Priority", disable())]);
+    let chain = Chain::build(&handles(), &c).unwrap();
+    assert_eq!(
+        chain.names(),
+        ["NamespaceLifecycle", "DefaultTolerationSeconds"]
+    );
+    // `disable: false` keeps it.
+    let c = config(&[("Priority", json!({"disable": false}))]);
+    assert!(Chain::build(&handles(), &c)
+        .unwrap()
+        .names()
+        .contains(&"Priority"));
+    // Without Priority a pod naming a missing class is admitted; with it, refused.
+    let pods = find("", "v1", "pods").unwrap();
+    let mut pod = json!({"metadata": {"name": "p", "namespace": "default"},
+        "spec": {"priorityClassName": "missing", "containers": []}});
+    let without = config(&[("Priority", disable()), ("NamespaceLifecycle", disable())]);
+    let chain = Chain::build(&handles(), &without).unwrap();
+    assert!(chain.admit_create(pods, &mut pod.clone()).is_ok());
+    let with = config(&[("NamespaceLifecycle", disable())]);
+    let chain = Chain::build(&handles(), &with).unwrap();
+    assert!(matches!(
+        chain.admit_create(pods, &mut pod),
+        Err(crate::error::ApiError::Forbidden(_))
+    ));
+}
+
+#[test]
+fn a_plugin_is_configured_by_name() {
+    let c = config(&[
+        ("NamespaceLifecycle", disable()),
+        (
+            "DefaultTolerationSeconds",
+            json!({"defaultNotReadyTolerationSeconds": 60, "defaultUnreachableTolerationSeconds": 120}),
+        ),
+    ]);
+    let chain = Chain::build(&handles(), &c).unwrap();
+    let pods = find("", "v1", "pods").unwrap();
+    let mut pod =
+        json!({"metadata": {"name": "p", "namespace": "default"}, "spec": {"containers": []}});
+    chain.admit_create(pods, &mut pod).unwrap();
+    let seconds: Vec<(String, i64)> = pod["spec"]["tolerations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["key"].as_str().unwrap().to_string(),
+                t["tolerationSeconds"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seconds,
+        [
+            ("node.kubernetes.io/not-ready".to_string(), 60),
+            ("node.kubernetes.io/unreachable".to_string(), 120)
+        ]
+    );
+}
+
+#[test]
+fn unknown_plugin_names_are_reported() {
+    let c = config(&[
+        (
+            "PodNodeSelector",
+            json!({"podNodeSelectorPluginConfig": {}}),
+        ),
+        ("Priority", json!({})),
+        ("BuildDefaults", json!({})),
+    ]);
+    assert_eq!(c.unknown_plugins(), ["PodNodeSelector", "BuildDefaults"]);
+    // They are warned about, and the known ones still run.
+    assert_eq!(Chain::build(&handles(), &c).unwrap().names().len(), 3);
+}
+
+#[test]
+fn a_bad_config_names_its_source_plugin_and_field() {
+    let c = config(&[(
+        "DefaultTolerationSeconds",
+        json!({"defaultNotReadyTolerationSeconds": -1}),
+    )]);
+    let e = Chain::build(&handles(), &c).err().unwrap();
+    assert_eq!(e.plugin, "DefaultTolerationSeconds");
+    assert_eq!(e.field, "defaultNotReadyTolerationSeconds");
+    let text = e.to_string();
+    assert!(text.starts_with("master-config.yaml: admissionConfig.pluginConfig.DefaultTolerationSeconds.configuration.defaultNotReadyTolerationSeconds: "), "{text}");
+    assert!(text.contains("DefaultTolerationSeconds"), "{text}");
+
+    let e = Chain::build(
+        &handles(),
+        &config(&[("Priority", json!({"disable": "yes"}))]),
+    )
+    .err()
+    .unwrap();
+    assert_eq!(
+        (e.plugin.as_str(), e.field.as_str()),
+        ("Priority", "disable")
+    );
+    let e = Chain::build(&handles(), &config(&[("NamespaceLifecycle", json!(["x"]))]))
+        .err()
+        .unwrap();
+    assert_eq!(e.plugin, "NamespaceLifecycle");
+    let e = Chain::build(&handles(), &config(&[("Priority", json!({"extra": 1}))]))
+        .err()
+        .unwrap();
+    assert_eq!(e.field, "extra");
+}

@@ -1,0 +1,37 @@
+//! What every handler shares: the store, the clock, the admission chain, and reading the object
+//! a request addresses.
+
+use crate::admission::Chain;
+use crate::codec::decode;
+use crate::error::{from_store, ApiResult};
+use crate::request::ApiRequest;
+use berth_core::clock::Clock;
+use berth_store::Store;
+use serde_json::Value;
+use std::sync::Arc;
+
+/// Shared state of every handler.
+pub struct Inner {
+    pub store: Store,
+    pub clock: Clock,
+    /// Address written into legacy discovery's `serverAddressByClientCIDRs`.
+    pub address: String,
+    /// Bearer token required on the network listener; `None` for the in-process router.
+    pub token: Option<String>,
+    /// The admission plugins every create and update passes, built once at start.
+    pub admission: Arc<Chain>,
+    /// Encoded events shared between requests (see [`crate::Caches`]).
+    pub caches: Arc<crate::Caches>,
+}
+
+pub type Ctx = Arc<Inner>;
+
+/// Reads the current stored object addressed by `req`.
+pub fn read(ctx: &Ctx, req: &ApiRequest) -> ApiResult<(Value, i64)> {
+    let kv = ctx
+        .store
+        .get(&req.key())
+        .map_err(|e| from_store(e, &req.resource(), req.name()))?
+        .ok_or_else(|| req.not_found())?;
+    Ok((decode(&kv, &req.target)?, kv.mod_revision))
+}

@@ -1,0 +1,171 @@
+//! Pods: upstream's defaults, status reset and QoS class on create; priority and QoS kept on
+//! update; `spec.nodeName` immutable once set; graceful deletion of bound, running pods.
+
+use super::{causes, Deletion, Strategy};
+use crate::error::{ApiResult, Cause};
+use berth_api::registry::ResourceType;
+use berth_core::validation::{FieldError, FieldErrorKind};
+use serde_json::{json, Value};
+
+pub struct Pod;
+
+/// Grace period of a pod that names none (upstream's default `terminationGracePeriodSeconds`).
+const DEFAULT_GRACE_SECONDS: i64 = 30;
+
+impl Strategy for Pod {
+    fn prepare_for_create(&self, pod: &mut Value) {
+        default_pod(pod);
+        set_qos(pod);
+    }
+
+    fn prepare_for_update(&self, old: &Value, new: &mut Value) -> ApiResult<()> {
+        // Priority and QoS class are set at creation and never change.
+        for field in ["priority", "priorityClassName"] {
+            match old["spec"].get(field) {
+                Some(v) => new["spec"][field] = v.clone(),
+                None => {
+                    if let Some(s) = new["spec"].as_object_mut() {
+                        s.remove(field);
+                    }
+                }
+            }
+        }
+        if let Some(q) = old["status"].get("qosClass") {
+            if new["status"].is_object() {
+                new["status"]["qosClass"] = q.clone();
+            }
+        }
+        Ok(())
+    }
+
+    fn validate(&self, _rt: &ResourceType, pod: &Value, old: Option<&Value>) -> Vec<Cause> {
+        let mut errors = berth_core::validation::validate_pod(pod);
+        if let Some(old) = old {
+            errors.extend(immutable_changes(old, pod));
+        }
+        causes(errors)
+    }
+
+    /// A bound, running pod terminates gracefully: its kubelet removes it when it has stopped.
+    fn deletion(&self, pod: &Value, grace_period_seconds: Option<i64>) -> Deletion {
+        let bound = !pod["spec"]["nodeName"].as_str().unwrap_or("").is_empty();
+        let phase = pod["status"]["phase"].as_str().unwrap_or("");
+        if !bound || phase == "Succeeded" || phase == "Failed" {
+            return Deletion::Immediate;
+        }
+        let grace = grace_period_seconds
+            .or_else(|| pod["spec"]["terminationGracePeriodSeconds"].as_i64())
+            .unwrap_or(DEFAULT_GRACE_SECONDS);
+        match grace {
+            g if g > 0 => Deletion::Graceful(g),
+            _ => Deletion::Immediate,
+        }
+    }
+
+    /// A pod's kubelet removes it, finalizers or not.
+    fn removed_with_last_finalizer(&self) -> bool {
+        false
+    }
+}
+
+/// Field errors for changes a pod update may not make.
+fn immutable_changes(old: &Value, new: &Value) -> Vec<FieldError> {
+    let mut out = Vec::new();
+    let old_node = old["spec"]["nodeName"].as_str().unwrap_or("");
+    let new_node = new["spec"]["nodeName"].as_str().unwrap_or("");
+    if !old_node.is_empty() && old_node != new_node {
+        out.push(FieldError {
+            field: "spec.nodeName".into(),
+            kind: FieldErrorKind::Forbidden,
+            value: None,
+            detail: "pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)".into(),
+        });
+    }
+    out
+}
+
+/// Writes the QoS class into the pod's status.
+fn set_qos(pod: &mut Value) {
+    let class = berth_core::qos::qos_class(&pod["spec"]);
+    pod["status"]["qosClass"] = json!(class);
+}
+
+/// Upstream's defaults for a new pod.
+fn default_pod(pod: &mut Value) {
+    if !pod["spec"].is_object() {
+        pod["spec"] = json!({});
+    }
+    let spec = &mut pod["spec"];
+    let defaults = [
+        ("schedulerName", json!("default-scheduler")),
+        ("restartPolicy", json!("Always")),
+        ("terminationGracePeriodSeconds", json!(30)),
+        ("dnsPolicy", json!("ClusterFirst")),
+        ("securityContext", json!({})),
+        ("enableServiceLinks", json!(true)),
+        ("preemptionPolicy", json!("PreemptLowerPriority")),
+    ];
+    for (field, value) in defaults {
+        if spec.get(field).is_none_or(Value::is_null) {
+            spec[field] = value;
+        }
+    }
+    if spec.get("serviceAccountName").is_none_or(Value::is_null) {
+        spec["serviceAccountName"] = json!("default");
+        spec["serviceAccount"] = json!("default");
+    }
+    for list in ["initContainers", "containers"] {
+        if let Some(containers) = spec.get_mut(list).and_then(Value::as_array_mut) {
+            for c in containers {
+                default_container(c);
+            }
+        }
+    }
+    let status = pod.get("status").cloned().unwrap_or(json!({}));
+    pod["status"] = json!({"phase": "Pending"});
+    // Preserve a nominated node if a client set one on create (status is otherwise server-owned).
+    if let Some(n) = status.get("nominatedNodeName") {
+        pod["status"]["nominatedNodeName"] = n.clone();
+    }
+}
+
+fn default_container(c: &mut Value) {
+    let image = c["image"].as_str().unwrap_or("").to_string();
+    if c.get("imagePullPolicy").is_none_or(Value::is_null) {
+        let tag = image.rsplit('/').next().unwrap_or("");
+        let latest = !tag.contains(':') || tag.ends_with(":latest");
+        let policy = if latest && !image.contains('@') {
+            "Always"
+        } else {
+            "IfNotPresent"
+        };
+        c["imagePullPolicy"] = json!(policy);
+    }
+    for (field, value) in [
+        ("terminationMessagePath", json!("/dev/termination-log")),
+        ("terminationMessagePolicy", json!("File")),
+        ("resources", json!({})),
+    ] {
+        if c.get(field).is_none_or(Value::is_null) {
+            c[field] = value;
+        }
+    }
+    // Requests default to limits where only limits are given.
+    if let Some(limits) = c["resources"]["limits"].as_object().cloned() {
+        if !c["resources"]["requests"].is_object() {
+            c["resources"]["requests"] = json!({});
+        }
+        for (k, v) in limits {
+            if c["resources"]["requests"].get(&k).is_none() {
+                c["resources"]["requests"][k] = v;
+            }
+        }
+    }
+    if let Some(ports) = c.get_mut("ports").and_then(Value::as_array_mut) {
+        for p in ports {
+            if p.get("protocol").is_none_or(Value::is_null) {
+                p["protocol"] = json!("TCP");
+            }
+        }
+    }
+}
