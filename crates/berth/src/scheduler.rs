@@ -143,7 +143,7 @@ pub async fn run(args: SchedulerArgs) -> anyhow::Result<()> {
         election.identity
     );
     let (tx, rx) = tokio::sync::watch::channel(false);
-    let elector = driver::LeaderElector::new(client.clone(), election);
+    let elector = driver::LeaderElector::new(client.clone(), election, cfg.clock.clone());
     let mut watch_leading = rx.clone();
     let ops_leading = ops.clone();
     let lease_name = lease.clone();
