@@ -13,9 +13,9 @@
 //! * [`taints`]: whether a toleration tolerates a taint;
 //! * [`clock`]: the injected wall clock, and timestamps as Kubernetes writes them.
 //!
-//! What it is not: no I/O, no reading of the system clock outside [`clock`], no HTTP status mapping (the API server turns
-//! [`validation::FieldError`]s and the error enums here into `Status` objects), no typed API
-//! structs.
+//! What it is not: no I/O, no reading of the system clock outside [`clock`], no HTTP status
+//! mapping (the API server turns [`validation::FieldError`]s and the error enums here into
+//! `Status` objects), no typed API structs.
 //!
 //! ```
 //! use berth_core::{labels::Selector, quantity::Quantity, qos::qos_class};
