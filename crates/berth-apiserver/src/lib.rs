@@ -18,7 +18,7 @@
 //! ```no_run
 //! # async fn demo() {
 //! use berth_apiserver::{ApiServer, Clock};
-//! let server = ApiServer::new(berth_store::Store::memory(), Clock::starting_at(chrono::Utc::now()), "127.0.0.1:6443".into());
+//! let server = ApiServer::new(berth_store::Store::memory(), Clock::system(), "127.0.0.1:6443".into());
 //! server.bootstrap().await.unwrap();
 //! let router = server.in_process_router(); // a tower Service: kube::Client::new(router, "default")
 //! # }

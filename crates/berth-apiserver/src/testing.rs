@@ -18,7 +18,7 @@ impl TestServer {
     pub async fn new() -> TestServer {
         let server = ApiServer::new(
             berth_store::Store::memory(),
-            Clock::starting_at(chrono::Utc::now()),
+            Clock::system(),
             "127.0.0.1:6443".into(),
         );
         server.bootstrap().await.expect("bootstrap");

@@ -1,39 +1,18 @@
 //! Durations as upstream flags write them (`40s`, `5m`, `1m30s`, `500ms`; a bare number is seconds).
 
+use berth_core::duration::{self, Syntax};
 use std::time::Duration;
+
+/// Whole units only: the node lifecycle flags have always refused fractions such as `1.5s`.
+const SYNTAX: Syntax = Syntax {
+    bare_seconds: true,
+    fractions: false,
+};
 
 /// Parses a flag duration; the error names the input and what was expected.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let bad = || format!("invalid duration {s:?}: expected e.g. 40s, 5m, 1m30s or 500ms");
-    let s = s.trim();
-    if s.is_empty() {
-        return Err(bad());
-    }
-    if let Ok(secs) = s.parse::<u64>() {
-        return Ok(Duration::from_secs(secs));
-    }
-    let mut total = Duration::ZERO;
-    let mut rest = s;
-    while !rest.is_empty() {
-        let digits = rest
-            .find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(rest.len());
-        let n: u64 = rest[..digits].parse().map_err(|_| bad())?;
-        rest = &rest[digits..];
-        let unit = rest
-            .find(|c: char| c.is_ascii_digit())
-            .unwrap_or(rest.len());
-        let part = match &rest[..unit] {
-            "ms" => Duration::from_millis(n),
-            "s" => Duration::from_secs(n),
-            "m" => Duration::from_secs(n.checked_mul(60).ok_or_else(bad)?),
-            "h" => Duration::from_secs(n.checked_mul(3600).ok_or_else(bad)?),
-            _ => return Err(bad()),
-        };
-        total = total.checked_add(part).ok_or_else(bad)?;
-        rest = &rest[unit..];
-    }
-    Ok(total)
+    duration::parse_with(s, SYNTAX)
+        .map_err(|_| format!("invalid duration {s:?}: expected e.g. 40s, 5m, 1m30s or 500ms"))
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@
 //!
 //! ```no_run
 //! # async fn demo(client: kube::Client) {
-//! let clock = berth_controllers::Clock::starting_at(chrono::Utc::now());
+//! let clock = berth_controllers::Clock::system();
 //! berth_controllers::Controllers::new(client, clock).spawn();
 //! # }
 //! ```

@@ -1,6 +1,7 @@
 //! Small shared vocabulary of the engines: time conversions, node conditions, taints and
 //! tolerations, and the actions drivers carry out.
 
+use berth_core::taints;
 use chrono::{DateTime, Utc};
 use k8s_openapi::api::core::v1::{Node, NodeCondition, Pod, Taint, Toleration};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -28,9 +29,7 @@ pub fn to_time(t: DateTime<Utc>) -> Time {
 }
 
 /// `2026-11-22T19:59:15Z`, the form Kubernetes writes `Time` in.
-pub fn timestamp(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-}
+pub use berth_core::clock::timestamp;
 
 /// The node's condition of type `type_`, if it reports one.
 pub fn node_condition<'a>(node: &'a Node, type_: &str) -> Option<&'a NodeCondition> {
@@ -72,21 +71,20 @@ pub fn taint(key: &str, effect: &str, added: Option<DateTime<Utc>>) -> Taint {
     }
 }
 
-/// Whether toleration `t` tolerates taint `x` (control-loops §3.8).
+/// Whether toleration `t` tolerates taint `x` (control-loops §3.8; berth-core's rule).
 pub fn tolerates(t: &Toleration, x: &Taint) -> bool {
-    let effect = t.effect.as_deref().unwrap_or("");
-    if !effect.is_empty() && effect != x.effect {
-        return false;
-    }
-    let key = t.key.as_deref().unwrap_or("");
-    if !key.is_empty() && key != x.key {
-        return false;
-    }
-    match t.operator.as_deref().unwrap_or("") {
-        "Exists" => true,
-        "" | "Equal" => t.value.as_deref().unwrap_or("") == x.value.as_deref().unwrap_or(""),
-        _ => false,
-    }
+    let toleration = taints::Toleration {
+        key: t.key.as_deref().filter(|k| !k.is_empty()),
+        operator: taints::Operator::parse(t.operator.as_deref().unwrap_or("")),
+        value: t.value.as_deref().unwrap_or(""),
+        effect: t.effect.as_deref().filter(|e| !e.is_empty()),
+    };
+    let taint = taints::Taint {
+        key: x.key.as_str(),
+        value: x.value.as_deref().unwrap_or(""),
+        effect: x.effect.as_str(),
+    };
+    taints::tolerates(&toleration, &taint)
 }
 
 /// The node a pod is bound to, if any.

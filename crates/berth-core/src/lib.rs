@@ -8,11 +8,14 @@
 //! * [`fields`]: field selectors (`spec.nodeName=n1,status.phase!=Failed`);
 //! * [`patch`]: strategic merge patch with per-kind list strategies and directives;
 //! * [`validation`]: upstream-exact field validation (`FieldError` with upstream messages);
-//! * [`qos`]: a pod's QoS class.
+//! * [`qos`]: a pod's QoS class;
+//! * [`duration`]: durations in Go's `time.ParseDuration` syntax (`1h2m3.5s`, `300ms`);
+//! * [`taints`]: whether a toleration tolerates a taint;
+//! * [`clock`]: the injected wall clock, and timestamps as Kubernetes writes them.
 //!
-//! What it is not: no I/O, no clock, no HTTP status mapping (the API server turns
-//! [`validation::FieldError`]s and the error enums here into `Status` objects), no typed API
-//! structs.
+//! What it is not: no I/O, no reading of the system clock outside [`clock`], no HTTP status
+//! mapping (the API server turns [`validation::FieldError`]s and the error enums here into
+//! `Status` objects), no typed API structs.
 //!
 //! ```
 //! use berth_core::{labels::Selector, quantity::Quantity, qos::qos_class};
@@ -29,9 +32,11 @@
 //! ```
 
 pub mod clock;
+pub mod duration;
 pub mod fields;
 pub mod labels;
 pub mod patch;
 pub mod qos;
 pub mod quantity;
+pub mod taints;
 pub mod validation;

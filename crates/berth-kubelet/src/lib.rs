@@ -35,6 +35,7 @@ pub mod status;
 pub mod summary;
 pub mod usage;
 
+pub use berth_core::clock::Clock;
 pub use config::NodeConfig;
 /// The former name of [`NodeConfig`].
 pub use config::NodeConfig as NodeSpec;
@@ -62,6 +63,7 @@ pub struct Kubelet {
     client: kube::Client,
     nodes: Vec<NodeConfig>,
     housekeeping_interval: Duration,
+    clock: Clock,
 }
 
 /// Upstream's housekeeping interval.
@@ -73,7 +75,14 @@ impl Kubelet {
             client,
             nodes,
             housekeeping_interval: DEFAULT_HOUSEKEEPING_INTERVAL,
+            clock: Clock::system(),
         }
+    }
+
+    /// The clock the nodes read time from (the process's shared clock; a paused one in tests).
+    pub fn clock(mut self, clock: Clock) -> Kubelet {
+        self.clock = clock;
+        self
     }
 
     /// How often the eviction manager runs (upstream: 10s, fixed; shorter for tests).
@@ -89,7 +98,7 @@ impl Kubelet {
                 config,
                 index: i + 1,
             };
-            node::register(&self.client, &spec)
+            node::register(&self.client, &spec, &self.clock)
                 .await
                 .map_err(|source| Error::Register {
                     node: config.name.clone(),
@@ -102,12 +111,14 @@ impl Kubelet {
             self.client.clone(),
             names.clone(),
             LEASE_RENEW,
+            self.clock.clone(),
         ));
         let models = self.nodes.into_iter().map(model::NodeModel::new).collect();
         let sim = Arc::new(sim::Sim::new(
             self.client.clone(),
             models,
             self.housekeeping_interval,
+            self.clock,
         ));
         sim.spawn();
         tokio::spawn(watch_nodes(self.client.clone(), sim.clone()));
@@ -153,7 +164,7 @@ async fn run_pods(client: kube::Client, sim: Arc<sim::Sim>) {
         match stream.next().await {
             Some(Ok(watcher::Event::Apply(pod))) | Some(Ok(watcher::Event::InitApply(pod))) => {
                 if sim.owns(&pod) && sim.on_pod(&pod).await {
-                    tokio::spawn(pods::reconcile(client.clone(), pod));
+                    tokio::spawn(pods::reconcile(client.clone(), pod, sim.clock().clone()));
                 }
             }
             Some(Ok(watcher::Event::Delete(pod))) => sim.on_delete(&pod),

@@ -1,6 +1,7 @@
 //! A simulated node's `Node` object and its lease.
 
 use crate::config::NodeConfig;
+use berth_core::clock::Clock;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, Patch, PatchParams, PostParams};
@@ -72,14 +73,14 @@ impl NodeSpec<'_> {
     }
 }
 
-fn now() -> String {
-    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-}
-
 /// Creates the node, or refreshes its status if it already exists (a restart).
-pub async fn register(client: &kube::Client, spec: &NodeSpec<'_>) -> Result<(), kube::Error> {
+pub async fn register(
+    client: &kube::Client,
+    spec: &NodeSpec<'_>,
+    clock: &Clock,
+) -> Result<(), kube::Error> {
     let api: Api<Node> = Api::all(client.clone());
-    let obj = spec.object(&now());
+    let obj = spec.object(&clock.timestamp());
     let node: Node = serde_json::from_value(obj.clone()).map_err(kube::Error::SerdeError)?;
     match api.create(&PostParams::default(), &node).await {
         Ok(_) => {}
@@ -98,12 +99,17 @@ pub async fn register(client: &kube::Client, spec: &NodeSpec<'_>) -> Result<(), 
 }
 
 /// Renews every node's lease in `kube-node-lease` each `every`.
-pub async fn renew_leases(client: kube::Client, nodes: Arc<HashSet<String>>, every: Duration) {
+pub async fn renew_leases(
+    client: kube::Client,
+    nodes: Arc<HashSet<String>>,
+    every: Duration,
+    clock: Clock,
+) {
     let api: Api<Lease> = Api::namespaced(client, "kube-node-lease");
     let mut tick = tokio::time::interval(every);
     loop {
         tick.tick().await;
-        let renew = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
+        let renew = clock.micro_timestamp();
         for node in nodes.iter() {
             let lease = json!({
                 "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",

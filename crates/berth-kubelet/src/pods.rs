@@ -1,5 +1,6 @@
 //! Running the pods bound to a simulated node: start them, and finish their deletion.
 
+use berth_core::clock::Clock;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::ResourceExt;
@@ -10,7 +11,7 @@ use std::time::Duration;
 const TERMINATION_ANNOTATION: &str = "berth.io/termination-seconds";
 
 /// Brings one pod towards what its kubelet would make of it.
-pub async fn reconcile(client: kube::Client, pod: Pod) {
+pub async fn reconcile(client: kube::Client, pod: Pod, clock: Clock) {
     let ns = pod.namespace().unwrap_or_default();
     let name = pod.name_any();
     let api: Api<Pod> = Api::namespaced(client, &ns);
@@ -54,7 +55,7 @@ pub async fn reconcile(client: kube::Client, pod: Pod) {
     if phase != "Pending" && !phase.is_empty() {
         return;
     }
-    let Some(status) = running_status(&pod) else {
+    let Some(status) = running_status(&pod, &clock.timestamp()) else {
         return;
     };
     if let Err(e) = api
@@ -65,11 +66,10 @@ pub async fn reconcile(client: kube::Client, pod: Pod) {
     }
 }
 
-/// The status of a pod whose containers all started.
-fn running_status(pod: &Pod) -> Option<serde_json::Value> {
+/// The status of a pod whose containers all started at `now`.
+fn running_status(pod: &Pod, now: &str) -> Option<serde_json::Value> {
     let spec = pod.spec.as_ref()?;
     let node = spec.node_name.clone()?;
-    let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
     let uid = pod.uid().unwrap_or_default();
     let ip = pod_ip(&uid);
     let host_ip = node_ip(&node);

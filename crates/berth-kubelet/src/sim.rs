@@ -5,6 +5,7 @@
 use crate::eviction::Eviction;
 use crate::model::{NodeModel, Phase, PodState, Rejection};
 use crate::status::{ConditionWrite, Shown, StatusSync};
+use berth_core::clock::Clock;
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Node, Pod};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::ResourceExt;
@@ -26,6 +27,7 @@ pub fn summary_config_map(node: &str) -> String {
 /// All simulated nodes' state.
 pub struct Sim {
     client: kube::Client,
+    clock: Clock,
     origin: Instant,
     interval: Duration,
     nodes: BTreeMap<String, Arc<Mutex<NodeModel>>>,
@@ -44,15 +46,17 @@ struct PassState {
     summary: Option<(u64, Duration)>,
 }
 
-fn rfc3339() -> String {
-    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-}
-
 impl Sim {
-    pub fn new(client: kube::Client, nodes: Vec<NodeModel>, interval: Duration) -> Sim {
+    pub fn new(
+        client: kube::Client,
+        nodes: Vec<NodeModel>,
+        interval: Duration,
+        clock: Clock,
+    ) -> Sim {
         Sim {
             client,
-            origin: Instant::now(),
+            origin: clock.instant(),
+            clock,
             interval,
             nodes: nodes
                 .into_iter()
@@ -60,6 +64,11 @@ impl Sim {
                 .collect(),
             shown: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The clock the nodes read time from.
+    pub fn clock(&self) -> &Clock {
+        &self.clock
     }
 
     /// Takes in a node from the node watch: remembers what the API shows of its conditions.
@@ -95,7 +104,7 @@ impl Sim {
     }
 
     fn now(&self) -> Duration {
-        self.origin.elapsed()
+        self.clock.instant().saturating_duration_since(self.origin)
     }
 
     /// Whether a node of ours runs this pod.
@@ -185,7 +194,7 @@ impl Sim {
     async fn reject(&self, pod: &Pod, node: &str, r: Rejection) {
         let api: Api<Pod> =
             Api::namespaced(self.client.clone(), &pod.namespace().unwrap_or_default());
-        let status = json!({"status": {"phase": "Failed", "reason": r.reason, "message": r.message, "startTime": rfc3339()}});
+        let status = json!({"status": {"phase": "Failed", "reason": r.reason, "message": r.message, "startTime": self.clock.timestamp()}});
         if let Err(e) = api
             .patch_status(
                 &pod.name_any(),
@@ -213,6 +222,7 @@ impl Sim {
         let involved = json!({"kind": "Pod", "apiVersion": "v1", "namespace": ns, "name": pod.name_any(), "uid": pod.uid()});
         post_event(
             &self.client,
+            &self.clock,
             &ns,
             involved,
             "Warning",
@@ -268,7 +278,7 @@ impl Sim {
             });
             let summary = due.then(|| {
                 state.summary = Some((fingerprint, now));
-                crate::summary::summary(&m, now, &rfc3339())
+                crate::summary::summary(&m, now, &self.clock.timestamp())
             });
             (
                 d,
@@ -300,6 +310,7 @@ impl Sim {
                 let msg = format!("Attempting to reclaim {}", resource.name());
                 post_event(
                     &self.client,
+                    &self.clock,
                     "default",
                     involved,
                     "Warning",
@@ -317,6 +328,7 @@ impl Sim {
         if let Some(e) = d.eviction {
             tokio::spawn(evict(
                 self.client.clone(),
+                self.clock.clone(),
                 model.clone(),
                 node.to_string(),
                 e,
@@ -329,7 +341,7 @@ impl Sim {
 
     /// Writes the conditions and posts their events; returns the node's new resourceVersion.
     async fn publish_conditions(&self, node: &str, writes: &[ConditionWrite]) -> Option<u64> {
-        let ts = rfc3339();
+        let ts = self.clock.timestamp();
         let conds: Vec<Value> = writes
             .iter()
             .map(|w| {
@@ -355,6 +367,7 @@ impl Sim {
                 let msg = format!("Node {node} status is now: {reason}");
                 post_event(
                     &self.client,
+                    &self.clock,
                     "default",
                     involved,
                     type_,
@@ -384,7 +397,7 @@ impl Sim {
         let Ok(pod) = api.get(name).await else {
             return;
         };
-        let ts = rfc3339();
+        let ts = self.clock.timestamp();
         let Ok(v) = serde_json::to_value(&pod) else {
             return;
         };
@@ -422,6 +435,7 @@ impl Sim {
         );
         post_event(
             &self.client,
+            &self.clock,
             "default",
             involved,
             "Warning",
@@ -465,7 +479,13 @@ fn summary_fingerprint(m: &NodeModel, now: Duration) -> u64 {
 
 /// Evicts one pod: after its grace (capped by `berth.io/termination-seconds`), the pod becomes
 /// Failed/Evicted with upstream's message, and a Warning `Evicted` event is posted.
-async fn evict(client: kube::Client, model: Arc<Mutex<NodeModel>>, node: String, e: Eviction) {
+async fn evict(
+    client: kube::Client,
+    clock: Clock,
+    model: Arc<Mutex<NodeModel>>,
+    node: String,
+    e: Eviction,
+) {
     let Some((ns, name)) = e.pod.split_once('/') else {
         return;
     };
@@ -482,7 +502,7 @@ async fn evict(client: kube::Client, model: Arc<Mutex<NodeModel>>, node: String,
         if takes > 0 {
             tokio::time::sleep(Duration::from_secs(takes)).await;
         }
-        let ts = rfc3339();
+        let ts = clock.timestamp();
         let v = serde_json::to_value(&pod).unwrap_or_default();
         let statuses: Vec<Value> = v["status"]["containerStatuses"]
             .as_array()
@@ -532,6 +552,7 @@ async fn evict(client: kube::Client, model: Arc<Mutex<NodeModel>>, node: String,
         let involved = json!({"kind": "Pod", "apiVersion": "v1", "namespace": ns, "name": name, "uid": pod.uid()});
         post_event(
             &client,
+            &clock,
             ns,
             involved,
             "Warning",
@@ -552,6 +573,7 @@ async fn evict(client: kube::Client, model: Arc<Mutex<NodeModel>>, node: String,
 #[allow(clippy::too_many_arguments)]
 async fn post_event(
     client: &kube::Client,
+    clock: &Clock,
     ns: &str,
     involved: Value,
     type_: &str,
@@ -560,11 +582,11 @@ async fn post_event(
     host: &str,
     annotations: BTreeMap<String, String>,
 ) {
-    let ts = rfc3339();
+    let ts = clock.timestamp();
     let name = format!(
         "{}.{:x}",
         involved["name"].as_str().unwrap_or("event"),
-        chrono::Utc::now().timestamp_nanos_opt().unwrap_or(0)
+        clock.now().timestamp_nanos_opt().unwrap_or(0)
     );
     let ev = json!({
         "apiVersion": "v1", "kind": "Event",

@@ -7,10 +7,10 @@
 use crate::model::{Node, Pod, Service};
 use crate::policy::{Policy, PredicateConfig, PredicateKind, PriorityConfig, PriorityKind};
 use crate::{ClusterCache, Decision, Scheduler};
+use berth_core::clock::Stopwatch;
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::collections::HashMap;
-use std::time::Instant;
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -259,9 +259,9 @@ pub fn run_tuned(cfg: &BenchConfig, tuning: Tuning) -> Result<BenchReport, Strin
     let measured: Vec<Pod> = (0..cfg.pods).map(|i| pod(w, init + i, "sched-1")).collect();
     let mut lat = Vec::with_capacity(cfg.pods);
     let mut unschedulable = 0;
-    let start = Instant::now();
+    let start = Stopwatch::now();
     for p in measured {
-        let t = Instant::now();
+        let t = Stopwatch::now();
         if !place(&mut cache, &mut sched, p)? {
             unschedulable += 1;
         }

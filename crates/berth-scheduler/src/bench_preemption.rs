@@ -11,10 +11,10 @@
 use crate::model::Pod;
 use crate::preemption::{PreemptionInput, PreemptionOutcome};
 use crate::{ClusterCache, Decision, Scheduler};
+use berth_core::clock::Stopwatch;
 use serde::Serialize;
 use serde_json::json;
 use std::collections::HashSet;
-use std::time::Instant;
 
 /// The result of a run.
 #[derive(Debug, Clone, Serialize)]
@@ -84,11 +84,11 @@ pub fn run(nodes: usize, high: usize, seed: u64) -> Result<PreemptionBenchReport
     let (mut victims_total, mut invalid) = (0, None);
     for i in 0..high {
         let p = pod(&format!("high-{i}"), 1000, "3000m", "");
-        let t = Instant::now();
+        let t = Stopwatch::now();
         let info = cache.compile_pod(&p);
         let outcome = match scheduler.schedule(&cache, &info) {
             Decision::Unschedulable(fit) => {
-                let tp = Instant::now();
+                let tp = Stopwatch::now();
                 let input = PreemptionInput {
                     nominated: &[],
                     pdbs: &pdbs,

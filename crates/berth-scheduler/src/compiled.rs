@@ -4,6 +4,7 @@
 use crate::intern::{Interner, Sym, EMPTY};
 use crate::model::{LabelSelector, NodeSelectorTerm, Quantity, Taint, Toleration};
 use crate::quantity::ParsedQuantity;
+use berth_core::taints::{self, Operator};
 use std::collections::BTreeMap;
 
 /// Labels as `(key, value)` symbol pairs sorted by key.
@@ -301,6 +302,15 @@ impl CTaint {
             effect: Effect::parse(&t.effect),
         }
     }
+    /// This taint as the shared rule reads it.
+    #[inline]
+    fn rule(&self) -> taints::Taint<Sym, Effect> {
+        taints::Taint {
+            key: self.key,
+            value: self.value,
+            effect: self.effect,
+        }
+    }
 }
 
 /// A compiled toleration. `effect: None` tolerates any effect.
@@ -321,11 +331,8 @@ pub struct CToleration {
 impl CToleration {
     /// Compiles a toleration.
     pub fn compile(t: &Toleration, i: &mut Interner) -> CToleration {
-        let (exists, invalid) = match t.operator.as_str() {
-            "Exists" => (true, false),
-            "" | "Equal" => (false, false),
-            _ => (false, true),
-        };
+        let operator = Operator::parse(&t.operator);
+        let (exists, invalid) = (operator == Operator::Exists, operator == Operator::Unknown);
         CToleration {
             key: i.intern(&t.key),
             exists,
@@ -338,13 +345,27 @@ impl CToleration {
             invalid,
         }
     }
-    /// True if it tolerates the taint.
+    /// True if it tolerates the taint (berth-core's rule, applied to interned strings).
     #[inline]
     pub fn tolerates(&self, t: &CTaint) -> bool {
-        !self.invalid
-            && self.effect.is_none_or(|e| e == t.effect)
-            && (self.key == EMPTY || self.key == t.key)
-            && (self.exists || self.value == t.value)
+        taints::tolerates(&self.rule(), &t.rule())
+    }
+    /// This toleration as the shared rule reads it.
+    #[inline]
+    fn rule(&self) -> taints::Toleration<Sym, Effect> {
+        let operator = if self.invalid {
+            Operator::Unknown
+        } else if self.exists {
+            Operator::Exists
+        } else {
+            Operator::Equal
+        };
+        taints::Toleration {
+            key: (self.key != EMPTY).then_some(self.key),
+            operator,
+            value: self.value,
+            effect: self.effect,
+        }
     }
 }
 

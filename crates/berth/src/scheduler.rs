@@ -2,6 +2,7 @@
 //! `/metrics`, `/healthz` and `/readyz` on a plain-HTTP port.
 
 use anyhow::Context;
+use berth_core::duration;
 use berth_scheduler::driver::{self, leader, DriverConfig, LeaderElectionConfig, Ops};
 use berth_scheduler::policy::Policy;
 use std::path::{Path, PathBuf};
@@ -53,34 +54,8 @@ pub struct SchedulerArgs {
 /// Parses a Go-style duration as kube-scheduler's flags take it: `15s`, `500ms`, `1m`, `1m30s`,
 /// or plain seconds.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let bad = || format!("invalid duration {text:?} (examples: 15s, 500ms, 1m)");
-    if let Ok(secs) = text.parse::<u64>() {
-        return Ok(Duration::from_secs(secs));
-    }
-    let (mut total, mut rest) = (Duration::ZERO, text);
-    if rest.is_empty() {
-        return Err(bad());
-    }
-    while !rest.is_empty() {
-        let digits = rest
-            .find(|c: char| !c.is_ascii_digit() && c != '.')
-            .ok_or_else(bad)?;
-        let n: f64 = rest[..digits].parse().map_err(|_| bad())?;
-        rest = &rest[digits..];
-        let unit_len = rest
-            .find(|c: char| c.is_ascii_digit())
-            .unwrap_or(rest.len());
-        let scale = match &rest[..unit_len] {
-            "ms" => 0.001,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            _ => return Err(bad()),
-        };
-        rest = &rest[unit_len..];
-        total += Duration::try_from_secs_f64(n * scale).map_err(|_| bad())?;
-    }
-    Ok(total)
+    duration::parse_with(text, duration::Syntax::FLAG)
+        .map_err(|_| format!("invalid duration {text:?} (examples: 15s, 500ms, 1m)"))
 }
 
 /// Loads a policy file, or the default policy without one. The error names the file and entries.
@@ -168,7 +143,7 @@ pub async fn run(args: SchedulerArgs) -> anyhow::Result<()> {
         election.identity
     );
     let (tx, rx) = tokio::sync::watch::channel(false);
-    let elector = driver::LeaderElector::new(client.clone(), election);
+    let elector = driver::LeaderElector::new(client.clone(), election, cfg.clock.clone());
     let mut watch_leading = rx.clone();
     let ops_leading = ops.clone();
     let lease_name = lease.clone();

@@ -125,6 +125,8 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
     let admission = admission_config(args)?;
     std::fs::create_dir_all(&args.data_dir)
         .with_context(|| format!("creating data dir {}", args.data_dir.display()))?;
+    // One clock for every component of the process.
+    let clock = Clock::system();
     let store = if args.memory_store {
         Store::memory()
     } else {
@@ -144,12 +146,8 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
         h => h.to_string(),
     };
     let url = format!("https://{host}:{port}");
-    let server = ApiServer::new(
-        store,
-        Clock::starting_at(chrono::Utc::now()),
-        format!("{host}:{port}"),
-    )
-    .with_admission(&admission)?;
+    let server = ApiServer::new(store, clock.clone(), format!("{host}:{port}"))
+        .with_admission(&admission)?;
     tracing::info!(plugins = ?server.admission_plugins(), "admission chain");
     server.bootstrap().await.map_err(|e| {
         anyhow::anyhow!(
@@ -175,20 +173,19 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
     if !nodes.is_empty() {
         berth_kubelet::Kubelet::new(client.clone(), nodes)
             .housekeeping_interval(args.housekeeping_interval)
+            .clock(clock.clone())
             .start()
             .await?;
     }
     // Node lifecycle, condition taints, the NoExecute taint manager and disruption budgets.
-    berth_controllers::Controllers::new(
-        client.clone(),
-        berth_controllers::Clock::starting_at(chrono::Utc::now()),
-    )
-    .node_monitor_grace_period(args.node_monitor_grace_period)
-    .spawn();
+    berth_controllers::Controllers::new(client.clone(), clock.clone())
+        .node_monitor_grace_period(args.node_monitor_grace_period)
+        .spawn();
     if !args.disable_scheduler {
         let cfg = berth_scheduler::driver::DriverConfig {
             policy,
             disable_preemption: args.disable_preemption || master_disable,
+            clock: clock.clone(),
             ..berth_scheduler::driver::DriverConfig::named("default-scheduler")
         };
         let ops = berth_scheduler::driver::Ops::new();

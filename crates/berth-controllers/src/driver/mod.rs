@@ -56,6 +56,7 @@ impl Controllers {
         tokio::spawn(nodes::run_condition_taints(
             self.client.clone(),
             informers.clone(),
+            self.clock.clone(),
         ));
         tokio::spawn(nodes::run_lifecycle(
             self.client.clone(),

@@ -10,7 +10,6 @@ use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::time::Duration;
-use tokio::time::Instant;
 
 const COMPONENT: &str = "node-controller";
 
@@ -38,7 +37,7 @@ async fn write_taints(
 }
 
 /// Taints by condition: on every node change, bring each node's condition taints in line.
-pub async fn run_condition_taints(client: kube::Client, mut informers: Informers) {
+pub async fn run_condition_taints(client: kube::Client, mut informers: Informers, clock: Clock) {
     let api: Api<Node> = Api::all(client);
     if !informers.nodes.synced().await {
         return;
@@ -57,7 +56,7 @@ pub async fn run_condition_taints(client: kube::Client, mut informers: Informers
             }
         }
         // Level-triggered with a periodic resync, so a missed signal cannot leave a taint stale.
-        let resync = Instant::now() + CONDITION_TAINTS_RESYNC;
+        let resync = clock.instant() + CONDITION_TAINTS_RESYNC;
         wait(&mut [&mut informers.nodes.changed], Some(resync)).await;
     }
 }
@@ -76,7 +75,7 @@ pub async fn run_lifecycle(
         return;
     }
     let mut monitor = Monitor::new(config);
-    let mut tick = tokio::time::interval_at(Instant::now() + period, period);
+    let mut tick = tokio::time::interval_at(clock.instant() + period, period);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;

@@ -39,7 +39,7 @@ pub async fn run(client: kube::Client, informers: Informers, recorder: Recorder,
     let mut retry_at: Option<Instant> = None;
     loop {
         if !execute(&client, &recorder, actions).await {
-            retry_at = Some(Instant::now() + RETRY_FAILED_AFTER);
+            retry_at = Some(clock.instant() + RETRY_FAILED_AFTER);
         }
         let deadline = manager.next_wakeup().map(|at| clock.instant_at(at));
         let until = match (deadline, retry_at) {
@@ -68,7 +68,7 @@ pub async fn run(client: kube::Client, informers: Informers, recorder: Recorder,
             | Wake::Pod(Ok(Change::Relisted) | Err(RecvError::Lagged(_))) => {
                 full_pass(&mut manager, &informers, &clock)
             }
-            Wake::Timer if retry_at.is_some_and(|at| at <= Instant::now()) => {
+            Wake::Timer if retry_at.is_some_and(|at| at <= clock.instant()) => {
                 retry_at = None;
                 full_pass(&mut manager, &informers, &clock)
             }

@@ -188,6 +188,30 @@ fn div_away(n: i128, d: i128) -> i128 {
     }
 }
 
+/// The significant digits of `num.denom` as one integer and the power of ten it is scaled by,
+/// without allocating (the scheduler parses every request and allocatable this way).
+fn significant(num: &str, denom: &str) -> Result<(i128, i64), QuantityError> {
+    let digits = || num.bytes().chain(denom.bytes());
+    let len = num.len() + denom.len();
+    let leading = digits().take_while(|&c| c == b'0').count();
+    if leading == len {
+        return Ok((0, 0));
+    }
+    let trailing = digits().rev().take_while(|&c| c == b'0').count();
+    let significant = len - leading - trailing;
+    if significant > 38 {
+        return Err(QuantityError::TooLarge);
+    }
+    let mut mantissa: i128 = 0;
+    for c in digits().skip(leading).take(significant) {
+        mantissa = mantissa
+            .checked_mul(10)
+            .and_then(|m| m.checked_add(i128::from(c - b'0')))
+            .ok_or(QuantityError::Numeric)?;
+    }
+    Ok((mantissa, trailing as i64 - denom.len() as i64))
+}
+
 fn saturate(v: i128) -> i64 {
     v.clamp(i64::MIN as i128, i64::MAX as i128) as i64
 }
@@ -208,19 +232,7 @@ impl Quantity {
         }
         let (negative, num, denom, suffix) = scan(s)?;
         let (base, exponent, mut format) = interpret(suffix).ok_or(QuantityError::Suffix)?;
-        // Significant digits as one integer times 10^dexp.
-        let all = format!("{num}{denom}");
-        let trimmed = all.trim_start_matches('0');
-        let digits = trimmed.trim_end_matches('0');
-        let dexp = (trimmed.len() - digits.len()) as i64 - denom.len() as i64;
-        if digits.len() > 38 {
-            return Err(QuantityError::TooLarge);
-        }
-        let mantissa: i128 = if digits.is_empty() {
-            0
-        } else {
-            digits.parse().map_err(|_| QuantityError::Numeric)?
-        };
+        let (mantissa, dexp) = significant(num, denom)?;
         // nanos = mantissa * base^exponent * 10^(dexp + 9)
         let (scaled, shift) = if base == 10 {
             (Some(mantissa), exponent as i64 + dexp + 9)
@@ -282,6 +294,11 @@ impl Quantity {
     /// The print format remembered from parsing.
     pub fn format(&self) -> Format {
         self.format
+    }
+
+    /// True when the value is strictly positive.
+    pub fn is_positive(&self) -> bool {
+        self.nanos > 0
     }
 
     /// True when the value is zero.

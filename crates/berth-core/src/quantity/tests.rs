@@ -138,3 +138,33 @@ proptest! {
         }
     }
 }
+
+/// The integer paths the scheduler reads every request and allocatable through.
+#[test]
+fn integer_values() {
+    let cases: &[(&str, i64, i64)] = &[
+        ("100m", 100, 1),
+        ("1", 1000, 1),
+        ("1.5", 1500, 2),
+        ("0.1", 100, 1),
+        ("500Mi", 500 * 1024 * 1024 * 1000, 500 * 1024 * 1024),
+        ("32Gi", 32 * (1 << 30) * 1000, 32 * (1 << 30)),
+        ("1k", 1_000_000, 1000),
+        ("1e3", 1_000_000, 1000),
+        ("1E3", 1_000_000, 1000),
+        ("0", 0, 0),
+        ("2000", 2_000_000, 2000),
+        ("1n", 1, 1),
+        ("250m", 250, 1),
+    ];
+    for (s, milli, val) in cases {
+        let q = q(s);
+        assert_eq!(q.milli_value(), *milli, "{s}");
+        assert_eq!(q.value(), *val, "{s}");
+        assert_eq!(q.is_positive(), *val > 0, "{s}");
+    }
+    // Upstream reads "." as zero; everything else here is not a quantity.
+    for s in ["", "abc", "1.2.3", "1Zi", "1e", "--1"] {
+        assert!(Quantity::parse(s).is_err(), "{s}");
+    }
+}

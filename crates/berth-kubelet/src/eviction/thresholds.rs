@@ -1,6 +1,7 @@
 //! Eviction signals and thresholds: parsing the kubelet's `eviction-*` settings
 //! (control-loops spec §2.1, §2.2).
 
+use berth_core::duration::DurationError;
 use berth_core::quantity::Quantity;
 use std::fmt;
 use std::time::Duration;
@@ -251,44 +252,15 @@ fn parse_pairs(list: &[String]) -> Result<Vec<(Signal, &str)>, ThresholdError> {
     Ok(out)
 }
 
-/// Parses a Go duration (`1m30s`, `30s`, `5m`, `1h`, `500ms`, `0`).
+/// Parses a Go duration (`1m30s`, `30s`, `5m`, `1h`, `500ms`, `0`); a negative one is a bad grace
+/// period.
 pub fn parse_duration(s: &str) -> Result<Duration, ThresholdError> {
-    let err = || ThresholdError::Duration(s.to_string());
-    let t = s.trim();
-    if t == "0" {
-        return Ok(Duration::ZERO);
-    }
-    if let Some(neg) = t.strip_prefix('-') {
-        parse_duration(neg)?;
-        return Err(ThresholdError::BadGracePeriod(s.to_string()));
-    }
-    let mut total = 0f64;
-    let mut rest = t;
-    if rest.is_empty() {
-        return Err(err());
-    }
-    while !rest.is_empty() {
-        let n = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .ok_or_else(err)?;
-        let num: f64 = rest[..n].parse().map_err(|_| err())?;
-        rest = &rest[n..];
-        let u = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let scale = match &rest[..u] {
-            "h" => 3600.0,
-            "m" => 60.0,
-            "s" => 1.0,
-            "ms" => 0.001,
-            "us" | "µs" => 0.000_001,
-            "ns" => 0.000_000_001,
-            _ => return Err(err()),
-        };
-        total += num * scale;
-        rest = &rest[u..];
-    }
-    Ok(Duration::from_secs_f64(total))
+    berth_core::duration::parse(s).map_err(|e| match e {
+        DurationError::Negative(_) => ThresholdError::BadGracePeriod(s.to_string()),
+        DurationError::Invalid(_) | DurationError::Overflow(_) => {
+            ThresholdError::Duration(s.to_string())
+        }
+    })
 }
 
 /// The raw eviction settings, as lists of statements (the `kubeletArguments` shape).

@@ -11,6 +11,7 @@
 //! anyone may take over. On shutdown (SIGTERM/SIGINT in `berth scheduler`) the leader gives the
 //! Lease up, as client-go does with `ReleaseOnCancel`, so a standby need not wait it out.
 
+use berth_core::clock::Clock;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::{Api, PostParams};
 use serde_json::{json, Value};
@@ -101,6 +102,7 @@ struct Record {
 pub struct LeaderElector {
     api: Api<Lease>,
     cfg: LeaderElectionConfig,
+    clock: Clock,
     observed: Option<(Record, Instant)>,
 }
 
@@ -111,11 +113,12 @@ enum Attempt {
 }
 
 impl LeaderElector {
-    /// An elector for `cfg.namespace/cfg.name` through `client`.
-    pub fn new(client: kube::Client, cfg: LeaderElectionConfig) -> LeaderElector {
+    /// An elector for `cfg.namespace/cfg.name` through `client`, reading time from `clock`.
+    pub fn new(client: kube::Client, cfg: LeaderElectionConfig, clock: Clock) -> LeaderElector {
         LeaderElector {
             api: Api::namespaced(client, &cfg.namespace),
             cfg,
+            clock,
             observed: None,
         }
     }
@@ -149,7 +152,7 @@ impl LeaderElector {
         }
         tracing::info!(%lease, identity = %self.cfg.identity, "became leader");
         let _ = leading.send(true);
-        let mut last_renew = Instant::now();
+        let mut last_renew = self.clock.instant();
         loop {
             tokio::select! {
                 () = tokio::time::sleep(self.cfg.retry_period) => {}
@@ -162,7 +165,7 @@ impl LeaderElector {
             };
             let why = match renewed {
                 Ok(Ok(Attempt::Leading)) => {
-                    last_renew = Instant::now();
+                    last_renew = self.clock.instant();
                     continue;
                 }
                 Ok(Ok(Attempt::HeldBy(h))) => format!("the lease {lease} is now held by {h}"),
@@ -204,7 +207,7 @@ impl LeaderElector {
         if spec.get("holderIdentity").and_then(Value::as_str) != Some(&self.cfg.identity) {
             return Ok(false);
         }
-        let now = micro_time_now();
+        let now = self.clock.micro_timestamp();
         let rv = current.metadata.resource_version.clone();
         let mut released = self.lease(rv, "", &now, &now, transitions_of(&spec))?;
         if let Some(spec) = released.spec.as_mut() {
@@ -224,7 +227,7 @@ impl LeaderElector {
 
     async fn try_acquire_or_renew(&mut self) -> Result<Attempt, kube::Error> {
         let me = self.cfg.identity.clone();
-        let now = micro_time_now();
+        let now = self.clock.micro_timestamp();
         let current = match self.api.get_opt(&self.cfg.name).await? {
             None => {
                 let lease = self.lease(None, &me, &now, &now, 0)?;
@@ -286,7 +289,7 @@ impl LeaderElector {
             duration: secs.map_or(self.cfg.lease_duration, Duration::from_secs),
         };
         if self.observed.as_ref().map(|(r, _)| r) != Some(&record) {
-            self.observed = Some((record.clone(), Instant::now()));
+            self.observed = Some((record.clone(), self.clock.instant()));
         }
         record
     }
@@ -320,13 +323,6 @@ fn transitions_of(spec: &Value) -> i64 {
     spec.get("leaseTransitions")
         .and_then(Value::as_i64)
         .unwrap_or(0)
-}
-
-/// `MicroTime` text for now (RFC 3339, microseconds, UTC).
-fn micro_time_now() -> String {
-    chrono::Utc::now()
-        .format("%Y-%m-%dT%H:%M:%S%.6fZ")
-        .to_string()
 }
 
 /// `period` plus up to 20% (client-go's `JitterUntil` factor 1.2), so replicas do not march in step.

@@ -18,6 +18,7 @@ pub use ops::Ops;
 pub use scheduling_loop::{run, run_with};
 
 use crate::policy::Policy;
+use berth_core::clock::Clock;
 
 /// How a scheduler instance is configured.
 #[derive(Debug, Clone)]
@@ -32,6 +33,8 @@ pub struct DriverConfig {
     pub seed: u64,
     /// `--disable-preemption`: never preempt lower-priority pods.
     pub disable_preemption: bool,
+    /// Where the driver reads time (the process's shared clock; a paused one in tests).
+    pub clock: Clock,
 }
 
 impl DriverConfig {
@@ -43,6 +46,7 @@ impl DriverConfig {
             percentage_of_nodes_to_score: 100,
             seed: 0,
             disable_preemption: false,
+            clock: Clock::system(),
         }
     }
 }

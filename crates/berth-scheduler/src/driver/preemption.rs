@@ -17,6 +17,7 @@ use super::ops::Ops;
 use crate::model::Pod;
 use crate::preemption::{Pdb, PreemptionInput, PreemptionOutcome};
 use crate::{ClusterCache, FitError, Nominated, PodInfo, Scheduler};
+use berth_core::clock::Clock;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Event, ObjectReference, Pod as KPod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -30,6 +31,7 @@ use std::sync::{Arc, Mutex};
 pub(super) struct Preemption {
     enabled: bool,
     client: kube::Client,
+    clock: Clock,
     component: String,
     /// Pending pods with a nominated node: key → (compiled pod, node).
     nominated: HashMap<String, (PodInfo, String)>,
@@ -39,7 +41,12 @@ pub(super) struct Preemption {
 
 impl Preemption {
     /// Starts the budget watch when `enabled`.
-    pub(super) fn new(client: kube::Client, component: &str, enabled: bool) -> Preemption {
+    pub(super) fn new(
+        client: kube::Client,
+        component: &str,
+        enabled: bool,
+        clock: Clock,
+    ) -> Preemption {
         let pdbs: Arc<Mutex<HashMap<String, Pdb>>> = Default::default();
         if enabled {
             tokio::spawn(watch_pdbs(client.clone(), pdbs.clone()));
@@ -47,6 +54,7 @@ impl Preemption {
         Preemption {
             enabled,
             client,
+            clock,
             component: component.to_string(),
             nominated: HashMap::new(),
             pdbs,
@@ -129,6 +137,7 @@ impl Preemption {
                 self.nominated
                     .insert(info.key.clone(), (info.clone(), p.node.clone()));
                 let client = self.client.clone();
+                let clock = self.clock.clone();
                 let component = self.component.clone();
                 let name = info.name.clone();
                 tokio::spawn(async move {
@@ -143,7 +152,8 @@ impl Preemption {
                         match vapi.delete(vname, &DeleteParams::default()).await {
                             Ok(_) => {
                                 if let Some(victim) = victim {
-                                    preempted_event(&client, &component, &victim, &by).await;
+                                    preempted_event(&client, &clock, &component, &victim, &by)
+                                        .await;
                                 }
                             }
                             Err(e) => tracing::warn!(victim = %v, error = %e, "preempting failed"),
@@ -178,15 +188,21 @@ async fn set_nominated(api: &Api<KPod>, name: &str, node: Option<&str>) {
 }
 
 /// A Normal `Preempted` event on the victim.
-async fn preempted_event(client: &kube::Client, component: &str, victim: &KPod, message: &str) {
+async fn preempted_event(
+    client: &kube::Client,
+    clock: &Clock,
+    component: &str,
+    victim: &KPod,
+    message: &str,
+) {
     let ns = victim.metadata.namespace.clone().unwrap_or_default();
     let name = victim.metadata.name.clone().unwrap_or_default();
-    let ts = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let ts = clock.timestamp();
     let event = Event {
         metadata: kube::api::ObjectMeta {
             name: Some(format!(
                 "{name}.{:x}",
-                chrono::Utc::now().timestamp_nanos_opt().unwrap_or(0)
+                clock.now().timestamp_nanos_opt().unwrap_or(0)
             )),
             namespace: Some(ns.clone()),
             ..Default::default()

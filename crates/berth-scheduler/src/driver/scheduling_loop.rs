@@ -7,6 +7,7 @@ use super::{DriverConfig, DriverError};
 use crate::model::Pod;
 use crate::queue::{QueueConfig, QueuedPod, SchedulingQueue};
 use crate::{ClusterCache, ClusterEvent, Decision, Scheduler};
+use berth_core::clock::Clock;
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
@@ -30,6 +31,7 @@ struct Loop {
     scheduler: Scheduler,
     recorder: Recorder,
     preemption: super::preemption::Preemption,
+    clock: Clock,
     started: Instant,
     bound_tx: mpsc::UnboundedSender<Bound>,
     ops: Ops,
@@ -70,9 +72,11 @@ pub async fn run_with(
             client.clone(),
             &cfg.scheduler_name,
             !cfg.disable_preemption,
+            cfg.clock.clone(),
         ),
         recorder: Recorder::new(client, &cfg.scheduler_name),
-        started: Instant::now(),
+        started: cfg.clock.instant(),
+        clock: cfg.clock.clone(),
         bound_tx,
         ops,
         synced: [false; informers::KINDS],
@@ -266,7 +270,7 @@ impl Loop {
     }
 
     fn schedule_one(&mut self, queued: QueuedPod<String, Pod>) {
-        let started = Instant::now();
+        let started = self.clock.instant();
         let info = self.cache.compile_pod(&queued.payload);
         let pod = pod_ref(&queued.payload);
         let decision = {

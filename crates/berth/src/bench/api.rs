@@ -13,6 +13,7 @@
 
 use super::load::*;
 use anyhow::Context;
+use berth_core::clock::Stopwatch;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::{ListParams, WatchEvent, WatchParams};
@@ -104,7 +105,7 @@ pub async fn run(args: ApiBenchArgs) -> anyhow::Result<()> {
     let next = Arc::new(AtomicUsize::new(0));
     let load = load_average();
     let cpu_before = process_cpu_seconds();
-    let started = Instant::now();
+    let started = Stopwatch::now();
     let tasks: Vec<_> = clients
         .into_iter()
         .map(|api| tokio::spawn(create_pods(api, next.clone(), args.pods)))
@@ -188,11 +189,7 @@ async fn start_api_server(
     };
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
     let address = format!("127.0.0.1:{}", listener.local_addr()?.port());
-    let server = ApiServer::new(
-        store,
-        Clock::starting_at(chrono::Utc::now()),
-        address.clone(),
-    );
+    let server = ApiServer::new(store, Clock::system(), address.clone());
     server
         .bootstrap()
         .await
@@ -243,7 +240,7 @@ async fn start_watch(
                     continue;
                 }
             };
-            let now = Instant::now();
+            let now = Stopwatch::now();
             match event {
                 WatchEvent::Added(pod) => {
                     version = pod.metadata.resource_version.clone().unwrap_or(version);

@@ -13,6 +13,7 @@
 
 use super::load::*;
 use anyhow::Context;
+use berth_core::clock::Stopwatch;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use kube::api::{ApiResource, ListParams, WatchEvent, WatchParams};
@@ -93,7 +94,7 @@ pub async fn run(args: E2eBenchArgs) -> anyhow::Result<()> {
     let client = || Client::try_from(config.clone()).context("building a client");
 
     let want_nodes = args.kubeconfig.is_none().then_some(args.nodes);
-    let setup = Instant::now();
+    let setup = Stopwatch::now();
     let nodes = wait_for_ready_nodes(&client()?, want_nodes).await?;
     let nodes_ready_seconds = setup.elapsed().as_secs_f64();
     if nodes * 32 < args.pods && !args.json {
@@ -123,7 +124,7 @@ pub async fn run(args: E2eBenchArgs) -> anyhow::Result<()> {
     let next = Arc::new(AtomicUsize::new(0));
     let load = load_average();
     let cpu_before = process_cpu_seconds();
-    let started = Instant::now();
+    let started = Stopwatch::now();
     let tasks: Vec<_> = clients
         .into_iter()
         .map(|api| tokio::spawn(create_pods(api, next.clone(), args.pods)))
@@ -205,7 +206,7 @@ fn serve_args(
 /// schedulable; returns how many do.
 async fn wait_for_ready_nodes(client: &Client, want: Option<usize>) -> anyhow::Result<usize> {
     let api: Api<Node> = Api::all(client.clone());
-    let deadline = Instant::now() + NODES_TIMEOUT;
+    let deadline = Stopwatch::now() + NODES_TIMEOUT;
     loop {
         let ready = api
             .list(&ListParams::default())
@@ -219,7 +220,7 @@ async fn wait_for_ready_nodes(client: &Client, want: Option<usize>) -> anyhow::R
             return Ok(ready);
         }
         anyhow::ensure!(
-            Instant::now() < deadline,
+            Stopwatch::now() < deadline,
             "only {ready} of {} nodes became Ready within {NODES_TIMEOUT:?}",
             want.unwrap_or(1)
         );
@@ -275,7 +276,7 @@ async fn start_watch(
                     continue;
                 }
             };
-            let now = Instant::now();
+            let now = Stopwatch::now();
             match event {
                 // A bind is a MODIFIED event; an ADDED one with a node only after a re-list.
                 WatchEvent::Added(pod) | WatchEvent::Modified(pod) => {

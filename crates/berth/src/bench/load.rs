@@ -2,6 +2,7 @@
 //! the figures' arithmetic.
 
 use anyhow::Context;
+use berth_core::clock::Stopwatch;
 use k8s_openapi::api::core::v1::{
     Container, ContainerPort, Namespace, Pod, PodSpec, ResourceRequirements,
 };
@@ -59,14 +60,14 @@ pub async fn create_pods(
         }
         let name = format!("pod-{i:06}");
         let pod = pod_default(&name);
-        let sent = Instant::now();
+        let sent = Stopwatch::now();
         api.create(&params, &pod)
             .await
             .with_context(|| format!("creating pod {name}"))?;
         done.push(Create {
             name,
             sent,
-            acked: Instant::now(),
+            acked: Stopwatch::now(),
         });
     }
 }
