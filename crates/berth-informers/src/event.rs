@@ -7,12 +7,13 @@ use std::sync::Arc;
 pub enum Event<K> {
     /// An object the store did not hold.
     Added(Arc<K>),
-    /// A newer version of an object the store held.
+    /// An object the store held, as it is now (after a relist, possibly the same version).
     Updated { old: Arc<K>, new: Arc<K> },
     /// An object gone from the cluster; its last state.
     Deleted(Arc<K>),
     /// A complete list has replaced the store (at start, and after each relist). The changes the
-    /// relist found came just before, as `Added`, `Updated` and `Deleted`.
+    /// list found came just before: every listed object as `Added` or `Updated`, and those gone
+    /// as `Deleted`.
     Synced,
 }
 

@@ -196,22 +196,21 @@ impl<K: Resource> Writer<K> {
         }
     }
 
-    /// Swaps the completed list in; what it changed goes out as events, then `Synced`.
+    /// Swaps the completed list in. Every listed object goes out again, as `Added` or `Updated`
+    /// (the same version, if it did not change: a consumer that missed something catches up, as
+    /// with client-go's resync on relist), those gone as `Deleted`, then `Synced`.
     fn replace(&mut self) {
         let listed = self.listing.take().unwrap_or_default();
         let mut objects = self.shared.write();
         let mut events = Vec::new();
         for (key, new) in &listed {
-            match objects.by_key.get(key) {
-                None => events.push(Event::Added(new.clone())),
-                Some(old) if !same_version(old.as_ref(), new.as_ref()) => {
-                    events.push(Event::Updated {
-                        old: old.clone(),
-                        new: new.clone(),
-                    })
-                }
-                Some(_) => {}
-            }
+            events.push(match objects.by_key.get(key) {
+                None => Event::Added(new.clone()),
+                Some(old) => Event::Updated {
+                    old: old.clone(),
+                    new: new.clone(),
+                },
+            });
         }
         for (key, old) in &objects.by_key {
             if !listed.contains_key(key) {
@@ -235,13 +234,5 @@ impl<K: Resource> Writer<K> {
         }
         drop(handlers);
         self.changed.send_replace(());
-    }
-}
-
-/// Whether two versions of an object carry the same `resourceVersion` (and so are the same).
-fn same_version<K: Resource>(a: &K, b: &K) -> bool {
-    match (&a.meta().resource_version, &b.meta().resource_version) {
-        (Some(a), Some(b)) => a == b,
-        _ => false,
     }
 }

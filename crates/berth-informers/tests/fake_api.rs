@@ -270,10 +270,16 @@ async fn a_relist_after_410_replaces_the_store_at_once() {
         open: false,
     });
     fake.watch(vec![], true).await;
-    // What changed while the watch was lost comes as events; `c` did not change.
+    // The relist comes as events: what was gone, and every listed object again (`c` unchanged).
     assert_eq!(
         until_synced(&mut events).await,
-        ["added d@6", "deleted a@1", "updated b@1->b@5", "synced"]
+        [
+            "added d@6",
+            "deleted a@1",
+            "updated b@1->b@5",
+            "updated c@1->c@1",
+            "synced"
+        ]
     );
     assert_eq!(contents(&informer), ["b@5", "c@1", "d@6"]);
 }
