@@ -40,7 +40,7 @@ pub use config::NodeConfig;
 /// The former name of [`NodeConfig`].
 pub use config::NodeConfig as NodeSpec;
 
-use futures::StreamExt;
+use berth_informers::{Event, Informer};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::Api;
 use kube::runtime::watcher;
@@ -138,42 +138,29 @@ impl Kubelet {
 
 /// Watches the nodes, so that each kubelet sees what the API shows of its node's conditions.
 async fn watch_nodes(client: kube::Client, sim: Arc<sim::Sim>) {
-    let api: Api<Node> = Api::all(client);
-    let mut stream = watcher(api, watcher::Config::default()).boxed();
-    loop {
-        match stream.next().await {
-            Some(Ok(watcher::Event::Apply(node))) | Some(Ok(watcher::Event::InitApply(node))) => {
-                sim.observe_node(&node)
-            }
-            Some(Ok(_)) => {}
-            Some(Err(e)) => {
-                tracing::warn!(error = %e, "node watch failed; retrying");
-                tokio::time::sleep(Duration::from_secs(1)).await;
-            }
-            None => return,
+    let nodes: Informer<Node> = Informer::start(Api::all(client), watcher::Config::default());
+    let mut events = nodes.subscribe();
+    while let Some(event) = events.recv().await {
+        if let Some(node) = event.applied() {
+            sim.observe_node(node);
         }
     }
 }
 
 /// Watches pods bound to any node and runs those on ours.
 async fn run_pods(client: kube::Client, sim: Arc<sim::Sim>) {
-    let api: Api<Pod> = Api::all(client.clone());
     let config = watcher::Config::default().fields("spec.nodeName!=");
-    let mut stream = watcher(api, config).boxed();
-    loop {
-        match stream.next().await {
-            Some(Ok(watcher::Event::Apply(pod))) | Some(Ok(watcher::Event::InitApply(pod))) => {
+    let pods: Informer<Pod> = Informer::start(Api::all(client.clone()), config);
+    let mut events = pods.subscribe();
+    while let Some(event) = events.recv().await {
+        match event {
+            Event::Added(pod) | Event::Updated { new: pod, .. } => {
                 if sim.owns(&pod) && sim.on_pod(&pod).await {
-                    tokio::spawn(pods::reconcile(client.clone(), pod, sim.clock().clone()));
+                    tokio::spawn(pods::reconcile(client.clone(), Pod::clone(&pod), sim.clock().clone()));
                 }
             }
-            Some(Ok(watcher::Event::Delete(pod))) => sim.on_delete(&pod),
-            Some(Ok(_)) => {}
-            Some(Err(e)) => {
-                tracing::warn!(error = %e, "pod watch failed; retrying");
-                tokio::time::sleep(Duration::from_secs(1)).await;
-            }
-            None => return,
+            Event::Deleted(pod) => sim.on_delete(&pod),
+            Event::Synced => {}
         }
     }
 }

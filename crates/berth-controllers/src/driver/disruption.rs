@@ -2,10 +2,11 @@
 //! namespace changed, and when an entry of its `disruptedPods` expires; only the statuses that
 //! changed are written. A change elsewhere costs a set insertion; with no budget, nothing.
 
-use super::informers::{Change, Informers};
+use super::informers::Informers;
 use super::recorder::Recorder;
 use crate::disruption::{reconcile, Workload, Workloads};
 use crate::Clock;
+use berth_informers::Event;
 use chrono::{DateTime, Utc};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -16,7 +17,7 @@ use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::broadcast::{self, error::RecvError, error::TryRecvError};
+use tokio::sync::mpsc::{self, error::TryRecvError};
 
 const COMPONENT: &str = "controllermanager";
 
@@ -50,28 +51,29 @@ impl Dirty {
         }
     }
 
-    /// Notes one change received (or why none was); `false` once the watches are gone.
-    fn note<K: Resource>(&mut self, change: Result<Change<K>, RecvError>) -> bool {
-        match change {
-            Ok(Change::Applied(o) | Change::Deleted(o)) => {
-                self.insert(o.meta().namespace.as_deref().unwrap_or(""))
+    /// Notes one event received; `false` once the watches are gone.
+    fn note<K: Resource>(&mut self, event: Option<Event<K>>) -> bool {
+        match event {
+            Some(Event::Synced) => *self = Dirty::All,
+            Some(e) => {
+                if let Some(o) = e.object() {
+                    self.insert(o.meta().namespace.as_deref().unwrap_or(""))
+                }
             }
-            Ok(Change::Relisted) | Err(RecvError::Lagged(_)) => *self = Dirty::All,
-            Err(RecvError::Closed) => return false,
+            None => return false,
         }
         true
     }
 
-    /// Notes every change already waiting; `false` once the watches are gone.
-    fn drain<K: Resource + Clone>(&mut self, rx: &mut broadcast::Receiver<Change<K>>) -> bool {
+    /// Notes every event already waiting; `false` once the watches are gone.
+    fn drain<K: Resource>(&mut self, rx: &mut mpsc::UnboundedReceiver<Event<K>>) -> bool {
         loop {
-            let change = match rx.try_recv() {
-                Ok(c) => Ok(c),
+            let event = match rx.try_recv() {
+                Ok(e) => Some(e),
                 Err(TryRecvError::Empty) => return true,
-                Err(TryRecvError::Lagged(n)) => Err(RecvError::Lagged(n)),
-                Err(TryRecvError::Closed) => Err(RecvError::Closed),
+                Err(TryRecvError::Disconnected) => None,
             };
-            if !self.note(change) {
+            if !self.note(event) {
                 return false;
             }
         }

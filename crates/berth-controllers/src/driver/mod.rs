@@ -1,5 +1,5 @@
-//! The drivers: `watch → store → reconcile`. One reflector per kind feeds a read-only store and
-//! pings the loops that read it; each loop snapshots the stores, runs its engine with the
+//! The drivers: `watch → store → reconcile`. One informer per kind (`berth-informers`) feeds a
+//! read-only store and pings the loops that read it; each loop snapshots the stores, runs its engine with the
 //! clock's `now`, and carries the decisions out through the API. Writes carry a
 //! `resourceVersion` precondition: a conflict means a newer object is on its way through the
 //! watch, which triggers the next pass (level-triggered, no retry loops at call sites).

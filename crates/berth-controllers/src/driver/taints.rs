@@ -1,17 +1,17 @@
 //! The NoExecute taint manager loop: each node or pod change goes to the engine as it arrives
 //! (nodes first), the engine's timers wake the loop at the next deadline, and a full pass over
-//! the stores resynchronises it at start, after a relist, when it fell behind the watch, and
+//! the stores resynchronises it at start, after each relist, and
 //! to retry a deletion that failed.
 
-use super::informers::{Change, Informers};
+use super::informers::Informers;
 use super::recorder::Recorder;
 use crate::taint_manager::{TaintAction, TaintManager};
 use crate::Clock;
+use berth_informers::Event;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, DeleteParams, Preconditions};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::broadcast::error::RecvError;
 use tokio::time::Instant;
 
 const COMPONENT: &str = "taint-eviction-controller";
@@ -22,8 +22,8 @@ const RETRY_FAILED_AFTER: Duration = Duration::from_secs(31);
 
 /// Why the loop woke.
 enum Wake {
-    Node(Result<Change<Node>, RecvError>),
-    Pod(Result<Change<Pod>, RecvError>),
+    Node(Option<Event<Node>>),
+    Pod(Option<Event<Pod>>),
     Timer,
 }
 
@@ -54,18 +54,21 @@ pub async fn run(client: kube::Client, informers: Informers, recorder: Recorder,
         };
         let now = clock.now();
         actions = match wake {
-            Wake::Node(Ok(Change::Applied(node))) => manager.node_changed(&node, now),
-            Wake::Node(Ok(Change::Deleted(node))) => {
+            Wake::Node(Some(Event::Added(node) | Event::Updated { new: node, .. })) => {
+                manager.node_changed(&node, now)
+            }
+            Wake::Node(Some(Event::Deleted(node))) => {
                 manager.node_deleted(node.metadata.name.as_deref().unwrap_or(""), now)
             }
-            Wake::Pod(Ok(Change::Applied(pod))) => manager.pod_changed(&pod, now),
-            Wake::Pod(Ok(Change::Deleted(pod))) => {
+            Wake::Pod(Some(Event::Added(pod) | Event::Updated { new: pod, .. })) => {
+                manager.pod_changed(&pod, now)
+            }
+            Wake::Pod(Some(Event::Deleted(pod))) => {
                 manager.pod_deleted(&pod);
                 Vec::new()
             }
-            Wake::Node(Err(RecvError::Closed)) | Wake::Pod(Err(RecvError::Closed)) => return,
-            Wake::Node(Ok(Change::Relisted) | Err(RecvError::Lagged(_)))
-            | Wake::Pod(Ok(Change::Relisted) | Err(RecvError::Lagged(_))) => {
+            Wake::Node(None) | Wake::Pod(None) => return,
+            Wake::Node(Some(Event::Synced)) | Wake::Pod(Some(Event::Synced)) => {
                 full_pass(&mut manager, &informers, &clock)
             }
             Wake::Timer if retry_at.is_some_and(|at| at <= clock.instant()) => {

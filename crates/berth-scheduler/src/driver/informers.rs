@@ -1,8 +1,8 @@
-//! Informers: one list+watch stream per kind, forwarded to the scheduling loop as [`Update`]s.
-//! Pods, the kind that changes with every decision, arrive decoded as the engine's model
-//! ([`WatchedPod`]); the other kinds as JSON bytes the cache decodes.
+//! Informers: one [`berth_informers::Informer`] per kind the engine reads, each object decoded
+//! once, straight into the engine's model ([`Watched`]), and every event forwarded to the
+//! scheduling loop as a typed [`Update`].
 
-use futures::StreamExt;
+use berth_informers::{Event, Informer};
 use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{
     Node, PersistentVolume, PersistentVolumeClaim, Pod, ReplicationController, Service,
@@ -10,13 +10,72 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::api::storage::v1::StorageClass;
 use kube::api::Api;
 use kube::runtime::watcher;
-use kube::Resource;
 use serde::de::DeserializeOwned;
 use std::fmt::Debug;
-use std::time::Duration;
+use std::marker::PhantomData;
 use tokio::sync::mpsc;
 
-/// Which kind of object an update is about.
+use crate::model;
+
+/// An object off the watch, decoded straight into the engine's model `T` (no typed Kubernetes
+/// object in between), with the little metadata the watch itself needs (resourceVersion); `R`
+/// is the Kubernetes kind it is read as.
+#[derive(Debug)]
+pub struct Watched<T, R> {
+    meta: kube::api::ObjectMeta,
+    pub value: T,
+    kind: PhantomData<fn() -> R>,
+}
+
+// Not derived: a derive would ask `R: Clone`.
+impl<T: Clone, R> Clone for Watched<T, R> {
+    fn clone(&self) -> Self {
+        Watched {
+            meta: self.meta.clone(),
+            value: self.value.clone(),
+            kind: PhantomData,
+        }
+    }
+}
+
+impl<T, R> Watched<T, R> {
+    /// `metadata.name`.
+    pub fn name(&self) -> &str {
+        self.meta.name.as_deref().unwrap_or("")
+    }
+
+    /// `namespace/name`, as the cache keys namespaced objects.
+    pub fn key(&self) -> String {
+        format!(
+            "{}/{}",
+            self.meta.namespace.as_deref().unwrap_or(""),
+            self.name()
+        )
+    }
+}
+
+pub type WatchedPod = Watched<model::Pod, Pod>;
+
+impl<T, R: k8s_openapi::Resource> k8s_openapi::Resource for Watched<T, R> {
+    const API_VERSION: &'static str = R::API_VERSION;
+    const GROUP: &'static str = R::GROUP;
+    const KIND: &'static str = R::KIND;
+    const VERSION: &'static str = R::VERSION;
+    const URL_PATH_SEGMENT: &'static str = R::URL_PATH_SEGMENT;
+    type Scope = R::Scope;
+}
+
+impl<T, R: k8s_openapi::Resource> k8s_openapi::Metadata for Watched<T, R> {
+    type Ty = kube::api::ObjectMeta;
+    fn metadata(&self) -> &kube::api::ObjectMeta {
+        &self.meta
+    }
+    fn metadata_mut(&mut self) -> &mut kube::api::ObjectMeta {
+        &mut self.meta
+    }
+}
+
+/// Which kind an [`Update`] is about (to count the kinds listed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     Pod,
@@ -30,60 +89,71 @@ pub enum Kind {
     StorageClass,
 }
 
-/// One change seen by an informer: the object as JSON bytes (what the engine's cache reads).
-#[derive(Debug)]
-pub enum Change {
-    Apply(Vec<u8>),
-    Delete(Vec<u8>),
-    /// The initial list of this kind is complete (sent after every relist, too).
-    Synced,
-}
+/// How many kinds [`spawn_all`] watches (each reports [`Event::Synced`] once listed).
+pub const KINDS: usize = 9;
 
-/// One pod change, decoded.
-#[derive(Debug)]
-pub enum PodChange {
-    Apply(Box<crate::model::Pod>),
-    Delete(Box<crate::model::Pod>),
-    /// The initial list of pods is complete (sent after every relist, too).
-    Synced,
-}
-
-/// What the informers send to the scheduling loop.
+/// What the informers send to the scheduling loop: one kind's event, typed.
 #[derive(Debug)]
 pub enum Update {
-    /// A change of a kind other than pods.
-    Object {
-        kind: Kind,
-        change: Change,
-    },
-    Pod(PodChange),
+    Pod(Event<WatchedPod>),
+    Node(Event<Watched<model::Node, Node>>),
+    Service(Event<Watched<model::Service, Service>>),
+    ReplicationController(Event<Watched<model::ReplicationController, ReplicationController>>),
+    ReplicaSet(Event<Watched<model::SelectorWorkload, ReplicaSet>>),
+    StatefulSet(Event<Watched<model::SelectorWorkload, StatefulSet>>),
+    PersistentVolume(Event<Watched<model::PersistentVolume, PersistentVolume>>),
+    PersistentVolumeClaim(Event<Watched<model::PersistentVolumeClaim, PersistentVolumeClaim>>),
+    StorageClass(Event<Watched<model::StorageClass, StorageClass>>),
 }
 
-/// A pod off the watch, decoded straight into the engine's model (no typed Kubernetes pod in
-/// between) with the little metadata the watch itself needs (resourceVersion).
-#[derive(Debug, Clone)]
-pub struct WatchedPod {
-    meta: kube::api::ObjectMeta,
-    pod: crate::model::Pod,
-}
-
-impl k8s_openapi::Resource for WatchedPod {
-    const API_VERSION: &'static str = <Pod as k8s_openapi::Resource>::API_VERSION;
-    const GROUP: &'static str = <Pod as k8s_openapi::Resource>::GROUP;
-    const KIND: &'static str = <Pod as k8s_openapi::Resource>::KIND;
-    const VERSION: &'static str = <Pod as k8s_openapi::Resource>::VERSION;
-    const URL_PATH_SEGMENT: &'static str = <Pod as k8s_openapi::Resource>::URL_PATH_SEGMENT;
-    type Scope = k8s_openapi::NamespaceResourceScope;
-}
-
-impl k8s_openapi::Metadata for WatchedPod {
-    type Ty = kube::api::ObjectMeta;
-    fn metadata(&self) -> &kube::api::ObjectMeta {
-        &self.meta
+impl Update {
+    /// The kind whose list completed, if this is a [`Event::Synced`].
+    pub fn synced(&self) -> Option<Kind> {
+        let (kind, synced) = match self {
+            Update::Pod(e) => (Kind::Pod, matches!(e, Event::Synced)),
+            Update::Node(e) => (Kind::Node, matches!(e, Event::Synced)),
+            Update::Service(e) => (Kind::Service, matches!(e, Event::Synced)),
+            Update::ReplicationController(e) => {
+                (Kind::ReplicationController, matches!(e, Event::Synced))
+            }
+            Update::ReplicaSet(e) => (Kind::ReplicaSet, matches!(e, Event::Synced)),
+            Update::StatefulSet(e) => (Kind::StatefulSet, matches!(e, Event::Synced)),
+            Update::PersistentVolume(e) => (Kind::PersistentVolume, matches!(e, Event::Synced)),
+            Update::PersistentVolumeClaim(e) => {
+                (Kind::PersistentVolumeClaim, matches!(e, Event::Synced))
+            }
+            Update::StorageClass(e) => (Kind::StorageClass, matches!(e, Event::Synced)),
+        };
+        synced.then_some(kind)
     }
-    fn metadata_mut(&mut self) -> &mut kube::api::ObjectMeta {
-        &mut self.meta
-    }
+}
+
+/// Starts an informer of `Watched<T, R>` whose events go to the loop as `wrap(event)`.
+fn spawn<T, R>(
+    client: &kube::Client,
+    tx: &mpsc::UnboundedSender<Update>,
+    wrap: fn(Event<Watched<T, R>>) -> Update,
+) where
+    T: DeserializeOwned + Clone + Debug + Send + Sync + 'static,
+    R: k8s_openapi::Resource + Debug + 'static,
+{
+    let informer: Informer<Watched<T, R>> =
+        Informer::start(Api::all(client.clone()), watcher::Config::default());
+    let tx = tx.clone();
+    informer.on_event(move |event| tx.send(wrap(event)).is_ok());
+}
+
+/// Starts an informer for every kind the engine reads.
+pub fn spawn_all(client: &kube::Client, tx: &mpsc::UnboundedSender<Update>) {
+    spawn(client, tx, Update::Node);
+    spawn(client, tx, Update::Pod);
+    spawn(client, tx, Update::Service);
+    spawn(client, tx, Update::ReplicationController);
+    spawn(client, tx, Update::ReplicaSet);
+    spawn(client, tx, Update::StatefulSet);
+    spawn(client, tx, Update::PersistentVolume);
+    spawn(client, tx, Update::PersistentVolumeClaim);
+    spawn(client, tx, Update::StorageClass);
 }
 
 /// Removes the `null` members of every object in `v`: the model reads absent and `null` alike
@@ -99,8 +169,8 @@ fn drop_nulls(v: &mut serde_json::Value) {
     }
 }
 
-impl<'de> serde::Deserialize<'de> for WatchedPod {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<WatchedPod, D::Error> {
+impl<'de, T: DeserializeOwned, R> serde::Deserialize<'de> for Watched<T, R> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Watched<T, R>, D::Error> {
         use serde::de::Error;
         let mut v = serde_json::Value::deserialize(d)?;
         drop_nulls(&mut v);
@@ -117,81 +187,13 @@ impl<'de> serde::Deserialize<'de> for WatchedPod {
             resource_version: field(&v, "resourceVersion"),
             ..Default::default()
         };
-        let pod = serde_json::from_value(v).map_err(D::Error::custom)?;
-        Ok(WatchedPod { meta, pod })
+        let value = serde_json::from_value(v).map_err(D::Error::custom)?;
+        Ok(Watched {
+            meta,
+            value,
+            kind: PhantomData,
+        })
     }
-}
-
-fn spawn_pods(client: kube::Client, tx: mpsc::UnboundedSender<Update>) {
-    tokio::spawn(async move {
-        let api: Api<WatchedPod> = Api::all(client);
-        let mut stream = watcher(api, watcher::Config::default()).boxed();
-        while let Some(ev) = stream.next().await {
-            let change = match ev {
-                Ok(watcher::Event::Apply(o)) | Ok(watcher::Event::InitApply(o)) => {
-                    PodChange::Apply(Box::new(o.pod))
-                }
-                Ok(watcher::Event::Delete(o)) => PodChange::Delete(Box::new(o.pod)),
-                Ok(watcher::Event::InitDone) => PodChange::Synced,
-                Ok(watcher::Event::Init) => continue,
-                Err(e) => {
-                    tracing::warn!(kind = ?Kind::Pod, error = %e, "watch failed; retrying");
-                    tokio::time::sleep(Duration::from_secs(1)).await;
-                    continue;
-                }
-            };
-            if tx.send(Update::Pod(change)).is_err() {
-                return;
-            }
-        }
-    });
-}
-
-fn spawn_one<K>(client: kube::Client, kind: Kind, tx: mpsc::UnboundedSender<Update>)
-where
-    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + serde::Serialize + 'static,
-    K::DynamicType: Default,
-{
-    tokio::spawn(async move {
-        let api: Api<K> = Api::all(client);
-        let mut stream = watcher(api, watcher::Config::default()).boxed();
-        while let Some(ev) = stream.next().await {
-            let change = match ev {
-                Ok(watcher::Event::Apply(o)) | Ok(watcher::Event::InitApply(o)) => {
-                    serde_json::to_vec(&o).ok().map(Change::Apply)
-                }
-                Ok(watcher::Event::Delete(o)) => serde_json::to_vec(&o).ok().map(Change::Delete),
-                Ok(watcher::Event::InitDone) => Some(Change::Synced),
-                Ok(watcher::Event::Init) => None,
-                Err(e) => {
-                    tracing::warn!(?kind, error = %e, "watch failed; retrying");
-                    tokio::time::sleep(Duration::from_secs(1)).await;
-                    None
-                }
-            };
-            if let Some(change) = change {
-                if tx.send(Update::Object { kind, change }).is_err() {
-                    return;
-                }
-            }
-        }
-    });
-}
-
-/// How many kinds [`spawn_all`] watches (each reports [`Change::Synced`] once listed).
-pub const KINDS: usize = 9;
-
-/// Starts an informer for every kind the engine reads.
-pub fn spawn_all(client: &kube::Client, tx: &mpsc::UnboundedSender<Update>) {
-    spawn_one::<Node>(client.clone(), Kind::Node, tx.clone());
-    spawn_pods(client.clone(), tx.clone());
-    spawn_one::<Service>(client.clone(), Kind::Service, tx.clone());
-    spawn_one::<ReplicationController>(client.clone(), Kind::ReplicationController, tx.clone());
-    spawn_one::<ReplicaSet>(client.clone(), Kind::ReplicaSet, tx.clone());
-    spawn_one::<StatefulSet>(client.clone(), Kind::StatefulSet, tx.clone());
-    spawn_one::<PersistentVolume>(client.clone(), Kind::PersistentVolume, tx.clone());
-    spawn_one::<PersistentVolumeClaim>(client.clone(), Kind::PersistentVolumeClaim, tx.clone());
-    spawn_one::<StorageClass>(client.clone(), Kind::StorageClass, tx.clone());
 }
 
 #[cfg(test)]
@@ -224,14 +226,81 @@ mod tests {
         let typed: Pod = serde_json::from_value(wire).unwrap();
         let before: crate::model::Pod =
             serde_json::from_slice(&serde_json::to_vec(&typed).unwrap()).unwrap();
-        assert_eq!(watched.pod, before);
+        assert_eq!(watched.value, before);
         // And from the bytes of a watch line, as kube decodes them.
         let line =
             serde_json::to_vec(&serde_json::json!({"object": typed, "type": "ADDED"})).unwrap();
         let event: kube::core::WatchEvent<WatchedPod> = serde_json::from_slice(&line).unwrap();
         match event {
-            kube::core::WatchEvent::Added(p) => assert_eq!(p.pod, before),
+            kube::core::WatchEvent::Added(p) => assert_eq!(p.value, before),
             other => panic!("{other:?}"),
         }
+    }
+
+    /// The other kinds, too, decode as they did through a typed object re-encoded.
+    fn decodes_as_typed<T, R>(wire: serde_json::Value)
+    where
+        T: DeserializeOwned + PartialEq + Debug,
+        R: DeserializeOwned + serde::Serialize,
+    {
+        let watched: Watched<T, R> = serde_json::from_value(wire.clone()).unwrap();
+        let typed: R = serde_json::from_value(wire).unwrap();
+        let before: T = serde_json::from_slice(&serde_json::to_vec(&typed).unwrap()).unwrap();
+        assert_eq!(watched.value, before);
+    }
+
+    #[test]
+    fn watched_objects_decode_as_the_typed_ones_did() {
+        use serde_json::json;
+        decodes_as_typed::<model::Node, Node>(json!({
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": "n1", "resourceVersion": "3", "labels": {"zone": "a"}, "annotations": null},
+            "spec": {"unschedulable": null, "podCIDR": null,
+                     "taints": [{"key": "k", "value": null, "effect": "NoSchedule"}]},
+            "status": {"allocatable": {"cpu": "4", "memory": "32Gi", "pods": "110"},
+                       "capacity": {"cpu": "4"},
+                       "conditions": [{"type": "Ready", "status": "True", "reason": null}],
+                       "images": [{"names": ["i:1"], "sizeBytes": 100}]}
+        }));
+        decodes_as_typed::<model::Service, Service>(json!({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "s", "namespace": "ns"},
+            "spec": {"selector": {"app": "web"}, "clusterIP": null,
+                     "ports": [{"port": 80, "targetPort": "http"}]}
+        }));
+        decodes_as_typed::<model::SelectorWorkload, ReplicaSet>(json!({
+            "apiVersion": "apps/v1", "kind": "ReplicaSet",
+            "metadata": {"name": "rs", "namespace": "ns"},
+            "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"},
+                     "matchExpressions": [{"key": "tier", "operator": "In", "values": ["a"]}]},
+                     "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": []}}}
+        }));
+        decodes_as_typed::<model::ReplicationController, ReplicationController>(json!({
+            "apiVersion": "v1", "kind": "ReplicationController",
+            "metadata": {"name": "rc", "namespace": "ns"},
+            "spec": {"selector": {"app": "web"}, "template": null}
+        }));
+        decodes_as_typed::<model::PersistentVolume, PersistentVolume>(json!({
+            "apiVersion": "v1", "kind": "PersistentVolume",
+            "metadata": {"name": "pv", "labels": {"topology.kubernetes.io/zone": "a"}},
+            "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                     "storageClassName": "fast", "claimRef": null,
+                     "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                         {"key": "zone", "operator": "In", "values": ["a"]}]}]}}},
+            "status": {"phase": "Available"}
+        }));
+        decodes_as_typed::<model::PersistentVolumeClaim, PersistentVolumeClaim>(json!({
+            "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "c", "namespace": "ns"},
+            "spec": {"storageClassName": "fast", "volumeName": null, "accessModes": ["ReadWriteOnce"],
+                     "resources": {"requests": {"storage": "1Gi"}}},
+            "status": {"phase": "Pending"}
+        }));
+        decodes_as_typed::<model::StorageClass, StorageClass>(json!({
+            "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+            "metadata": {"name": "fast"}, "provisioner": "p",
+            "volumeBindingMode": "WaitForFirstConsumer",
+            "allowedTopologies": [{"matchLabelExpressions": [{"key": "zone", "values": ["a"]}]}]
+        }));
     }
 }

@@ -12,13 +12,12 @@
 //!
 //! Not done: refreshing the preemptor from the API before preempting (the queued copy is used).
 
-use super::informers::Change;
 use super::ops::Ops;
 use crate::model::Pod;
 use crate::preemption::{Pdb, PreemptionInput, PreemptionOutcome};
 use crate::{ClusterCache, FitError, Nominated, PodInfo, Scheduler};
 use berth_core::clock::Clock;
-use futures::StreamExt;
+use berth_informers::{Event as InformerEvent, Informer};
 use k8s_openapi::api::core::v1::{Event, ObjectReference, Pod as KPod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
@@ -62,15 +61,7 @@ impl Preemption {
     }
 
     /// Tracks nominations from a pod watch change.
-    pub(super) fn pod_changed(&mut self, cache: &mut ClusterCache, change: &Change) {
-        let (bytes, deleted) = match change {
-            Change::Apply(b) => (b, false),
-            Change::Delete(b) => (b, true),
-            Change::Synced => return,
-        };
-        let Ok(pod) = serde_json::from_slice::<Pod>(bytes) else {
-            return;
-        };
+    pub(super) fn pod_changed(&mut self, cache: &mut ClusterCache, pod: &Pod, deleted: bool) {
         let key = format!("{}/{}", pod.metadata.namespace, pod.metadata.name);
         let node = &pod.status.nominated_node_name;
         if deleted
@@ -80,7 +71,7 @@ impl Preemption {
         {
             self.nominated.remove(&key);
         } else {
-            let info = cache.compile_pod(&pod);
+            let info = cache.compile_pod(pod);
             self.nominated.insert(key, (info, node.clone()));
         }
     }
@@ -236,8 +227,9 @@ async fn preempted_event(
 
 /// Keeps `pdbs` equal to the cluster's PodDisruptionBudgets.
 async fn watch_pdbs(client: kube::Client, pdbs: Arc<Mutex<HashMap<String, Pdb>>>) {
-    let api: Api<PodDisruptionBudget> = Api::all(client);
-    let mut stream = watcher(api, watcher::Config::default()).boxed();
+    let budgets: Informer<PodDisruptionBudget> =
+        Informer::start(Api::all(client), watcher::Config::default());
+    let mut events = budgets.subscribe();
     let key = |b: &PodDisruptionBudget| {
         format!(
             "{}/{}",
@@ -245,9 +237,9 @@ async fn watch_pdbs(client: kube::Client, pdbs: Arc<Mutex<HashMap<String, Pdb>>>
             b.metadata.name.as_deref().unwrap_or("")
         )
     };
-    while let Some(ev) = stream.next().await {
-        match ev {
-            Ok(watcher::Event::Apply(b)) | Ok(watcher::Event::InitApply(b)) => {
+    while let Some(event) = events.recv().await {
+        match event {
+            InformerEvent::Added(b) | InformerEvent::Updated { new: b, .. } => {
                 let pdb = Pdb {
                     namespace: b.metadata.namespace.clone().unwrap_or_default(),
                     selector: b
@@ -262,16 +254,12 @@ async fn watch_pdbs(client: kube::Client, pdbs: Arc<Mutex<HashMap<String, Pdb>>>
                     m.insert(key(&b), pdb);
                 }
             }
-            Ok(watcher::Event::Delete(b)) => {
+            InformerEvent::Deleted(b) => {
                 if let Ok(mut m) = pdbs.lock() {
                     m.remove(&key(&b));
                 }
             }
-            Ok(_) => {}
-            Err(e) => {
-                tracing::warn!(error = %e, "watching poddisruptionbudgets failed; retrying");
-                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-            }
+            InformerEvent::Synced => {}
         }
     }
 }

@@ -1,6 +1,6 @@
 //! The scheduling loop: the only owner of the cache, the queue and the engine.
 
-use super::informers::{self, Change, Kind, PodChange, Update};
+use super::informers::{self, Kind, Update, WatchedPod};
 use super::ops::{AttemptResult, Ops};
 use super::recorder::{PodRef, Recorder};
 use super::{DriverConfig, DriverError};
@@ -8,6 +8,7 @@ use crate::model::Pod;
 use crate::queue::{QueueConfig, QueuedPod, SchedulingQueue};
 use crate::{ClusterCache, ClusterEvent, Decision, Scheduler};
 use berth_core::clock::Clock;
+use berth_informers::Event;
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
@@ -137,85 +138,70 @@ impl Loop {
     }
 
     fn apply(&mut self, u: Update) {
-        let (kind, change) = match u {
-            Update::Pod(change) => return self.apply_pod(change),
-            Update::Object { kind, change } => (kind, change),
-        };
-        if let Change::Synced = change {
+        if let Some(kind) = u.synced() {
             return self.synced(kind);
         }
-        let event = match (kind, change) {
-            (Kind::Pod, _) | (_, Change::Synced) => None,
-            (Kind::Node, Change::Apply(b)) => self.cache.upsert_node_json(&b).ok(),
-            (Kind::Node, Change::Delete(b)) => {
-                name_of(&b).and_then(|(_, n)| self.cache.remove_node(&n))
+        let cache = &mut self.cache;
+        let event = match u {
+            Update::Pod(e) => return self.apply_pod(e),
+            Update::Node(Event::Deleted(n)) => cache.remove_node(n.name()),
+            Update::Node(e) => e.applied().map(|n| cache.upsert_node(&n.value)),
+            Update::Service(Event::Deleted(s)) => Some(cache.remove_service(&s.key())),
+            Update::Service(e) => e.applied().map(|s| cache.upsert_service(&s.value)),
+            Update::ReplicationController(Event::Deleted(o)) => {
+                Some(cache.remove_controller("ReplicationController", &o.key()))
             }
-            (Kind::Service, Change::Apply(b)) => self.cache.upsert_service_json(&b).ok(),
-            (Kind::Service, Change::Delete(b)) => key_of(&b).map(|k| self.cache.remove_service(&k)),
-            (k @ (Kind::ReplicationController | Kind::ReplicaSet | Kind::StatefulSet), change) => {
-                let kind = match k {
-                    Kind::ReplicationController => "ReplicationController",
-                    Kind::ReplicaSet => "ReplicaSet",
-                    _ => "StatefulSet",
-                };
-                match change {
-                    Change::Apply(b) => self.cache.upsert_controller_json(kind, &b).ok(),
-                    Change::Delete(b) => key_of(&b).map(|k| self.cache.remove_controller(kind, &k)),
-                    Change::Synced => None,
-                }
+            Update::ReplicationController(e) => e
+                .applied()
+                .map(|o| cache.upsert_replication_controller(&o.value)),
+            Update::ReplicaSet(Event::Deleted(o)) => {
+                Some(cache.remove_controller("ReplicaSet", &o.key()))
             }
-            (k, change) => {
-                let kind = match k {
-                    Kind::PersistentVolume => "PersistentVolume",
-                    Kind::PersistentVolumeClaim => "PersistentVolumeClaim",
-                    _ => "StorageClass",
-                };
-                match change {
-                    Change::Apply(b) => self.cache.upsert_volume_object_json(kind, &b).ok(),
-                    Change::Synced => None,
-                    Change::Delete(b) => {
-                        let key = if kind == "PersistentVolumeClaim" {
-                            key_of(&b)
-                        } else {
-                            name_of(&b).map(|(_, n)| n)
-                        };
-                        key.map(|k| match kind {
-                            "PersistentVolume" => self.cache.remove_persistent_volume(&k),
-                            "PersistentVolumeClaim" => {
-                                self.cache.remove_persistent_volume_claim(&k)
-                            }
-                            _ => self.cache.remove_storage_class(&k),
-                        })
-                    }
-                }
+            Update::ReplicaSet(e) => e
+                .applied()
+                .map(|o| cache.upsert_selector_workload("ReplicaSet", &o.value)),
+            Update::StatefulSet(Event::Deleted(o)) => {
+                Some(cache.remove_controller("StatefulSet", &o.key()))
             }
+            Update::StatefulSet(e) => e
+                .applied()
+                .map(|o| cache.upsert_selector_workload("StatefulSet", &o.value)),
+            Update::PersistentVolume(Event::Deleted(o)) => {
+                Some(cache.remove_persistent_volume(o.name()))
+            }
+            Update::PersistentVolume(e) => e
+                .applied()
+                .map(|o| cache.upsert_persistent_volume(o.value.clone())),
+            Update::PersistentVolumeClaim(Event::Deleted(o)) => {
+                Some(cache.remove_persistent_volume_claim(&o.key()))
+            }
+            Update::PersistentVolumeClaim(e) => e
+                .applied()
+                .map(|o| cache.upsert_persistent_volume_claim(o.value.clone())),
+            Update::StorageClass(Event::Deleted(o)) => Some(cache.remove_storage_class(o.name())),
+            Update::StorageClass(e) => e
+                .applied()
+                .map(|o| cache.upsert_storage_class(o.value.clone())),
         };
         if let Some(ev) = event {
             self.cluster_changed(&ev);
         }
     }
 
-    fn apply_pod(&mut self, change: PodChange) {
-        let (pod, deleted) = match change {
-            PodChange::Synced => return self.synced(Kind::Pod),
-            PodChange::Apply(pod) => (pod, false),
-            PodChange::Delete(pod) => (pod, true),
+    fn apply_pod(&mut self, event: Event<WatchedPod>) {
+        let (pod, deleted) = match &event {
+            Event::Added(p) | Event::Updated { new: p, .. } => (&p.value, false),
+            Event::Deleted(p) => (&p.value, true),
+            Event::Synced => return,
         };
         // Nominations change only with a pod that carries one, or while some pod has one.
         if !pod.status.nominated_node_name.is_empty() || !self.preemption.nominated().is_empty() {
-            if let Ok(bytes) = serde_json::to_vec(&*pod) {
-                let change = if deleted {
-                    Change::Delete(bytes)
-                } else {
-                    Change::Apply(bytes)
-                };
-                self.preemption.pod_changed(&mut self.cache, &change);
-            }
+            self.preemption.pod_changed(&mut self.cache, pod, deleted);
         }
         let event = if deleted {
-            self.pod_deleted(&pod)
+            self.pod_deleted(pod)
         } else {
-            self.pod_changed(*pod)
+            self.pod_changed(pod)
         };
         if let Some(ev) = event {
             self.cluster_changed(&ev);
@@ -227,12 +213,12 @@ impl Loop {
         self.queue.move_on_event(|pod| ev.may_help(pod), now);
     }
 
-    fn pod_changed(&mut self, pod: Pod) -> Option<ClusterEvent> {
+    fn pod_changed(&mut self, pod: &Pod) -> Option<ClusterEvent> {
         let key = format!("{}/{}", pod.metadata.namespace, pod.metadata.name);
         if !pod.spec.node_name.is_empty() {
             // Bound (by us or anyone): the cache owns it; it leaves the queue.
             self.queue.delete(&key);
-            return self.cache.upsert_pod(&pod);
+            return self.cache.upsert_pod(pod);
         }
         if self.cache.is_assumed(&key) {
             return None; // our binding is in flight; its result decides
@@ -251,10 +237,10 @@ impl Loop {
             if self.queue.get(&key).is_some_and(|old| {
                 old.spec != pod.spec || old.metadata.labels != pod.metadata.labels
             }) {
-                self.queue.update(key, pod, priority, now);
+                self.queue.update(key, pod.clone(), priority, now);
             }
         } else {
-            self.queue.add(key, pod, priority, now);
+            self.queue.add(key, pod.clone(), priority, now);
         }
         None
     }
@@ -363,24 +349,4 @@ fn pod_ref(pod: &Pod) -> PodRef {
         name: pod.metadata.name.clone(),
         uid: pod.metadata.uid.clone(),
     }
-}
-
-/// An object's namespace and name, decoding nothing else.
-fn name_of(bytes: &[u8]) -> Option<(String, String)> {
-    #[derive(serde::Deserialize)]
-    struct Meta {
-        #[serde(default)]
-        namespace: String,
-        name: String,
-    }
-    #[derive(serde::Deserialize)]
-    struct Object {
-        metadata: Meta,
-    }
-    let o: Object = serde_json::from_slice(bytes).ok()?;
-    Some((o.metadata.namespace, o.metadata.name))
-}
-
-fn key_of(bytes: &[u8]) -> Option<String> {
-    name_of(bytes).map(|(ns, n)| format!("{ns}/{n}"))
 }
