@@ -410,7 +410,7 @@ pub async fn patch(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
         if req.query.field_validation()? == crate::strict::FieldValidation::Strict {
             let unknown =
                 crate::strict::schema_check(req.target.rt.group, req.target.rt.kind, &patched)
-                    .map_err(|e| ApiError::BadRequest(e))?;
+                    .map_err(ApiError::BadRequest)?;
             if !unknown.is_empty() {
                 let problems: Vec<String> = unknown
                     .iter()

@@ -78,9 +78,9 @@ pub fn parse(path: &str) -> Option<Target> {
         [plural, name] => target(cluster(plural)?, None, Some(name), None),
         [plural, name, sub] => {
             let rt = cluster(plural)?;
-            if !rt.subresources.iter().any(|s| s.name == *sub)
-                && !(*plural == "namespaces" && *sub == "finalize")
-            {
+            let served = rt.subresources.iter().any(|s| s.name == *sub)
+                || (*plural == "namespaces" && *sub == "finalize");
+            if !served {
                 return None;
             }
             target(rt, None, Some(name), Some(sub))

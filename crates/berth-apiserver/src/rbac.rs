@@ -33,7 +33,7 @@ pub fn default_binding(obj: &mut Value) {
             .get("apiGroup")
             .and_then(Value::as_str)
             .unwrap_or("")
-            == ""
+            .is_empty()
         {
             role_ref.insert("apiGroup".into(), json!(GROUP));
         }

@@ -69,9 +69,9 @@ async fn route(ctx: &Ctx, req: Request) -> ApiResult<Response> {
     }
     if let Some(route) = path::discovery_route(&path) {
         if method != Method::GET {
-            return Err(ApiError::MethodNotAllowed(format!(
-                "the server does not allow this method on the requested resource"
-            )));
+            return Err(ApiError::MethodNotAllowed(
+                "the server does not allow this method on the requested resource".to_string(),
+            ));
         }
         return discovery_response(ctx, route, answer);
     }
@@ -118,9 +118,9 @@ async fn route(ctx: &Ctx, req: Request) -> ApiResult<Response> {
         Method::PATCH => objects::patch(ctx, &req).await,
         Method::DELETE if req.target.name.is_some() => objects::delete(ctx, &req).await,
         Method::DELETE => objects::delete_collection(ctx, &req).await,
-        _ => Err(ApiError::MethodNotAllowed(format!(
-            "the server does not allow this method on the requested resource"
-        ))),
+        _ => Err(ApiError::MethodNotAllowed(
+            "the server does not allow this method on the requested resource".to_string(),
+        )),
     }
 }
 

@@ -160,7 +160,7 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
     let master_disable = crate::master_config::disable_preemption(args.master_config.as_deref())?;
     server.set_pod_priority_disabled(master_disable);
 
-    let creds = tls::load_or_create(&args.data_dir, &[host.clone()])?;
+    let creds = tls::load_or_create(&args.data_dir, std::slice::from_ref(&host))?;
     let kubeconfig = tls::write_kubeconfig(&args.data_dir, &url, &creds)?;
     let config = tls::server_config(&creds)?;
     tokio::spawn(tls::serve(

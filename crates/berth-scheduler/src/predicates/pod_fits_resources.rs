@@ -76,12 +76,14 @@ mod tests {
     #[test]
     fn upstream_vectors() {
         // node alloc cpu=10m, memory=20, pods=32; "used" is one existing pod with that request.
-        let cases: Vec<(
+        // (containers, init containers, used (cpu, memory), reasons)
+        type Case<'a> = (
             Vec<serde_json::Value>,
             Vec<serde_json::Value>,
             (i64, i64),
-            Vec<&str>,
-        )> = vec![
+            Vec<&'a str>,
+        );
+        let cases: Vec<Case> = vec![
             (vec![], vec![], (10, 20), vec![]),
             (
                 vec![c(1, 1)],

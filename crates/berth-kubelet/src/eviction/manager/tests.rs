@@ -94,7 +94,8 @@ fn worked_pass_sequence() {
     );
     let pods = test_memory_pressure_pods();
     // (t, memory.available, MemoryPressure, evicted pod and grace)
-    let steps: Vec<(Duration, i64, bool, Option<(&str, i64)>)> = vec![
+    type Step<'a> = (Duration, i64, bool, Option<(&'a str, i64)>);
+    let steps: Vec<Step> = vec![
         (mins(0), 2 * GI, false, None),
         (mins(1), 1500 * MI, true, None),
         (mins(4), 1500 * MI, true, Some(("best-effort-high", 5))),
