@@ -156,11 +156,7 @@ async fn run_pods(client: kube::Client, sim: Arc<sim::Sim>) {
         match event {
             Event::Added(pod) | Event::Updated { new: pod, .. } => {
                 if sim.owns(&pod) && sim.on_pod(&pod).await {
-                    tokio::spawn(pods::reconcile(
-                        client.clone(),
-                        Pod::clone(&pod),
-                        sim.clock().clone(),
-                    ));
+                    tokio::spawn(pods::reconcile(client.clone(), pod, sim.clock().clone()));
                 }
             }
             Event::Deleted(pod) => sim.on_delete(&pod),

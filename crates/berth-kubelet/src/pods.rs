@@ -11,7 +11,7 @@ use std::time::Duration;
 const TERMINATION_ANNOTATION: &str = "berth.io/termination-seconds";
 
 /// Brings one pod towards what its kubelet would make of it.
-pub async fn reconcile(client: kube::Client, pod: Pod, clock: Clock) {
+pub async fn reconcile(client: kube::Client, pod: std::sync::Arc<Pod>, clock: Clock) {
     let ns = pod.namespace().unwrap_or_default();
     let name = pod.name_any();
     let api: Api<Pod> = Api::namespaced(client, &ns);
