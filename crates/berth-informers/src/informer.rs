@@ -1,6 +1,6 @@
 //! One kind's watch, its store and its subscribers.
 
-use crate::store::{Shared, Store, Writer};
+use crate::store::{Keep, Shared, Store, Writer};
 use crate::Event;
 use futures::StreamExt;
 use kube::api::Api;
@@ -55,7 +55,17 @@ where
     where
         W: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Into<K> + 'static,
     {
-        let (mut writer, store, changed) = Writer::new();
+        Informer::start_keeping::<W>(api, config, Keep::Whole)
+    }
+
+    /// [`Informer::start_as`], with the store keeping what `keep` says of each object: a
+    /// consumer with its own cache keeps only identities here ([`Keep::Identity`]), and then
+    /// reads the events, not the store.
+    pub fn start_keeping<W>(api: Api<W>, config: watcher::Config, keep: Keep<K>) -> Informer<K>
+    where
+        W: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Into<K> + 'static,
+    {
+        let (mut writer, store, changed) = Writer::new(keep);
         let shared = writer.shared();
         tokio::spawn(async move {
             let mut events = watcher(api, config).boxed();

@@ -32,4 +32,4 @@ mod store;
 
 pub use event::Event;
 pub use informer::Informer;
-pub use store::{Store, StoreClosed};
+pub use store::{Keep, Store, StoreClosed};

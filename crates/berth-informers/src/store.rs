@@ -8,6 +8,26 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use tokio::sync::watch;
 
+/// What a store keeps of each object.
+pub enum Keep<K> {
+    /// The object as watched: readers query the store.
+    Whole,
+    /// Only what `identity` keeps of it (namespace, name, uid, and whatever the consumer needs
+    /// to forget it): for a consumer that keeps its own cache and reads only the events, so the
+    /// objects are not held twice. The events still carry whole objects, except the `old` of an
+    /// update and an object found gone at a relist, which are identities.
+    Identity(fn(&K) -> K),
+}
+
+impl<K> Keep<K> {
+    fn kept(&self, o: &Arc<K>) -> Arc<K> {
+        match self {
+            Keep::Whole => o.clone(),
+            Keep::Identity(identity) => Arc::new(identity(o)),
+        }
+    }
+}
+
 /// A subscriber: called with each event in order; returns `false` once it wants no more.
 pub(crate) type Handler<K> = Box<dyn FnMut(Event<K>) -> bool + Send>;
 
@@ -135,13 +155,14 @@ pub(crate) struct Writer<K> {
     /// The objects of a list in progress; they replace the store whole when it completes, so
     /// readers never see a half-listed store.
     listing: Option<HashMap<String, Arc<K>>>,
+    keep: Keep<K>,
     ready: watch::Sender<bool>,
     changed: watch::Sender<()>,
 }
 
 impl<K: Resource> Writer<K> {
     /// A new empty store, its writer and its change signal.
-    pub(crate) fn new() -> (Writer<K>, Store<K>, watch::Receiver<()>) {
+    pub(crate) fn new(keep: Keep<K>) -> (Writer<K>, Store<K>, watch::Receiver<()>) {
         let shared = Arc::new(Shared {
             objects: RwLock::new(Objects {
                 by_key: HashMap::new(),
@@ -158,6 +179,7 @@ impl<K: Resource> Writer<K> {
         let writer = Writer {
             shared,
             listing: None,
+            keep,
             ready,
             changed,
         };
@@ -173,8 +195,9 @@ impl<K: Resource> Writer<K> {
         match event {
             watcher::Event::Apply(o) => {
                 let o = Arc::new(o);
+                let kept = self.keep.kept(&o);
                 let mut objects = self.shared.write();
-                let event = match objects.by_key.insert(key_of(o.as_ref()), o.clone()) {
+                let event = match objects.by_key.insert(key_of(o.as_ref()), kept) {
                     Some(old) => Event::Updated { old, new: o },
                     None => Event::Added(o),
                 };
@@ -203,21 +226,23 @@ impl<K: Resource> Writer<K> {
         let listed = self.listing.take().unwrap_or_default();
         let mut objects = self.shared.write();
         let mut events = Vec::new();
-        for (key, new) in &listed {
-            events.push(match objects.by_key.get(key) {
-                None => Event::Added(new.clone()),
+        let mut kept = HashMap::with_capacity(listed.len());
+        for (key, new) in listed {
+            kept.insert(key.clone(), self.keep.kept(&new));
+            events.push(match objects.by_key.get(&key) {
+                None => Event::Added(new),
                 Some(old) => Event::Updated {
                     old: old.clone(),
-                    new: new.clone(),
+                    new,
                 },
             });
         }
         for (key, old) in &objects.by_key {
-            if !listed.contains_key(key) {
+            if !kept.contains_key(key) {
                 events.push(Event::Deleted(old.clone()));
             }
         }
-        objects.by_key = listed;
+        objects.by_key = kept;
         objects.listed = true;
         events.push(Event::Synced);
         self.publish(objects, events);

@@ -325,3 +325,47 @@ async fn a_kind_can_be_decoded_as_a_view() {
     assert_eq!(names, [Some("a".to_string())]);
     assert!(informer.store.get("ns", "a").is_some());
 }
+
+/// What a consumer with its own cache keeps here: the pod's identity, not its spec.
+fn identity(p: &Pod) -> Pod {
+    Pod {
+        metadata: kube::api::ObjectMeta {
+            name: p.metadata.name.clone(),
+            namespace: p.metadata.namespace.clone(),
+            resource_version: p.metadata.resource_version.clone(),
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
+#[tokio::test]
+async fn a_store_keeping_identities_still_sends_whole_objects() {
+    let (client, mut fake) = Fake::client();
+    let informer: Informer<Pod> = Informer::start_keeping::<Pod>(
+        Api::all(client),
+        watcher::Config::default(),
+        berth_informers::Keep::Identity(identity),
+    );
+    let mut events = informer.subscribe();
+    fake.list("1", vec![pod("a", "1"), pod("b", "1")]).await;
+    let mut whole = 0;
+    loop {
+        match events.recv().await.expect("the informer is gone") {
+            Event::Synced => break,
+            event => whole += usize::from(event.applied().is_some_and(|p| p.spec.is_some())),
+        }
+    }
+    assert_eq!(whole, 2, "listed objects come whole");
+    assert!(informer.store.state().iter().all(|p| p.spec.is_none()));
+    assert_eq!(contents(&informer), ["a@1", "b@1"]);
+    // A relist that finds `a` gone reports it by its identity.
+    fake.watch(vec![gone()], false).await;
+    fake.list("3", vec![pod("b", "2")]).await;
+    fake.watch(vec![], true).await;
+    assert_eq!(
+        until_synced(&mut events).await,
+        ["deleted a@1", "updated b@1->b@2", "synced"]
+    );
+    assert_eq!(contents(&informer), ["b@2"]);
+}

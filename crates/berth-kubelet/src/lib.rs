@@ -40,7 +40,7 @@ pub use config::NodeConfig;
 /// The former name of [`NodeConfig`].
 pub use config::NodeConfig as NodeSpec;
 
-use berth_informers::{Event, Informer};
+use berth_informers::{Event, Informer, Keep};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::Api;
 use kube::runtime::watcher;
@@ -138,7 +138,11 @@ impl Kubelet {
 
 /// Watches the nodes, so that each kubelet sees what the API shows of its node's conditions.
 async fn watch_nodes(client: kube::Client, sim: Arc<sim::Sim>) {
-    let nodes: Informer<Node> = Informer::start(Api::all(client), watcher::Config::default());
+    let nodes: Informer<Node> = Informer::start_keeping::<Node>(
+        Api::all(client),
+        watcher::Config::default(),
+        Keep::Identity(node_identity),
+    );
     let mut events = nodes.subscribe();
     while let Some(event) = events.recv().await {
         if let Some(node) = event.applied() {
@@ -150,7 +154,11 @@ async fn watch_nodes(client: kube::Client, sim: Arc<sim::Sim>) {
 /// Watches pods bound to any node and runs those on ours.
 async fn run_pods(client: kube::Client, sim: Arc<sim::Sim>) {
     let config = watcher::Config::default().fields("spec.nodeName!=");
-    let pods: Informer<Pod> = Informer::start(Api::all(client.clone()), config);
+    let pods: Informer<Pod> = Informer::start_keeping::<Pod>(
+        Api::all(client.clone()),
+        config,
+        Keep::Identity(pod_identity),
+    );
     let mut events = pods.subscribe();
     while let Some(event) = events.recv().await {
         match event {
@@ -162,5 +170,35 @@ async fn run_pods(client: kube::Client, sim: Arc<sim::Sim>) {
             Event::Deleted(pod) => sim.on_delete(&pod),
             Event::Synced => {}
         }
+    }
+}
+
+// The simulation keeps its own state of nodes and pods; its informers keep only what a relist
+// needs to report an object gone.
+
+fn node_identity(node: &Node) -> Node {
+    Node {
+        metadata: identity_meta(&node.metadata),
+        ..Default::default()
+    }
+}
+
+fn pod_identity(pod: &Pod) -> Pod {
+    Pod {
+        metadata: identity_meta(&pod.metadata),
+        spec: Some(k8s_openapi::api::core::v1::PodSpec {
+            node_name: pod.spec.as_ref().and_then(|s| s.node_name.clone()),
+            ..Default::default()
+        }),
+        status: None,
+    }
+}
+
+fn identity_meta(meta: &kube::api::ObjectMeta) -> kube::api::ObjectMeta {
+    kube::api::ObjectMeta {
+        name: meta.name.clone(),
+        namespace: meta.namespace.clone(),
+        uid: meta.uid.clone(),
+        ..Default::default()
     }
 }

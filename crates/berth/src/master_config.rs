@@ -80,9 +80,8 @@ mod tests {
     use super::{admission_config, disable_preemption};
 
     fn read(text: &str) -> anyhow::Result<bool> {
-        let dir = std::env::temp_dir().join(format!("berth-mc-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let f = dir.join(format!("{:x}.yaml", text.len()));
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("master-config.yaml");
         std::fs::write(&f, text).unwrap();
         disable_preemption(Some(&f))
     }
@@ -112,8 +111,8 @@ mod tests {
 
     #[test]
     fn reads_admission_plugin_configurations_inline_and_from_a_location() {
-        let dir = std::env::temp_dir().join(format!("berth-mc-adm-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
         std::fs::write(
             dir.join("dts.yaml"),
             "defaultNotReadyTolerationSeconds: 60\n",

@@ -2,7 +2,7 @@
 //! once, straight into the engine's model ([`Watched`]), and every event forwarded to the
 //! scheduling loop as a typed [`Update`].
 
-use berth_informers::{Event, Informer};
+use berth_informers::{Event, Informer, Keep};
 use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{
     Node, PersistentVolume, PersistentVolumeClaim, Pod, ReplicationController, Service,
@@ -128,32 +128,60 @@ impl Update {
     }
 }
 
-/// Starts an informer of `Watched<T, R>` whose events go to the loop as `wrap(event)`.
+/// Starts an informer of `Watched<T, R>` whose events go to the loop as `wrap(event)`, its store
+/// keeping what `keep` says (the loop reads only the events).
 fn spawn<T, R>(
     client: &kube::Client,
     tx: &mpsc::UnboundedSender<Update>,
     wrap: fn(Event<Watched<T, R>>) -> Update,
+    keep: Keep<Watched<T, R>>,
 ) where
     T: DeserializeOwned + Clone + Debug + Send + Sync + 'static,
     R: k8s_openapi::Resource + Debug + 'static,
 {
-    let informer: Informer<Watched<T, R>> =
-        Informer::start(Api::all(client.clone()), watcher::Config::default());
+    let informer: Informer<Watched<T, R>> = Informer::start_keeping::<Watched<T, R>>(
+        Api::all(client.clone()),
+        watcher::Config::default(),
+        keep,
+    );
     let tx = tx.clone();
     informer.on_event(move |event| tx.send(wrap(event)).is_ok());
 }
 
 /// Starts an informer for every kind the engine reads.
 pub fn spawn_all(client: &kube::Client, tx: &mpsc::UnboundedSender<Update>) {
-    spawn(client, tx, Update::Node);
-    spawn(client, tx, Update::Pod);
-    spawn(client, tx, Update::Service);
-    spawn(client, tx, Update::ReplicationController);
-    spawn(client, tx, Update::ReplicaSet);
-    spawn(client, tx, Update::StatefulSet);
-    spawn(client, tx, Update::PersistentVolume);
-    spawn(client, tx, Update::PersistentVolumeClaim);
-    spawn(client, tx, Update::StorageClass);
+    // Pods are the many: the cache holds them, the informer only their identities.
+    spawn(client, tx, Update::Pod, Keep::Identity(pod_identity));
+    spawn(client, tx, Update::Node, Keep::Whole);
+    spawn(client, tx, Update::Service, Keep::Whole);
+    spawn(client, tx, Update::ReplicationController, Keep::Whole);
+    spawn(client, tx, Update::ReplicaSet, Keep::Whole);
+    spawn(client, tx, Update::StatefulSet, Keep::Whole);
+    spawn(client, tx, Update::PersistentVolume, Keep::Whole);
+    spawn(client, tx, Update::PersistentVolumeClaim, Keep::Whole);
+    spawn(client, tx, Update::StorageClass, Keep::Whole);
+}
+
+/// What forgetting a pod needs (its key, uid and node), when a relist finds it gone.
+fn pod_identity(pod: &WatchedPod) -> WatchedPod {
+    let m = &pod.value.metadata;
+    Watched {
+        meta: pod.meta.clone(),
+        value: model::Pod {
+            metadata: model::ObjectMeta {
+                name: m.name.clone(),
+                namespace: m.namespace.clone(),
+                uid: m.uid.clone(),
+                ..Default::default()
+            },
+            spec: model::PodSpec {
+                node_name: pod.value.spec.node_name.clone(),
+                ..Default::default()
+            },
+            status: Default::default(),
+        },
+        kind: PhantomData,
+    }
 }
 
 /// Removes the `null` members of every object in `v`: the model reads absent and `null` alike
