@@ -135,6 +135,11 @@ pub fn meta_str<'a>(v: &'a Value, field: &str) -> &'a str {
 
 /// A mutable `metadata` map, created if absent.
 pub fn meta_mut(v: &mut Value) -> &mut serde_json::Map<String, Value> {
+    // Callers hold objects (bodies and patch results are checked first); should one slip
+    // through, it becomes an object rather than a panic.
+    if !v.is_object() {
+        *v = Value::Object(Default::default());
+    }
     if !v.get("metadata").is_some_and(Value::is_object) {
         v["metadata"] = Value::Object(Default::default());
     }

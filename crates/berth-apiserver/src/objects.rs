@@ -4,7 +4,7 @@ use crate::codec::{self, decode, encode, meta_mut, meta_str};
 use crate::context::{read, Ctx};
 use crate::deletion::{delete_object, DeleteOptions};
 use crate::error::{from_store, ApiError, ApiResult};
-use crate::patch::apply_patch;
+use crate::patch::{apply_patch, check_patched, touched_fields};
 use crate::path::{self, Target};
 use crate::request::{Answer, ApiRequest};
 use crate::response::{include_object, json_response, respond, with_warnings};
@@ -403,9 +403,12 @@ pub async fn patch(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
             return create(ctx, &create_req).await;
         }
     }
+    let touched = touched_fields(&ctype, &patch_doc);
     for _ in 0..16 {
         let (old, rv) = read(ctx, req)?;
-        let mut patched = apply_patch(&ctype, &old, &patch_doc, req.target.rt.kind)?;
+        let rt = req.target.rt;
+        let mut patched = apply_patch(&ctype, &old, &patch_doc, rt.kind)?;
+        check_patched(rt.group, rt.kind, &old, &patched, touched.as_deref())?;
         strip_server_fields(&mut patched, &old);
         if req.query.field_validation()? == crate::strict::FieldValidation::Strict {
             let unknown =

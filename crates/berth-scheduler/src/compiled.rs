@@ -424,12 +424,16 @@ impl Resources {
     }
     /// Adds `o` (or subtracts when `sign` is -1).
     pub fn add(&mut self, o: &Resources, sign: i64) {
-        self.cpu += sign * o.cpu;
-        self.memory += sign * o.memory;
-        self.ephemeral += sign * o.ephemeral;
+        // Saturating: a request near the i64 bound (a quantity such as `cpu: 1e16`) must count
+        // as huge, never wrap around to a negative that fits anywhere.
+        self.cpu = self.cpu.saturating_add(sign.saturating_mul(o.cpu));
+        self.memory = self.memory.saturating_add(sign.saturating_mul(o.memory));
+        self.ephemeral = self
+            .ephemeral
+            .saturating_add(sign.saturating_mul(o.ephemeral));
         for (n, v) in &o.scalars {
             let cur = self.scalar(*n);
-            self.set_scalar(*n, cur + sign * v);
+            self.set_scalar(*n, cur.saturating_add(sign.saturating_mul(*v)));
         }
         self.scalars.retain(|(_, v)| *v != 0);
     }

@@ -196,8 +196,8 @@ impl ClusterCache {
         {
             let n = &mut self.nodes[nix as usize];
             n.requested.add(&info.container_request, 1);
-            n.nonzero.0 += info.nonzero.0;
-            n.nonzero.1 += info.nonzero.1;
+            n.nonzero.0 = n.nonzero.0.saturating_add(info.nonzero.0);
+            n.nonzero.1 = n.nonzero.1.saturating_add(info.nonzero.1);
             n.pod_count += 1;
             n.ports.extend_from_slice(&info.host_ports);
             for v in &info.volumes {
@@ -309,8 +309,8 @@ impl ClusterCache {
         {
             let n = &mut self.nodes[nix as usize];
             n.requested.add(&info.container_request, -1);
-            n.nonzero.0 -= info.nonzero.0;
-            n.nonzero.1 -= info.nonzero.1;
+            n.nonzero.0 = n.nonzero.0.saturating_sub(info.nonzero.0);
+            n.nonzero.1 = n.nonzero.1.saturating_sub(info.nonzero.1);
             n.pod_count -= 1;
             for p in &info.host_ports {
                 if let Some(pos) = n.ports.iter().position(|x| x == p) {

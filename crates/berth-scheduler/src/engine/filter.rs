@@ -203,9 +203,9 @@ pub(crate) fn fast_ok(
         && (!p.resources
             || (h.pod_count < h.alloc_pods
                 && (zero_req
-                    || (req.cpu + h.req_cpu <= h.alloc_cpu
-                        && req.memory + h.req_mem <= h.alloc_mem
-                        && req.ephemeral + h.req_eph <= h.alloc_eph))))
+                    || (req.cpu.saturating_add(h.req_cpu) <= h.alloc_cpu
+                        && req.memory.saturating_add(h.req_mem) <= h.alloc_mem
+                        && req.ephemeral.saturating_add(h.req_eph) <= h.alloc_eph))))
 }
 
 fn run_range(
@@ -244,9 +244,9 @@ fn run_range(
                 && (!p.resources
                     || (h.pod_count < h.alloc_pods
                         && (zero_req
-                            || (req.cpu + h.req_cpu <= h.alloc_cpu
-                                && req.memory + h.req_mem <= h.alloc_mem
-                                && req.ephemeral + h.req_eph <= h.alloc_eph))));
+                            || (req.cpu.saturating_add(h.req_cpu) <= h.alloc_cpu
+                                && req.memory.saturating_add(h.req_mem) <= h.alloc_mem
+                                && req.ephemeral.saturating_add(h.req_eph) <= h.alloc_eph))));
             if ok {
                 f.feasible.push(ix);
                 continue;

@@ -47,17 +47,18 @@ pub(crate) fn check(c: &PodCtx, n: &NodeView, out: &mut Vec<Reason>) -> bool {
         return out.len() == before;
     }
     let (a, u) = (&info.alloc, &info.requested);
-    if a.cpu < req.cpu + u.cpu {
+    // Saturating sums: an overflowing request must not wrap into one that fits.
+    if a.cpu < req.cpu.saturating_add(u.cpu) {
         out.push(Reason::Insufficient(ResourceName::Cpu));
     }
-    if a.memory < req.memory + u.memory {
+    if a.memory < req.memory.saturating_add(u.memory) {
         out.push(Reason::Insufficient(ResourceName::Memory));
     }
-    if a.ephemeral < req.ephemeral + u.ephemeral {
+    if a.ephemeral < req.ephemeral.saturating_add(u.ephemeral) {
         out.push(Reason::Insufficient(ResourceName::EphemeralStorage));
     }
     for &(name, v) in &req.scalars {
-        if a.scalar(name) < v + u.scalar(name) {
+        if a.scalar(name) < v.saturating_add(u.scalar(name)) {
             out.push(Reason::Insufficient(ResourceName::Scalar(name)));
         }
     }
@@ -135,5 +136,35 @@ mod tests {
                 "Insufficient example.com/gpu".into()
             ]]
         );
+    }
+
+    #[test]
+    fn requests_at_the_i64_bound_never_wrap_into_fitting() {
+        let n = node_json(
+            json!({"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "4", "memory": "32Gi", "pods": "110"}}}),
+        );
+        let e = pod(
+            json!({"metadata": {"name": "e"}, "spec": {"nodeName": "n1", "containers": [{"name": "c", "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}}]}}),
+        );
+        for (cpu, memory) in [
+            ("10000000000000000", "1"),
+            ("9223372036854775807", "1"),
+            ("1", "9999999999999999999999999999Ei"),
+        ] {
+            let p = pod(
+                json!({"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu, "memory": memory}}}]}}),
+            );
+            let got = reasons_of(
+                builtin(P::PodFitsResources),
+                vec![n.clone()],
+                vec![e.clone()],
+                p,
+            );
+            assert_eq!(got.len(), 1);
+            assert!(
+                !got[0].is_empty(),
+                "cpu {cpu} memory {memory} fitted a 4-cpu node"
+            );
+        }
     }
 }

@@ -35,9 +35,11 @@ pub(super) struct Fast {
 #[inline]
 fn add(dst: &mut Resources, src: &Resources, sign: i64) {
     if src.scalars.is_empty() {
-        dst.cpu += sign * src.cpu;
-        dst.memory += sign * src.memory;
-        dst.ephemeral += sign * src.ephemeral;
+        dst.cpu = dst.cpu.saturating_add(sign.saturating_mul(src.cpu));
+        dst.memory = dst.memory.saturating_add(sign.saturating_mul(src.memory));
+        dst.ephemeral = dst
+            .ephemeral
+            .saturating_add(sign.saturating_mul(src.ephemeral));
     } else {
         dst.add(src, sign);
     }
