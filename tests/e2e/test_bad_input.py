@@ -260,3 +260,47 @@ def test_wrong_type_is_bad_request_naming_the_field(berth, ns):
     assert "Error from server (BadRequest)" in r.stderr
     assert "spec.containers[0].ports[0].containerPort" in r.stderr
     assert pod_names(berth, ns) == []
+
+
+def test_patches_that_break_the_object_are_refused_and_change_nothing(berth, raw, ns):
+    berth.core.create_namespaced_config_map(
+        ns, {"metadata": {"name": "cm"}, "data": {"a": "b"}})
+    before = berth.core.read_namespaced_config_map("cm", ns)
+    path = f"/api/v1/namespaces/{ns}/configmaps/cm"
+    for content_type, body in [
+        ("application/strategic-merge-patch+json", '{"data":"str"}'),
+        ("application/merge-patch+json", '{"data":"str"}'),
+        ("application/merge-patch+json", "[1]"),
+        ("application/json-patch+json", '[{"op":"replace","path":"/data","value":5}]'),
+    ]:
+        r = raw.request("PATCH", path, body, content_type=content_type)
+        assert_status(r, 422, "Invalid", "ConfigMap \"cm\" is invalid", "patch")
+    r = raw.request("PATCH", path, '[{"op":"replace","path":"/metadata/name","value":"other"}]',
+                    content_type="application/json-patch+json")
+    assert_status(r, 422, "Invalid", "metadata.name", "field is immutable")
+    after = berth.core.read_namespaced_config_map("cm", ns)
+    assert after.data == {"a": "b"}
+    assert after.metadata.resource_version == before.metadata.resource_version
+    # A good patch still works.
+    berth.core.patch_namespaced_config_map("cm", ns, {"data": {"x": "y"}})
+    assert berth.core.read_namespaced_config_map("cm", ns).data == {"a": "b", "x": "y"}
+
+
+def test_an_overflowing_request_is_never_scheduled(berth, ns):
+    huge = pod("huge", scheduler=None)
+    huge["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "10000000000000000"}}
+    berth.core.create_namespaced_pod(ns, huge)
+    ok = pod("small", scheduler=None)
+    berth.core.create_namespaced_pod(ns, ok)
+    # The scheduler is working (the small pod binds); the huge one stays Pending, unschedulable.
+    from conftest import eventually
+    eventually(lambda: berth.core.read_namespaced_pod("small", ns).spec.node_name,
+               what="the small pod bound")
+
+    def unschedulable():
+        p = berth.core.read_namespaced_pod("huge", ns)
+        conds = {c.type: c for c in (p.status.conditions or [])}
+        c = conds.get("PodScheduled")
+        return c is not None and c.status == "False" and "Insufficient cpu" in (c.message or "")
+    eventually(unschedulable, what="the huge pod reported unschedulable")
+    assert berth.core.read_namespaced_pod("huge", ns).spec.node_name is None
