@@ -63,9 +63,9 @@ async fn route(ctx: &Ctx, req: Request) -> ApiResult<Response> {
         if let Some(r) = fixed_route(ctx, &path, answer) {
             return Ok(r);
         }
-        if let Some(node) = node_proxy::summary_node(&path) {
-            return node_proxy::summary(ctx, node);
-        }
+    }
+    if let Some(target) = node_proxy::Target::of(&path) {
+        return node_proxy::handle(ctx, target, method, parts.uri.query(), headers, body).await;
     }
     if let Some(route) = path::discovery_route(&path) {
         if method != Method::GET {

@@ -9,8 +9,10 @@
 //! form ([`NodeConfig::quick`]). Each node reports capacity and allocatable (seed 004), simulates
 //! its pods' usage (`berth.io/usage`), and every housekeeping interval runs the eviction manager
 //! (seed 001): pressure conditions, node-level reclaim, one eviction per pass, admission under
-//! pressure, and a simulated OOM killer. Its stats summary is published in the ConfigMap
-//! `kube-node-lease/berth-stats-<node>` for the API server's `nodes/<node>/proxy/stats/summary`.
+//! pressure, and a simulated OOM killer. The nodes answer like kubelets on one HTTP listener
+//! ([`endpoints`]: `/stats/summary`, `/metrics/resource`, `/containerLogs`, `/healthz`),
+//! published in each Node's `status.daemonEndpoints` and `status.addresses` for the API
+//! server's node proxy and pod log routes.
 //! Each pass also puts its node's conditions right if the API shows otherwise (for instance
 //! `Unknown`, written by the node lifecycle controller while the node was silent).
 //! The decisions are pure ([`eviction`], [`model`], [`status`]); the driver only carries them out.
@@ -25,7 +27,9 @@
 
 pub mod allocatable;
 pub mod config;
+pub mod endpoints;
 pub mod eviction;
+pub mod logs;
 pub mod model;
 mod node;
 pub mod oom;
@@ -56,6 +60,11 @@ const LEASE_RENEW: Duration = Duration::from_secs(10);
 pub enum Error {
     #[error("registering node {node}: {source}")]
     Register { node: String, source: kube::Error },
+    #[error("listening for the kubelet endpoints on {host}: {source}")]
+    Listen {
+        host: String,
+        source: std::io::Error,
+    },
 }
 
 /// A set of simulated nodes sharing one client.
@@ -64,6 +73,7 @@ pub struct Kubelet {
     nodes: Vec<NodeConfig>,
     housekeeping_interval: Duration,
     clock: Clock,
+    endpoint_host: String,
 }
 
 /// Upstream's housekeeping interval.
@@ -76,6 +86,7 @@ impl Kubelet {
             nodes,
             housekeeping_interval: DEFAULT_HOUSEKEEPING_INTERVAL,
             clock: Clock::system(),
+            endpoint_host: "127.0.0.1".into(),
         }
     }
 
@@ -91,12 +102,32 @@ impl Kubelet {
         self
     }
 
-    /// Registers the nodes, then runs leases and pods in background tasks.
+    /// The address the kubelet endpoints listen on (a free port is picked), and that the Nodes
+    /// publish for the API server to reach them; loopback by default.
+    pub fn endpoint_host(mut self, host: &str) -> Kubelet {
+        self.endpoint_host = host.to_string();
+        self
+    }
+
+    /// Registers the nodes, then runs leases, pods and the endpoints in background tasks.
     pub async fn start(self) -> Result<(), Error> {
+        let listener = tokio::net::TcpListener::bind((self.endpoint_host.as_str(), 0))
+            .await
+            .and_then(|l| l.local_addr().map(|a| (l, a.port())))
+            .map_err(|source| Error::Listen {
+                host: self.endpoint_host.clone(),
+                source,
+            });
+        let (listener, port) = listener?;
+        let endpoint = node::Endpoint {
+            host: &self.endpoint_host,
+            port,
+        };
         for (i, config) in self.nodes.iter().enumerate() {
             let spec = node::NodeSpec {
                 config,
                 index: i + 1,
+                endpoint: &endpoint,
             };
             node::register(&self.client, &spec, &self.clock)
                 .await
@@ -121,6 +152,7 @@ impl Kubelet {
             self.clock,
         ));
         sim.spawn();
+        tokio::spawn(endpoints::serve(listener, sim.clone()));
         tokio::spawn(watch_nodes(self.client.clone(), sim.clone()));
         tokio::spawn(run_pods(self.client.clone(), sim));
         Ok(())

@@ -15,6 +15,14 @@ pub struct NodeSpec<'a> {
     pub config: &'a NodeConfig,
     /// Position among the nodes, used for its internal IP.
     pub index: usize,
+    /// Where its kubelet endpoints answer.
+    pub endpoint: &'a Endpoint<'a>,
+}
+
+/// The listener of the kubelet endpoints, shared by every simulated node of the process.
+pub struct Endpoint<'a> {
+    pub host: &'a str,
+    pub port: u16,
 }
 
 fn list(l: &crate::allocatable::ResourceList) -> BTreeMap<String, String> {
@@ -60,8 +68,11 @@ impl NodeSpec<'_> {
                     condition("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
                     condition("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
                 ],
-                "addresses": [{"type": "InternalIP", "address": self.internal_ip()}, {"type": "Hostname", "address": c.name}],
-                "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+                // The simulated InternalIP is not routable; InternalDNS is where the API server
+                // reaches the kubelet endpoints (naming the node in the Host header).
+                "addresses": [{"type": "InternalIP", "address": self.internal_ip()}, {"type": "Hostname", "address": c.name},
+                              {"type": "InternalDNS", "address": self.endpoint.host}],
+                "daemonEndpoints": {"kubeletEndpoint": {"Port": self.endpoint.port}},
                 "nodeInfo": {
                     "machineID": format!("berth-{}", c.name), "systemUUID": format!("berth-{}", c.name), "bootID": format!("berth-{}", c.name),
                     "kernelVersion": "6.1.0-berth", "osImage": "berth simulated node", "containerRuntimeVersion": "berth://0.1.0",

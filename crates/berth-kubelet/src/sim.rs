@@ -1,28 +1,20 @@
 //! The node simulator's driver: feeds each node's [`NodeModel`] from the pod watch, runs the
 //! housekeeping pass every interval, and carries the decisions out through the API (node
-//! conditions, pod admission and eviction, events, the stats summary).
+//! conditions, pod admission and eviction, events). The stats summary and logs are answered on
+//! request by [`crate::endpoints`] from the same models.
 
 use crate::eviction::Eviction;
 use crate::model::{NodeModel, Phase, PodState, Rejection};
 use crate::status::{ConditionWrite, Shown, StatusSync};
 use berth_core::clock::Clock;
-use k8s_openapi::api::core::v1::{ConfigMap, Event, Node, Pod};
+use k8s_openapi::api::core::v1::{Event, Node, Pod};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::ResourceExt;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
-use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
-
-/// Where each node publishes its stats summary (read by the API server's node proxy route).
-pub const SUMMARY_NAMESPACE: &str = "kube-node-lease";
-
-/// The ConfigMap holding a node's latest summary (`data["summary"]`).
-pub fn summary_config_map(node: &str) -> String {
-    format!("berth-stats-{node}")
-}
 
 /// All simulated nodes' state.
 pub struct Sim {
@@ -35,15 +27,10 @@ pub struct Sim {
     shown: Mutex<HashMap<String, Shown>>,
 }
 
-/// A node's stats summary is published when it changes, and at least this often.
-const SUMMARY_REFRESH: Duration = Duration::from_secs(60);
-
 /// One node's housekeeping memory between passes.
 #[derive(Default)]
 struct PassState {
     status: StatusSync,
-    /// A hash of the last published summary's numbers, and when it was published.
-    summary: Option<(u64, Duration)>,
 }
 
 impl Sim {
@@ -105,6 +92,38 @@ impl Sim {
 
     fn now(&self) -> Duration {
         self.clock.instant().saturating_duration_since(self.origin)
+    }
+
+    /// Whether `node` is one of ours.
+    pub fn has_node(&self, node: &str) -> bool {
+        self.nodes.contains_key(node)
+    }
+
+    /// The node's stats summary now (`/stats/summary`).
+    pub fn summary(&self, node: &str) -> Option<Value> {
+        let now = self.now();
+        let m = self.nodes.get(node)?.lock().expect("node model");
+        Some(crate::summary::summary(&m, now, &self.clock.timestamp()))
+    }
+
+    /// A container's log now (`/containerLogs`); `pod` is `namespace/name`.
+    pub fn container_log(
+        &self,
+        node: &str,
+        pod: &str,
+        container: &str,
+        options: &crate::logs::Options,
+    ) -> Result<String, crate::logs::LogError> {
+        let now = self.now();
+        let no_pod = || crate::logs::LogError::NoPod(pod.to_string());
+        let m = self
+            .nodes
+            .get(node)
+            .ok_or_else(no_pod)?
+            .lock()
+            .expect("node model");
+        let p = m.pods.get(pod).ok_or_else(no_pod)?;
+        crate::logs::log(p, node, container, now, self.clock.now(), options)
     }
 
     /// Whether a node of ours runs this pod.
@@ -254,7 +273,7 @@ impl Sim {
     async fn pass(&self, node: &str, state: &mut PassState) {
         let now = self.now();
         let model = &self.nodes[node];
-        let (d, deleted, oom, summary, images) = {
+        let (d, deleted, oom, images) = {
             let mut m = model.lock().expect("node model");
             let oom = m.oom_victim(now).map(|(key, container)| {
                 let p = m.pods.get_mut(&key).expect("victim is a pod of the node");
@@ -272,21 +291,7 @@ impl Sim {
                     p.phase = Phase::Terminating;
                 }
             }
-            let fingerprint = summary_fingerprint(&m, now);
-            let due = state.summary.is_none_or(|(f, at)| {
-                f != fingerprint || now.saturating_sub(at) >= SUMMARY_REFRESH
-            });
-            let summary = due.then(|| {
-                state.summary = Some((fingerprint, now));
-                crate::summary::summary(&m, now, &self.clock.timestamp())
-            });
-            (
-                d,
-                deleted,
-                oom,
-                summary,
-                crate::node::images_status(&m.images),
-            )
+            (d, deleted, oom, crate::node::images_status(&m.images))
         };
         let shown = self.shown.lock().expect("shown nodes").get(node).cloned();
         let writes = state.status.writes(&d.conditions, shown.as_ref());
@@ -333,9 +338,6 @@ impl Sim {
                 node.to_string(),
                 e,
             ));
-        }
-        if let Some(summary) = summary {
-            self.publish_summary(node, summary).await;
         }
     }
 
@@ -446,35 +448,6 @@ impl Sim {
         )
         .await;
     }
-
-    async fn publish_summary(&self, node: &str, summary: Value) {
-        let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), SUMMARY_NAMESPACE);
-        let name = summary_config_map(node);
-        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": name, "namespace": SUMMARY_NAMESPACE, "labels": {"berth.io/node-stats": node}},
-            "data": {"summary": summary.to_string()}});
-        if let Err(e) = api
-            .patch(
-                &name,
-                &PatchParams::apply("berth-kubelet").force(),
-                &Patch::Apply(&cm),
-            )
-            .await
-        {
-            tracing::debug!(node, error = %e, "publishing the stats summary failed");
-        }
-    }
-}
-
-/// The numbers a summary reports (not its timestamps), hashed: a summary is republished when
-/// they change.
-fn summary_fingerprint(m: &NodeModel, now: Duration) -> u64 {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    format!("{:?}", m.stats(now)).hash(&mut h);
-    for p in m.pods.values() {
-        (&p.key, p.phase as u8, format!("{:?}", p.usage(now))).hash(&mut h);
-    }
-    h.finish()
 }
 
 /// Evicts one pod: after its grace (capped by `berth.io/termination-seconds`), the pod becomes

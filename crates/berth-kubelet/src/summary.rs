@@ -86,6 +86,97 @@ pub fn summary(node: &NodeModel, now: Duration, time: &str) -> Value {
     })
 }
 
+/// The node's `/metrics/resource` in Prometheus text, from its summary (`ts_ms`: the sample
+/// time in milliseconds), with the metric names a real kubelet uses.
+pub fn resource_metrics(summary: &Value, ts_ms: i64) -> String {
+    let seconds = |v: &Value| v["cpu"]["usageCoreNanoSeconds"].as_i64().unwrap_or(0) as f64 / 1e9;
+    let bytes = |v: &Value| v["memory"]["workingSetBytes"].as_i64().unwrap_or(0);
+    let node = &summary["node"];
+    let pods = summary["pods"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let mut out = String::new();
+    let mut family = |name: &str, kind: &str, help: &str, samples: Vec<(String, String)>| {
+        out.push_str(&format!(
+            "# HELP {name} {help}
+# TYPE {name} {kind}
+"
+        ));
+        for (labels, value) in samples {
+            out.push_str(&format!("{name}{labels} {value} {ts_ms}\n"));
+        }
+    };
+    let pod_labels = |p: &Value| {
+        format!(
+            "namespace=\"{}\",pod=\"{}\"",
+            p["podRef"]["namespace"].as_str().unwrap_or_default(),
+            p["podRef"]["name"].as_str().unwrap_or_default()
+        )
+    };
+    let containers = |f: &dyn Fn(&Value) -> String| -> Vec<(String, String)> {
+        pods.iter()
+            .flat_map(|p| {
+                p["containers"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(move |c| {
+                        let labels = format!(
+                            "{{container=\"{}\",{}}}",
+                            c["name"].as_str().unwrap_or_default(),
+                            pod_labels(p)
+                        );
+                        (labels, f(c))
+                    })
+            })
+            .collect()
+    };
+    let per_pod = |f: &dyn Fn(&Value) -> String| -> Vec<(String, String)> {
+        pods.iter()
+            .map(|p| (format!("{{{}}}", pod_labels(p)), f(p)))
+            .collect()
+    };
+    family(
+        "container_cpu_usage_seconds_total",
+        "counter",
+        "[STABLE] Cumulative cpu time consumed by the container in core-seconds",
+        containers(&|c| seconds(c).to_string()),
+    );
+    family(
+        "container_memory_working_set_bytes",
+        "gauge",
+        "[STABLE] Current working set of the container in bytes",
+        containers(&|c| bytes(c).to_string()),
+    );
+    family(
+        "node_cpu_usage_seconds_total",
+        "counter",
+        "[STABLE] Cumulative cpu time consumed by the node in core-seconds",
+        vec![(String::new(), seconds(node).to_string())],
+    );
+    family(
+        "node_memory_working_set_bytes",
+        "gauge",
+        "[STABLE] Current working set of the node in bytes",
+        vec![(String::new(), bytes(node).to_string())],
+    );
+    family(
+        "pod_cpu_usage_seconds_total",
+        "counter",
+        "[STABLE] Cumulative cpu time consumed by the pod in core-seconds",
+        per_pod(&|p| seconds(p).to_string()),
+    );
+    family(
+        "pod_memory_working_set_bytes",
+        "gauge",
+        "[STABLE] Current working set of the pod in bytes",
+        per_pod(&|p| bytes(p).to_string()),
+    );
+    out.push_str("# HELP scrape_error [ALPHA] 1 if there was an error while getting container metrics, 0 otherwise\n# TYPE scrape_error gauge\nscrape_error 0\n");
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -111,5 +202,14 @@ mod tests {
         );
         assert_eq!(s["node"]["fs"]["usedBytes"], 2i64 << 30);
         assert_eq!(s["node"]["systemContainers"][0]["name"], "kubelet");
+        let m = resource_metrics(&s, 7);
+        assert!(m.contains(
+            "container_memory_working_set_bytes{container=\"c\",namespace=\"ns\",pod=\"p\"} 1073741824 7\n"
+        ));
+        assert!(
+            m.contains("pod_memory_working_set_bytes{namespace=\"ns\",pod=\"p\"} 1073741824 7\n")
+        );
+        assert!(m.contains("node_cpu_usage_seconds_total "));
+        assert!(m.ends_with("scrape_error 0\n"));
     }
 }
