@@ -12,7 +12,11 @@ pub(super) const SERVICE_COLUMNS: &[Column] = &[
     col("External-IP", "string", "The external IP of the service."),
     col("Port(s)", "string", "The ports of the service."),
     AGE,
-    wide("Selector", "string", "Route service traffic to pods with label keys and values matching this selector."),
+    wide(
+        "Selector",
+        "string",
+        "Route service traffic to pods with label keys and values matching this selector.",
+    ),
 ];
 
 pub(super) const ENDPOINTS_COLUMNS: &[Column] = &[
@@ -23,9 +27,17 @@ pub(super) const ENDPOINTS_COLUMNS: &[Column] = &[
 
 pub(super) const ENDPOINT_SLICE_COLUMNS: &[Column] = &[
     NAME,
-    col("AddressType", "string", "The type of addresses in this EndpointSlice."),
+    col(
+        "AddressType",
+        "string",
+        "The type of addresses in this EndpointSlice.",
+    ),
     col("Ports", "string", "Ports present in this EndpointSlice."),
-    col("Endpoints", "string", "Endpoints present in this EndpointSlice."),
+    col(
+        "Endpoints",
+        "string",
+        "Endpoints present in this EndpointSlice.",
+    ),
     AGE,
 ];
 
@@ -131,7 +143,11 @@ pub(super) fn endpoints_cells(ep: &Value, now: DateTime<Utc>) -> Vec<Value> {
         }
         for port in &ports {
             for a in &addresses {
-                list.push(format!("{}:{}", str_at(a, "/ip"), port["port"].as_i64().unwrap_or(0)));
+                list.push(format!(
+                    "{}:{}",
+                    str_at(a, "/ip"),
+                    port["port"].as_i64().unwrap_or(0)
+                ));
             }
         }
     }
@@ -177,8 +193,18 @@ mod tests {
             "spec": {"type": "NodePort", "clusterIP": "10.96.0.12", "selector": {"app": "web"},
                 "ports": [{"port": 80, "protocol": "TCP", "nodePort": 30080}, {"port": 53, "protocol": "UDP"}]}});
         let cells = service_cells(&svc, now());
-        assert_eq!(cells, vec![json!("web"), json!("NodePort"), json!("10.96.0.12"), json!("<none>"),
-            json!("80:30080/TCP,53/UDP"), json!("60s"), json!("app=web")]);
+        assert_eq!(
+            cells,
+            vec![
+                json!("web"),
+                json!("NodePort"),
+                json!("10.96.0.12"),
+                json!("<none>"),
+                json!("80:30080/TCP,53/UDP"),
+                json!("60s"),
+                json!("app=web")
+            ]
+        );
         let lb = json!({"metadata": {"name": "lb"}, "spec": {"type": "LoadBalancer", "clusterIP": "10.96.0.2"}});
         assert_eq!(service_cells(&lb, now())[3], "<pending>");
         let headless = json!({"metadata": {"name": "h"}, "spec": {"clusterIP": "None"}});
@@ -188,13 +214,24 @@ mod tests {
 
     #[test]
     fn endpoints_show_three_addresses_then_how_many_more() {
-        let addrs: Vec<Value> = (1..=5).map(|i| json!({"ip": format!("10.0.0.{i}")})).collect();
+        let addrs: Vec<Value> = (1..=5)
+            .map(|i| json!({"ip": format!("10.0.0.{i}")}))
+            .collect();
         let ep = json!({"metadata": {"name": "web"}, "subsets": [{"addresses": addrs, "ports": [{"port": 80}]}]});
-        assert_eq!(endpoints_cells(&ep, now())[1], "10.0.0.1:80,10.0.0.2:80,10.0.0.3:80 + 2 more...");
-        assert_eq!(endpoints_cells(&json!({"metadata": {"name": "e"}}), now())[1], "<none>");
+        assert_eq!(
+            endpoints_cells(&ep, now())[1],
+            "10.0.0.1:80,10.0.0.2:80,10.0.0.3:80 + 2 more..."
+        );
+        assert_eq!(
+            endpoints_cells(&json!({"metadata": {"name": "e"}}), now())[1],
+            "<none>"
+        );
         let slice = json!({"metadata": {"name": "web-abc"}, "addressType": "IPv4", "ports": [{"port": 8080}],
             "endpoints": [{"addresses": ["10.0.0.1"]}]});
         let cells = endpoint_slice_cells(&slice, now());
-        assert_eq!(cells[1..4], [json!("IPv4"), json!("8080"), json!("10.0.0.1")]);
+        assert_eq!(
+            cells[1..4],
+            [json!("IPv4"), json!("8080"), json!("10.0.0.1")]
+        );
     }
 }

@@ -46,7 +46,10 @@ impl Plugin for ServiceAccount {
             return Ok(());
         }
         // Static pods mirrored by a kubelet run with no account.
-        if pod["metadata"]["annotations"].get(MIRROR_ANNOTATION).is_some() {
+        if pod["metadata"]["annotations"]
+            .get(MIRROR_ANNOTATION)
+            .is_some()
+        {
             return Ok(());
         }
         let ns = meta_str(pod, "namespace").to_string();
@@ -99,13 +102,17 @@ impl ServiceAccount {
 fn mount_token(pod: &mut Value) {
     let containers = ["initContainers", "containers"];
     let mounted = containers.iter().any(|list| {
-        pod["spec"][*list].as_array().into_iter().flatten().any(|c| {
-            c["volumeMounts"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .any(|m| m["mountPath"] == MOUNT_PATH)
-        })
+        pod["spec"][*list]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|c| {
+                c["volumeMounts"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|m| m["mountPath"] == MOUNT_PATH)
+            })
     });
     if mounted {
         return;
@@ -160,14 +167,19 @@ mod tests {
         let mut account = account;
         account["metadata"] = json!({"name": name, "namespace": "default"});
         store
-            .create(&path::key(rt, Some("default"), name), crate::codec::encode(&account))
+            .create(
+                &path::key(rt, Some("default"), name),
+                crate::codec::encode(&account),
+            )
             .await
             .unwrap();
     }
 
     #[tokio::test]
     async fn a_pod_naming_a_missing_account_is_refused_as_upstream() {
-        let plugin = ServiceAccount { store: Store::memory() };
+        let plugin = ServiceAccount {
+            store: Store::memory(),
+        };
         let mut p = pod(json!({"serviceAccountName": "builder", "containers": [{"name": "c"}]}));
         let err = plugin.admit_create(pods(), &mut p).unwrap_err();
         assert_eq!(err.code(), 403);
@@ -179,24 +191,41 @@ mod tests {
         let store = Store::memory();
         with_account(&store, "default", json!({})).await;
         let plugin = ServiceAccount { store };
-        let mut p = pod(json!({"containers": [{"name": "a"}, {"name": "b", "volumeMounts": [{"name": "x", "mountPath": "/x"}]}]}));
+        let mut p = pod(
+            json!({"containers": [{"name": "a"}, {"name": "b", "volumeMounts": [{"name": "x", "mountPath": "/x"}]}]}),
+        );
         plugin.admit_create(pods(), &mut p).unwrap();
         assert_eq!(p["spec"]["serviceAccountName"], "default");
-        let volume = p["spec"]["volumes"][0]["name"].as_str().unwrap().to_string();
+        let volume = p["spec"]["volumes"][0]["name"]
+            .as_str()
+            .unwrap()
+            .to_string();
         assert!(volume.starts_with(VOLUME_PREFIX) && volume.len() == VOLUME_PREFIX.len() + 5);
-        assert_eq!(p["spec"]["containers"][0]["volumeMounts"][0]["mountPath"], MOUNT_PATH);
-        assert_eq!(p["spec"]["containers"][1]["volumeMounts"][1]["name"], volume.as_str());
+        assert_eq!(
+            p["spec"]["containers"][0]["volumeMounts"][0]["mountPath"],
+            MOUNT_PATH
+        );
+        assert_eq!(
+            p["spec"]["containers"][1]["volumeMounts"][1]["name"],
+            volume.as_str()
+        );
     }
 
     #[tokio::test]
     async fn the_pod_or_its_account_may_opt_out_of_the_token() {
         let store = Store::memory();
-        with_account(&store, "quiet", json!({"automountServiceAccountToken": false})).await;
+        with_account(
+            &store,
+            "quiet",
+            json!({"automountServiceAccountToken": false}),
+        )
+        .await;
         let plugin = ServiceAccount { store };
         let mut p = pod(json!({"serviceAccountName": "quiet", "containers": [{"name": "a"}]}));
         plugin.admit_create(pods(), &mut p).unwrap();
         assert!(p["spec"].get("volumes").is_none());
-        let mut p = pod(json!({"automountServiceAccountToken": false, "containers": [{"name": "a"}]}));
+        let mut p =
+            pod(json!({"automountServiceAccountToken": false, "containers": [{"name": "a"}]}));
         plugin.admit_create(pods(), &mut p).unwrap();
         assert!(p["spec"].get("volumes").is_none());
     }

@@ -55,8 +55,14 @@ mod tests {
         assert_eq!(rc["spec"]["replicas"], 1);
         let mut own = json!({"metadata": {"name": "rc", "labels": {"tier": "x"}},
             "spec": {"replicas": 3, "selector": {"app": "web", "v": "1"}, "template": {"metadata": {"labels": {"app": "web", "v": "1"}}}}});
-        ReplicationController.prepare_for_update(&json!({}), &mut own).unwrap();
-        assert_eq!(own["metadata"]["labels"], json!({"tier": "x"}), "given labels stay");
+        ReplicationController
+            .prepare_for_update(&json!({}), &mut own)
+            .unwrap();
+        assert_eq!(
+            own["metadata"]["labels"],
+            json!({"tier": "x"}),
+            "given labels stay"
+        );
         assert_eq!(own["spec"]["replicas"], 3);
     }
 }

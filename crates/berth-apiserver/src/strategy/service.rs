@@ -45,7 +45,9 @@ impl Strategy for Service {
                 name: meta_str(old, "name").into(),
                 causes: vec![Cause {
                     reason: "FieldValueInvalid".into(),
-                    message: format!("Invalid value: []string{{\"{after}\"}}: may not change once set"),
+                    message: format!(
+                        "Invalid value: []string{{\"{after}\"}}: may not change once set"
+                    ),
                     field: "spec.clusterIPs[0]".into(),
                 }],
             });
@@ -76,9 +78,7 @@ pub fn allocate(
         return Ok(None);
     }
     let key = path::key(rt, Some(meta_str(obj, "namespace")), meta_str(obj, "name"));
-    ctx.services
-        .allocate(&ctx.store, &key, obj, old)
-        .map(Some)
+    ctx.services.allocate(&ctx.store, &key, obj, old).map(Some)
 }
 
 /// Upstream's defaults of a Service spec.
@@ -114,8 +114,8 @@ fn default_service(svc: &mut Value) {
             spec["ipFamilies"] = json!(["IPv4"]);
         }
         if unset(spec, "ipFamilyPolicy") {
-            let headless_without_selector =
-                spec["clusterIP"] == "None" && spec["selector"].as_object().is_none_or(|s| s.is_empty());
+            let headless_without_selector = spec["clusterIP"] == "None"
+                && spec["selector"].as_object().is_none_or(|s| s.is_empty());
             spec["ipFamilyPolicy"] = json!(if headless_without_selector {
                 "RequireDualStack"
             } else {
@@ -151,7 +151,9 @@ fn keep_allocated(old: &Value, new: &mut Value) {
     }
     if needs_cluster_ip(old) && needs_cluster_ip(new) {
         let unset = new["spec"]["clusterIP"].as_str().unwrap_or("").is_empty()
-            && new["spec"]["clusterIPs"].as_array().is_none_or(|a| a.is_empty());
+            && new["spec"]["clusterIPs"]
+                .as_array()
+                .is_none_or(|a| a.is_empty());
         if unset {
             new["spec"]["clusterIP"] = old["spec"]["clusterIP"].clone();
             new["spec"]["clusterIPs"] = old["spec"]["clusterIPs"].clone();
@@ -206,21 +208,37 @@ fn validate_service(svc: &Value) -> Vec<Cause> {
         )),
     }
     if ty == "ExternalName" && spec["externalName"].as_str().unwrap_or("").is_empty() {
-        out.push(cause("FieldValueRequired", "spec.externalName".into(), "Required value".into()));
+        out.push(cause(
+            "FieldValueRequired",
+            "spec.externalName".into(),
+            "Required value".into(),
+        ));
     }
     let ports = spec["ports"].as_array().cloned().unwrap_or_default();
     let headless = spec["clusterIP"] == "None";
     if ports.is_empty() && !headless && ty != "ExternalName" {
-        out.push(cause("FieldValueRequired", "spec.ports".into(), "Required value".into()));
+        out.push(cause(
+            "FieldValueRequired",
+            "spec.ports".into(),
+            "Required value".into(),
+        ));
     }
     let mut names = Vec::new();
     for (i, p) in ports.iter().enumerate() {
         let at = |f: &str| format!("spec.ports[{i}].{f}");
         let name = p["name"].as_str().unwrap_or("");
         if ports.len() > 1 && name.is_empty() {
-            out.push(cause("FieldValueRequired", at("name"), "Required value".into()));
+            out.push(cause(
+                "FieldValueRequired",
+                at("name"),
+                "Required value".into(),
+            ));
         } else if !name.is_empty() && names.contains(&name) {
-            out.push(cause("FieldValueDuplicate", at("name"), format!("Duplicate value: \"{name}\"")));
+            out.push(cause(
+                "FieldValueDuplicate",
+                at("name"),
+                format!("Duplicate value: \"{name}\""),
+            ));
         }
         names.push(name);
         match p["port"].as_i64() {
@@ -230,14 +248,20 @@ fn validate_service(svc: &Value) -> Vec<Cause> {
                 at("port"),
                 format!("Invalid value: {port}: must be between 1 and 65535, inclusive"),
             )),
-            None => out.push(cause("FieldValueRequired", at("port"), "Required value".into())),
+            None => out.push(cause(
+                "FieldValueRequired",
+                at("port"),
+                "Required value".into(),
+            )),
         }
         match p["protocol"].as_str() {
             None | Some("TCP") | Some("UDP") | Some("SCTP") => {}
             Some(other) => out.push(cause(
                 "FieldValueNotSupported",
                 at("protocol"),
-                format!("Unsupported value: \"{other}\": supported values: \"SCTP\", \"TCP\", \"UDP\""),
+                format!(
+                    "Unsupported value: \"{other}\": supported values: \"SCTP\", \"TCP\", \"UDP\""
+                ),
             )),
         }
         if ty == "ClusterIP" && p["nodePort"].as_i64().unwrap_or(0) != 0 {
@@ -276,15 +300,21 @@ mod tests {
 
     #[test]
     fn an_update_keeps_the_allocated_ip_and_node_ports_and_may_not_change_the_ip() {
-        let old = svc(json!({"type": "NodePort", "clusterIP": "10.96.0.9", "clusterIPs": ["10.96.0.9"],
-            "ports": [{"port": 80, "protocol": "TCP", "nodePort": 30080}]}));
+        let old = svc(
+            json!({"type": "NodePort", "clusterIP": "10.96.0.9", "clusterIPs": ["10.96.0.9"],
+            "ports": [{"port": 80, "protocol": "TCP", "nodePort": 30080}]}),
+        );
         let mut new = svc(json!({"type": "NodePort", "ports": [{"port": 80}]}));
         Service.prepare_for_update(&old, &mut new).unwrap();
         assert_eq!(new["spec"]["clusterIP"], "10.96.0.9");
         assert_eq!(new["spec"]["ports"][0]["nodePort"], 30080);
         let mut changed = svc(json!({"clusterIP": "10.96.0.10", "ports": [{"port": 80}]}));
         let err = Service.prepare_for_update(&old, &mut changed).unwrap_err();
-        assert!(err.message().contains("may not change once set"), "{}", err.message());
+        assert!(
+            err.message().contains("may not change once set"),
+            "{}",
+            err.message()
+        );
     }
 
     #[test]
@@ -294,18 +324,37 @@ mod tests {
             default_service(&mut s);
             validate_service(&s).into_iter().map(|c| c.field).collect()
         };
-        assert_eq!(fields(json!({"type": "Foo", "ports": [{"port": 80}]})), ["spec.type"]);
-        assert_eq!(fields(json!({"ports": [{"port": 0}]})), ["spec.ports[0].port"]);
-        assert_eq!(fields(json!({"ports": [{"port": 80}, {"port": 81}]})), ["spec.ports[0].name", "spec.ports[1].name"]);
-        assert_eq!(fields(json!({"ports": [{"port": 80, "nodePort": 30000}]})), ["spec.ports[0].nodePort"]);
+        assert_eq!(
+            fields(json!({"type": "Foo", "ports": [{"port": 80}]})),
+            ["spec.type"]
+        );
+        assert_eq!(
+            fields(json!({"ports": [{"port": 0}]})),
+            ["spec.ports[0].port"]
+        );
+        assert_eq!(
+            fields(json!({"ports": [{"port": 80}, {"port": 81}]})),
+            ["spec.ports[0].name", "spec.ports[1].name"]
+        );
+        assert_eq!(
+            fields(json!({"ports": [{"port": 80, "nodePort": 30000}]})),
+            ["spec.ports[0].nodePort"]
+        );
         assert_eq!(fields(json!({})), ["spec.ports"]);
-        assert!(fields(json!({"clusterIP": "None"})).is_empty(), "headless needs no ports");
-        assert_eq!(fields(json!({"type": "ExternalName"})), ["spec.externalName"]);
+        assert!(
+            fields(json!({"clusterIP": "None"})).is_empty(),
+            "headless needs no ports"
+        );
+        assert_eq!(
+            fields(json!({"type": "ExternalName"})),
+            ["spec.externalName"]
+        );
     }
 
     #[test]
     fn external_name_services_have_no_cluster_ip() {
-        let mut s = svc(json!({"type": "ExternalName", "externalName": "example.com", "clusterIP": ""}));
+        let mut s =
+            svc(json!({"type": "ExternalName", "externalName": "example.com", "clusterIP": ""}));
         default_service(&mut s);
         assert!(s["spec"].get("clusterIP").is_none());
         assert!(!needs_cluster_ip(&s));

@@ -192,7 +192,9 @@ impl ServiceAllocator {
                         return Err(invalid(
                             svc,
                             field,
-                            format!("Invalid value: {requested}: provided port is already allocated"),
+                            format!(
+                                "Invalid value: {requested}: provided port is already allocated"
+                            ),
                         ));
                     }
                     port

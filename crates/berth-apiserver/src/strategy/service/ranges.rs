@@ -17,7 +17,8 @@ impl IpRange {
     /// Parses `a.b.c.d/n`; the address is masked to its network (upstream accepts a host
     /// address with a prefix and uses its network). Prefixes longer than /30 leave no room.
     pub fn parse(cidr: &str) -> Result<IpRange, String> {
-        let bad = || format!("invalid service CIDR {cidr:?}: want an IPv4 network like 10.96.0.0/12");
+        let bad =
+            || format!("invalid service CIDR {cidr:?}: want an IPv4 network like 10.96.0.0/12");
         let (ip, prefix) = cidr.trim().split_once('/').ok_or_else(bad)?;
         let ip: Ipv4Addr = ip.parse().map_err(|_| bad())?;
         let prefix: u8 = prefix.parse().map_err(|_| bad())?;
@@ -136,7 +137,15 @@ mod tests {
 
     #[test]
     fn bad_ranges_are_refused() {
-        for bad in ["", "10.0.0.0", "10.0.0.0/33", "10.0.0.0/31", "x/24", "::1/64", "10.0.0.0/4"] {
+        for bad in [
+            "",
+            "10.0.0.0",
+            "10.0.0.0/33",
+            "10.0.0.0/31",
+            "x/24",
+            "::1/64",
+            "10.0.0.0/4",
+        ] {
             assert!(IpRange::parse(bad).is_err(), "{bad}");
         }
         for bad in ["", "30000", "3-2", "0-10", "a-b", "30000-70000", "65535+1"] {
@@ -156,7 +165,10 @@ mod tests {
         let ports = PortRange::parse("30000-30001").unwrap();
         assert_eq!(ports.pick(&HashSet::from([30000]), 0), Some(30001));
         assert_eq!(ports.pick(&HashSet::from([30000, 30001]), 7), None);
-        assert_eq!(PortRange::parse("30000+767").unwrap().to_string(), "30000-30767");
+        assert_eq!(
+            PortRange::parse("30000+767").unwrap().to_string(),
+            "30000-30767"
+        );
     }
 
     proptest! {
