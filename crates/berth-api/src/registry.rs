@@ -62,6 +62,12 @@ pub enum TableKind {
     Secret,
     /// `NAME SECRETS AGE`.
     ServiceAccount,
+    /// `NAME TYPE CLUSTER-IP EXTERNAL-IP PORT(S) AGE` + wide `SELECTOR`.
+    Service,
+    /// `NAME ENDPOINTS AGE`.
+    Endpoints,
+    /// `NAME ADDRESSTYPE PORTS ENDPOINTS AGE`.
+    EndpointSlice,
     /// `NAME CREATED AT` (roles and cluster roles: upstream's default columns).
     Role,
     /// `NAME ROLE AGE` + wide `USERS GROUPS SERVICEACCOUNTS` (role and cluster role bindings).
@@ -224,6 +230,7 @@ pub static RESOURCES: &[ResourceType] = &[
         short_names: &["svc"],
         categories: ALL,
         subresources: &[status("", "v1", "Service")],
+        table: TableKind::Service,
         ..base("", "v1", "Service", "services", "service", true)
     },
     ResourceType {
@@ -278,6 +285,7 @@ pub static RESOURCES: &[ResourceType] = &[
     },
     ResourceType {
         short_names: &["ep"],
+        table: TableKind::Endpoints,
         ..base("", "v1", "Endpoints", "endpoints", "endpoints", true)
     },
     // ---- apps/v1
@@ -345,6 +353,20 @@ pub static RESOURCES: &[ResourceType] = &[
         ..base(
             "policy",
             "v1",
+            "PodDisruptionBudget",
+            "poddisruptionbudgets",
+            "poddisruptionbudget",
+            true,
+        )
+    },
+    // policy/v1beta1 (the seeds' samples): the v1 objects under another apiVersion
+    ResourceType {
+        short_names: &["pdb"],
+        subresources: &[status("policy", "v1beta1", "PodDisruptionBudget")],
+        table: TableKind::PodDisruptionBudget,
+        ..base(
+            "policy",
+            "v1beta1",
             "PodDisruptionBudget",
             "poddisruptionbudgets",
             "poddisruptionbudget",
@@ -461,6 +483,18 @@ pub static RESOURCES: &[ResourceType] = &[
         short_names: &["ev"],
         table: TableKind::Event,
         ..base("events.k8s.io", "v1", "Event", "events", "event", true)
+    },
+    // ---- discovery.k8s.io/v1
+    ResourceType {
+        table: TableKind::EndpointSlice,
+        ..base(
+            "discovery.k8s.io",
+            "v1",
+            "EndpointSlice",
+            "endpointslices",
+            "endpointslice",
+            true,
+        )
     },
     // ---- storage.k8s.io/v1
     ResourceType {

@@ -22,6 +22,8 @@ pub struct Inner {
     pub admission: Arc<Chain>,
     /// Encoded events shared between requests (see [`crate::Caches`]).
     pub caches: Arc<crate::Caches>,
+    /// Service cluster IPs and node ports (`--service-cluster-ip-range`, `--service-node-port-range`).
+    pub services: Arc<crate::strategy::service::ServiceAllocator>,
 }
 
 pub type Ctx = Arc<Inner>;

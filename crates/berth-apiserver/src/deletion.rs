@@ -5,7 +5,7 @@ use crate::context::Ctx;
 use crate::error::{from_store, ApiError, ApiResult};
 use crate::path;
 use crate::request::{ApiRequest, Query};
-use crate::response::respond;
+use crate::response::{json_response, respond};
 use crate::strategy::{Deletion, Strategy};
 use crate::strict::FieldValidation;
 use axum::http::StatusCode;
@@ -131,7 +131,27 @@ pub async fn delete_object(
         .await
         .map_err(|e| from_store(e, &req.resource(), req.name()))?;
     codec::stamp(&mut current, kv.mod_revision, &req.target);
-    Ok(respond(ctx, req, StatusCode::OK, current))
+    if strategy.returns_deleted_object() {
+        return Ok(respond(ctx, req, StatusCode::OK, current));
+    }
+    Ok(json_response(StatusCode::OK, &deleted_status(req, &current)))
+}
+
+/// The `Status` upstream answers a delete with when the object is gone and its kind does not
+/// return it (`genericregistry.Store` without `ReturnDeletedObject`).
+fn deleted_status(req: &ApiRequest, deleted: &Value) -> Value {
+    json!({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "details": {
+            "name": codec::meta_str(deleted, "name"),
+            "group": req.target.rt.group,
+            "kind": req.target.rt.plural,
+            "uid": codec::meta_str(deleted, "uid"),
+        },
+    })
 }
 
 /// Stores `current` with `deletionTimestamp` and `deletionGracePeriodSeconds` set.

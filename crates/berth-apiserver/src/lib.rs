@@ -53,11 +53,24 @@ pub use berth_core::clock::Clock;
 pub use error::ApiError;
 
 use admission::{AdmissionCache, Chain, Handles};
+use strategy::service::{IpRange, PortRange, ServiceAllocator};
 use berth_store::Store;
 use context::{Ctx, Inner};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
+
+/// The service ranges of a server built without [`ApiServer::with_service_ranges`].
+fn default_service_ranges() -> ServiceAllocator {
+    use strategy::service::{DEFAULT_CLUSTER_IP_RANGE, DEFAULT_NODE_PORT_RANGE};
+    match (
+        IpRange::parse(DEFAULT_CLUSTER_IP_RANGE),
+        PortRange::parse(DEFAULT_NODE_PORT_RANGE),
+    ) {
+        (Ok(ips), Ok(ports)) => ServiceAllocator::new(ips, ports),
+        _ => unreachable!("the default service ranges parse"),
+    }
+}
 
 /// How many revisions of history the store keeps for watches and paged lists.
 const HISTORY_REVISIONS: i64 = 200_000;
@@ -72,6 +85,7 @@ pub struct ApiServer {
     handles: Handles,
     admission: Arc<Chain>,
     caches: Arc<Caches>,
+    services: Arc<ServiceAllocator>,
 }
 
 /// What the handlers keep decoded or encoded between requests: one per server, shared by all
@@ -100,7 +114,23 @@ impl ApiServer {
             handles,
             admission: Arc::new(admission),
             caches: Default::default(),
+            services: Arc::new(default_service_ranges()),
         }
+    }
+
+    /// The same server allocating Service cluster IPs from `cluster_ip_range` (a CIDR,
+    /// `--service-cluster-ip-range`) and node ports from `node_port_range` (`min-max`,
+    /// `--service-node-port-range`). An error names the flag's value and what is wrong.
+    pub fn with_service_ranges(
+        mut self,
+        cluster_ip_range: &str,
+        node_port_range: &str,
+    ) -> Result<ApiServer, String> {
+        self.services = Arc::new(ServiceAllocator::new(
+            IpRange::parse(cluster_ip_range)?,
+            PortRange::parse(node_port_range)?,
+        ));
+        Ok(self)
     }
 
     /// The same server with the admission chain `config` asks for (a master config's
@@ -134,6 +164,7 @@ impl ApiServer {
             token,
             admission: self.admission.clone(),
             caches: self.caches.clone(),
+            services: self.services.clone(),
         })
     }
 
@@ -173,6 +204,12 @@ impl ApiServer {
         {
             objects.push(((rbac::GROUP, "v1", plural), None, name, obj));
         }
+        objects.push((
+            ("", "v1", "services"),
+            Some("default"),
+            "kubernetes".to_string(),
+            self.kubernetes_service(&ts),
+        ));
         for ((g, v, plural), ns, name, obj) in objects {
             let rt = berth_api::registry::find(g, v, plural).ok_or(ApiError::NoRoute)?;
             let key = path::key(rt, ns, &name);
@@ -180,6 +217,86 @@ impl ApiServer {
                 Ok(_) | Err(berth_store::Error::AlreadyExists { .. }) => {}
                 Err(e) => return Err(ApiError::Internal(e.to_string())),
             }
+        }
+        self.write_kubernetes_endpoints(&ts).await
+    }
+
+    /// The `kubernetes` Service in `default`: the first address of the service range, port
+    /// 443 (`https`) to this server's port, as kube-apiserver keeps it.
+    fn kubernetes_service(&self, ts: &str) -> serde_json::Value {
+        let ip = self.services.ips.first().to_string();
+        json!({"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "kubernetes", "namespace": "default", "uid": uuid::Uuid::new_v4().to_string(),
+                "creationTimestamp": ts, "labels": {"component": "apiserver", "provider": "kubernetes"}},
+            "spec": {"type": "ClusterIP", "clusterIP": ip, "clusterIPs": [ip], "sessionAffinity": "None",
+                "ipFamilies": ["IPv4"], "ipFamilyPolicy": "SingleStack", "internalTrafficPolicy": "Cluster",
+                "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": self.port()}]},
+            "status": {"loadBalancer": {}}})
+    }
+
+    /// This server's port, from the address it advertises (443 without one).
+    fn port(&self) -> u16 {
+        self.address
+            .rsplit_once(':')
+            .and_then(|(_, p)| p.parse().ok())
+            .unwrap_or(443)
+    }
+
+    /// The `kubernetes` Endpoints and EndpointSlice: this server's address and port, written
+    /// at every start (the port may have changed), as upstream's endpoint reconciler does.
+    async fn write_kubernetes_endpoints(&self, ts: &str) -> Result<(), ApiError> {
+        let host = self
+            .address
+            .rsplit_once(':')
+            .map_or(self.address.as_str(), |(h, _)| h)
+            .trim_matches(|c| c == '[' || c == ']')
+            .to_string();
+        let port = self.port();
+        let uid = || uuid::Uuid::new_v4().to_string();
+        let endpoints = json!({"apiVersion": "v1", "kind": "Endpoints",
+            "metadata": {"name": "kubernetes", "namespace": "default", "uid": uid(), "creationTimestamp": ts,
+                "labels": {"endpointslice.kubernetes.io/skip-mirror": "true"}},
+            "subsets": [{"addresses": [{"ip": host}], "ports": [{"name": "https", "port": port, "protocol": "TCP"}]}]});
+        let slice = json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {"name": "kubernetes", "namespace": "default", "uid": uid(), "creationTimestamp": ts,
+                "generation": 1, "labels": {"kubernetes.io/service-name": "kubernetes"}},
+            "addressType": "IPv4",
+            "endpoints": [{"addresses": [host], "conditions": {"ready": true}}],
+            "ports": [{"name": "https", "port": port, "protocol": "TCP"}]});
+        for ((g, v, plural), obj) in [
+            (("", "v1", "endpoints"), endpoints),
+            (("discovery.k8s.io", "v1", "endpointslices"), slice),
+        ] {
+            let rt = berth_api::registry::find(g, v, plural).ok_or(ApiError::NoRoute)?;
+            let key = path::key(rt, Some("default"), "kubernetes");
+            let stored = match self.store.get(&key) {
+                Ok(Some(kv)) => {
+                    let target = path::Target {
+                        rt,
+                        namespace: Some("default".into()),
+                        name: Some("kubernetes".into()),
+                        subresource: None,
+                    };
+                    Some(codec::decode(&kv, &target)?)
+                }
+                Ok(None) => None,
+                Err(e) => return Err(ApiError::Internal(e.to_string())),
+            };
+            let result = match stored {
+                None => self.store.create(&key, codec::encode(&obj)).await.map(|_| ()),
+                Some(old) => {
+                    let same = ["subsets", "endpoints", "ports"]
+                        .iter()
+                        .all(|f| old.get(*f) == obj.get(*f));
+                    if same {
+                        continue;
+                    }
+                    let mut new = obj;
+                    new["metadata"] = old["metadata"].clone();
+                    self.store.update(&key, codec::encode(&new), None).await.map(|_| ())
+                }
+            };
+            result.map_err(|e| ApiError::Internal(e.to_string()))?;
         }
         Ok(())
     }

@@ -27,6 +27,7 @@ pub mod cronjob;
 pub mod daemonset;
 pub mod deployment;
 pub mod disruption;
+pub mod endpoints;
 mod duration;
 pub mod garbage_collector;
 pub mod job;
@@ -34,6 +35,7 @@ pub mod lifecycle;
 pub mod model;
 pub mod node_taints;
 pub mod replicaset;
+pub mod serviceaccount;
 pub mod taint_manager;
 
 pub use berth_core::clock::Clock;

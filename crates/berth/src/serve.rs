@@ -56,6 +56,13 @@ pub struct ServeArgs {
     /// The same for `node.kubernetes.io/unreachable` (upstream: 300).
     #[arg(long)]
     pub default_unreachable_toleration_seconds: Option<u32>,
+    /// The CIDR Service cluster IPs are allocated from; its first address is the `kubernetes`
+    /// Service's.
+    #[arg(long, default_value = "10.96.0.0/12")]
+    pub service_cluster_ip_range: String,
+    /// The ports NodePort and LoadBalancer Services are allocated from (`min-max`).
+    #[arg(long, default_value = "30000-32767")]
+    pub service_node_port_range: String,
 }
 
 /// Everything `berth serve` started, for callers (benchmarks) that run it in process.
@@ -147,7 +154,9 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
     };
     let url = format!("https://{host}:{port}");
     let server = ApiServer::new(store, clock.clone(), format!("{host}:{port}"))
-        .with_admission(&admission)?;
+        .with_admission(&admission)?
+        .with_service_ranges(&args.service_cluster_ip_range, &args.service_node_port_range)
+        .map_err(|e| anyhow::anyhow!("--service-cluster-ip-range/--service-node-port-range: {e}"))?;
     tracing::info!(plugins = ?server.admission_plugins(), "admission chain");
     server.bootstrap().await.map_err(|e| {
         anyhow::anyhow!(

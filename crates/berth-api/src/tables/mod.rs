@@ -5,6 +5,7 @@
 
 mod event;
 mod misc;
+mod network;
 mod node;
 mod pod;
 mod rbac;
@@ -108,6 +109,9 @@ pub fn columns(kind: TableKind) -> &'static [Column] {
         TableKind::ConfigMap => misc::CONFIG_MAP_COLUMNS,
         TableKind::Secret => misc::SECRET_COLUMNS,
         TableKind::ServiceAccount => misc::SERVICE_ACCOUNT_COLUMNS,
+        TableKind::Service => network::SERVICE_COLUMNS,
+        TableKind::Endpoints => network::ENDPOINTS_COLUMNS,
+        TableKind::EndpointSlice => network::ENDPOINT_SLICE_COLUMNS,
         TableKind::PodDisruptionBudget => workloads::PDB_COLUMNS,
         TableKind::Deployment => workloads::DEPLOYMENT_COLUMNS,
         TableKind::ReplicaSet => workloads::REPLICA_SET_COLUMNS,
@@ -132,6 +136,9 @@ pub fn cells(kind: TableKind, obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
         TableKind::ConfigMap => misc::config_map_cells(obj, now),
         TableKind::Secret => misc::secret_cells(obj, now),
         TableKind::ServiceAccount => misc::service_account_cells(obj, now),
+        TableKind::Service => network::service_cells(obj, now),
+        TableKind::Endpoints => network::endpoints_cells(obj, now),
+        TableKind::EndpointSlice => network::endpoint_slice_cells(obj, now),
         TableKind::PodDisruptionBudget => workloads::pdb_cells(obj, now),
         TableKind::Deployment => workloads::deployment_cells(obj, now),
         TableKind::ReplicaSet => workloads::replica_set_cells(obj, now),

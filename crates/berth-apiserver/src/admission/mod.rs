@@ -23,6 +23,7 @@ mod config;
 mod default_toleration_seconds;
 mod namespace_lifecycle;
 mod priority;
+mod service_account;
 
 use crate::error::ApiResult;
 pub use cache::AdmissionCache;
@@ -36,6 +37,7 @@ pub use priority::{
 /// PodNodeSelector go before Priority, where upstream runs PodNodeSelector.
 pub const PLUGINS: &[Registration] = &[
     namespace_lifecycle::REGISTRATION,
+    service_account::REGISTRATION,
     priority::REGISTRATION,
     default_toleration_seconds::REGISTRATION,
 ];

@@ -35,7 +35,12 @@ fn plugins_run_in_the_declared_order_whatever_order_the_config_names_them() {
     assert_eq!(default.names(), declared);
     assert_eq!(
         default.names(),
-        ["NamespaceLifecycle", "Priority", "DefaultTolerationSeconds"]
+        [
+            "NamespaceLifecycle",
+            "ServiceAccount",
+            "Priority",
+            "DefaultTolerationSeconds"
+        ]
     );
     let reversed = config(&[
         ("DefaultTolerationSeconds", json!({})),
@@ -54,7 +59,11 @@ fn a_plugin_is_disabled_by_name() {
     let chain = Chain::build(&handles(), &c).unwrap();
     assert_eq!(
         chain.names(),
-        ["NamespaceLifecycle", "DefaultTolerationSeconds"]
+        [
+            "NamespaceLifecycle",
+            "ServiceAccount",
+            "DefaultTolerationSeconds"
+        ]
     );
     // `disable: false` keeps it.
     let c = config(&[("Priority", json!({"disable": false}))]);
@@ -123,7 +132,7 @@ fn unknown_plugin_names_are_reported() {
     ]);
     assert_eq!(c.unknown_plugins(), ["PodNodeSelector", "BuildDefaults"]);
     // They are warned about, and the known ones still run.
-    assert_eq!(Chain::build(&handles(), &c).unwrap().names().len(), 3);
+    assert_eq!(Chain::build(&handles(), &c).unwrap().names().len(), 4);
 }
 
 #[test]

@@ -19,6 +19,8 @@ mod node;
 mod pod;
 mod priority_class;
 mod rbac;
+mod replication_controller;
+pub mod service;
 
 /// How a delete proceeds once its preconditions hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,6 +57,13 @@ pub trait Strategy: Sync {
     fn removed_with_last_finalizer(&self) -> bool {
         true
     }
+
+    /// Whether a delete that removes the object answers with it rather than a `Status`
+    /// (upstream's `ReturnDeletedObject`). An object that stays (graceful deletion,
+    /// finalizers) is always returned.
+    fn returns_deleted_object(&self) -> bool {
+        false
+    }
 }
 
 /// The strategy of kinds without behaviour of their own.
@@ -62,11 +71,30 @@ pub struct Generic;
 
 impl Strategy for Generic {}
 
+/// Kinds without behaviour of their own whose delete answers with the deleted object.
+pub struct ReturnsDeleted;
+
+impl Strategy for ReturnsDeleted {
+    fn returns_deleted_object(&self) -> bool {
+        true
+    }
+}
+
 /// Kinds with a strategy of their own: (API group, kind, strategy).
 static STRATEGIES: &[(&str, &str, &dyn Strategy)] = &[
     ("", "Pod", &pod::Pod),
     ("", "Namespace", &namespace::Namespace),
     ("", "Node", &node::Node),
+    ("", "Service", &service::Service),
+    (
+        "",
+        "ReplicationController",
+        &replication_controller::ReplicationController,
+    ),
+    ("", "ServiceAccount", &ReturnsDeleted),
+    ("", "PersistentVolume", &ReturnsDeleted),
+    ("", "PersistentVolumeClaim", &ReturnsDeleted),
+    ("storage.k8s.io", "StorageClass", &ReturnsDeleted),
     (
         "scheduling.k8s.io",
         "PriorityClass",

@@ -66,6 +66,10 @@ impl Strategy for Pod {
     fn removed_with_last_finalizer(&self) -> bool {
         false
     }
+
+    fn returns_deleted_object(&self) -> bool {
+        true
+    }
 }
 
 /// Field errors for changes a pod update may not make.
@@ -111,8 +115,13 @@ fn default_pod(pod: &mut Value) {
         }
     }
     if spec.get("serviceAccountName").is_none_or(Value::is_null) {
-        spec["serviceAccountName"] = json!("default");
-        spec["serviceAccount"] = json!("default");
+        // The deprecated `serviceAccount` names the account when `serviceAccountName` does not.
+        let name = match spec["serviceAccount"].as_str() {
+            Some(n) if !n.is_empty() => n.to_string(),
+            _ => "default".to_string(),
+        };
+        spec["serviceAccountName"] = json!(name);
+        spec["serviceAccount"] = json!(name);
     }
     for list in ["initContainers", "containers"] {
         if let Some(containers) = spec.get_mut(list).and_then(Value::as_array_mut) {

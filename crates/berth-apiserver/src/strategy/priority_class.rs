@@ -14,6 +14,14 @@ use serde_json::Value;
 pub struct PriorityClass;
 
 impl Strategy for PriorityClass {
+    /// `preemptionPolicy` defaults as upstream defaults it in every served version (the seeds'
+    /// `scheduling.k8s.io/v1beta1` classes leave it out).
+    fn prepare_for_create(&self, class: &mut Value) {
+        if class.get("preemptionPolicy").is_none_or(Value::is_null) {
+            class["preemptionPolicy"] = serde_json::json!("PreemptLowerPriority");
+        }
+    }
+
     fn prepare_for_update(&self, old: &Value, new: &mut Value) -> ApiResult<()> {
         if old["value"] != new["value"] {
             return Err(ApiError::Invalid {

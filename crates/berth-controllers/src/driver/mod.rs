@@ -78,6 +78,9 @@ impl Controllers {
             recorder.clone(),
             self.clock.clone(),
         ));
+        // Endpoints and EndpointSlices of Services; a default ServiceAccount per namespace.
+        tokio::spawn(crate::endpoints::run(self.client.clone()));
+        tokio::spawn(crate::serviceaccount::run(self.client.clone()));
         tokio::spawn(disruption::run(
             self.client,
             informers,
