@@ -35,9 +35,10 @@ pub mod model;
 pub mod node_taints;
 pub mod replicaset;
 pub mod taint_manager;
+pub mod workload;
 
 pub use berth_core::clock::Clock;
 pub use duration::parse_duration;
-mod driver;
+pub(crate) mod driver;
 
 pub use driver::Controllers;

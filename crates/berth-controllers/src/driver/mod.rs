@@ -6,7 +6,7 @@
 
 mod daemonsets;
 mod disruption;
-mod informers;
+pub(crate) mod informers;
 mod nodes;
 mod recorder;
 mod taints;
@@ -78,6 +78,8 @@ impl Controllers {
             recorder.clone(),
             self.clock.clone(),
         ));
+        // Workloads: ReplicaSets and ReplicationControllers, Deployments, garbage collection.
+        crate::workload::spawn(&self.client, &informers, &self.clock);
         tokio::spawn(disruption::run(
             self.client,
             informers,
