@@ -171,11 +171,22 @@ pub(crate) fn spawn(
     client: &kube::Client,
     informers: &crate::driver::informers::Informers,
     clock: &crate::Clock,
+    terminated_pod_gc_threshold: usize,
 ) {
     tokio::spawn(crate::replicaset::driver::run(
         client.clone(),
         informers.clone(),
         clock.clone(),
+    ));
+    tokio::spawn(crate::garbage_collector::driver::run(
+        client.clone(),
+        informers.clone(),
+    ));
+    tokio::spawn(crate::podgc::driver::run(
+        client.clone(),
+        informers.clone(),
+        clock.clone(),
+        terminated_pod_gc_threshold,
     ));
     tokio::spawn(crate::deployment::driver::run(
         client.clone(),
