@@ -77,7 +77,7 @@ def test_an_image_change_rolls_out_without_losing_availability_and_undo_goes_bac
     t = threading.Thread(target=follow, daemon=True)
     t.start()
     eventually(lambda: seen, what="the watch's first event")
-    b.kubectl("set", "image", "deploy/app", "app=nginx:2", "-n", ns)
+    b.kubectl("set", "image", "deploy/app", "nginx=nginx:2", "-n", ns)
     b.kubectl("rollout", "status", "deploy/app", "-n", ns, "--timeout=90s")
     stop.set()
     w.stop()

@@ -19,6 +19,7 @@ mod node;
 mod pod;
 mod priority_class;
 mod rbac;
+mod replication_controller;
 
 /// How a delete proceeds once its preconditions hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,6 +68,11 @@ static STRATEGIES: &[(&str, &str, &dyn Strategy)] = &[
     ("", "Pod", &pod::Pod),
     ("", "Namespace", &namespace::Namespace),
     ("", "Node", &node::Node),
+    (
+        "",
+        "ReplicationController",
+        &replication_controller::ReplicationController,
+    ),
     (
         "scheduling.k8s.io",
         "PriorityClass",
