@@ -20,6 +20,11 @@ def live(b, kind, ns, selector):
     return {i["metadata"]["name"] for i in items if not i["metadata"].get("deletionTimestamp")}
 
 
+def uids_of(b, kind, ns, selector):
+    items = b.kubectl_json("get", kind, "-n", ns, "-l", selector)["items"]
+    return {i["metadata"]["uid"] for i in items}
+
+
 def ready_deployment(b, ns, name, replicas=2):
     b.kubectl("create", "deployment", name, "--image=nginx", f"--replicas={replicas}", "-n", ns)
     b.kubectl("rollout", "status", f"deploy/{name}", "-n", ns, "--timeout=60s")
@@ -57,9 +62,11 @@ def test_cascade_orphan_keeps_the_pods(berth, ns):
     b = berth
     ready_deployment(b, ns, "orph")
     rs = names(b, "rs", ns, "app=orph")
+    uids = uids_of(b, "rs", ns, "app=orph")
     pods = live(b, "pods", ns, "app=orph")
     b.kubectl("delete", "rs", *rs, "-n", ns, "--cascade=orphan")
-    eventually(lambda: not (names(b, "rs", ns, "app=orph") & rs), what="the old replicaset gone")
+    # The Deployment's next ReplicaSet has the same name (the same template hash): tell by uid.
+    eventually(lambda: not (uids_of(b, "rs", ns, "app=orph") & uids), what="the old replicaset gone")
     # The Deployment makes a new ReplicaSet, which adopts the orphans: no new pods.
     eventually(lambda: live(b, "pods", ns, "app=orph") == pods
                and all(p["metadata"].get("ownerReferences")
