@@ -64,7 +64,10 @@ pub async fn run(args: ControllersArgs) -> anyhow::Result<()> {
     };
     election.validate().map_err(|m| anyhow::anyhow!(m))?;
     let lease = format!("{}/{}", election.namespace, election.name);
-    println!("leader election: lease {lease}, identity {}", election.identity);
+    println!(
+        "leader election: lease {lease}, identity {}",
+        election.identity
+    );
     let (tx, mut rx) = tokio::sync::watch::channel(false);
     let elector = LeaderElector::new(client, election, clock);
     let lease_name = lease.clone();

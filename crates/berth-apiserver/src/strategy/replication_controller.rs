@@ -14,7 +14,8 @@ fn set_defaults(rc: &mut Value) {
         .filter(|l| l.as_object().is_some_and(|m| !m.is_empty()))
         .cloned();
     if let Some(labels) = labels {
-        let empty = |v: Option<&Value>| v.is_none_or(|s| s.as_object().is_none_or(|m| m.is_empty()));
+        let empty =
+            |v: Option<&Value>| v.is_none_or(|s| s.as_object().is_none_or(|m| m.is_empty()));
         if empty(rc.pointer("/spec/selector")) {
             rc["spec"]["selector"] = labels.clone();
         }

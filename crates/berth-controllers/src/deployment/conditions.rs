@@ -29,7 +29,13 @@ pub struct Condition {
 }
 
 impl Condition {
-    pub fn new(type_: &str, status: &str, reason: &str, message: String, now: DateTime<Utc>) -> Self {
+    pub fn new(
+        type_: &str,
+        status: &str,
+        reason: &str,
+        message: String,
+        now: DateTime<Utc>,
+    ) -> Self {
         Condition {
             type_: type_.into(),
             status: status.into(),
@@ -74,7 +80,12 @@ pub fn refresh(conditions: &mut Vec<Condition>, mut new: Condition) {
 }
 
 /// The `Available` condition for `available` of `replicas` pods, `max_unavailable` allowed.
-pub fn available(available: i32, replicas: i32, max_unavailable: i32, now: DateTime<Utc>) -> Condition {
+pub fn available(
+    available: i32,
+    replicas: i32,
+    max_unavailable: i32,
+    now: DateTime<Utc>,
+) -> Condition {
     if available >= replicas - max_unavailable {
         Condition::new(
             AVAILABLE,
@@ -130,7 +141,10 @@ mod tests {
     fn a_refresh_keeps_the_transition_time_of_a_true_condition() {
         let first = Condition::new(PROGRESSING, "True", NEW_RS_CREATED, "m".into(), at(0));
         let mut cs = vec![first];
-        refresh(&mut cs, Condition::new(PROGRESSING, "True", RS_UPDATED, "m".into(), at(5)));
+        refresh(
+            &mut cs,
+            Condition::new(PROGRESSING, "True", RS_UPDATED, "m".into(), at(5)),
+        );
         assert_eq!((cs[0].last_transition, cs[0].last_update), (at(0), at(5)));
     }
 
@@ -142,11 +156,23 @@ mod tests {
 
     #[test]
     fn the_deadline_counts_from_the_last_progress() {
-        let cs = vec![Condition::new(PROGRESSING, "True", RS_UPDATED, "m".into(), at(0))];
+        let cs = vec![Condition::new(
+            PROGRESSING,
+            "True",
+            RS_UPDATED,
+            "m".into(),
+            at(0),
+        )];
         assert!(!timed_out(&cs, Some(600), at(600)));
         assert!(timed_out(&cs, Some(600), at(601)));
         assert!(!timed_out(&cs, None, at(6000)));
-        let done = vec![Condition::new(PROGRESSING, "True", NEW_RS_AVAILABLE, "m".into(), at(0))];
+        let done = vec![Condition::new(
+            PROGRESSING,
+            "True",
+            NEW_RS_AVAILABLE,
+            "m".into(),
+            at(0),
+        )];
         assert!(!timed_out(&done, Some(1), at(6000)));
     }
 }

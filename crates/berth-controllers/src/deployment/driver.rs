@@ -4,7 +4,9 @@
 use super::conditions::Condition;
 use super::hash::template_hash;
 use super::rolling::{default_max_surge, default_max_unavailable, IntOrPercent};
-use super::sync::{sync, DeploymentView, Plan, SetView, StatusView, Strategy, REVISION, TEMPLATE_HASH};
+use super::sync::{
+    sync, DeploymentView, Plan, SetView, StatusView, Strategy, REVISION, TEMPLATE_HASH,
+};
 use crate::driver::informers::{wait, Informers};
 use crate::model::{to_chrono, to_time};
 use crate::workload::{controller_uid, Owner};
@@ -54,7 +56,11 @@ pub async fn run(client: kube::Client, mut informers: Informers, clock: Clock) {
         }
         let until = recheck.map(|at| clock.instant_at(at));
         let i = &mut informers;
-        wait(&mut [&mut i.deployments.changed, &mut i.replica_sets.changed], until).await;
+        wait(
+            &mut [&mut i.deployments.changed, &mut i.replica_sets.changed],
+            until,
+        )
+        .await;
     }
 }
 
@@ -95,7 +101,10 @@ fn views(d: &Deployment, owned: &[&ReplicaSet]) -> Option<(DeploymentView, Vec<S
     let strategy = match spec.strategy.as_ref().and_then(|s| s.type_.as_deref()) {
         Some("Recreate") => Strategy::Recreate,
         _ => {
-            let rolling = spec.strategy.as_ref().and_then(|s| s.rolling_update.as_ref());
+            let rolling = spec
+                .strategy
+                .as_ref()
+                .and_then(|s| s.rolling_update.as_ref());
             Strategy::RollingUpdate {
                 max_surge: int_or_percent(
                     rolling.and_then(|r| r.max_surge.as_ref()),
@@ -113,14 +122,22 @@ fn views(d: &Deployment, owned: &[&ReplicaSet]) -> Option<(DeploymentView, Vec<S
         .iter()
         .flatten()
         .map(|c| {
-            let update = c.last_update_time.as_ref().map(to_chrono).unwrap_or_default();
+            let update = c
+                .last_update_time
+                .as_ref()
+                .map(to_chrono)
+                .unwrap_or_default();
             Condition {
                 type_: c.type_.clone(),
                 status: c.status.clone(),
                 reason: c.reason.clone().unwrap_or_default(),
                 message: c.message.clone().unwrap_or_default(),
                 last_update: update,
-                last_transition: c.last_transition_time.as_ref().map(to_chrono).unwrap_or(update),
+                last_transition: c
+                    .last_transition_time
+                    .as_ref()
+                    .map(to_chrono)
+                    .unwrap_or(update),
             }
         })
         .collect();
@@ -180,7 +197,12 @@ fn views(d: &Deployment, owned: &[&ReplicaSet]) -> Option<(DeploymentView, Vec<S
 
 /// The ReplicaSet for the Deployment's current template: `<name>-<hash>`, the hash in its
 /// labels, selector and template labels.
-fn new_replica_set(d: &Deployment, view: &DeploymentView, template: Value, plan_new: &super::sync::NewSet) -> Value {
+fn new_replica_set(
+    d: &Deployment,
+    view: &DeploymentView,
+    template: Value,
+    plan_new: &super::sync::NewSet,
+) -> Value {
     let spec = d.spec.as_ref();
     let mut template = template;
     template["metadata"]["labels"][TEMPLATE_HASH] = json!(view.template_hash);
@@ -235,7 +257,13 @@ fn status_json(s: &StatusView) -> Value {
     })
 }
 
-async fn carry_out(client: &kube::Client, d: &Deployment, view: &DeploymentView, template: Value, plan: Plan) {
+async fn carry_out(
+    client: &kube::Client,
+    d: &Deployment,
+    view: &DeploymentView,
+    template: Value,
+    plan: Plan,
+) {
     let ns = d.metadata.namespace.clone().unwrap_or_default();
     let name = &view.name;
     let sets: Api<ReplicaSet> = Api::namespaced(client.clone(), &ns);
@@ -246,39 +274,57 @@ async fn carry_out(client: &kube::Client, d: &Deployment, view: &DeploymentView,
                 Ok(_) => {}
                 // Created in an earlier pass the watch has not brought yet.
                 Err(kube::Error::Api(e)) if e.code == 409 => {}
-                Err(e) => tracing::warn!(deployment = %name, error = %e, "creating replicaset failed"),
+                Err(e) => {
+                    tracing::warn!(deployment = %name, error = %e, "creating replicaset failed")
+                }
             },
             Err(e) => tracing::warn!(deployment = %name, error = %e, "replicaset unusable"),
         }
     }
     for u in &plan.update {
-        let patch = json!({"metadata": {"annotations": u.annotations}, "spec": {"replicas": u.replicas}});
-        match sets.patch(&u.name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+        let patch =
+            json!({"metadata": {"annotations": u.annotations}, "spec": {"replicas": u.replicas}});
+        match sets
+            .patch(&u.name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
             Ok(_) => {}
             Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
-            Err(e) => tracing::warn!(deployment = %name, replicaset = %u.name, error = %e, "scaling replicaset failed"),
+            Err(e) => {
+                tracing::warn!(deployment = %name, replicaset = %u.name, error = %e, "scaling replicaset failed")
+            }
         }
     }
     for old in &plan.delete {
         match sets.delete(old, &DeleteParams::background()).await {
             Ok(_) => {}
             Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
-            Err(e) => tracing::warn!(deployment = %name, replicaset = %old, error = %e, "deleting old replicaset failed"),
+            Err(e) => {
+                tracing::warn!(deployment = %name, replicaset = %old, error = %e, "deleting old replicaset failed")
+            }
         }
     }
     let api: Api<Deployment> = Api::namespaced(client.clone(), &ns);
     if let Some(revision) = &plan.revision {
         let patch = json!({"metadata": {"annotations": {REVISION: revision}}});
-        if let Err(e) = api.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+        if let Err(e) = api
+            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
             tracing::debug!(deployment = %name, error = %e, "writing revision failed");
         }
     }
     if plan.status != view.status {
         let patch = json!({"status": status_json(&plan.status)});
-        match api.patch_status(name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+        match api
+            .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
             Ok(_) => {}
             Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
-            Err(e) => tracing::warn!(deployment = %name, error = %e, "updating deployment status failed"),
+            Err(e) => {
+                tracing::warn!(deployment = %name, error = %e, "updating deployment status failed")
+            }
         }
     }
 }

@@ -290,7 +290,8 @@ pub fn sync(d: &DeploymentView, sets: &[SetView], now: DateTime<Utc>) -> Plan {
     st.ready_replicas = total(|s| s.ready);
     st.available_replicas = total(|s| s.available);
     // Upstream counts the sets' desired replicas after this sync's scaling.
-    let desired: i32 = replicas.values().sum::<i32>() + plan.create.as_ref().map_or(0, |c| c.replicas);
+    let desired: i32 =
+        replicas.values().sum::<i32>() + plan.create.as_ref().map_or(0, |c| c.replicas);
     st.unavailable_replicas = (desired - st.available_replicas).max(0);
     let avail_cond = cond::available(st.available_replicas, d.replicas, unavailable, now);
     cond::set(&mut st.conditions, avail_cond);
@@ -301,22 +302,43 @@ pub fn sync(d: &DeploymentView, sets: &[SetView], now: DateTime<Utc>) -> Plan {
     };
     let progressing = cond::find(&d.status.conditions, cond::PROGRESSING).cloned();
     if d.paused {
-        let c = Condition::new(cond::PROGRESSING, "Unknown", cond::PAUSED, "Deployment is paused".into(), now);
+        let c = Condition::new(
+            cond::PROGRESSING,
+            "Unknown",
+            cond::PAUSED,
+            "Deployment is paused".into(),
+            now,
+        );
         cond::set(&mut st.conditions, c);
         return plan;
     }
-    if progressing.as_ref().is_some_and(|c| c.reason == cond::PAUSED) {
-        let c = Condition::new(cond::PROGRESSING, "Unknown", cond::RESUMED, "Deployment is resumed".into(), now);
+    if progressing
+        .as_ref()
+        .is_some_and(|c| c.reason == cond::PAUSED)
+    {
+        let c = Condition::new(
+            cond::PROGRESSING,
+            "Unknown",
+            cond::RESUMED,
+            "Deployment is resumed".into(),
+            now,
+        );
         cond::set(&mut st.conditions, c);
     }
     if created_new {
         let msg = format!("Created new replica set {:?}", new_name());
-        cond::set(&mut st.conditions, Condition::new(cond::PROGRESSING, "True", cond::NEW_RS_CREATED, msg, now));
+        cond::set(
+            &mut st.conditions,
+            Condition::new(cond::PROGRESSING, "True", cond::NEW_RS_CREATED, msg, now),
+        );
         return plan;
     }
     if progressing.is_none() && new.is_some() {
         let msg = format!("Found new replica set {:?}", new_name());
-        cond::set(&mut st.conditions, Condition::new(cond::PROGRESSING, "True", cond::FOUND_NEW_RS, msg, now));
+        cond::set(
+            &mut st.conditions,
+            Condition::new(cond::PROGRESSING, "True", cond::FOUND_NEW_RS, msg, now),
+        );
     }
     let Some(deadline) = d.progress_deadline else {
         return plan;
@@ -332,13 +354,22 @@ pub fn sync(d: &DeploymentView, sets: &[SetView], now: DateTime<Utc>) -> Plan {
         || st.replicas - st.updated_replicas < old_status.replicas - old_status.updated_replicas;
     if complete {
         let msg = format!("ReplicaSet {:?} has successfully progressed.", new_name());
-        cond::set(&mut st.conditions, Condition::new(cond::PROGRESSING, "True", cond::NEW_RS_AVAILABLE, msg, now));
+        cond::set(
+            &mut st.conditions,
+            Condition::new(cond::PROGRESSING, "True", cond::NEW_RS_AVAILABLE, msg, now),
+        );
     } else if progressed {
         let msg = format!("ReplicaSet {:?} is progressing.", new_name());
-        cond::refresh(&mut st.conditions, Condition::new(cond::PROGRESSING, "True", cond::RS_UPDATED, msg, now));
+        cond::refresh(
+            &mut st.conditions,
+            Condition::new(cond::PROGRESSING, "True", cond::RS_UPDATED, msg, now),
+        );
     } else if cond::timed_out(&st.conditions, Some(deadline), now) {
         let msg = format!("ReplicaSet {:?} has timed out progressing.", new_name());
-        cond::set(&mut st.conditions, Condition::new(cond::PROGRESSING, "False", cond::TIMED_OUT, msg, now));
+        cond::set(
+            &mut st.conditions,
+            Condition::new(cond::PROGRESSING, "False", cond::TIMED_OUT, msg, now),
+        );
     }
     if !complete {
         plan.recheck_at = cond::find(&st.conditions, cond::PROGRESSING)

@@ -26,7 +26,14 @@ fn deployment(replicas: i32, surge: i32, unavailable: i32) -> DeploymentView {
     }
 }
 
-fn set(name: &str, current: bool, revision: i64, replicas: i32, available: i32, created: i64) -> SetView {
+fn set(
+    name: &str,
+    current: bool,
+    revision: i64,
+    replicas: i32,
+    available: i32,
+    created: i64,
+) -> SetView {
     SetView {
         name: name.into(),
         current,
@@ -42,7 +49,10 @@ fn set(name: &str, current: bool, revision: i64, replicas: i32, available: i32, 
 }
 
 fn replicas_of(plan: &Plan, name: &str) -> Option<i32> {
-    plan.update.iter().find(|u| u.name == name).map(|u| u.replicas)
+    plan.update
+        .iter()
+        .find(|u| u.name == name)
+        .map(|u| u.replicas)
 }
 
 #[test]
@@ -51,8 +61,14 @@ fn a_new_deployment_creates_its_first_replica_set_at_revision_1() {
     let new = plan.create.expect("a new replicaset");
     assert_eq!(new.replicas, 3);
     assert_eq!(new.annotations.get(REVISION).map(String::as_str), Some("1"));
-    assert_eq!(new.annotations.get(DESIRED_REPLICAS).map(String::as_str), Some("3"));
-    assert_eq!(new.annotations.get(MAX_REPLICAS).map(String::as_str), Some("4"));
+    assert_eq!(
+        new.annotations.get(DESIRED_REPLICAS).map(String::as_str),
+        Some("3")
+    );
+    assert_eq!(
+        new.annotations.get(MAX_REPLICAS).map(String::as_str),
+        Some("4")
+    );
     assert_eq!(plan.revision.as_deref(), Some("1"));
     let p = cond::find(&plan.status.conditions, cond::PROGRESSING).unwrap();
     assert_eq!(p.reason, cond::NEW_RS_CREATED);
@@ -67,11 +83,17 @@ fn a_template_change_surges_the_new_set_first_then_shrinks_the_old() {
     assert_eq!(plan.create.as_ref().map(|c| c.replicas), Some(1));
     assert_eq!(plan.create.unwrap().annotations[REVISION], "2");
     // Step 2: the new pod is not available yet: nothing shrinks.
-    let sets = [set("web-h1", false, 1, 3, 3, 0), set("web-h2", true, 2, 1, 0, 10)];
+    let sets = [
+        set("web-h1", false, 1, 3, 3, 0),
+        set("web-h2", true, 2, 1, 0, 10),
+    ];
     let plan = sync(&d, &sets, at(11));
     assert_eq!(replicas_of(&plan, "web-h1"), None);
     // Step 3: available: the old set gives one up.
-    let sets = [set("web-h1", false, 1, 3, 3, 0), set("web-h2", true, 2, 1, 1, 10)];
+    let sets = [
+        set("web-h1", false, 1, 3, 3, 0),
+        set("web-h2", true, 2, 1, 1, 10),
+    ];
     let plan = sync(&d, &sets, at(12));
     assert_eq!(replicas_of(&plan, "web-h1"), Some(2));
 }
@@ -79,16 +101,39 @@ fn a_template_change_surges_the_new_set_first_then_shrinks_the_old() {
 #[test]
 fn the_status_adds_up_the_sets_and_completion_is_reported() {
     let mut d = deployment(3, 1, 0);
-    d.status.conditions = vec![Condition::new(cond::PROGRESSING, "True", cond::RS_UPDATED, "m".into(), at(0))];
-    let sets = [set("web-h1", false, 1, 0, 0, 0), set("web-h2", true, 2, 3, 3, 10)];
+    d.status.conditions = vec![Condition::new(
+        cond::PROGRESSING,
+        "True",
+        cond::RS_UPDATED,
+        "m".into(),
+        at(0),
+    )];
+    let sets = [
+        set("web-h1", false, 1, 0, 0, 0),
+        set("web-h2", true, 2, 3, 3, 10),
+    ];
     let plan = sync(&d, &sets, at(20));
     let s = &plan.status;
-    assert_eq!((s.replicas, s.updated_replicas, s.available_replicas, s.unavailable_replicas), (3, 3, 3, 0));
+    assert_eq!(
+        (
+            s.replicas,
+            s.updated_replicas,
+            s.available_replicas,
+            s.unavailable_replicas
+        ),
+        (3, 3, 3, 0)
+    );
     let p = cond::find(&s.conditions, cond::PROGRESSING).unwrap();
     assert_eq!(p.reason, cond::NEW_RS_AVAILABLE);
-    assert_eq!(p.message, "ReplicaSet \"web-h2\" has successfully progressed.");
+    assert_eq!(
+        p.message,
+        "ReplicaSet \"web-h2\" has successfully progressed."
+    );
     let a = cond::find(&s.conditions, cond::AVAILABLE).unwrap();
-    assert_eq!((a.status.as_str(), a.reason.as_str()), ("True", cond::MINIMUM_REPLICAS_AVAILABLE));
+    assert_eq!(
+        (a.status.as_str(), a.reason.as_str()),
+        ("True", cond::MINIMUM_REPLICAS_AVAILABLE)
+    );
     assert_eq!(plan.recheck_at, None);
 }
 
@@ -102,22 +147,40 @@ fn a_rollout_without_progress_times_out_after_the_deadline() {
         ready_replicas: 3,
         available_replicas: 3,
         unavailable_replicas: 1,
-        conditions: vec![Condition::new(cond::PROGRESSING, "True", cond::RS_UPDATED, "m".into(), at(0))],
+        conditions: vec![Condition::new(
+            cond::PROGRESSING,
+            "True",
+            cond::RS_UPDATED,
+            "m".into(),
+            at(0),
+        )],
     };
-    let sets = [set("web-h1", false, 1, 3, 3, 0), set("web-h2", true, 2, 1, 0, 10)];
+    let sets = [
+        set("web-h1", false, 1, 3, 3, 0),
+        set("web-h2", true, 2, 1, 0, 10),
+    ];
     let plan = sync(&d, &sets, at(300));
     assert_eq!(plan.recheck_at, Some(at(601)));
     let plan = sync(&d, &sets, at(601));
     let p = cond::find(&plan.status.conditions, cond::PROGRESSING).unwrap();
-    assert_eq!((p.status.as_str(), p.reason.as_str()), ("False", cond::TIMED_OUT));
-    assert_eq!(p.message, "ReplicaSet \"web-h2\" has timed out progressing.");
+    assert_eq!(
+        (p.status.as_str(), p.reason.as_str()),
+        ("False", cond::TIMED_OUT)
+    );
+    assert_eq!(
+        p.message,
+        "ReplicaSet \"web-h2\" has timed out progressing."
+    );
 }
 
 #[test]
 fn an_old_template_coming_back_gets_the_next_revision() {
     // Undo: web-h1 (revision 1) is current again, web-h2 was revision 2.
     let d = deployment(3, 1, 0);
-    let sets = [set("web-h1", true, 1, 0, 0, 0), set("web-h2", false, 2, 3, 3, 10)];
+    let sets = [
+        set("web-h1", true, 1, 0, 0, 0),
+        set("web-h2", false, 2, 3, 3, 10),
+    ];
     let plan = sync(&d, &sets, at(20));
     let u = plan.update.iter().find(|u| u.name == "web-h1").unwrap();
     assert_eq!(u.annotations[REVISION], "3");
@@ -159,7 +222,10 @@ fn a_paused_deployment_does_not_roll_out() {
     let plan = sync(&d, &[set("web-h1", false, 1, 3, 3, 0)], at(0));
     assert!(plan.create.is_none());
     let p = cond::find(&plan.status.conditions, cond::PROGRESSING).unwrap();
-    assert_eq!((p.status.as_str(), p.reason.as_str()), ("Unknown", cond::PAUSED));
+    assert_eq!(
+        (p.status.as_str(), p.reason.as_str()),
+        ("Unknown", cond::PAUSED)
+    );
 }
 
 #[test]

@@ -4,7 +4,10 @@
 //! foreground go first and then its `foregroundDeletion` finalizer, dependents of an owner
 //! deleted with orphaning lose their reference to it and then its `orphan` finalizer goes.
 
-use super::{decide, foreground_blockers, Action, Dependent, Owner, OwnerRef, Propagation, FOREGROUND, ORPHAN};
+use super::{
+    decide, foreground_blockers, Action, Dependent, Owner, OwnerRef, Propagation, FOREGROUND,
+    ORPHAN,
+};
 use crate::driver::informers::{wait, Informers};
 use berth_informers::Informer;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
@@ -90,7 +93,8 @@ fn nodes_of<K: kube::Resource<DynamicType = ()>>(informer: &Informer<K>, into: &
 }
 
 pub async fn run(client: kube::Client, mut informers: Informers) {
-    let mut jobs: Informer<Job> = Informer::start(Api::all(client.clone()), watcher::Config::default());
+    let mut jobs: Informer<Job> =
+        Informer::start(Api::all(client.clone()), watcher::Config::default());
     let ready = [
         informers.pods.synced().await,
         informers.replica_sets.synced().await,
@@ -184,7 +188,14 @@ async fn collect(client: &kube::Client, nodes: &[Node]) {
                 let keep: Vec<_> = refs.iter().filter(|r| !gone.contains(&r.uid)).collect();
                 let patch = json!({"metadata": {"ownerReferences": keep,
                                                 "resourceVersion": n.meta.resource_version}});
-                report(n, "removing owner references", n.api(client).patch(n.name(), &PatchParams::default(), &Patch::Merge(&patch)).await.map(|_| ()));
+                report(
+                    n,
+                    "removing owner references",
+                    n.api(client)
+                        .patch(n.name(), &PatchParams::default(), &Patch::Merge(&patch))
+                        .await
+                        .map(|_| ()),
+                );
             }
             Action::Delete(policy) => {
                 let params = DeleteParams {
@@ -200,7 +211,11 @@ async fn collect(client: &kube::Client, nodes: &[Node]) {
                     ..DeleteParams::default()
                 };
                 tracing::info!(kind = %n.resource.kind, name = %n.name(), "garbage collecting");
-                report(n, "deleting", n.api(client).delete(n.name(), &params).await.map(|_| ()));
+                report(
+                    n,
+                    "deleting",
+                    n.api(client).delete(n.name(), &params).await.map(|_| ()),
+                );
             }
         }
     }
@@ -272,8 +287,13 @@ async fn orphan(client: &kube::Client, owner: &Node, dependents: &[&Node]) {
 }
 
 async fn remove_finalizer(client: &kube::Client, n: &Node, finalizer: &str) {
-    let rest: Vec<String> = n.finalizers().into_iter().filter(|f| f != finalizer).collect();
-    let patch = json!({"metadata": {"finalizers": rest, "resourceVersion": n.meta.resource_version}});
+    let rest: Vec<String> = n
+        .finalizers()
+        .into_iter()
+        .filter(|f| f != finalizer)
+        .collect();
+    let patch =
+        json!({"metadata": {"finalizers": rest, "resourceVersion": n.meta.resource_version}});
     let r = n
         .api(client)
         .patch(n.name(), &PatchParams::default(), &Patch::Merge(&patch))
@@ -286,7 +306,9 @@ fn report(n: &Node, what: &str, r: Result<(), kube::Error>) {
     match r {
         Ok(()) => {}
         Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
-        Err(e) => tracing::warn!(kind = %n.resource.kind, name = %n.name(), error = %e, "garbage collector: {what} failed"),
+        Err(e) => {
+            tracing::warn!(kind = %n.resource.kind, name = %n.name(), error = %e, "garbage collector: {what} failed")
+        }
     }
 }
 
@@ -297,7 +319,10 @@ mod tests {
     #[test]
     fn the_collector_reaches_the_workload_kinds() {
         let rs = resource("apps/v1", "ReplicaSet").unwrap();
-        assert_eq!((rs.group.as_str(), rs.plural.as_str()), ("apps", "replicasets"));
+        assert_eq!(
+            (rs.group.as_str(), rs.plural.as_str()),
+            ("apps", "replicasets")
+        );
         let pod = resource("v1", "Pod").unwrap();
         assert_eq!((pod.group.as_str(), pod.version.as_str()), ("", "v1"));
         assert!(resource("example.com/v1", "Widget").is_none());

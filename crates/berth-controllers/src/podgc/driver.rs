@@ -48,7 +48,9 @@ pub async fn run(client: kube::Client, mut informers: Informers, clock: Clock, t
             })
             .collect();
         for key in quarantine.collect(&infos, &nodes, threshold, clock.now()) {
-            let Some(pod) = by_key.get(&key) else { continue };
+            let Some(pod) = by_key.get(&key) else {
+                continue;
+            };
             let ns = pod.metadata.namespace.clone().unwrap_or_default();
             let name = pod.metadata.name.clone().unwrap_or_default();
             let api: Api<Pod> = Api::namespaced(client.clone(), &ns);

@@ -46,7 +46,8 @@ impl Quarantine {
             .map(|p| p.node.as_str())
             .filter(|n| !n.is_empty() && !nodes.contains(*n))
             .collect();
-        self.missing_since.retain(|n, _| missing.contains(n.as_str()));
+        self.missing_since
+            .retain(|n, _| missing.contains(n.as_str()));
         for node in &missing {
             self.missing_since.entry(node.to_string()).or_insert(now);
         }
@@ -64,8 +65,10 @@ impl Quarantine {
             }
         }
         if threshold > 0 {
-            let mut terminated: Vec<&PodInfo> =
-                pods.iter().filter(|p| p.terminated && !p.deleting).collect();
+            let mut terminated: Vec<&PodInfo> = pods
+                .iter()
+                .filter(|p| p.terminated && !p.deleting)
+                .collect();
             if terminated.len() > threshold {
                 terminated.sort_by(|a, b| a.created.cmp(&b.created).then(a.key.cmp(&b.key)));
                 let extra = terminated.len() - threshold;

@@ -62,7 +62,10 @@ impl SetObject {
         let spec = rc.spec.as_ref()?;
         let template_labels = template_labels(spec.template.as_ref());
         // An RC without a selector selects its template's labels (the API server defaults it).
-        let selector = spec.selector.clone().unwrap_or_else(|| template_labels.clone());
+        let selector = spec
+            .selector
+            .clone()
+            .unwrap_or_else(|| template_labels.clone());
         let selector = if selector.is_empty() {
             Selector::nothing()
         } else {
@@ -120,7 +123,12 @@ struct Pending {
 
 impl Expectations {
     /// Whether the set may be synced: nothing outstanding, or outstanding for too long.
-    pub fn satisfied(&mut self, uid: &str, seen: &BTreeMap<&str, bool>, now: DateTime<Utc>) -> bool {
+    pub fn satisfied(
+        &mut self,
+        uid: &str,
+        seen: &BTreeMap<&str, bool>,
+        now: DateTime<Utc>,
+    ) -> bool {
         let Some(p) = self.pending.get_mut(uid) else {
             return true;
         };
@@ -334,7 +342,9 @@ async fn carry_out(
         match api.delete(&pod_name, &params).await {
             Ok(_) => expectations.deleted(&set.owner.uid, pod_name, clock.now()),
             Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
-            Err(e) => tracing::warn!(set = %name, pod = %pod_name, error = %e, "deleting pod failed"),
+            Err(e) => {
+                tracing::warn!(set = %name, pod = %pod_name, error = %e, "deleting pod failed")
+            }
         }
     }
     write_status(client, set, &plan.status).await;
