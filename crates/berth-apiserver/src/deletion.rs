@@ -20,6 +20,9 @@ pub struct DeleteOptions {
     pub precondition_rv: Option<i64>,
     /// `dryRun=All` in the query or `"dryRun": ["All"]` in the body (kubectl sends the latter).
     pub dry_run: bool,
+    /// The garbage collector's finalizer `propagationPolicy` asks for: `foregroundDeletion`
+    /// for `Foreground`, `orphan` for `Orphan` (or the older `orphanDependents: true`).
+    pub propagation_finalizer: Option<&'static str>,
 }
 
 impl DeleteOptions {
@@ -49,7 +52,28 @@ impl DeleteOptions {
                 )))
             }
         };
+        let policy = query
+            .get("propagationPolicy")
+            .map(str::to_string)
+            .or_else(|| body["propagationPolicy"].as_str().map(str::to_string));
+        let propagation_finalizer = match policy.as_deref() {
+            Some("Foreground") => Some("foregroundDeletion"),
+            Some("Orphan") => Some("orphan"),
+            Some("Background") => None,
+            Some(other) => {
+                return Err(ApiError::BadRequest(format!(
+                    "propagationPolicy: Unsupported value: \"{other}\": supported values: \"Foreground\", \"Background\", \"Orphan\""
+                )))
+            }
+            None if body["orphanDependents"].as_bool() == Some(true)
+                || query.get("orphanDependents") == Some("true") =>
+            {
+                Some("orphan")
+            }
+            None => None,
+        };
         Ok(DeleteOptions {
+            propagation_finalizer,
             dry_run: dry_run || query.dry_run()?,
             grace_period_seconds: grace,
             precondition_uid: body["preconditions"]["uid"].as_str().map(str::to_string),
@@ -90,10 +114,18 @@ pub async fn delete_object(
     let expected = Some(options.precondition_rv.unwrap_or(rv));
     let now = ctx.clock.now();
     let deletion = strategy.deletion(&current, options.grace_period_seconds);
+    let already_deleting = current["metadata"].get("deletionTimestamp").is_some();
+    if let (Some(finalizer), false, true) = (
+        options.propagation_finalizer,
+        already_deleting,
+        deletion != Deletion::Cascade,
+    ) {
+        // The garbage collector removes it once the dependents are deleted or orphaned.
+        add_finalizer(&mut current, finalizer);
+    }
     let finalizers = current["metadata"]["finalizers"]
         .as_array()
         .is_some_and(|f| !f.is_empty());
-    let already_deleting = current["metadata"].get("deletionTimestamp").is_some();
 
     if deletion == Deletion::Cascade {
         if !already_deleting {
@@ -152,6 +184,22 @@ fn deleted_status(req: &ApiRequest, deleted: &Value) -> Value {
             "uid": codec::meta_str(deleted, "uid"),
         },
     })
+}
+
+/// Adds `finalizer` to the object's `metadata.finalizers` unless it is there.
+fn add_finalizer(current: &mut Value, finalizer: &str) {
+    let meta = meta_mut(current);
+    let list = meta
+        .entry("finalizers")
+        .or_insert_with(|| Value::Array(Vec::new()));
+    if !list.is_array() {
+        *list = Value::Array(Vec::new());
+    }
+    if let Some(list) = list.as_array_mut() {
+        if !list.iter().any(|f| f == finalizer) {
+            list.push(json!(finalizer));
+        }
+    }
 }
 
 /// Stores `current` with `deletionTimestamp` and `deletionGracePeriodSeconds` set.

@@ -13,8 +13,11 @@
 //! Each controller is a pure engine — state and `now` in, decisions out, no I/O and no clock
 //! ([`disruption::reconcile`], [`node_taints::reconcile`], [`lifecycle::Monitor`],
 //! [`taint_manager::TaintManager`]) — and a thin driver that watches the API through a
-//! `kube::Client`, feeds the engine and carries its decisions out through the API. It is not the
-//! controllers of scalable workloads (ReplicaSets, Deployments) nor garbage collection.
+//! `kube::Client`, feeds the engine and carries its decisions out through the API.
+//!
+//! The workload controllers ([`workload`]) follow the same shape: **replicaset** (ReplicaSets
+//! and ReplicationControllers), **deployment**, **garbage_collector** (ownerReferences,
+//! background/foreground/orphan) and **podgc** (pods of missing nodes, terminated pods).
 //!
 //! ```no_run
 //! # async fn demo(client: kube::Client) {
@@ -34,12 +37,14 @@ pub mod job;
 pub mod lifecycle;
 pub mod model;
 pub mod node_taints;
+pub mod podgc;
 pub mod replicaset;
 pub mod serviceaccount;
 pub mod taint_manager;
+pub mod workload;
 
 pub use berth_core::clock::Clock;
 pub use duration::parse_duration;
-mod driver;
+pub(crate) mod driver;
 
 pub use driver::Controllers;

@@ -1,5 +1,11 @@
-//! The Deployment engine, as upstream's `pkg/controller/deployment`. So far: the rolling-update
-//! arithmetic ([`rolling`]): how far the new ReplicaSet may grow and the old ones shrink under
-//! `maxSurge` and `maxUnavailable`. Pure; not wired to a driver yet.
+//! The Deployment engine, as upstream's `pkg/controller/deployment`: the rolling-update
+//! arithmetic ([`rolling`]), the template hash ([`hash`]), the conditions ([`conditions`]) and
+//! one sync of a Deployment over its ReplicaSets ([`sync`]); the driver carries a sync out.
 
+pub mod conditions;
+pub(crate) mod driver;
+pub mod hash;
 pub mod rolling;
+pub mod sync;
+#[cfg(test)]
+mod tests;

@@ -6,7 +6,7 @@
 
 mod daemonsets;
 mod disruption;
-mod informers;
+pub(crate) mod informers;
 mod nodes;
 mod recorder;
 mod taints;
@@ -22,6 +22,7 @@ pub struct Controllers {
     clock: Clock,
     lifecycle: LifecycleConfig,
     monitor_period: Duration,
+    terminated_pod_gc_threshold: usize,
 }
 
 impl Controllers {
@@ -32,6 +33,7 @@ impl Controllers {
             clock,
             lifecycle: LifecycleConfig::default(),
             monitor_period: Duration::from_secs(5),
+            terminated_pod_gc_threshold: crate::podgc::DEFAULT_TERMINATED_THRESHOLD,
         }
     }
 
@@ -46,6 +48,13 @@ impl Controllers {
     /// `--node-monitor-period`: how often node health is checked (5s).
     pub fn node_monitor_period(mut self, period: Duration) -> Controllers {
         self.monitor_period = period.max(Duration::from_millis(100));
+        self
+    }
+
+    /// `--terminated-pod-gc-threshold`: terminated pods kept before pod GC deletes the oldest
+    /// (12500; 0 keeps them all).
+    pub fn terminated_pod_gc_threshold(mut self, threshold: usize) -> Controllers {
+        self.terminated_pod_gc_threshold = threshold;
         self
     }
 
@@ -81,6 +90,13 @@ impl Controllers {
         // Endpoints and EndpointSlices of Services; a default ServiceAccount per namespace.
         tokio::spawn(crate::endpoints::run(self.client.clone()));
         tokio::spawn(crate::serviceaccount::run(self.client.clone()));
+        // Workloads: ReplicaSets and ReplicationControllers, Deployments, garbage collection.
+        crate::workload::spawn(
+            &self.client,
+            &informers,
+            &self.clock,
+            self.terminated_pod_gc_threshold,
+        );
         tokio::spawn(disruption::run(
             self.client,
             informers,

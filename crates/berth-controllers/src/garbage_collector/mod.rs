@@ -1,7 +1,9 @@
 //! The garbage collector's decisions, as upstream's `pkg/controller/garbagecollector`: what to do
 //! with an object whose owners are gone or being deleted, and when an owner deleted in the
 //! foreground or with orphaning may go. Pure: the object, its owners as found, and its
-//! dependents in; an [`Action`] out. Not wired to a driver yet.
+//! dependents in; an [`Action`] out; the [`driver`] walks the owner graph.
+
+pub(crate) mod driver;
 
 /// The finalizer of an owner deleted with `propagationPolicy: Foreground`.
 pub const FOREGROUND: &str = "foregroundDeletion";

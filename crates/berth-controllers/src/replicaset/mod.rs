@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 
+pub(crate) mod driver;
 pub mod rank;
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,330 @@
+//! The garbage collector loop: an owner graph over the kinds the controllers watch (pods,
+//! ReplicaSets, ReplicationControllers, Deployments, StatefulSets, DaemonSets, Jobs). Dependents
+//! whose owners are gone are deleted (background), dependents of an owner deleted in the
+//! foreground go first and then its `foregroundDeletion` finalizer, dependents of an owner
+//! deleted with orphaning lose their reference to it and then its `orphan` finalizer goes.
+
+use super::{
+    decide, foreground_blockers, Action, Dependent, Owner, OwnerRef, Propagation, FOREGROUND,
+    ORPHAN,
+};
+use crate::driver::informers::{wait, Informers};
+use berth_informers::Informer;
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{Pod, ReplicationController};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions, PropagationPolicy};
+use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
+use kube::runtime::watcher;
+use serde_json::json;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// The kinds the collector knows how to reach, by `(apiVersion, kind)`: the resource name.
+const KINDS: &[(&str, &str, &str)] = &[
+    ("v1", "Pod", "pods"),
+    ("v1", "ReplicationController", "replicationcontrollers"),
+    ("v1", "ConfigMap", "configmaps"),
+    ("v1", "Secret", "secrets"),
+    ("v1", "Service", "services"),
+    ("v1", "PersistentVolumeClaim", "persistentvolumeclaims"),
+    ("apps/v1", "ReplicaSet", "replicasets"),
+    ("apps/v1", "Deployment", "deployments"),
+    ("apps/v1", "StatefulSet", "statefulsets"),
+    ("apps/v1", "DaemonSet", "daemonsets"),
+    ("apps/v1", "ControllerRevision", "controllerrevisions"),
+    ("batch/v1", "Job", "jobs"),
+    ("batch/v1", "CronJob", "cronjobs"),
+];
+
+/// The resource of `(apiVersion, kind)`, when the collector knows it.
+pub fn resource(api_version: &str, kind: &str) -> Option<ApiResource> {
+    let (_, _, plural) = KINDS
+        .iter()
+        .find(|(v, k, _)| *v == api_version && *k == kind)?;
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    Some(ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk(group, version, kind),
+        plural,
+    ))
+}
+
+/// One object of the graph.
+struct Node {
+    resource: ApiResource,
+    meta: ObjectMeta,
+}
+
+impl Node {
+    fn of<K: kube::Resource<DynamicType = ()>>(obj: &Arc<K>) -> Node {
+        Node {
+            resource: ApiResource::erase::<K>(&()),
+            meta: obj.meta().clone(),
+        }
+    }
+
+    fn api(&self, client: &kube::Client) -> Api<DynamicObject> {
+        match &self.meta.namespace {
+            Some(ns) => Api::namespaced_with(client.clone(), ns, &self.resource),
+            None => Api::all_with(client.clone(), &self.resource),
+        }
+    }
+
+    fn name(&self) -> &str {
+        self.meta.name.as_deref().unwrap_or("")
+    }
+
+    fn uid(&self) -> &str {
+        self.meta.uid.as_deref().unwrap_or("")
+    }
+
+    fn finalizers(&self) -> Vec<String> {
+        self.meta.finalizers.clone().unwrap_or_default()
+    }
+
+    fn deleting(&self) -> bool {
+        self.meta.deletion_timestamp.is_some()
+    }
+}
+
+fn nodes_of<K: kube::Resource<DynamicType = ()>>(informer: &Informer<K>, into: &mut Vec<Node>) {
+    into.extend(informer.store.state().iter().map(Node::of));
+}
+
+pub async fn run(client: kube::Client, mut informers: Informers) {
+    let mut jobs: Informer<Job> =
+        Informer::start(Api::all(client.clone()), watcher::Config::default());
+    let ready = [
+        informers.pods.synced().await,
+        informers.replica_sets.synced().await,
+        informers.replication_controllers.synced().await,
+        informers.deployments.synced().await,
+        informers.stateful_sets.synced().await,
+        informers.daemon_sets.synced().await,
+    ];
+    if ready.contains(&false) {
+        return;
+    }
+    loop {
+        let mut nodes = Vec::new();
+        nodes_of::<Pod>(&informers.pods, &mut nodes);
+        nodes_of::<ReplicaSet>(&informers.replica_sets, &mut nodes);
+        nodes_of::<ReplicationController>(&informers.replication_controllers, &mut nodes);
+        nodes_of::<Deployment>(&informers.deployments, &mut nodes);
+        nodes_of::<StatefulSet>(&informers.stateful_sets, &mut nodes);
+        nodes_of::<DaemonSet>(&informers.daemon_sets, &mut nodes);
+        nodes_of::<Job>(&jobs, &mut nodes);
+        collect(&client, &nodes).await;
+        let i = &mut informers;
+        wait(
+            &mut [
+                &mut i.pods.changed,
+                &mut i.replica_sets.changed,
+                &mut i.replication_controllers.changed,
+                &mut i.deployments.changed,
+                &mut i.stateful_sets.changed,
+                &mut i.daemon_sets.changed,
+                &mut jobs.changed,
+            ],
+            None,
+        )
+        .await;
+    }
+}
+
+/// One pass over the graph.
+async fn collect(client: &kube::Client, nodes: &[Node]) {
+    let by_uid: HashMap<&str, &Node> = nodes.iter().map(|n| (n.uid(), n)).collect();
+    let mut dependents: HashMap<&str, Vec<&Node>> = HashMap::new();
+    for n in nodes {
+        for r in n.meta.owner_references.iter().flatten() {
+            dependents.entry(r.uid.as_str()).or_default().push(n);
+        }
+    }
+    for n in nodes {
+        let finalizers = n.finalizers();
+        let mine = dependents.get(n.uid()).map(Vec::as_slice).unwrap_or(&[]);
+        if n.deleting() {
+            if finalizers.iter().any(|f| f == ORPHAN) {
+                orphan(client, n, mine).await;
+            } else if finalizers.iter().any(|f| f == FOREGROUND) {
+                let deps: Vec<Dependent> = mine
+                    .iter()
+                    .map(|d| Dependent {
+                        name: d.name().to_string(),
+                        blocks: d
+                            .meta
+                            .owner_references
+                            .iter()
+                            .flatten()
+                            .any(|r| r.uid == n.uid() && r.block_owner_deletion == Some(true)),
+                        deleting: d.deleting(),
+                    })
+                    .collect();
+                if foreground_blockers(&deps).is_none() {
+                    remove_finalizer(client, n, FOREGROUND).await;
+                }
+            }
+            continue;
+        }
+        let Some(refs) = n.meta.owner_references.as_ref().filter(|r| !r.is_empty()) else {
+            continue;
+        };
+        let mut owners = Vec::with_capacity(refs.len());
+        for r in refs {
+            owners.push(find_owner(client, n, r, &by_uid).await);
+        }
+        let refs_view: Vec<OwnerRef> = refs
+            .iter()
+            .map(|r| OwnerRef {
+                uid: r.uid.clone(),
+                block_owner_deletion: r.block_owner_deletion == Some(true),
+            })
+            .collect();
+        match decide(&refs_view, &owners, &finalizers, !mine.is_empty()) {
+            Action::Keep => {}
+            Action::RemoveOwnerRefs(gone) => {
+                let keep: Vec<_> = refs.iter().filter(|r| !gone.contains(&r.uid)).collect();
+                let patch = json!({"metadata": {"ownerReferences": keep,
+                                                "resourceVersion": n.meta.resource_version}});
+                report(
+                    n,
+                    "removing owner references",
+                    n.api(client)
+                        .patch(n.name(), &PatchParams::default(), &Patch::Merge(&patch))
+                        .await
+                        .map(|_| ()),
+                );
+            }
+            Action::Delete(policy) => {
+                let params = DeleteParams {
+                    propagation_policy: Some(match policy {
+                        Propagation::Background => PropagationPolicy::Background,
+                        Propagation::Foreground => PropagationPolicy::Foreground,
+                        Propagation::Orphan => PropagationPolicy::Orphan,
+                    }),
+                    preconditions: Some(Preconditions {
+                        uid: n.meta.uid.clone(),
+                        resource_version: None,
+                    }),
+                    ..DeleteParams::default()
+                };
+                tracing::info!(kind = %n.resource.kind, name = %n.name(), "garbage collecting");
+                report(
+                    n,
+                    "deleting",
+                    n.api(client).delete(n.name(), &params).await.map(|_| ()),
+                );
+            }
+        }
+    }
+}
+
+/// The owner a reference names: from the graph by uid, else asked of the API server (the watch
+/// may not have brought a new owner yet). An owner of a kind the collector cannot reach counts
+/// as present: nothing is deleted on a guess.
+async fn find_owner(
+    client: &kube::Client,
+    n: &Node,
+    r: &k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference,
+    by_uid: &HashMap<&str, &Node>,
+) -> Owner {
+    let present = |meta: &ObjectMeta| Owner::Present {
+        uid: meta.uid.clone().unwrap_or_default(),
+        deleting: meta.deletion_timestamp.is_some(),
+        finalizers: meta.finalizers.clone().unwrap_or_default(),
+    };
+    if let Some(owner) = by_uid.get(r.uid.as_str()) {
+        return present(&owner.meta);
+    }
+    let Some(ar) = resource(&r.api_version, &r.kind) else {
+        return Owner::Present {
+            uid: r.uid.clone(),
+            deleting: false,
+            finalizers: Vec::new(),
+        };
+    };
+    let api: Api<DynamicObject> = match &n.meta.namespace {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, &ar),
+        None => Api::all_with(client.clone(), &ar),
+    };
+    match api.get_opt(&r.name).await {
+        Ok(Some(owner)) => present(&owner.metadata),
+        Ok(None) => Owner::Absent,
+        // Unsure: keep the dependent for now.
+        Err(_) => Owner::Present {
+            uid: r.uid.clone(),
+            deleting: false,
+            finalizers: Vec::new(),
+        },
+    }
+}
+
+/// Removes the references to `owner` from its dependents, then its `orphan` finalizer.
+async fn orphan(client: &kube::Client, owner: &Node, dependents: &[&Node]) {
+    let mut all_done = true;
+    for d in dependents {
+        let keep: Vec<_> = d
+            .meta
+            .owner_references
+            .iter()
+            .flatten()
+            .filter(|r| r.uid != owner.uid())
+            .collect();
+        let patch = json!({"metadata": {"ownerReferences": keep,
+                                        "resourceVersion": d.meta.resource_version}});
+        let r = d
+            .api(client)
+            .patch(d.name(), &PatchParams::default(), &Patch::Merge(&patch))
+            .await;
+        all_done &= r.is_ok();
+        report(d, "orphaning", r.map(|_| ()));
+    }
+    if all_done {
+        remove_finalizer(client, owner, ORPHAN).await;
+    }
+}
+
+async fn remove_finalizer(client: &kube::Client, n: &Node, finalizer: &str) {
+    let rest: Vec<String> = n
+        .finalizers()
+        .into_iter()
+        .filter(|f| f != finalizer)
+        .collect();
+    let patch =
+        json!({"metadata": {"finalizers": rest, "resourceVersion": n.meta.resource_version}});
+    let r = n
+        .api(client)
+        .patch(n.name(), &PatchParams::default(), &Patch::Merge(&patch))
+        .await;
+    report(n, "removing finalizer", r.map(|_| ()));
+}
+
+/// Conflicts and absences are expected (the watch brings the newer object); the rest is logged.
+fn report(n: &Node, what: &str, r: Result<(), kube::Error>) {
+    match r {
+        Ok(()) => {}
+        Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
+        Err(e) => {
+            tracing::warn!(kind = %n.resource.kind, name = %n.name(), error = %e, "garbage collector: {what} failed")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_collector_reaches_the_workload_kinds() {
+        let rs = resource("apps/v1", "ReplicaSet").unwrap();
+        assert_eq!(
+            (rs.group.as_str(), rs.plural.as_str()),
+            ("apps", "replicasets")
+        );
+        let pod = resource("v1", "Pod").unwrap();
+        assert_eq!((pod.group.as_str(), pod.version.as_str()), ("", "v1"));
+        assert!(resource("example.com/v1", "Widget").is_none());
+    }
+}

@@ -1,0 +1,75 @@
+//! The pod GC loop: on pod or node changes (and when a quarantine ends), collect and
+//! force-delete (grace 0) what [`super::Quarantine::collect`] picks.
+
+use super::{PodInfo, Quarantine};
+use crate::driver::informers::{wait, Informers};
+use crate::model::to_chrono;
+use crate::Clock;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, DeleteParams, Preconditions};
+use std::collections::{BTreeSet, HashMap};
+
+pub async fn run(client: kube::Client, mut informers: Informers, clock: Clock, threshold: usize) {
+    if !(informers.pods.synced().await && informers.nodes.synced().await) {
+        return;
+    }
+    let mut quarantine = Quarantine::default();
+    loop {
+        let nodes: BTreeSet<String> = informers
+            .nodes
+            .store
+            .state()
+            .iter()
+            .filter_map(|n| n.metadata.name.clone())
+            .collect();
+        let pods = informers.pods.store.state();
+        let mut by_key: HashMap<String, &Pod> = HashMap::new();
+        let infos: Vec<PodInfo> = pods
+            .iter()
+            .map(|p| {
+                let key = format!(
+                    "{}/{}",
+                    p.metadata.namespace.as_deref().unwrap_or(""),
+                    p.metadata.name.as_deref().unwrap_or("")
+                );
+                by_key.insert(key.clone(), p);
+                let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
+                PodInfo {
+                    key,
+                    node: p
+                        .spec
+                        .as_ref()
+                        .and_then(|s| s.node_name.clone())
+                        .unwrap_or_default(),
+                    terminated: matches!(phase, Some("Succeeded" | "Failed")),
+                    deleting: p.metadata.deletion_timestamp.is_some(),
+                    created: p.metadata.creation_timestamp.as_ref().map(to_chrono),
+                }
+            })
+            .collect();
+        for key in quarantine.collect(&infos, &nodes, threshold, clock.now()) {
+            let Some(pod) = by_key.get(&key) else {
+                continue;
+            };
+            let ns = pod.metadata.namespace.clone().unwrap_or_default();
+            let name = pod.metadata.name.clone().unwrap_or_default();
+            let api: Api<Pod> = Api::namespaced(client.clone(), &ns);
+            let params = DeleteParams {
+                grace_period_seconds: Some(0),
+                preconditions: Some(Preconditions {
+                    uid: pod.metadata.uid.clone(),
+                    resource_version: None,
+                }),
+                ..DeleteParams::default()
+            };
+            match api.delete(&name, &params).await {
+                Ok(_) => tracing::info!(pod = %key, "pod gc: deleted"),
+                Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
+                Err(e) => tracing::warn!(pod = %key, error = %e, "pod gc: deleting failed"),
+            }
+        }
+        let until = quarantine.next_check().map(|at| clock.instant_at(at));
+        let i = &mut informers;
+        wait(&mut [&mut i.pods.changed, &mut i.nodes.changed], until).await;
+    }
+}

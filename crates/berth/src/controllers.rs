@@ -1,0 +1,108 @@
+//! `berth controllers`: the controllers of `berth serve` (workloads, garbage collection, pod GC,
+//! node lifecycle, taints, disruption budgets) against any API server, leader-elected through a
+//! Lease as kube-controller-manager is, with upstream's flag names.
+
+use crate::scheduler::{client, parse_duration};
+use berth_core::clock::Clock;
+use berth_scheduler::driver::{leader, LeaderElectionConfig, LeaderElector};
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(clap::Args, Debug)]
+pub struct ControllersArgs {
+    /// Kubeconfig of the cluster (default: $KUBECONFIG, in-cluster, or ~/.kube/config).
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
+    /// Elect one active replica through a coordination.k8s.io/v1 Lease (`--leader-elect=false` to
+    /// run without one).
+    #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true",
+          action = clap::ArgAction::Set)]
+    pub leader_elect: bool,
+    /// Name of the Lease.
+    #[arg(long, default_value = "kube-controller-manager")]
+    pub leader_elect_resource_name: String,
+    /// Namespace of the Lease.
+    #[arg(long, default_value = "kube-system")]
+    pub leader_elect_resource_namespace: String,
+    /// How long standbys wait after the leader's last observed renewal before taking over.
+    #[arg(long, default_value = "15s", value_parser = parse_duration)]
+    pub leader_elect_lease_duration: Duration,
+    /// How long the leader keeps trying to renew before it stops and exits.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub leader_elect_renew_deadline: Duration,
+    /// Time between attempts to acquire or renew the Lease.
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    pub leader_elect_retry_period: Duration,
+    /// Terminated pods kept before pod GC deletes the oldest (0 keeps them all).
+    #[arg(long, default_value_t = berth_controllers::podgc::DEFAULT_TERMINATED_THRESHOLD)]
+    pub terminated_pod_gc_threshold: usize,
+    /// How long a node may go without a heartbeat before it is marked Unknown.
+    #[arg(long, default_value = "40s", value_parser = parse_duration)]
+    pub node_monitor_grace_period: Duration,
+}
+
+pub async fn run(args: ControllersArgs) -> anyhow::Result<()> {
+    let client = client(args.kubeconfig.as_deref()).await?;
+    let clock = Clock::system();
+    let controllers = berth_controllers::Controllers::new(client.clone(), clock.clone())
+        .node_monitor_grace_period(args.node_monitor_grace_period)
+        .terminated_pod_gc_threshold(args.terminated_pod_gc_threshold);
+    if !args.leader_elect {
+        controllers.spawn();
+        println!("berth controllers are running (no leader election)");
+        let signal = shutdown_signal().await;
+        println!("received {signal}; exiting");
+        return Ok(());
+    }
+    let election = LeaderElectionConfig {
+        namespace: args.leader_elect_resource_namespace.clone(),
+        name: args.leader_elect_resource_name.clone(),
+        identity: leader::default_identity(),
+        lease_duration: args.leader_elect_lease_duration,
+        renew_deadline: args.leader_elect_renew_deadline,
+        retry_period: args.leader_elect_retry_period,
+    };
+    election.validate().map_err(|m| anyhow::anyhow!(m))?;
+    let lease = format!("{}/{}", election.namespace, election.name);
+    println!(
+        "leader election: lease {lease}, identity {}",
+        election.identity
+    );
+    let (tx, mut rx) = tokio::sync::watch::channel(false);
+    let elector = LeaderElector::new(client, election, clock);
+    let lease_name = lease.clone();
+    // The controllers start once we lead; losing the lease ends the process (a supervisor
+    // restarts it as a standby), as kube-controller-manager does.
+    tokio::spawn(async move {
+        while rx.changed().await.is_ok() {
+            if *rx.borrow() {
+                println!("became the leader (lease {lease_name}); running the controllers");
+                controllers.spawn();
+                return;
+            }
+        }
+    });
+    let shutdown = async {
+        let signal = shutdown_signal().await;
+        println!("received {signal}; giving up the lease {lease}");
+    };
+    match elector.run(tx, shutdown).await {
+        Ok(()) => Ok(()),
+        Err(lost) => anyhow::bail!("{lost}; exiting"),
+    }
+}
+
+/// Resolves with the signal's name on SIGTERM or SIGINT.
+async fn shutdown_signal() -> &'static str {
+    use tokio::signal::unix::{signal, SignalKind};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => tokio::select! {
+            _ = term.recv() => "SIGTERM",
+            _ = tokio::signal::ctrl_c() => "SIGINT",
+        },
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+            "SIGINT"
+        }
+    }
+}

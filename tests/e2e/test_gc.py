@@ -1,0 +1,111 @@
+"""Garbage collection in `berth serve`, driven with kubectl: `delete --cascade=background|
+foreground|orphan` of Deployments and ReplicaSets, a DaemonSet's pods going with it, and pods of
+a deleted node removed by pod GC (past its 40s quarantine: the one test that waits that long).
+
+Timeouts only keep a broken server from hanging the suite; nothing asserts on durations.
+"""
+
+import pytest
+
+from conftest import Berth, eventually
+
+
+def names(b, kind, ns, selector):
+    items = b.kubectl_json("get", kind, "-n", ns, "-l", selector)["items"]
+    return {i["metadata"]["name"] for i in items}
+
+
+def live(b, kind, ns, selector):
+    items = b.kubectl_json("get", kind, "-n", ns, "-l", selector)["items"]
+    return {i["metadata"]["name"] for i in items if not i["metadata"].get("deletionTimestamp")}
+
+
+def uids_of(b, kind, ns, selector):
+    items = b.kubectl_json("get", kind, "-n", ns, "-l", selector)["items"]
+    return {i["metadata"]["uid"] for i in items}
+
+
+def ready_deployment(b, ns, name, replicas=2):
+    b.kubectl("create", "deployment", name, "--image=nginx", f"--replicas={replicas}", "-n", ns)
+    b.kubectl("rollout", "status", f"deploy/{name}", "-n", ns, "--timeout=60s")
+
+
+def test_deleting_a_replica_set_deletes_its_pods(berth, ns):
+    b = berth
+    ready_deployment(b, ns, "bg")
+    rs = names(b, "rs", ns, "app=bg")
+    b.kubectl("delete", "deploy", "bg", "-n", ns)
+    eventually(lambda: not names(b, "rs", ns, "app=bg"), what="the replicasets gone")
+    eventually(lambda: not names(b, "pods", ns, "app=bg"), what="the pods gone")
+    assert rs
+
+
+def test_cascade_foreground_removes_replica_sets_and_pods_before_the_deployment(berth, ns):
+    b = berth
+    ready_deployment(b, ns, "fg")
+    b.kubectl("delete", "deploy", "fg", "-n", ns, "--cascade=foreground", "--wait=false")
+    d = b.kubectl_json("get", "deploy", "fg", "-n", ns)
+    assert "foregroundDeletion" in d["metadata"]["finalizers"]
+    assert d["metadata"].get("deletionTimestamp")
+    # Watch the order: while the Deployment exists, its dependents go; it goes last.
+    def gone():
+        exists = b.kubectl("get", "deploy", "fg", "-n", ns, check=False).returncode == 0
+        dependents = names(b, "rs", ns, "app=fg") | names(b, "pods", ns, "app=fg")
+        assert exists or not dependents, "the deployment went before its dependents"
+        return not exists
+    eventually(gone, what="the deployment deleted after its dependents")
+    assert not names(b, "rs", ns, "app=fg")
+    assert not names(b, "pods", ns, "app=fg")
+
+
+def test_cascade_orphan_keeps_the_pods(berth, ns):
+    b = berth
+    ready_deployment(b, ns, "orph")
+    rs = names(b, "rs", ns, "app=orph")
+    uids = uids_of(b, "rs", ns, "app=orph")
+    pods = live(b, "pods", ns, "app=orph")
+    b.kubectl("delete", "rs", *rs, "-n", ns, "--cascade=orphan")
+    # The Deployment's next ReplicaSet has the same name (the same template hash): tell by uid.
+    eventually(lambda: not (uids_of(b, "rs", ns, "app=orph") & uids), what="the old replicaset gone")
+    # The Deployment makes a new ReplicaSet, which adopts the orphans: no new pods.
+    eventually(lambda: live(b, "pods", ns, "app=orph") == pods
+               and all(p["metadata"].get("ownerReferences")
+                       for p in b.kubectl_json("get", "pods", "-n", ns, "-l", "app=orph")["items"]),
+               what="the same pods adopted")
+    b.kubectl("delete", "deploy", "orph", "-n", ns, "--cascade=orphan")
+    eventually(lambda: b.kubectl("get", "deploy", "orph", "-n", ns, check=False).returncode != 0,
+               what="the deployment gone")
+    assert live(b, "pods", ns, "app=orph") == pods
+
+
+def test_deleting_a_daemon_set_deletes_its_pods(berth, ns):
+    b = berth
+    b.kubectl("apply", "-n", ns, "-f", "-", stdin={
+        "apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent"},
+        "spec": {"selector": {"matchLabels": {"app": "agent"}},
+                 "template": {"metadata": {"labels": {"app": "agent"}},
+                              "spec": {"containers": [{"name": "c", "image": "agent"}]}}}})
+    eventually(lambda: len(live(b, "pods", ns, "app=agent")) == 3, what="3 daemons")
+    b.kubectl("delete", "ds", "agent", "-n", ns)
+    eventually(lambda: not names(b, "pods", ns, "app=agent"), what="the daemons gone")
+
+
+@pytest.fixture(scope="module")
+def fast_berth(tmp_path_factory):
+    b = Berth.start(tmp_path_factory.mktemp("berth-gc"), nodes=3)
+    yield b
+    b.stop()
+
+
+def test_pods_of_a_deleted_node_are_removed(fast_berth):
+    b = fast_berth
+    b.create_namespace("gc")
+    b.kubectl("create", "deployment", "spread", "--image=nginx", "--replicas=6", "-n", "gc")
+    b.kubectl("rollout", "status", "deploy/spread", "-n", "gc", "--timeout=60s")
+    pods = b.kubectl_json("get", "pods", "-n", "gc")["items"]
+    on_node = {p["metadata"]["name"] for p in pods if p["spec"].get("nodeName") == "node-3"}
+    assert on_node
+    b.kubectl("delete", "node", "node-3")
+    eventually(lambda: not (names(b, "pods", "gc", "app=spread") & on_node), timeout=120,
+               what="the pods of node-3 deleted")
+    b.kubectl("rollout", "status", "deploy/spread", "-n", "gc", "--timeout=60s")
