@@ -33,6 +33,7 @@ pub mod job;
 pub mod lifecycle;
 pub mod model;
 pub mod node_taints;
+pub mod owned_pods;
 pub mod replicaset;
 pub mod taint_manager;
 

@@ -6,7 +6,7 @@
 
 mod daemonsets;
 mod disruption;
-mod informers;
+pub(crate) mod informers;
 mod nodes;
 mod recorder;
 mod taints;
@@ -76,6 +76,15 @@ impl Controllers {
             self.client.clone(),
             informers.clone(),
             recorder.clone(),
+            self.clock.clone(),
+        ));
+        tokio::spawn(crate::job::driver::run(
+            self.client.clone(),
+            informers.pods.clone(),
+            self.clock.clone(),
+        ));
+        tokio::spawn(crate::cronjob::driver::run(
+            self.client.clone(),
             self.clock.clone(),
         ));
         tokio::spawn(disruption::run(
