@@ -23,6 +23,7 @@
 //! # }
 //! ```
 
+pub mod controller_revision;
 pub mod cronjob;
 pub mod daemonset;
 pub mod deployment;
@@ -35,6 +36,7 @@ pub mod model;
 pub mod node_taints;
 pub mod owned_pods;
 pub mod replicaset;
+pub mod statefulset;
 pub mod taint_manager;
 
 pub use berth_core::clock::Clock;

@@ -87,6 +87,11 @@ impl Controllers {
             self.client.clone(),
             self.clock.clone(),
         ));
+        tokio::spawn(crate::statefulset::driver::run(
+            self.client.clone(),
+            informers.stateful_sets.clone(),
+            informers.pods.clone(),
+        ));
         tokio::spawn(disruption::run(
             self.client,
             informers,
