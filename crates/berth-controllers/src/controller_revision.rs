@@ -152,7 +152,15 @@ mod tests {
     fn a_new_template_gets_the_next_revision_with_its_data_and_labels() {
         let labels = BTreeMap::from([("app".to_string(), "web".to_string())]);
         let r1 = revision("web-x", 1);
-        let p = plan(&OWNER, "ns", &template("nginx:2"), &labels, &[&r1], 10, &BTreeSet::new());
+        let p = plan(
+            &OWNER,
+            "ns",
+            &template("nginx:2"),
+            &labels,
+            &[&r1],
+            10,
+            &BTreeSet::new(),
+        );
         assert_eq!(p.number, 2);
         let created = p.create.unwrap();
         assert_eq!(created["revision"], 2);
@@ -169,9 +177,25 @@ mod tests {
         let t = template("nginx:1");
         let name = format!("web-{}", template_hash(&t));
         let (r1, r2) = (revision(&name, 1), revision("web-y", 2));
-        let p = plan(&OWNER, "ns", &t, &BTreeMap::new(), &[&r1], 10, &BTreeSet::new());
+        let p = plan(
+            &OWNER,
+            "ns",
+            &t,
+            &BTreeMap::new(),
+            &[&r1],
+            10,
+            &BTreeSet::new(),
+        );
         assert_eq!((p.number, p.create, p.renumber), (1, None, None));
-        let p = plan(&OWNER, "ns", &t, &BTreeMap::new(), &[&r1, &r2], 10, &BTreeSet::new());
+        let p = plan(
+            &OWNER,
+            "ns",
+            &t,
+            &BTreeMap::new(),
+            &[&r1, &r2],
+            10,
+            &BTreeSet::new(),
+        );
         assert_eq!(p.renumber, Some((name, 3)));
     }
 
@@ -181,7 +205,15 @@ mod tests {
             (1..=4).map(|i| revision(&format!("web-{i}"), i)).collect();
         let refs: Vec<&ControllerRevision> = rs.iter().collect();
         let in_use = BTreeSet::from(["web-1".to_string()]);
-        let p = plan(&OWNER, "ns", &template("new"), &BTreeMap::new(), &refs, 1, &in_use);
+        let p = plan(
+            &OWNER,
+            "ns",
+            &template("new"),
+            &BTreeMap::new(),
+            &refs,
+            1,
+            &in_use,
+        );
         assert_eq!(p.delete, vec!["web-2".to_string(), "web-3".to_string()]);
     }
 }

@@ -33,7 +33,11 @@ pub(crate) async fn record(
         .map(|r| r.as_ref())
         .filter(|r| {
             r.metadata.namespace.as_deref() == Some(ns.as_str())
-                && r.metadata.owner_references.iter().flatten().any(|o| o.uid == uid)
+                && r.metadata
+                    .owner_references
+                    .iter()
+                    .flatten()
+                    .any(|o| o.uid == uid)
         })
         .collect();
     // Pods carry the hash; revisions are named `<ds>-<hash>`.
@@ -71,9 +75,15 @@ mod tests {
 
     #[test]
     fn created_daemons_carry_the_revision_hash() {
-        let mut create = vec![("n1".to_string(), json!({"metadata": {"labels": {"app": "a"}}}))];
+        let mut create = vec![(
+            "n1".to_string(),
+            json!({"metadata": {"labels": {"app": "a"}}}),
+        )];
         label(&mut create, "abc");
-        assert_eq!(create[0].1["metadata"]["labels"][REVISION_HASH_LABEL], "abc");
+        assert_eq!(
+            create[0].1["metadata"]["labels"][REVISION_HASH_LABEL],
+            "abc"
+        );
         assert_eq!(create[0].1["metadata"]["labels"]["app"], "a");
     }
 }

@@ -61,7 +61,8 @@ pub async fn run(client: kube::Client, mut informers: Informers, recorder: Recor
                 let mut sync = reconcile(ds, &nodes, &mine, &used, &mut expectations, clock.now());
                 // Template revisions for `kubectl rollout history`; created pods carry theirs.
                 let all_revisions = revisions.store.state();
-                let Some(hash) = crate::daemonset::revisions::record(&client, ds, &mine, &all_revisions).await
+                let Some(hash) =
+                    crate::daemonset::revisions::record(&client, ds, &mine, &all_revisions).await
                 else {
                     continue;
                 };

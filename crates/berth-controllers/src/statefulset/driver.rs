@@ -30,7 +30,10 @@ pub(crate) async fn run(
         let all_sets: Vec<Arc<StatefulSet>> = sets.store.state();
         let all_pods: Vec<Arc<Pod>> = pods.store.state();
         let all_revisions: Vec<Arc<ControllerRevision>> = revisions.store.state();
-        for set in all_sets.iter().filter(|s| s.metadata.deletion_timestamp.is_none()) {
+        for set in all_sets
+            .iter()
+            .filter(|s| s.metadata.deletion_timestamp.is_none())
+        {
             let uid = set.metadata.uid.clone().unwrap_or_default();
             let ns = set.metadata.namespace.as_deref();
             let mine: Vec<&Pod> = all_pods
@@ -43,7 +46,11 @@ pub(crate) async fn run(
                 .map(|r| r.as_ref())
                 .filter(|r| {
                     r.metadata.namespace.as_deref() == ns
-                        && r.metadata.owner_references.iter().flatten().any(|o| o.uid == uid)
+                        && r.metadata
+                            .owner_references
+                            .iter()
+                            .flatten()
+                            .any(|o| o.uid == uid)
                 })
                 .collect();
             sync_set(&client, set, &mine, &owned).await;
@@ -75,7 +82,13 @@ async fn sync_set(
         .unwrap_or_default();
     let in_use: BTreeSet<String> = pods
         .iter()
-        .filter_map(|p| p.metadata.labels.as_ref()?.get(REVISION_HASH_LABEL).cloned())
+        .filter_map(|p| {
+            p.metadata
+                .labels
+                .as_ref()?
+                .get(REVISION_HASH_LABEL)
+                .cloned()
+        })
         .chain(set.status.as_ref().and_then(|s| s.current_revision.clone()))
         .collect();
     let owner = Owner {
@@ -105,7 +118,11 @@ async fn sync_set(
         .as_ref()
         .and_then(|s| s.current_revision.as_deref())
         .filter(|c| *c != update.name)
-        .and_then(|c| revisions.iter().find(|r| r.metadata.name.as_deref() == Some(c)))
+        .and_then(|c| {
+            revisions
+                .iter()
+                .find(|r| r.metadata.name.as_deref() == Some(c))
+        })
         .and_then(|r| {
             Some(Revision {
                 name: r.metadata.name.clone()?,

@@ -41,7 +41,9 @@ pub struct SetSync {
 pub fn ordinal(set: &str, pod: &Pod) -> Option<i32> {
     let name = pod.metadata.name.as_deref()?;
     let n = name.strip_prefix(set)?.strip_prefix('-')?;
-    n.parse::<i32>().ok().filter(|i| *i >= 0 && i.to_string() == n)
+    n.parse::<i32>()
+        .ok()
+        .filter(|i| *i >= 0 && i.to_string() == n)
 }
 
 fn healthy(pod: &Pod) -> bool {
@@ -77,7 +79,12 @@ pub fn new_pod(set: &StatefulSet, ordinal: i32, revision: &Revision) -> Value {
     labels[POD_NAME_LABEL] = json!(name);
     labels[POD_INDEX_LABEL] = json!(ordinal.to_string());
     pod["spec"]["hostname"] = json!(name);
-    if let Some(service) = set.spec.as_ref().map(|s| s.service_name.clone()).filter(|s| !s.is_empty()) {
+    if let Some(service) = set
+        .spec
+        .as_ref()
+        .and_then(|s| s.service_name.clone())
+        .filter(|s| !s.is_empty())
+    {
         pod["spec"]["subdomain"] = json!(service);
     }
     pod
@@ -114,7 +121,11 @@ pub fn sync(set: &StatefulSet, pods: &[&Pod], current: &Revision, update: &Revis
         match by_ordinal.get(&i) {
             None => {
                 // Below the partition, pods stay at the current revision.
-                let revision = if rolling && i < partition { current } else { update };
+                let revision = if rolling && i < partition {
+                    current
+                } else {
+                    update
+                };
                 out.create.push(new_pod(set, i, revision));
                 blocked = ordered;
             }

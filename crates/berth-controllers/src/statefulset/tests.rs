@@ -6,8 +6,10 @@ fn set(spec: Value) -> StatefulSet {
     spec["selector"] = json!({"matchLabels": {"app": "web"}});
     spec["template"] = json!({"metadata": {"labels": {"app": "web"}},
                               "spec": {"containers": [{"name": "c", "image": "nginx"}]}});
-    serde_json::from_value(json!({"metadata": {"name": "web", "namespace": "ns", "uid": "s", "generation": 1},
-                                  "spec": spec}))
+    serde_json::from_value(
+        json!({"metadata": {"name": "web", "namespace": "ns", "uid": "s", "generation": 1},
+                                  "spec": spec}),
+    )
     .unwrap()
 }
 
@@ -29,7 +31,10 @@ fn pod(ordinal: i32, revision: &str, phase: &str, ready: bool) -> Pod {
 }
 
 fn names(values: &[Value]) -> Vec<&str> {
-    values.iter().filter_map(|v| v["metadata"]["name"].as_str()).collect()
+    values
+        .iter()
+        .filter_map(|v| v["metadata"]["name"].as_str())
+        .collect()
 }
 
 fn deleted(s: &SetSync) -> Vec<&str> {
@@ -67,14 +72,20 @@ fn a_pod_has_a_stable_name_hostname_subdomain_and_its_revision_labels() {
 fn parallel_creates_and_deletes_all_at_once() {
     let s = set(json!({"replicas": 3, "podManagementPolicy": "Parallel"}));
     let r = rev("r1");
-    assert_eq!(names(&sync(&s, &[], &r, &r).create), ["web-0", "web-1", "web-2"]);
+    assert_eq!(
+        names(&sync(&s, &[], &r, &r).create),
+        ["web-0", "web-1", "web-2"]
+    );
     let s = set(json!({"replicas": 1, "podManagementPolicy": "Parallel"}));
     let (p0, p1, p2) = (
         pod(0, "r1", "Running", true),
         pod(1, "r1", "Running", true),
         pod(2, "r1", "Pending", false),
     );
-    assert_eq!(deleted(&sync(&s, &[&p0, &p1, &p2], &r, &r)), ["web-2", "web-1"]);
+    assert_eq!(
+        deleted(&sync(&s, &[&p0, &p1, &p2], &r, &r)),
+        ["web-2", "web-1"]
+    );
 }
 
 #[test]
@@ -99,7 +110,9 @@ fn a_failed_pod_is_deleted_to_be_made_again() {
 
 #[test]
 fn a_rolling_update_replaces_the_highest_stale_ordinal_above_the_partition() {
-    let s = set(json!({"replicas": 3, "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 1}}}));
+    let s = set(
+        json!({"replicas": 3, "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 1}}}),
+    );
     let (old, new) = (rev("r1"), rev("r2"));
     let (p0, p1, p2) = (
         pod(0, "r1", "Running", true),
@@ -109,9 +122,15 @@ fn a_rolling_update_replaces_the_highest_stale_ordinal_above_the_partition() {
     assert_eq!(deleted(&sync(&s, &[&p0, &p1, &p2], &old, &new)), ["web-1"]);
     // Recreated below the partition: the current revision; at or above it: the update one.
     let out = sync(&s, &[&p1, &p2], &old, &new);
-    assert_eq!(out.create[0]["metadata"]["labels"][REVISION_HASH_LABEL], "r1");
+    assert_eq!(
+        out.create[0]["metadata"]["labels"][REVISION_HASH_LABEL],
+        "r1"
+    );
     let out = sync(&s, &[&p0, &p2], &old, &new);
-    assert_eq!(out.create[0]["metadata"]["labels"][REVISION_HASH_LABEL], "r2");
+    assert_eq!(
+        out.create[0]["metadata"]["labels"][REVISION_HASH_LABEL],
+        "r2"
+    );
     // Nothing is replaced while a pod is unhealthy.
     let p1 = pod(1, "r1", "Running", false);
     assert!(sync(&s, &[&p0, &p1, &p2], &old, &new).delete.is_empty());
