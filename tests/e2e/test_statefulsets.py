@@ -4,10 +4,6 @@ followed with `kubectl rollout status` and `rollout history`. Timeouts only keep
 from hanging the suite; nothing asserts on durations.
 """
 
-import threading
-
-from kubernetes import watch
-
 from conftest import eventually
 
 
@@ -35,20 +31,17 @@ def pods_of(b, ns, app):
 
 def test_a_stateful_set_creates_its_pods_in_order(berth, ns):
     b = berth
-    added = []
-    w = watch.Watch()
-
-    def record():
-        for ev in w.stream(b.core.list_namespaced_pod, ns, timeout_seconds=90):
-            if ev["type"] == "ADDED":
-                added.append(ev["object"].metadata.name)
-
-    t = threading.Thread(target=record, daemon=True)
-    t.start()
     b.kubectl("apply", "-f", "-", stdin=stateful_set("web", ns))
     b.kubectl("rollout", "status", "sts/web", "-n", ns, "--timeout=90s")
-    w.stop()
-    assert added[:3] == ["web-0", "web-1", "web-2"]
+
+    def ready_at(p):
+        return next(c["lastTransitionTime"] for c in p["status"]["conditions"]
+                    if c["type"] == "Ready")
+
+    # OrderedReady: each pod is created only once the one before it is Ready.
+    pods = pods_of(b, ns, "web")
+    for before, after in [("web-0", "web-1"), ("web-1", "web-2")]:
+        assert pods[after]["metadata"]["creationTimestamp"] >= ready_at(pods[before])
     pods = pods_of(b, ns, "web")
     assert sorted(pods) == ["web-0", "web-1", "web-2"]
     p = pods["web-1"]
