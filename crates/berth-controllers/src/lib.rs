@@ -38,6 +38,7 @@ pub mod owned_pods;
 pub mod replicaset;
 pub mod statefulset;
 pub mod taint_manager;
+mod wait;
 
 pub use berth_core::clock::Clock;
 pub use duration::parse_duration;

@@ -3,7 +3,7 @@
 //! its status. Time is the injected clock's.
 
 use super::sync::{sync, CronJobSync, JobRef};
-use crate::driver::informers::wait;
+use crate::wait::wait;
 use crate::Clock;
 use berth_informers::Informer;
 use chrono::{DateTime, Utc};

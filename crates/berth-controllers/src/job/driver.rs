@@ -3,9 +3,9 @@
 //! whose `ttlSecondsAfterFinished` has passed (upstream's TTL-after-finished controller).
 
 use super::sync::{is_finished, sync, ttl_expires_at, JobSync};
-use crate::driver::informers::wait;
 use crate::model::PodRef;
 use crate::owned_pods::{pod_from_template, Owner};
+use crate::wait::wait;
 use crate::Clock;
 use berth_informers::Informer;
 use chrono::{DateTime, Duration, Utc};

@@ -5,8 +5,8 @@
 
 use super::{sync, Revision};
 use crate::controller_revision::{self, revision_template, REVISION_HASH_LABEL};
-use crate::driver::informers::wait;
 use crate::owned_pods::{controlled_by, Owner};
+use crate::wait::wait;
 use berth_informers::Informer;
 use k8s_openapi::api::apps::v1::{ControllerRevision, StatefulSet};
 use k8s_openapi::api::core::v1::Pod;
