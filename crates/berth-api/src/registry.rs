@@ -56,6 +56,10 @@ pub enum TableKind {
     DaemonSet,
     /// `NAME STATUS COMPLETIONS DURATION AGE` + wide `CONTAINERS IMAGES SELECTOR`.
     Job,
+    /// `NAME SCHEDULE TIMEZONE SUSPEND ACTIVE LAST SCHEDULE AGE` + wide `CONTAINERS IMAGES SELECTOR`.
+    CronJob,
+    /// `NAME CONTROLLER REVISION AGE`.
+    ControllerRevision,
     /// `NAME DATA AGE`.
     ConfigMap,
     /// `NAME TYPE DATA AGE`.
@@ -338,12 +342,30 @@ pub static RESOURCES: &[ResourceType] = &[
             true,
         )
     },
+    ResourceType {
+        table: TableKind::ControllerRevision,
+        ..base(
+            "apps",
+            "v1",
+            "ControllerRevision",
+            "controllerrevisions",
+            "controllerrevision",
+            true,
+        )
+    },
     // ---- batch/v1
     ResourceType {
         categories: ALL,
         subresources: &[status("batch", "v1", "Job")],
         table: TableKind::Job,
         ..base("batch", "v1", "Job", "jobs", "job", true)
+    },
+    ResourceType {
+        short_names: &["cj"],
+        categories: ALL,
+        subresources: &[status("batch", "v1", "CronJob")],
+        table: TableKind::CronJob,
+        ..base("batch", "v1", "CronJob", "cronjobs", "cronjob", true)
     },
     // ---- policy/v1
     ResourceType {

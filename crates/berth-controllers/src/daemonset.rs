@@ -21,6 +21,7 @@
 //! for the pod gets none, and a `FailedPlacement` reason instead ([`fit`]).
 
 pub mod fit;
+pub(crate) mod revisions;
 
 use crate::model::{is_deleting, node_taints, pod_node, tolerates, PodRef};
 use berth_core::labels::{Operator, Requirement};

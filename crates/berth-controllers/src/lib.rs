@@ -26,6 +26,7 @@
 //! # }
 //! ```
 
+pub mod controller_revision;
 pub mod cronjob;
 pub mod daemonset;
 pub mod deployment;
@@ -37,10 +38,13 @@ pub mod job;
 pub mod lifecycle;
 pub mod model;
 pub mod node_taints;
+pub mod owned_pods;
 pub mod podgc;
 pub mod replicaset;
 pub mod serviceaccount;
+pub mod statefulset;
 pub mod taint_manager;
+mod wait;
 pub mod workload;
 
 pub use berth_core::clock::Clock;

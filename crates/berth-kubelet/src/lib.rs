@@ -29,6 +29,7 @@ pub mod allocatable;
 pub mod config;
 pub mod endpoints;
 pub mod eviction;
+pub mod finish;
 pub mod logs;
 pub mod model;
 mod node;
@@ -49,7 +50,7 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::Api;
 use kube::runtime::watcher;
 use std::collections::HashSet;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// How often each node renews its lease (upstream: a quarter of the 40s lease).
@@ -192,10 +193,14 @@ async fn run_pods(client: kube::Client, sim: Arc<sim::Sim>) {
         Keep::Identity(pod_identity),
     );
     let mut events = pods.subscribe();
+    // Pods whose containers finish by themselves (`berth.io/run-seconds`) and are running now:
+    // one run per pod uid.
+    let runs: Arc<Mutex<HashSet<String>>> = Arc::default();
     while let Some(event) = events.recv().await {
         match event {
             Event::Added(pod) | Event::Updated { new: pod, .. } => {
                 if sim.owns(&pod) && sim.on_pod(&pod).await {
+                    pods::start_run(&client, &pod, sim.clock(), &runs);
                     tokio::spawn(pods::reconcile(client.clone(), pod, sim.clock().clone()));
                 }
             }

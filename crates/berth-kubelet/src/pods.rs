@@ -1,10 +1,13 @@
 //! Running the pods bound to a simulated node: start them, and finish their deletion.
 
+use crate::finish::{self, AfterExit, Run};
 use berth_core::clock::Clock;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::ResourceExt;
 use serde_json::json;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// How long a simulated container takes to stop after SIGTERM (capped by the grace period).
@@ -138,4 +141,112 @@ fn node_ip(node: &str) -> String {
             format!("10.0.{}.{}", (h >> 8) % 250, h % 250 + 1)
         }
     }
+}
+
+/// Starts the run of a pod whose containers finish by themselves (`berth.io/run-seconds`),
+/// unless it already runs, ended, or is being deleted.
+pub fn start_run(
+    client: &kube::Client,
+    pod: &Pod,
+    clock: &Clock,
+    runs: &Arc<Mutex<HashSet<String>>>,
+) {
+    let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
+    if pod.metadata.deletion_timestamp.is_some() || matches!(phase, Some("Succeeded" | "Failed")) {
+        return;
+    }
+    let run = match Run::of(pod.annotations()) {
+        Ok(Some(run)) => run,
+        Ok(None) => return,
+        Err(e) => {
+            tracing::warn!(pod = %pod.name_any(), error = %e, "the pod runs until deleted");
+            return;
+        }
+    };
+    let uid = pod.uid().unwrap_or_default();
+    if !runs.lock().expect("runs").insert(uid.clone()) {
+        return;
+    }
+    let api: Api<Pod> = Api::namespaced(client.clone(), &pod.namespace().unwrap_or_default());
+    let policy = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.restart_policy.clone())
+        .unwrap_or_else(|| "Always".into());
+    let (name, clock, runs) = (pod.name_any(), clock.clone(), runs.clone());
+    tokio::spawn(async move {
+        run_containers(&api, &name, &uid, run, &policy, &clock).await;
+        runs.lock().expect("runs").remove(&uid);
+    });
+}
+
+/// Runs the containers of one pod to their exit, and again after each restart its
+/// `restartPolicy` calls for, until the pod ends or is deleted.
+async fn run_containers(
+    api: &Api<Pod>,
+    name: &str,
+    uid: &str,
+    run: Run,
+    policy: &str,
+    clock: &Clock,
+) {
+    let mut restarts = 0;
+    loop {
+        tokio::time::sleep(Duration::from_secs(run.seconds)).await;
+        let Some(pod) = running(api, name, uid).await else {
+            return;
+        };
+        let after = finish::after_exit(policy, run.exit_code, restarts);
+        let patch = finish::exited_status(&pod, run.exit_code, after, &clock.timestamp());
+        if let Err(e) = api
+            .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            tracing::debug!(pod = %name, error = %e, "recording the containers' exit failed");
+            return;
+        }
+        tracing::info!(pod = %name, exit_code = run.exit_code, ?after, "containers exited");
+        let AfterExit::Restart(backoff) = after else {
+            return;
+        };
+        tokio::time::sleep(backoff).await;
+        restarts += 1;
+        let Some(pod) = current(api, name, uid).await else {
+            return;
+        };
+        let patch = finish::restarted_status(&pod, &clock.timestamp());
+        if let Err(e) = api
+            .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            tracing::debug!(pod = %name, error = %e, "restarting the containers failed");
+            return;
+        }
+    }
+}
+
+/// The pod (as JSON) once it runs: `None` when it is gone, replaced, being deleted or ended.
+async fn running(api: &Api<Pod>, name: &str, uid: &str) -> Option<serde_json::Value> {
+    // The start is written by the pod's reconcile; give it a moment if it has not landed yet.
+    for _ in 0..50 {
+        let pod = current(api, name, uid).await?;
+        match pod["status"]["phase"].as_str() {
+            Some("Running") => return Some(pod),
+            Some("Pending") | None => tokio::time::sleep(Duration::from_millis(200)).await,
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// The pod as the API shows it now, unless it is gone, replaced, being deleted or ended.
+async fn current(api: &Api<Pod>, name: &str, uid: &str) -> Option<serde_json::Value> {
+    let pod = api.get_opt(name).await.ok()??;
+    let live = pod.uid().as_deref() == Some(uid)
+        && pod.metadata.deletion_timestamp.is_none()
+        && !matches!(
+            pod.status.as_ref().and_then(|s| s.phase.as_deref()),
+            Some("Succeeded" | "Failed")
+        );
+    live.then(|| serde_json::to_value(&pod).ok()).flatten()
 }

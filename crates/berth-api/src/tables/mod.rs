@@ -118,6 +118,8 @@ pub fn columns(kind: TableKind) -> &'static [Column] {
         TableKind::StatefulSet => workloads::STATEFUL_SET_COLUMNS,
         TableKind::DaemonSet => workloads::DAEMON_SET_COLUMNS,
         TableKind::Job => workloads::JOB_COLUMNS,
+        TableKind::CronJob => workloads::CRON_JOB_COLUMNS,
+        TableKind::ControllerRevision => workloads::CONTROLLER_REVISION_COLUMNS,
         TableKind::Role => rbac::ROLE_COLUMNS,
         TableKind::RoleBinding => rbac::ROLE_BINDING_COLUMNS,
     }
@@ -145,6 +147,8 @@ pub fn cells(kind: TableKind, obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
         TableKind::StatefulSet => workloads::stateful_set_cells(obj, now),
         TableKind::DaemonSet => workloads::daemon_set_cells(obj, now),
         TableKind::Job => workloads::job_cells(obj, now),
+        TableKind::CronJob => workloads::cron_job_cells(obj, now),
+        TableKind::ControllerRevision => workloads::controller_revision_cells(obj, now),
         TableKind::Role => rbac::role_cells(obj),
         TableKind::RoleBinding => rbac::role_binding_cells(obj, now),
     }

@@ -345,6 +345,91 @@ pub(super) fn job_cells(obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
     ]
 }
 
+pub(super) const CRON_JOB_COLUMNS: &[Column] = &[
+    NAME,
+    col("Schedule", "string", "The schedule in Cron format."),
+    col(
+        "Timezone",
+        "string",
+        "The time zone the schedule is read in.",
+    ),
+    col(
+        "Suspend",
+        "boolean",
+        "Whether subsequent executions are suspended.",
+    ),
+    col("Active", "integer", "The number of running jobs."),
+    col(
+        "Last Schedule",
+        "date",
+        "When the job was last successfully scheduled.",
+    ),
+    AGE,
+    CONTAINERS,
+    IMAGES,
+    SELECTOR,
+];
+
+pub(super) fn cron_job_cells(obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
+    let last = match parse_time(str_at(obj, "/status/lastScheduleTime")) {
+        Some(t) => crate::tables::human_duration(now - t),
+        None => "<none>".to_string(),
+    };
+    let template = obj
+        .pointer("/spec/jobTemplate")
+        .cloned()
+        .unwrap_or_default();
+    let (names, images) = containers(&template);
+    let zone = match str_at(obj, "/spec/timeZone") {
+        "" => "<none>",
+        z => z,
+    };
+    vec![
+        json!(str_at(obj, "/metadata/name")),
+        json!(str_at(obj, "/spec/schedule")),
+        json!(zone),
+        json!(obj
+            .pointer("/spec/suspend")
+            .and_then(Value::as_bool)
+            .unwrap_or(false)),
+        json!(arr_at(obj, "/status/active").len()),
+        json!(last),
+        json!(age(obj, now)),
+        json!(names),
+        json!(images),
+        json!(format_label_selector(template.pointer("/spec/selector"))),
+    ]
+}
+
+pub(super) const CONTROLLER_REVISION_COLUMNS: &[Column] = &[
+    NAME,
+    col(
+        "Controller",
+        "string",
+        "The controller that owns the revision.",
+    ),
+    col("Revision", "integer", "The revision number."),
+    AGE,
+];
+
+pub(super) fn controller_revision_cells(obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
+    let controller = arr_at(obj, "/metadata/ownerReferences")
+        .iter()
+        .find(|r| r.pointer("/controller").and_then(Value::as_bool) == Some(true))
+        .map(|r| {
+            let group = str_at(r, "/apiVersion").split('/').next().unwrap_or("");
+            let kind = str_at(r, "/kind").to_lowercase();
+            format!("{kind}.{group}/{}", str_at(r, "/name"))
+        })
+        .unwrap_or_else(|| "<none>".to_string());
+    vec![
+        json!(str_at(obj, "/metadata/name")),
+        json!(controller),
+        json!(int_at(obj, "/revision")),
+        json!(age(obj, now)),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -435,6 +520,31 @@ mod tests {
             ]
         );
         assert_eq!(c[10], json!("app=agent"));
+    }
+
+    #[test]
+    fn cron_job_row() {
+        let cj = json!({"metadata": {"name": "hello", "creationTimestamp": ago(600)},
+            "spec": {"schedule": "* * * * *", "suspend": false,
+                     "jobTemplate": {"spec": {"template": template()}}},
+            "status": {"active": [{"name": "hello-1"}], "lastScheduleTime": ago(30)}});
+        let cells = cron_job_cells(&cj, now());
+        assert_eq!(cells[1], json!("* * * * *"));
+        assert_eq!(cells[2], json!("<none>"));
+        assert_eq!(cells[3], json!(false));
+        assert_eq!(cells[4], json!(1));
+        assert_eq!(cells[5], json!("30s"));
+        assert_eq!(cells[7], json!("a,b"));
+    }
+
+    #[test]
+    fn controller_revision_row() {
+        let cr = json!({"metadata": {"name": "web-5d4f", "creationTimestamp": ago(60),
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "web", "controller": true}]},
+            "revision": 2});
+        let cells = controller_revision_cells(&cr, now());
+        assert_eq!(cells[1], json!("statefulset.apps/web"));
+        assert_eq!(cells[2], json!(2));
     }
 
     #[test]

@@ -14,6 +14,8 @@ use berth_api::registry::ResourceType;
 use berth_core::validation::{self as v, FieldError};
 use serde_json::Value;
 
+mod defaults;
+mod job;
 mod namespace;
 mod node;
 mod pod;
@@ -21,6 +23,7 @@ mod priority_class;
 mod rbac;
 mod replication_controller;
 pub mod service;
+mod workload_sets;
 
 /// How a delete proceeds once its preconditions hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,6 +107,10 @@ static STRATEGIES: &[(&str, &str, &dyn Strategy)] = &[
     (rbac::GROUP, "ClusterRole", &rbac::Role),
     (rbac::GROUP, "RoleBinding", &rbac::Binding),
     (rbac::GROUP, "ClusterRoleBinding", &rbac::Binding),
+    ("batch", "Job", &job::Job),
+    ("batch", "CronJob", &job::CronJob),
+    ("apps", "DaemonSet", &workload_sets::DaemonSet),
+    ("apps", "StatefulSet", &workload_sets::StatefulSet),
 ];
 
 /// The strategy of `rt`'s kind.

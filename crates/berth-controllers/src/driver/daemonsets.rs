@@ -24,6 +24,14 @@ pub async fn run(client: kube::Client, mut informers: Informers, recorder: Recor
     if ready.contains(&false) {
         return;
     }
+    let mut revisions: berth_informers::Informer<k8s_openapi::api::apps::v1::ControllerRevision> =
+        berth_informers::Informer::start(
+            Api::all(client.clone()),
+            kube::runtime::watcher::Config::default(),
+        );
+    if !revisions.synced().await {
+        return;
+    }
     let mut expectations = Expectations::default();
     // The FailedPlacement reason last reported per (DaemonSet uid, node): reported again only
     // when it changes, so a full node does not get an event on every pass.
@@ -51,6 +59,14 @@ pub async fn run(client: kube::Client, mut informers: Informers, recorder: Recor
                     .filter(|p| p.metadata.namespace.as_deref() == Some(ns.as_str()))
                     .collect();
                 let mut sync = reconcile(ds, &nodes, &mine, &used, &mut expectations, clock.now());
+                // Template revisions for `kubectl rollout history`; created pods carry theirs.
+                let all_revisions = revisions.store.state();
+                let Some(hash) =
+                    crate::daemonset::revisions::record(&client, ds, &mine, &all_revisions).await
+                else {
+                    continue;
+                };
+                crate::daemonset::revisions::label(&mut sync.create, &hash);
                 let failed = std::mem::take(&mut sync.failed_placements);
                 report_placements(&recorder, ds, failed, &mut placements).await;
                 carry_out(&client, ds, sync, &mut expectations, &clock).await;
@@ -65,6 +81,7 @@ pub async fn run(client: kube::Client, mut informers: Informers, recorder: Recor
                 &mut i.daemon_sets.changed,
                 &mut i.nodes.changed,
                 &mut i.pods.changed,
+                &mut revisions.changed,
             ],
             until,
         )

@@ -3,8 +3,6 @@
 //! the stores; event-driven loops subscribe to the typed events.
 
 use berth_informers::Informer;
-use futures::future::{select_all, BoxFuture};
-use futures::FutureExt;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{
@@ -15,9 +13,6 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::Api;
 use kube::runtime::watcher;
-use std::time::Duration;
-use tokio::sync::watch;
-use tokio::time::Instant;
 
 /// Every watch the controllers read.
 #[derive(Clone)]
@@ -51,37 +46,7 @@ impl Informers {
     }
 }
 
-/// Waits until one of the signals fires or `until` passes; then marks all signals seen.
-/// A short pause afterwards lets a burst of changes arrive as one pass.
-pub async fn wait(signals: &mut [&mut watch::Receiver<()>], until: Option<Instant>) {
-    {
-        let changes: Vec<BoxFuture<'_, ()>> = signals
-            .iter_mut()
-            .map(|rx| {
-                async move {
-                    if rx.changed().await.is_err() {
-                        futures::future::pending::<()>().await;
-                    }
-                }
-                .boxed()
-            })
-            .collect();
-        let deadline = async {
-            match until {
-                Some(at) => tokio::time::sleep_until(at).await,
-                None => futures::future::pending().await,
-            }
-        };
-        tokio::select! {
-            _ = select_all(changes) => {}
-            _ = deadline => {}
-        }
-    }
-    tokio::time::sleep(Duration::from_millis(20)).await;
-    for rx in signals.iter_mut() {
-        rx.borrow_and_update();
-    }
-}
+pub use crate::wait::wait;
 
 /// A pod as the controllers read it: `metadata`, `spec.nodeName`, `spec.tolerations`, the
 /// containers' and init containers' names and resources (the DaemonSet controller's fit check),

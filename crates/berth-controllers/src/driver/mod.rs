@@ -97,6 +97,20 @@ impl Controllers {
             &self.clock,
             self.terminated_pod_gc_threshold,
         );
+        tokio::spawn(crate::job::driver::run(
+            self.client.clone(),
+            informers.pods.clone(),
+            self.clock.clone(),
+        ));
+        tokio::spawn(crate::cronjob::driver::run(
+            self.client.clone(),
+            self.clock.clone(),
+        ));
+        tokio::spawn(crate::statefulset::driver::run(
+            self.client.clone(),
+            informers.stateful_sets.clone(),
+            informers.pods.clone(),
+        ));
         tokio::spawn(disruption::run(
             self.client,
             informers,

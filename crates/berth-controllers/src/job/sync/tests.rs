@@ -1,0 +1,166 @@
+use super::*;
+use chrono::TimeZone;
+
+fn now() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 11, 24, 12, 0, 0).unwrap()
+}
+
+fn job(spec: Value, status: Value) -> Job {
+    serde_json::from_value(json!({
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "pi", "namespace": "ns", "uid": "j"},
+        "spec": spec, "status": status,
+    }))
+    .unwrap()
+}
+
+fn pod(name: &str, phase: &str, ready: bool, transition: &str) -> Pod {
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "namespace": "ns", "uid": format!("u-{name}"),
+                     "creationTimestamp": "2026-11-24T11:00:00Z"},
+        "status": {"phase": phase, "conditions": [{"type": "Ready",
+            "status": if ready { "True" } else { "False" }, "lastTransitionTime": transition}]},
+    }))
+    .unwrap()
+}
+
+fn types(status: &Value) -> Vec<&str> {
+    status["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["type"].as_str())
+        .collect()
+}
+
+#[test]
+fn a_new_job_creates_parallelism_pods_and_records_its_start() {
+    let j = job(json!({"completions": 3, "parallelism": 2}), json!({}));
+    let s = sync(&j, &[], 0, now());
+    assert_eq!(s.create, 2);
+    let status = s.status.unwrap();
+    assert_eq!(status["active"], 2);
+    assert_eq!(status["startTime"], "2026-11-24T12:00:00Z");
+}
+
+#[test]
+fn pods_on_their_way_count_as_active() {
+    let j = job(json!({"completions": 3, "parallelism": 2}), json!({}));
+    assert_eq!(sync(&j, &[], 2, now()).create, 0);
+}
+
+#[test]
+fn the_last_completion_completes_the_job_with_upstreams_conditions() {
+    let j = job(
+        json!({"completions": 2, "parallelism": 2}),
+        json!({"startTime": "2026-11-24T11:59:00Z"}),
+    );
+    let (a, b) = (
+        pod("a", "Succeeded", false, "2026-11-24T11:59:30Z"),
+        pod("b", "Succeeded", false, "2026-11-24T11:59:40Z"),
+    );
+    let s = sync(&j, &[&a, &b], 0, now());
+    let status = s.status.unwrap();
+    assert_eq!(types(&status), ["SuccessCriteriaMet", "Complete"]);
+    assert_eq!(status["conditions"][1]["reason"], "CompletionsReached");
+    assert_eq!(status["succeeded"], 2);
+    assert_eq!(status["completionTime"], "2026-11-24T12:00:00Z");
+    assert_eq!(status["startTime"], "2026-11-24T11:59:00Z");
+}
+
+#[test]
+fn failures_past_the_backoff_limit_fail_the_job_and_delete_what_runs() {
+    let j = job(
+        json!({"completions": 2, "parallelism": 2, "backoffLimit": 1}),
+        json!({"startTime": "2026-11-24T11:59:00Z"}),
+    );
+    let (a, b, c) = (
+        pod("a", "Failed", false, "2026-11-24T11:59:30Z"),
+        pod("b", "Failed", false, "2026-11-24T11:59:40Z"),
+        pod("c", "Running", true, "2026-11-24T11:59:40Z"),
+    );
+    let s = sync(&j, &[&a, &b, &c], 0, now());
+    assert_eq!(s.delete.len(), 1);
+    assert_eq!(s.delete[0].name, "c");
+    let status = s.status.unwrap();
+    assert_eq!(types(&status), ["FailureTarget", "Failed"]);
+    assert_eq!(status["conditions"][1]["reason"], "BackoffLimitExceeded");
+    assert_eq!(status["failed"], 2);
+    assert_eq!(status["active"], 0);
+}
+
+#[test]
+fn a_failed_pod_is_replaced_after_its_backoff() {
+    let j = job(
+        json!({"completions": 1, "parallelism": 1, "backoffLimit": 3}),
+        json!({"startTime": "2026-11-24T11:59:00Z"}),
+    );
+    let a = pod("a", "Failed", false, "2026-11-24T11:59:55Z");
+    let s = sync(&j, &[&a], 0, now());
+    assert_eq!(s.create, 0);
+    assert_eq!(
+        s.retry_at,
+        Some(Utc.with_ymd_and_hms(2026, 11, 24, 12, 0, 5).unwrap())
+    );
+    let later = now() + Duration::seconds(5);
+    assert_eq!(sync(&j, &[&a], 0, later).create, 1);
+}
+
+#[test]
+fn the_active_deadline_fails_the_job_and_is_when_to_look_again() {
+    let j = job(
+        json!({"completions": 1, "parallelism": 1, "activeDeadlineSeconds": 30}),
+        json!({"startTime": "2026-11-24T11:59:50Z", "active": 1, "ready": 1}),
+    );
+    let a = pod("a", "Running", true, "2026-11-24T11:59:50Z");
+    let s = sync(&j, &[&a], 0, now());
+    assert!(s.status.is_none(), "{:?}", s.status);
+    assert_eq!(
+        s.retry_at,
+        Some(Utc.with_ymd_and_hms(2026, 11, 24, 12, 0, 20).unwrap())
+    );
+    let s = sync(&j, &[&a], 0, now() + Duration::seconds(20));
+    let status = s.status.unwrap();
+    assert_eq!(status["conditions"][1]["reason"], "DeadlineExceeded");
+    assert_eq!(s.delete.len(), 1);
+}
+
+#[test]
+fn a_finished_job_is_left_alone_and_expires_after_its_ttl() {
+    let j = job(
+        json!({"completions": 1, "ttlSecondsAfterFinished": 60}),
+        json!({"conditions": [{"type": "Complete", "status": "True",
+                               "lastTransitionTime": "2026-11-24T12:00:00Z"}]}),
+    );
+    assert_eq!(sync(&j, &[], 0, now()), JobSync::default());
+    assert_eq!(
+        ttl_expires_at(&j),
+        Some(Utc.with_ymd_and_hms(2026, 11, 24, 12, 1, 0).unwrap())
+    );
+}
+
+#[test]
+fn lowering_parallelism_deletes_not_ready_pods_first() {
+    let j = job(
+        json!({"completions": 5, "parallelism": 1}),
+        json!({"startTime": "2026-11-24T11:59:00Z"}),
+    );
+    let (a, b) = (
+        pod("a", "Running", true, "2026-11-24T11:59:30Z"),
+        pod("b", "Pending", false, "2026-11-24T11:59:30Z"),
+    );
+    let s = sync(&j, &[&a, &b], 0, now());
+    assert_eq!(s.delete.len(), 1);
+    assert_eq!(s.delete[0].name, "b");
+}
+
+#[test]
+fn an_unchanged_status_is_not_written_again() {
+    let j = job(
+        json!({"completions": 2, "parallelism": 1}),
+        json!({"startTime": "2026-11-24T11:59:00Z", "active": 1, "ready": 1,
+               "uncountedTerminatedPods": {}}),
+    );
+    let a = pod("a", "Running", true, "2026-11-24T11:59:30Z");
+    assert_eq!(sync(&j, &[&a], 0, now()).status, None);
+}

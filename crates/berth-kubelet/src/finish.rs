@@ -1,0 +1,332 @@
+//! Containers that finish: a pod annotated `berth.io/run-seconds: "30"` (and optionally
+//! `berth.io/exit-code: "1"`, default 0) has its containers exit that long after they started,
+//! and the pod then goes the way upstream's kubelet takes it for its `restartPolicy`:
+//!
+//! - `Never`: the pod ends, `Succeeded` when every container exited 0, else `Failed`;
+//! - `OnFailure`: ends `Succeeded` on exit 0; a non-zero exit restarts the containers;
+//! - `Always` (the default): the containers are restarted whatever their exit code.
+//!
+//! A restart waits out upstream's CrashLoopBackOff (10s, doubling, at most 5 minutes) with the
+//! container `waiting` in `CrashLoopBackOff`, the exit in `lastState.terminated` and
+//! `restartCount` one higher. Pure: the driver (`pods.rs`) sleeps and writes what these return.
+
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// How long the containers run before they exit.
+pub const RUN_SECONDS_ANNOTATION: &str = "berth.io/run-seconds";
+/// The exit code they exit with (default 0).
+pub const EXIT_CODE_ANNOTATION: &str = "berth.io/exit-code";
+
+/// The first CrashLoopBackOff delay (upstream kubelet `backOffPeriod`).
+pub const RESTART_BACKOFF_BASE: Duration = Duration::from_secs(10);
+/// The longest CrashLoopBackOff delay (upstream `MaxContainerBackOff`).
+pub const RESTART_BACKOFF_MAX: Duration = Duration::from_secs(300);
+
+/// How a pod's containers run when they finish by themselves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Run {
+    pub seconds: u64,
+    pub exit_code: i32,
+}
+
+impl Run {
+    /// The run the pod's annotations ask for: `None` when it runs forever, an error naming the
+    /// annotation when one is not a number (the pod then runs forever).
+    pub fn of(annotations: &BTreeMap<String, String>) -> Result<Option<Run>, String> {
+        let Some(seconds) = annotations.get(RUN_SECONDS_ANNOTATION) else {
+            return Ok(None);
+        };
+        let seconds = seconds.trim().parse::<u64>().map_err(|_| {
+            format!("{RUN_SECONDS_ANNOTATION}: {seconds:?} is not a whole number of seconds")
+        })?;
+        let exit_code = match annotations.get(EXIT_CODE_ANNOTATION) {
+            None => 0,
+            Some(code) => code
+                .trim()
+                .parse::<i32>()
+                .map_err(|_| format!("{EXIT_CODE_ANNOTATION}: {code:?} is not an exit code"))?,
+        };
+        Ok(Some(Run { seconds, exit_code }))
+    }
+}
+
+/// What follows a container exit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AfterExit {
+    /// The pod ends in this phase (`Succeeded` or `Failed`).
+    End(&'static str),
+    /// The containers start again after this back-off.
+    Restart(Duration),
+}
+
+/// What the kubelet does after the containers exited with `exit_code`, having restarted
+/// `restarts` times before (upstream `kuberuntime` `ShouldContainerBeRestarted` and pod phase).
+pub fn after_exit(restart_policy: &str, exit_code: i32, restarts: i32) -> AfterExit {
+    let restart = match restart_policy {
+        "Never" => false,
+        "OnFailure" => exit_code != 0,
+        _ => true,
+    };
+    if restart {
+        AfterExit::Restart(restart_backoff(restarts))
+    } else if exit_code == 0 {
+        AfterExit::End("Succeeded")
+    } else {
+        AfterExit::End("Failed")
+    }
+}
+
+/// The CrashLoopBackOff before the restart that follows `restarts` earlier ones.
+pub fn restart_backoff(restarts: i32) -> Duration {
+    let doublings = restarts.clamp(0, 16) as u32;
+    (RESTART_BACKOFF_BASE * 2u32.pow(doublings)).min(RESTART_BACKOFF_MAX)
+}
+
+/// A container's `terminated` state (reason `Completed` on 0, `Error` otherwise).
+pub fn terminated(exit_code: i32, started_at: &Value, finished_at: &str, id: &Value) -> Value {
+    let reason = if exit_code == 0 { "Completed" } else { "Error" };
+    json!({"exitCode": exit_code, "reason": reason, "startedAt": started_at,
+           "finishedAt": finished_at, "containerID": id})
+}
+
+/// The status patch (merge) for the containers of `pod` exiting at `now` with `exit_code`,
+/// followed by `after`.
+pub fn exited_status(pod: &Value, exit_code: i32, after: AfterExit, now: &str) -> Value {
+    let statuses: Vec<Value> = pod["status"]["containerStatuses"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|mut s| {
+            let started = s["state"]["running"]["startedAt"].clone();
+            let exit = terminated(exit_code, &started, now, &s["containerID"]);
+            s["ready"] = json!(false);
+            s["started"] = json!(false);
+            match after {
+                AfterExit::End(_) => s["state"] = json!({"terminated": exit}),
+                AfterExit::Restart(backoff) => {
+                    let restarts = s["restartCount"].as_i64().unwrap_or(0) + 1;
+                    let message = format!(
+                        "back-off {} restarting failed container={} pod={}_{}({})",
+                        human(backoff),
+                        s["name"].as_str().unwrap_or(""),
+                        pod["metadata"]["name"].as_str().unwrap_or(""),
+                        pod["metadata"]["namespace"].as_str().unwrap_or(""),
+                        pod["metadata"]["uid"].as_str().unwrap_or(""),
+                    );
+                    s["restartCount"] = json!(restarts);
+                    s["lastState"] = json!({"terminated": exit});
+                    s["state"] =
+                        json!({"waiting": {"reason": "CrashLoopBackOff", "message": message}});
+                }
+            }
+            s
+        })
+        .collect();
+    let reason = match after {
+        AfterExit::End(_) => "PodCompleted",
+        AfterExit::Restart(_) => "ContainersNotReady",
+    };
+    let conditions = not_ready(pod, reason, now);
+    let mut status = json!({"containerStatuses": statuses, "conditions": conditions});
+    if let AfterExit::End(phase) = after {
+        status["phase"] = json!(phase);
+    }
+    json!({"status": status})
+}
+
+/// The status patch (merge) for the containers of `pod` starting again at `now`.
+pub fn restarted_status(pod: &Value, now: &str) -> Value {
+    let statuses: Vec<Value> = pod["status"]["containerStatuses"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|mut s| {
+            s["ready"] = json!(true);
+            s["started"] = json!(true);
+            s["state"] = json!({"running": {"startedAt": now}});
+            s
+        })
+        .collect();
+    let conditions: Vec<Value> = pod["status"]["conditions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|mut c| {
+            if matches!(c["type"].as_str(), Some("Ready" | "ContainersReady")) {
+                c = json!({"type": c["type"], "status": "True", "lastProbeTime": null,
+                           "lastTransitionTime": now});
+            }
+            c
+        })
+        .collect();
+    json!({"status": {"containerStatuses": statuses, "conditions": conditions}})
+}
+
+/// The pod's conditions with `Ready` and `ContainersReady` turned `False` for `reason`.
+fn not_ready(pod: &Value, reason: &str, now: &str) -> Vec<Value> {
+    pod["status"]["conditions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|mut c| {
+            if matches!(c["type"].as_str(), Some("Ready" | "ContainersReady")) {
+                c = json!({"type": c["type"], "status": "False", "reason": reason,
+                           "lastProbeTime": null, "lastTransitionTime": now});
+            }
+            c
+        })
+        .collect()
+}
+
+/// `10s`, `1m20s`, `5m0s` as Go prints durations in the back-off message.
+fn human(d: Duration) -> String {
+    let s = d.as_secs();
+    if s < 60 {
+        format!("{s}s")
+    } else {
+        format!("{}m{}s", s / 60, s % 60)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn annotations(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    fn running_pod() -> Value {
+        json!({"metadata": {"name": "p", "namespace": "ns", "uid": "u"},
+               "status": {"phase": "Running",
+                 "conditions": [{"type": "Initialized", "status": "True"},
+                                {"type": "Ready", "status": "True"},
+                                {"type": "ContainersReady", "status": "True"}],
+                 "containerStatuses": [{"name": "c", "ready": true, "started": true,
+                    "restartCount": 0, "containerID": "berth://u-c",
+                    "state": {"running": {"startedAt": "2026-11-24T12:00:00Z"}}}]}})
+    }
+
+    #[test]
+    fn a_pod_without_the_annotation_runs_forever() {
+        assert_eq!(Run::of(&annotations(&[])), Ok(None));
+    }
+
+    #[test]
+    fn run_seconds_and_exit_code_are_read_with_exit_code_defaulting_to_zero() {
+        assert_eq!(
+            Run::of(&annotations(&[(RUN_SECONDS_ANNOTATION, "30")])),
+            Ok(Some(Run {
+                seconds: 30,
+                exit_code: 0
+            }))
+        );
+        assert_eq!(
+            Run::of(&annotations(&[
+                (RUN_SECONDS_ANNOTATION, "5"),
+                (EXIT_CODE_ANNOTATION, "3")
+            ])),
+            Ok(Some(Run {
+                seconds: 5,
+                exit_code: 3
+            }))
+        );
+    }
+
+    #[test]
+    fn bad_annotations_are_errors_naming_the_annotation() {
+        let e = Run::of(&annotations(&[(RUN_SECONDS_ANNOTATION, "soon")])).unwrap_err();
+        assert!(e.contains(RUN_SECONDS_ANNOTATION), "{e}");
+        let e = Run::of(&annotations(&[
+            (RUN_SECONDS_ANNOTATION, "1"),
+            (EXIT_CODE_ANNOTATION, "x"),
+        ]))
+        .unwrap_err();
+        assert!(e.contains(EXIT_CODE_ANNOTATION), "{e}");
+    }
+
+    #[test]
+    fn restart_policy_decides_between_phase_and_restart() {
+        assert_eq!(after_exit("Never", 0, 0), AfterExit::End("Succeeded"));
+        assert_eq!(after_exit("Never", 1, 0), AfterExit::End("Failed"));
+        assert_eq!(after_exit("OnFailure", 0, 0), AfterExit::End("Succeeded"));
+        assert_eq!(
+            after_exit("OnFailure", 2, 0),
+            AfterExit::Restart(Duration::from_secs(10))
+        );
+        assert_eq!(
+            after_exit("Always", 0, 1),
+            AfterExit::Restart(Duration::from_secs(20))
+        );
+        assert_eq!(
+            after_exit("", 0, 0),
+            AfterExit::Restart(Duration::from_secs(10))
+        );
+    }
+
+    #[test]
+    fn crash_loop_backoff_doubles_up_to_five_minutes() {
+        assert_eq!(restart_backoff(0), Duration::from_secs(10));
+        assert_eq!(restart_backoff(2), Duration::from_secs(40));
+        assert_eq!(restart_backoff(5), Duration::from_secs(300));
+        assert_eq!(restart_backoff(100), RESTART_BACKOFF_MAX);
+    }
+
+    #[test]
+    fn an_ending_container_is_terminated_and_the_pod_takes_its_phase() {
+        let now = "2026-11-24T12:00:30Z";
+        let patch = exited_status(&running_pod(), 1, AfterExit::End("Failed"), now);
+        let s = &patch["status"];
+        assert_eq!(s["phase"], "Failed");
+        let t = &s["containerStatuses"][0]["state"]["terminated"];
+        assert_eq!(t["exitCode"], 1);
+        assert_eq!(t["reason"], "Error");
+        assert_eq!(t["startedAt"], "2026-11-24T12:00:00Z");
+        assert_eq!(t["finishedAt"], now);
+        assert_eq!(s["containerStatuses"][0]["ready"], false);
+        let ready = s["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["type"] == "Ready")
+            .unwrap();
+        assert_eq!(ready["status"], "False");
+        assert_eq!(ready["reason"], "PodCompleted");
+        let ok = exited_status(&running_pod(), 0, AfterExit::End("Succeeded"), now);
+        assert_eq!(
+            ok["status"]["containerStatuses"][0]["state"]["terminated"]["reason"],
+            "Completed"
+        );
+    }
+
+    #[test]
+    fn a_restarting_container_waits_in_crash_loop_back_off_with_its_last_state() {
+        let now = "2026-11-24T12:00:30Z";
+        let patch = exited_status(
+            &running_pod(),
+            0,
+            AfterExit::Restart(Duration::from_secs(10)),
+            now,
+        );
+        let s = &patch["status"];
+        assert!(s.get("phase").is_none());
+        let c = &s["containerStatuses"][0];
+        assert_eq!(c["restartCount"], 1);
+        assert_eq!(c["state"]["waiting"]["reason"], "CrashLoopBackOff");
+        assert_eq!(c["lastState"]["terminated"]["reason"], "Completed");
+        let again = restarted_status(&json!({"metadata": {}, "status": s}), now);
+        let c = &again["status"]["containerStatuses"][0];
+        assert_eq!(c["state"]["running"]["startedAt"], now);
+        assert_eq!(c["restartCount"], 1);
+        assert_eq!(c["lastState"]["terminated"]["exitCode"], 0);
+    }
+}
