@@ -24,6 +24,7 @@
 //! ```
 
 pub mod allocatable;
+pub mod commands;
 pub mod config;
 pub mod eviction;
 pub mod model;
@@ -64,6 +65,7 @@ pub struct Kubelet {
     nodes: Vec<NodeConfig>,
     housekeeping_interval: Duration,
     clock: Clock,
+    commands: commands::Commands,
 }
 
 /// Upstream's housekeeping interval.
@@ -76,7 +78,14 @@ impl Kubelet {
             nodes,
             housekeeping_interval: DEFAULT_HOUSEKEEPING_INTERVAL,
             clock: Clock::system(),
+            commands: commands::Commands::default(),
         }
+    }
+
+    /// Programs that containers naming them run in process ([`commands`]).
+    pub fn commands(mut self, commands: commands::Commands) -> Kubelet {
+        self.commands = commands;
+        self
     }
 
     /// The clock the nodes read time from (the process's shared clock; a paused one in tests).
@@ -122,7 +131,7 @@ impl Kubelet {
         ));
         sim.spawn();
         tokio::spawn(watch_nodes(self.client.clone(), sim.clone()));
-        tokio::spawn(run_pods(self.client.clone(), sim));
+        tokio::spawn(run_pods(self.client.clone(), sim, self.commands));
         Ok(())
     }
 
@@ -148,13 +157,16 @@ async fn watch_nodes(client: kube::Client, sim: Arc<sim::Sim>) {
 }
 
 /// Watches pods bound to any node and runs those on ours.
-async fn run_pods(client: kube::Client, sim: Arc<sim::Sim>) {
+async fn run_pods(client: kube::Client, sim: Arc<sim::Sim>, commands: commands::Commands) {
     let config = watcher::Config::default().fields("spec.nodeName!=");
     let pods: Informer<Pod> = Informer::start(Api::all(client.clone()), config);
     let mut events = pods.subscribe();
     while let Some(event) = events.recv().await {
         match event {
             Event::Added(pod) | Event::Updated { new: pod, .. } => {
+                if sim.owns(&pod) {
+                    commands.observe(&client, &pod, sim.clock());
+                }
                 if sim.owns(&pod) && sim.on_pod(&pod).await {
                     tokio::spawn(pods::reconcile(client.clone(), pod, sim.clock().clone()));
                 }

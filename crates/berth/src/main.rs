@@ -1,6 +1,7 @@
 //! The `berth` command: the all-in-one control plane and its tools.
 
 mod bench;
+mod descheduler;
 mod explain;
 mod master_config;
 mod scheduler;
@@ -28,6 +29,8 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Run a scheduler against any Kubernetes API server (a custom scheduler next to the default one).
     Scheduler(scheduler::SchedulerArgs),
+    /// Run the descheduler against any Kubernetes API server (once, or every --descheduling-interval).
+    Descheduler(descheduler::DeschedulerArgs),
     /// Explain a scheduling decision: per node, failed predicates or per-priority scores.
     #[command(subcommand)]
     Explain(explain::ExplainCommand),
@@ -52,6 +55,7 @@ fn main() -> anyhow::Result<()> {
         match cli.command {
             Command::Serve(args) => serve::run(args).await,
             Command::Scheduler(args) => scheduler::run(args).await,
+            Command::Descheduler(args) => descheduler::run(args).await,
             Command::Explain(cmd) => explain::run(cmd).await,
             Command::Bench(cmd) => bench::run(cmd).await,
         }
