@@ -346,7 +346,9 @@ def test_serve_runs_the_descheduler_in_process(berth_factory, tmp_path):
                                      "--descheduling-interval", "1s"))
     b.create_namespace(NS)
     uid = replicaset(b, "web")
-    create(b, [owned(f"web-{i}", "node-1", "web", uid=uid) for i in range(2)])
+    # Not waiting for Running: the in-process descheduler may evict web-1 before it starts.
+    b.kubectl("apply", "-f", "-",
+              stdin=[owned(f"web-{i}", "node-1", "web", uid=uid) for i in range(2)])
     eventually(lambda: live_pods(b) == ["web-0"], what="the in-process descheduler to evict web-1")
 
 

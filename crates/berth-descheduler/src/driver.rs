@@ -147,7 +147,11 @@ async fn record_event(
     );
     let event = Event {
         metadata: ObjectMeta {
-            generate_name: Some(format!("{pod}.")),
+            // As upstream's recorder names events: the object's name and a unique suffix.
+            name: Some(format!(
+                "{pod}.{:x}",
+                at.timestamp_nanos_opt().unwrap_or_default()
+            )),
             namespace: Some(namespace.to_string()),
             ..ObjectMeta::default()
         },
