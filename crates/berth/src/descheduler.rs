@@ -111,13 +111,33 @@ fn render(report: &Report, args: &DeschedulerArgs) -> anyhow::Result<String> {
     })
 }
 
+/// A client like the scheduler's, without kube's retries of 429: a disruption budget's 429 on
+/// an eviction is an answer (skip that pod), not a transient failure.
+async fn client(kubeconfig: Option<&std::path::Path>) -> anyhow::Result<kube::Client> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut config = match kubeconfig {
+        Some(path) => {
+            let kc = kube::config::Kubeconfig::read_from(path)
+                .with_context(|| format!("reading kubeconfig {}", path.display()))?;
+            kube::Config::from_custom_kubeconfig(kc, &Default::default())
+                .await
+                .with_context(|| format!("using kubeconfig {}", path.display()))?
+        }
+        None => kube::Config::infer()
+            .await
+            .context("finding a kubeconfig")?,
+    };
+    config.default_retry = false;
+    Ok(kube::Client::try_from(config)?)
+}
+
 pub async fn run(args: DeschedulerArgs) -> anyhow::Result<()> {
     let Some(path) = &args.policy_config_file else {
         anyhow::bail!("--policy-config-file is required: the descheduler has no default policy");
     };
     let policy = load_policy(path)?;
     args.options()?;
-    let client = crate::scheduler::client(args.kubeconfig.as_deref()).await?;
+    let client = client(args.kubeconfig.as_deref()).await?;
     run_loop(
         client,
         &args,

@@ -65,10 +65,12 @@ fn node(i: usize) -> Value {
 /// 25th requires `zone In [a]`.
 fn pod(j: usize, n: usize) -> Value {
     let cpu = 100 * (1 + j % 4);
-    let rs = if j % 10 == 0 {
-        format!("dup-{n}")
-    } else {
-        format!("rs-{}", j / 3)
+    // The anti-affinity pairs (j % 20 in 0..2) have owners of their own, so that no other
+    // strategy takes them first.
+    let rs = match (j % 20, j % 10) {
+        (0 | 1, _) => format!("solo-{j}"),
+        (_, 0) => format!("dup-{n}"),
+        _ => format!("rs-{}", j / 3),
     };
     let mut spec = json!({"nodeName": format!("node-{n}"),
         "containers": [{"name": "c", "image": "app",
@@ -76,6 +78,7 @@ fn pod(j: usize, n: usize) -> Value {
     if j % 20 == 0 {
         spec["affinity"] = json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
             "labelSelector": {"matchLabels": {"app": format!("app-{}", j + 1)}},
+            "namespaces": [format!("ns-{}", (j + 1) % 10)],
             "topologyKey": "kubernetes.io/hostname"}]}});
     } else if j % 25 == 0 {
         spec["affinity"] = json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
