@@ -176,7 +176,7 @@ mod tests {
     #[test]
     fn order_is_qos_then_priority_then_name() {
         // TestSortPodsByPriority's pods, read with the seed's QoS-first rule.
-        let mut pods = vec![
+        let mut pods = [
             pod("p4").guaranteed().priority(10000).build(),
             pod("p3").cpu(100).priority(10000).build(),
             pod("p2").priority(10000).build(),

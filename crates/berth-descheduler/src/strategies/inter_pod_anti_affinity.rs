@@ -17,7 +17,7 @@ const S: Strategy = Strategy::RemovePodsViolatingInterPodAntiAffinity;
 /// True if one of `holder`'s required anti-affinity terms selects `target`.
 fn selected_by(target: &PodState, holder: &PodState) -> bool {
     holder.anti_affinity.iter().any(|t| {
-        t.namespaces.iter().any(|ns| *ns == target.namespace)
+        t.namespaces.contains(&target.namespace)
             && t.selector.as_ref().is_some_and(|s| {
                 let labels = target.labels();
                 s.matches_fn(|k| labels.get(k).map(String::as_str))
