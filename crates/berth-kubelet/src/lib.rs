@@ -26,6 +26,7 @@
 //! ```
 
 pub mod allocatable;
+pub mod commands;
 pub mod config;
 pub mod endpoints;
 pub mod eviction;
@@ -75,6 +76,7 @@ pub struct Kubelet {
     housekeeping_interval: Duration,
     clock: Clock,
     endpoint_host: String,
+    commands: commands::Commands,
 }
 
 /// Upstream's housekeeping interval.
@@ -88,7 +90,14 @@ impl Kubelet {
             housekeeping_interval: DEFAULT_HOUSEKEEPING_INTERVAL,
             clock: Clock::system(),
             endpoint_host: "127.0.0.1".into(),
+            commands: commands::Commands::default(),
         }
+    }
+
+    /// Programs that containers naming them run in process ([`commands`]).
+    pub fn commands(mut self, commands: commands::Commands) -> Kubelet {
+        self.commands = commands;
+        self
     }
 
     /// The clock the nodes read time from (the process's shared clock; a paused one in tests).
@@ -155,7 +164,7 @@ impl Kubelet {
         sim.spawn();
         tokio::spawn(endpoints::serve(listener, sim.clone()));
         tokio::spawn(watch_nodes(self.client.clone(), sim.clone()));
-        tokio::spawn(run_pods(self.client.clone(), sim));
+        tokio::spawn(run_pods(self.client.clone(), sim, self.commands));
         Ok(())
     }
 
@@ -185,7 +194,7 @@ async fn watch_nodes(client: kube::Client, sim: Arc<sim::Sim>) {
 }
 
 /// Watches pods bound to any node and runs those on ours.
-async fn run_pods(client: kube::Client, sim: Arc<sim::Sim>) {
+async fn run_pods(client: kube::Client, sim: Arc<sim::Sim>, commands: commands::Commands) {
     let config = watcher::Config::default().fields("spec.nodeName!=");
     let pods: Informer<Pod> = Informer::start_keeping::<Pod>(
         Api::all(client.clone()),
@@ -199,6 +208,9 @@ async fn run_pods(client: kube::Client, sim: Arc<sim::Sim>) {
     while let Some(event) = events.recv().await {
         match event {
             Event::Added(pod) | Event::Updated { new: pod, .. } => {
+                if sim.owns(&pod) {
+                    commands.observe(&client, &pod, sim.clock());
+                }
                 if sim.owns(&pod) && sim.on_pod(&pod).await {
                     pods::start_run(&client, &pod, sim.clock(), &runs);
                     tokio::spawn(pods::reconcile(client.clone(), pod, sim.clock().clone()));

@@ -2,6 +2,7 @@
 
 mod bench;
 mod controllers;
+mod descheduler;
 mod explain;
 mod master_config;
 mod scheduler;
@@ -31,6 +32,8 @@ enum Command {
     Scheduler(scheduler::SchedulerArgs),
     /// Run the controllers (workloads, garbage collection, nodes) against any Kubernetes API server.
     Controllers(controllers::ControllersArgs),
+    /// Run the descheduler against any Kubernetes API server (once, or every --descheduling-interval).
+    Descheduler(descheduler::DeschedulerArgs),
     /// Explain a scheduling decision: per node, failed predicates or per-priority scores.
     #[command(subcommand)]
     Explain(explain::ExplainCommand),
@@ -56,6 +59,7 @@ fn main() -> anyhow::Result<()> {
             Command::Serve(args) => serve::run(args).await,
             Command::Scheduler(args) => scheduler::run(args).await,
             Command::Controllers(args) => controllers::run(args).await,
+            Command::Descheduler(args) => descheduler::run(args).await,
             Command::Explain(cmd) => explain::run(cmd).await,
             Command::Bench(cmd) => bench::run(cmd).await,
         }

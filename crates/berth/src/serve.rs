@@ -63,6 +63,12 @@ pub struct ServeArgs {
     /// The ports NodePort and LoadBalancer Services are allocated from (`min-max`).
     #[arg(long, default_value = "30000-32767")]
     pub service_node_port_range: String,
+    /// Run the descheduler in process with this policy (`descheduler/v1alpha1` or `v1alpha2`).
+    #[arg(long)]
+    pub descheduler_policy: Option<PathBuf>,
+    /// With --descheduler-policy: time between descheduler runs (0: once, after the start).
+    #[arg(long, default_value = "5m", value_parser = crate::scheduler::parse_duration)]
+    pub descheduling_interval: std::time::Duration,
 }
 
 /// Everything `berth serve` started, for callers (benchmarks) that run it in process.
@@ -130,6 +136,11 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
     // A bad policy file stops the start before anything is served.
     let policy = crate::scheduler::load_policy(args.policy_config_file.as_deref())?;
     let admission = admission_config(args)?;
+    // A bad descheduler policy stops the start before anything is served.
+    let descheduler_policy = match &args.descheduler_policy {
+        Some(p) => Some(crate::descheduler::load_policy(p)?),
+        None => None,
+    };
     std::fs::create_dir_all(&args.data_dir)
         .with_context(|| format!("creating data dir {}", args.data_dir.display()))?;
     // One clock for every component of the process.
@@ -183,6 +194,10 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
         berth_kubelet::Kubelet::new(client.clone(), nodes)
             .housekeeping_interval(args.housekeeping_interval)
             .clock(clock.clone())
+            .commands(berth_kubelet::commands::Commands::default().register(
+                "/bin/descheduler",
+                crate::descheduler::program(clock.clone()),
+            ))
             .start()
             .await?;
     }
@@ -190,6 +205,14 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
     berth_controllers::Controllers::new(client.clone(), clock.clone())
         .node_monitor_grace_period(args.node_monitor_grace_period)
         .spawn();
+    if let Some(policy) = descheduler_policy {
+        crate::descheduler::spawn_in_process(
+            client.clone(),
+            policy,
+            args.descheduling_interval,
+            clock.clone(),
+        );
+    }
     if !args.disable_scheduler {
         let cfg = berth_scheduler::driver::DriverConfig {
             policy,

@@ -1,6 +1,7 @@
 //! `berth bench`: reproducible workloads that print throughput (never asserted anywhere).
 
 mod api;
+mod descheduler;
 mod e2e;
 mod load;
 mod scheduler;
@@ -11,6 +12,8 @@ pub enum BenchCommand {
     Api(api::ApiBenchArgs),
     /// Pods scheduled/s end to end: creates through HTTPS until a watch sees every pod bound.
     E2e(e2e::E2eBenchArgs),
+    /// The descheduler's engine in process: all five strategies in one pass over a cluster.
+    Descheduler(descheduler::DeschedulerBenchArgs),
     /// The scheduling engine in process on scheduler_perf workloads.
     Scheduler(scheduler::SchedulerBenchArgs),
 }
@@ -20,5 +23,6 @@ pub async fn run(cmd: BenchCommand) -> anyhow::Result<()> {
         BenchCommand::Api(args) => api::run(args).await,
         BenchCommand::E2e(args) => e2e::run(args).await,
         BenchCommand::Scheduler(args) => scheduler::run(args),
+        BenchCommand::Descheduler(args) => descheduler::run(args),
     }
 }

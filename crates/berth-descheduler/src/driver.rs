@@ -1,0 +1,183 @@
+//! The shell around [`plan`](crate::plan): list the cluster through the API, run the engine,
+//! carry out its evictions through `pods/eviction`, record an Event on each evicted pod.
+//!
+//! Only API calls a ClusterRole like the seed's (16.3.2) allows are made: nodes list, pods list,
+//! pods/eviction create; plus events create, which upstream's descheduler also needs for its
+//! `Descheduled` events (a refused event is logged, never fatal).
+
+use crate::engine::{plan, Options, Plan};
+use crate::model::{NodeState, PodState};
+use crate::policy::Policy;
+use crate::report::{Outcome, Report};
+use k8s_openapi::api::core::v1::{Event, Node, ObjectReference, Pod};
+use kube::api::{Api, EvictParams, ListParams, ObjectMeta, PostParams};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+/// What one run needs besides a client.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    /// The compiled policy.
+    pub policy: Policy,
+    /// The command line's additions.
+    pub options: Options,
+    /// Decide and report, change nothing.
+    pub dry_run: bool,
+    /// Where the Events' timestamps come from.
+    pub clock: berth_core::clock::Clock,
+}
+
+/// A run that could not read the cluster (nothing was evicted).
+#[derive(Debug, thiserror::Error)]
+pub enum DriverError {
+    /// Listing nodes failed.
+    #[error("listing nodes: {0}")]
+    ListNodes(#[source] kube::Error),
+    /// Listing pods failed.
+    #[error("listing pods: {0}")]
+    ListPods(#[source] kube::Error),
+}
+
+/// `descheduler_pods_evicted` counts accumulated over the runs of a process.
+#[derive(Debug, Clone, Default)]
+pub struct Metrics(Arc<Mutex<BTreeMap<[String; 4], u64>>>);
+
+impl Metrics {
+    /// Adds one run's counts.
+    pub fn add(&self, report: &Report) {
+        if let Ok(mut m) = self.0.lock() {
+            for (k, n) in report.metric_counts() {
+                *m.entry(k).or_insert(0) += n;
+            }
+        }
+    }
+
+    /// Prometheus text.
+    pub fn text(&self) -> String {
+        match self.0.lock() {
+            Ok(m) => crate::report::metrics_text(&m),
+            Err(_) => String::new(),
+        }
+    }
+}
+
+/// Reads the cluster: every node and every pod bound to a node, compiled for the engine.
+/// Objects the engine cannot read are skipped with a warning.
+pub async fn snapshot(
+    client: &kube::Client,
+) -> Result<(Vec<NodeState>, Vec<PodState>, Vec<String>), DriverError> {
+    let mut warnings = Vec::new();
+    let nodes = Api::<Node>::all(client.clone())
+        .list(&ListParams::default())
+        .await
+        .map_err(DriverError::ListNodes)?;
+    let pods = Api::<Pod>::all(client.clone())
+        .list(&ListParams::default().fields("spec.nodeName!="))
+        .await
+        .map_err(DriverError::ListPods)?;
+    let mut node_states = Vec::with_capacity(nodes.items.len());
+    for n in &nodes.items {
+        match serde_json::to_value(n).map(|v| NodeState::from_json(&v)) {
+            Ok(Ok(s)) => node_states.push(s),
+            Ok(Err(e)) => warnings.push(format!("skipped {e}")),
+            Err(e) => warnings.push(format!("skipped a node: {e}")),
+        }
+    }
+    let mut pod_states = Vec::with_capacity(pods.items.len());
+    for p in &pods.items {
+        match serde_json::to_value(p).map(|v| PodState::from_json(&v)) {
+            Ok(Ok(s)) => pod_states.push(s),
+            Ok(Err(e)) => warnings.push(format!("skipped {e}")),
+            Err(e) => warnings.push(format!("skipped a pod: {e}")),
+        }
+    }
+    Ok((node_states, pod_states, warnings))
+}
+
+/// One descheduling run: read, decide, evict (unless dry run), report.
+pub async fn run_once(client: &kube::Client, cfg: &RunConfig) -> Result<Report, DriverError> {
+    let (nodes, pods, mut warnings) = snapshot(client).await?;
+    let plan: Plan = plan(&nodes, &pods, &cfg.policy, &cfg.options);
+    let mut outcomes = Vec::with_capacity(plan.evictions.len());
+    for e in &plan.evictions {
+        if cfg.dry_run {
+            outcomes.push(Outcome::WouldEvict);
+            continue;
+        }
+        let api: Api<Pod> = Api::namespaced(client.clone(), &e.namespace);
+        let outcome = match api.evict(&e.name, &EvictParams::default()).await {
+            Ok(_) => Outcome::Evicted,
+            Err(kube::Error::Api(s)) if s.code == 429 => {
+                Outcome::BlockedByDisruptionBudget(s.message.clone())
+            }
+            Err(kube::Error::Api(s)) if s.code == 404 => Outcome::NotFound,
+            Err(err) => Outcome::Failed(err.to_string()),
+        };
+        if outcome == Outcome::Evicted {
+            let pod = pods
+                .iter()
+                .find(|p| p.namespace == e.namespace && p.name == e.name);
+            let uid = pod.map(|p| p.pod.metadata.uid.clone()).unwrap_or_default();
+            let message = format!(
+                "pod evicted by sigs.k8s.io/descheduler: {}: {}",
+                e.strategy, e.reason
+            );
+            let at = cfg.clock.now();
+            if let Err(err) = record_event(client, &e.namespace, &e.name, &uid, &message, at).await
+            {
+                tracing::warn!(pod = %e.name, error = %err, "recording the Descheduled event failed");
+            }
+        }
+        outcomes.push(outcome);
+    }
+    warnings.extend(cfg.policy.warnings.iter().cloned());
+    Ok(Report::new(plan, outcomes, cfg.dry_run, warnings))
+}
+
+async fn record_event(
+    client: &kube::Client,
+    namespace: &str,
+    pod: &str,
+    uid: &str,
+    message: &str,
+    at: chrono::DateTime<chrono::Utc>,
+) -> Result<(), kube::Error> {
+    let now = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+        k8s_openapi::jiff::Timestamp::new(at.timestamp(), 0).unwrap_or_default(),
+    );
+    let event = Event {
+        metadata: ObjectMeta {
+            // As upstream's recorder names events: the object's name and a unique suffix.
+            name: Some(format!(
+                "{pod}.{:x}",
+                at.timestamp_nanos_opt().unwrap_or_default()
+            )),
+            namespace: Some(namespace.to_string()),
+            ..ObjectMeta::default()
+        },
+        involved_object: ObjectReference {
+            api_version: Some("v1".into()),
+            kind: Some("Pod".into()),
+            name: Some(pod.to_string()),
+            namespace: Some(namespace.to_string()),
+            uid: (!uid.is_empty()).then(|| uid.to_string()),
+            ..ObjectReference::default()
+        },
+        reason: Some("Descheduled".into()),
+        message: Some(message.to_string()),
+        type_: Some("Normal".into()),
+        count: Some(1),
+        first_timestamp: Some(now.clone()),
+        last_timestamp: Some(now),
+        source: Some(k8s_openapi::api::core::v1::EventSource {
+            component: Some("sigs.k8s.io.descheduler".into()),
+            host: None,
+        }),
+        reporting_component: Some("sigs.k8s.io/descheduler".into()),
+        ..Event::default()
+    };
+    Api::<Event>::namespaced(client.clone(), namespace)
+        .create(&PostParams::default(), &event)
+        .await
+        .map(|_| ())
+}

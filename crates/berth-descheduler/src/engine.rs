@@ -1,0 +1,246 @@
+//! One descheduling pass: the node set, the pods on each node, the per-node eviction cap, and the
+//! strategies in upstream's fixed order (control-loops §1.1–1.5).
+
+use crate::evictable::evictable;
+use crate::model::{NodeState, PodState};
+use crate::policy::{EvictorArgs, Policy};
+use crate::strategies;
+use crate::Strategy;
+use berth_core::labels::Selector;
+use serde::Serialize;
+
+/// What the command line adds to the policy.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Only nodes matching this are considered (`--node-selector`; the policy's otherwise).
+    pub node_selector: Option<Selector>,
+    /// At most this many evictions per node in one pass, all strategies together
+    /// (`--max-pods-to-evict-per-node`; 0 or absent: the policy's, else no limit).
+    pub max_pods_to_evict_per_node: Option<u32>,
+    /// Pods with `emptyDir`/`hostPath` volumes may be evicted (`--evict-local-storage-pods`).
+    pub evict_local_storage_pods: bool,
+}
+
+/// One eviction the pass chose.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Eviction {
+    /// Pod namespace.
+    pub namespace: String,
+    /// Pod name.
+    pub name: String,
+    /// The node it runs on.
+    pub node: String,
+    /// The strategy that chose it.
+    #[serde(serialize_with = "strategy_name")]
+    pub strategy: Strategy,
+    /// Why, in words.
+    pub reason: String,
+}
+
+/// Something a strategy decided not to do, or a setting it skipped, in words.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Note {
+    /// The strategy, or `None` for the pass as a whole.
+    #[serde(serialize_with = "opt_strategy_name")]
+    pub strategy: Option<Strategy>,
+    /// What it says.
+    pub message: String,
+}
+
+/// The outcome of [`plan`].
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Plan {
+    /// The evictions, in the order to carry them out.
+    pub evictions: Vec<Eviction>,
+    /// What strategies decided not to do, and why.
+    pub notes: Vec<Note>,
+    /// The strategies that ran.
+    #[serde(serialize_with = "strategy_names")]
+    pub strategies: Vec<Strategy>,
+    /// Nodes considered (ready, selected).
+    pub nodes: usize,
+    /// Pods considered (bound to a considered node, not finished).
+    pub pods_considered: usize,
+}
+
+fn strategy_name<S: serde::Serializer>(s: &Strategy, ser: S) -> Result<S::Ok, S::Error> {
+    ser.serialize_str(s.name())
+}
+fn opt_strategy_name<S: serde::Serializer>(
+    s: &Option<Strategy>,
+    ser: S,
+) -> Result<S::Ok, S::Error> {
+    match s {
+        Some(s) => ser.serialize_str(s.name()),
+        None => ser.serialize_none(),
+    }
+}
+fn strategy_names<S: serde::Serializer>(s: &[Strategy], ser: S) -> Result<S::Ok, S::Error> {
+    ser.collect_seq(s.iter().map(|s| s.name()))
+}
+
+/// Runs every enabled strategy of `policy` once over `nodes` and `pods`.
+pub fn plan(nodes: &[NodeState], pods: &[PodState], policy: &Policy, options: &Options) -> Plan {
+    let mut pass = Pass::new(nodes, pods, policy, options);
+    if pass.nodes.len() <= 1 {
+        pass.note(
+            None,
+            "the cluster size is 0 or 1 meaning eviction causes service disruption or degradation; nothing to do",
+        );
+        return pass.plan;
+    }
+    for s in Strategy::ALL {
+        let on = match s {
+            Strategy::RemoveDuplicates => policy.remove_duplicates,
+            Strategy::LowNodeUtilization => policy.low_node_utilization.is_some(),
+            Strategy::RemovePodsViolatingInterPodAntiAffinity => policy.inter_pod_anti_affinity,
+            Strategy::RemovePodsViolatingNodeAffinity => policy.node_affinity,
+            Strategy::RemovePodsViolatingNodeTaints => policy.node_taints,
+        };
+        if !on {
+            continue;
+        }
+        pass.plan.strategies.push(s);
+        match s {
+            Strategy::RemoveDuplicates => strategies::remove_duplicates::run(&mut pass),
+            Strategy::LowNodeUtilization => {
+                if let Some(lnu) = &policy.low_node_utilization {
+                    strategies::low_node_utilization::run(&mut pass, lnu)
+                }
+            }
+            Strategy::RemovePodsViolatingInterPodAntiAffinity => {
+                strategies::inter_pod_anti_affinity::run(&mut pass)
+            }
+            Strategy::RemovePodsViolatingNodeAffinity => strategies::node_affinity::run(&mut pass),
+            Strategy::RemovePodsViolatingNodeTaints => strategies::node_taints::run(&mut pass),
+        }
+    }
+    pass.plan
+}
+
+/// The state of one pass, shared by the strategies.
+pub(crate) struct Pass<'a> {
+    /// Ready, selected nodes, by name.
+    pub nodes: Vec<&'a NodeState>,
+    /// All pods of the input.
+    pub pods: &'a [PodState],
+    /// Per node (same index as `nodes`), its pods' indices, by (namespace, name).
+    pub on_node: Vec<Vec<usize>>,
+    /// Per pod: may be evicted.
+    pub evictable: Vec<bool>,
+    /// Per pod: chosen for eviction earlier in this pass.
+    pub evicted: Vec<bool>,
+    per_node: Vec<u32>,
+    cap: Option<u32>,
+    pub plan: Plan,
+}
+
+impl<'a> Pass<'a> {
+    fn new(nodes: &'a [NodeState], pods: &'a [PodState], policy: &Policy, o: &Options) -> Self {
+        let policy_selector = policy
+            .node_selector
+            .as_deref()
+            .and_then(|s| Selector::parse(s).ok());
+        let selector = o.node_selector.as_ref().or(policy_selector.as_ref());
+        let mut chosen: Vec<&NodeState> = nodes
+            .iter()
+            .filter(|n| n.ready)
+            .filter(|n| {
+                selector.is_none_or(|s| {
+                    let labels = n.labels();
+                    s.matches_fn(|k| labels.get(k).map(String::as_str))
+                })
+            })
+            .collect();
+        chosen.sort_by(|a, b| a.name.cmp(&b.name));
+        chosen.dedup_by(|a, b| a.name == b.name);
+        let index: std::collections::HashMap<&str, usize> = chosen
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.name.as_str(), i))
+            .collect();
+        let mut on_node = vec![Vec::new(); chosen.len()];
+        for (i, p) in pods.iter().enumerate() {
+            if p.is_terminal() {
+                continue;
+            }
+            if let Some(&n) = index.get(p.node.as_str()) {
+                on_node[n].push(i);
+            }
+        }
+        for list in &mut on_node {
+            list.sort_by(|&a, &b| {
+                (&pods[a].namespace, &pods[a].name).cmp(&(&pods[b].namespace, &pods[b].name))
+            });
+        }
+        let args = EvictorArgs {
+            evict_local_storage_pods: policy.evictor.evict_local_storage_pods
+                || o.evict_local_storage_pods,
+            ..policy.evictor.clone()
+        };
+        let evictable = pods.iter().map(|p| evictable(p, &args).is_ok()).collect();
+        let cap = o
+            .max_pods_to_evict_per_node
+            .filter(|&n| n > 0)
+            .or(policy.max_pods_to_evict_per_node.filter(|&n| n > 0));
+        let plan = Plan {
+            nodes: chosen.len(),
+            pods_considered: on_node.iter().map(Vec::len).sum(),
+            ..Plan::default()
+        };
+        Pass {
+            per_node: vec![0; chosen.len()],
+            nodes: chosen,
+            pods,
+            on_node,
+            evictable,
+            evicted: vec![false; pods.len()],
+            cap,
+            plan,
+        }
+    }
+
+    /// The pods still on node `n` (not chosen earlier in this pass).
+    pub fn live(&self, n: usize) -> impl Iterator<Item = usize> + '_ {
+        self.on_node[n]
+            .iter()
+            .copied()
+            .filter(|&p| !self.evicted[p])
+    }
+
+    /// The pods on node `n` this pass may still evict, in list order.
+    pub fn candidates(&self, n: usize) -> Vec<usize> {
+        self.live(n).filter(|&p| self.evictable[p]).collect()
+    }
+
+    /// False once node `n` has had its share of evictions this pass.
+    pub fn room_on(&self, n: usize) -> bool {
+        self.cap.is_none_or(|cap| self.per_node[n] < cap)
+    }
+
+    /// Chooses pod `p` on node `n`; returns false (and chooses nothing) when the node is at its cap.
+    pub fn evict(&mut self, p: usize, n: usize, strategy: Strategy, reason: String) -> bool {
+        if !self.room_on(n) || self.evicted[p] {
+            return false;
+        }
+        self.per_node[n] += 1;
+        self.evicted[p] = true;
+        let pod = &self.pods[p];
+        self.plan.evictions.push(Eviction {
+            namespace: pod.namespace.clone(),
+            name: pod.name.clone(),
+            node: self.nodes[n].name.clone(),
+            strategy,
+            reason,
+        });
+        true
+    }
+
+    /// Records something a strategy decided not to do.
+    pub fn note(&mut self, strategy: Option<Strategy>, message: impl Into<String>) {
+        self.plan.notes.push(Note {
+            strategy,
+            message: message.into(),
+        });
+    }
+}

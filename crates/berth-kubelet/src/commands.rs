@@ -1,0 +1,347 @@
+//! Recognised commands: a simulated container whose command is one berth knows (registered by
+//! the binary, for example `/bin/descheduler`) runs that program in process once its pod is
+//! Running; when the program returns, the container terminates (exit 0, or 1 with the error as
+//! its termination message) and a `restartPolicy: Never`/`OnFailure` pod Succeeds or Fails.
+//! Every other container stays a plain simulated one.
+//!
+//! The command is read as the container runtime would run it: `command` then `args`, and a
+//! `/bin/sh -c` (or `-ec`, `-xc`, …) script is split into words, so the seed's
+//! `/bin/sh -ec "/bin/descheduler --policy-config-file /policy-dir/policy.yaml"` is recognised.
+//! The program sees the files of the container's ConfigMap volumes at their mount paths.
+//! There is no per-pod identity yet (berth has no ServiceAccount tokens): programs use the
+//! kubelet's in-process client.
+
+use berth_core::clock::Clock;
+use futures::future::BoxFuture;
+use k8s_openapi::api::core::v1::{ConfigMap, Container, Pod};
+use kube::api::{Api, Patch, PatchParams};
+use kube::ResourceExt;
+use serde_json::json;
+use std::collections::{BTreeMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+/// What a recognised program gets.
+pub struct Invocation {
+    /// argv: the program's path first, then its arguments.
+    pub argv: Vec<String>,
+    /// The container's ConfigMap-mounted files, by absolute path.
+    pub files: BTreeMap<String, String>,
+    /// The pod.
+    pub pod: Arc<Pod>,
+    /// A client to the cluster.
+    pub client: kube::Client,
+}
+
+/// A program: `Ok(message)` exits 0, `Err(message)` exits 1; the message becomes the
+/// container's termination message.
+pub type Program =
+    Arc<dyn Fn(Invocation) -> BoxFuture<'static, Result<String, String>> + Send + Sync>;
+
+/// The programs berth runs in process, by the path a container names them with.
+#[derive(Clone, Default)]
+pub struct Commands {
+    programs: Vec<(String, Program)>,
+    started: Arc<Mutex<HashSet<String>>>,
+}
+
+impl Commands {
+    /// Runs `program` for containers whose command is `path` (or its file name, e.g.
+    /// `descheduler` for `/bin/descheduler`).
+    pub fn register(mut self, path: &str, program: Program) -> Commands {
+        self.programs.push((path.to_string(), program));
+        self
+    }
+
+    fn find(&self, argv0: &str) -> Option<Program> {
+        self.programs.iter().find_map(|(path, p)| {
+            let base = path.rsplit('/').next().unwrap_or(path);
+            (argv0 == path || argv0 == base).then(|| p.clone())
+        })
+    }
+
+    /// Starts the pod's recognised container, once, when the pod is Running.
+    pub fn observe(&self, client: &kube::Client, pod: &Arc<Pod>, clock: &Clock) {
+        if self.programs.is_empty() || pod.metadata.deletion_timestamp.is_some() {
+            return;
+        }
+        let running = pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running");
+        let Some(spec) = pod.spec.as_ref() else {
+            return;
+        };
+        if !running || spec.containers.len() != 1 {
+            return;
+        }
+        let container = &spec.containers[0];
+        let Some(argv) = argv(container) else { return };
+        let Some(program) = argv.first().and_then(|a| self.find(a)) else {
+            return;
+        };
+        let uid = pod.uid().unwrap_or_default();
+        let first = self
+            .started
+            .lock()
+            .is_ok_and(|mut started| started.insert(uid));
+        if !first {
+            return;
+        }
+        let (client, pod, clock) = (client.clone(), pod.clone(), clock.clone());
+        let container = container.clone();
+        tokio::spawn(async move {
+            let files = mounted_files(&client, &pod, &container).await;
+            let started_at = clock.timestamp();
+            let result = program(Invocation {
+                argv,
+                files,
+                pod: pod.clone(),
+                client: client.clone(),
+            })
+            .await;
+            terminate(&client, &pod, &container.name, result, &started_at, &clock).await;
+        });
+    }
+}
+
+/// The argv a container runs, with a `sh -c` script split into words.
+pub fn argv(c: &Container) -> Option<Vec<String>> {
+    let mut words: Vec<String> = c.command.clone().unwrap_or_default();
+    words.extend(c.args.clone().unwrap_or_default());
+    let is_shell = words
+        .first()
+        .is_some_and(|w| matches!(w.as_str(), "/bin/sh" | "sh" | "/bin/bash" | "bash"));
+    if is_shell {
+        let flag = words.get(1)?;
+        if !(flag.starts_with('-') && flag.ends_with('c')) {
+            return None;
+        }
+        return split_words(words.get(2)?);
+    }
+    (!words.is_empty()).then_some(words)
+}
+
+/// Splits a one-command shell script into words (quotes respected); `None` for anything more
+/// than one simple command.
+fn split_words(script: &str) -> Option<Vec<String>> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut in_word = false;
+    let mut quote: Option<char> = None;
+    for ch in script.trim().chars() {
+        match (quote, ch) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), c) => word.push(c),
+            (None, '"' | '\'') => {
+                quote = Some(ch);
+                in_word = true;
+            }
+            (None, ';' | '|' | '&' | '$' | '`') => return None,
+            (None, c) if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            (None, '\\') => {}
+            (None, c) => {
+                word.push(c);
+                in_word = true;
+            }
+        }
+    }
+    if quote.is_some() {
+        return None;
+    }
+    if in_word {
+        words.push(word);
+    }
+    (!words.is_empty()).then_some(words)
+}
+
+/// The files of the container's ConfigMap volumes, by path. A missing ConfigMap mounts nothing
+/// (the program then reports the missing file).
+async fn mounted_files(
+    client: &kube::Client,
+    pod: &Pod,
+    c: &Container,
+) -> BTreeMap<String, String> {
+    let mut files = BTreeMap::new();
+    let ns = pod.namespace().unwrap_or_else(|| "default".into());
+    let volumes = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.volumes.clone())
+        .unwrap_or_default();
+    for m in c.volume_mounts.iter().flatten() {
+        let Some(cm) = volumes
+            .iter()
+            .find(|v| v.name == m.name)
+            .and_then(|v| v.config_map.as_ref())
+        else {
+            continue;
+        };
+        let Ok(map) = Api::<ConfigMap>::namespaced(client.clone(), &ns)
+            .get(&cm.name)
+            .await
+        else {
+            continue;
+        };
+        let data = map.data.unwrap_or_default();
+        let dir = m.mount_path.trim_end_matches('/');
+        match &cm.items {
+            Some(items) if !items.is_empty() => {
+                for item in items {
+                    if let Some(text) = data.get(&item.key) {
+                        files.insert(format!("{dir}/{}", item.path), text.clone());
+                    }
+                }
+            }
+            _ => {
+                for (key, text) in data {
+                    match &m.sub_path {
+                        Some(sub) if !sub.is_empty() => {
+                            if *sub == key {
+                                files.insert(dir.to_string(), text);
+                            }
+                        }
+                        _ => {
+                            files.insert(format!("{dir}/{key}"), text);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    files
+}
+
+/// Longest termination message the API keeps (upstream: 4096 bytes).
+const MESSAGE_LIMIT: usize = 4096;
+
+async fn terminate(
+    client: &kube::Client,
+    pod: &Pod,
+    container: &str,
+    result: Result<String, String>,
+    started_at: &str,
+    clock: &Clock,
+) {
+    let (code, reason, message) = match result {
+        Ok(m) => (0, "Completed", m),
+        Err(m) => (1, "Error", m),
+    };
+    let mut message = message;
+    if message.len() > MESSAGE_LIMIT {
+        let mut cut = MESSAGE_LIMIT;
+        while !message.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        message.truncate(cut);
+    }
+    let restart = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.restart_policy.clone())
+        .unwrap_or_else(|| "Always".into());
+    // An `Always` pod would be restarted by a real kubelet; berth does not rerun it and leaves
+    // it Running with its container terminated.
+    let phase = match (restart.as_str(), code) {
+        ("Always", _) => "Running",
+        (_, 0) => "Succeeded",
+        _ => "Failed",
+    };
+    let now = clock.timestamp();
+    let image = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.containers.first())
+        .and_then(|c| c.image.clone())
+        .unwrap_or_default();
+    let uid = pod.uid().unwrap_or_default();
+    let not_ready = |t: &str| json!({"type": t, "status": "False", "lastTransitionTime": now, "reason": "PodCompleted"});
+    let status = json!({"status": {
+        "phase": phase,
+        "conditions": [not_ready("Ready"), not_ready("ContainersReady")],
+        "containerStatuses": [{
+            "name": container, "ready": false, "started": false, "restartCount": 0,
+            "image": image, "imageID": format!("berth://{image}"),
+            "containerID": format!("berth://{uid}-{container}"),
+            "state": {"terminated": {"exitCode": code, "reason": reason, "message": message,
+                                     "startedAt": started_at, "finishedAt": now,
+                                     "containerID": format!("berth://{uid}-{container}")}},
+        }],
+    }});
+    let ns = pod.namespace().unwrap_or_else(|| "default".into());
+    let api: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    if let Err(e) = api
+        .patch_status(
+            &pod.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&status),
+        )
+        .await
+    {
+        tracing::warn!(pod = %pod.name_any(), error = %e, "recording the container's exit failed");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn container(command: &[&str], args: &[&str]) -> Container {
+        Container {
+            name: "c".into(),
+            command: Some(command.iter().map(|s| s.to_string()).collect()),
+            args: (!args.is_empty()).then(|| args.iter().map(|s| s.to_string()).collect()),
+            ..Container::default()
+        }
+    }
+
+    #[test]
+    fn the_seeds_shell_wrapped_command_is_read_as_its_words() {
+        let c = container(
+            &[
+                "/bin/sh",
+                "-ec",
+                "/bin/descheduler --policy-config-file /policy-dir/policy.yaml\n",
+            ],
+            &[],
+        );
+        assert_eq!(
+            argv(&c).unwrap(),
+            [
+                "/bin/descheduler",
+                "--policy-config-file",
+                "/policy-dir/policy.yaml"
+            ]
+        );
+        let direct = container(&["/bin/descheduler"], &["--dry-run", "-v"]);
+        assert_eq!(
+            argv(&direct).unwrap(),
+            ["/bin/descheduler", "--dry-run", "-v"]
+        );
+        let quoted = container(
+            &["sh", "-c", "descheduler --node-selector 'a=b, c!=d'"],
+            &[],
+        );
+        assert_eq!(argv(&quoted).unwrap()[2], "a=b, c!=d");
+    }
+
+    #[test]
+    fn scripts_that_are_more_than_one_command_are_not_recognised() {
+        for script in ["a; b", "a | b", "a && b", "echo $X", "'unclosed"] {
+            assert!(
+                argv(&container(&["/bin/sh", "-c", script], &[])).is_none(),
+                "{script}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_program_is_found_by_its_path_or_file_name() {
+        let p: Program = Arc::new(|_| Box::pin(async { Ok(String::new()) }));
+        let c = Commands::default().register("/bin/descheduler", p);
+        assert!(c.find("/bin/descheduler").is_some());
+        assert!(c.find("descheduler").is_some());
+        assert!(c.find("/bin/sleep").is_none());
+    }
+}

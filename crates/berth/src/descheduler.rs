@@ -1,0 +1,266 @@
+//! `berth descheduler`: upstream's descheduler command against any API server, and the same
+//! loop in process for `berth serve --descheduler-policy` and for pods that run
+//! `/bin/descheduler` on a simulated node.
+
+use anyhow::Context;
+use berth_core::clock::Clock;
+use berth_core::labels::Selector;
+use berth_descheduler::driver::{self, Metrics, RunConfig};
+use berth_descheduler::{Options, Policy, Report};
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct DeschedulerArgs {
+    /// Kubeconfig of the cluster (default: $KUBECONFIG, in-cluster, or ~/.kube/config).
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
+    /// The policy: the seed's `descheduler/v1alpha1` DeschedulerPolicy or a
+    /// `descheduler/v1alpha2` one with profiles (JSON or YAML).
+    #[arg(long)]
+    pub policy_config_file: Option<PathBuf>,
+    /// Time between runs (`5m`, `30s`); 0 runs once and exits.
+    #[arg(long, default_value = "0", value_parser = crate::scheduler::parse_duration)]
+    pub descheduling_interval: Duration,
+    /// Decide and report what would be evicted; evict nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Only nodes matching this label selector (`=`, `==`, `!=`, set-based).
+    #[arg(long)]
+    pub node_selector: Option<String>,
+    /// At most this many evictions per node in one run, all strategies together (0: no limit).
+    #[arg(long, default_value_t = 0)]
+    pub max_pods_to_evict_per_node: u32,
+    /// Also evict pods with emptyDir or hostPath volumes.
+    #[arg(long)]
+    pub evict_local_storage_pods: bool,
+    /// Verbosity: -v lists the pass's notes and metrics after each run.
+    #[arg(short = 'v', long = "v", action = clap::ArgAction::Count)]
+    pub verbosity: u8,
+    /// Report format: `table` or `json` (one JSON object per run).
+    #[arg(short = 'o', long = "output", default_value = "table", value_parser = ["table", "json"])]
+    pub output: String,
+}
+
+impl DeschedulerArgs {
+    /// The engine's options from the flags; a bad `--node-selector` is an error.
+    pub fn options(&self) -> anyhow::Result<Options> {
+        let node_selector = match self.node_selector.as_deref() {
+            None | Some("") => None,
+            Some(s) => Some(
+                Selector::parse(s).map_err(|e| anyhow::anyhow!("--node-selector {s:?}: {e}"))?,
+            ),
+        };
+        Ok(Options {
+            node_selector,
+            max_pods_to_evict_per_node: Some(self.max_pods_to_evict_per_node).filter(|&n| n > 0),
+            evict_local_storage_pods: self.evict_local_storage_pods,
+        })
+    }
+}
+
+/// Reads and compiles a policy file; the error names the file, the strategy and the field.
+pub fn load_policy(path: &std::path::Path) -> anyhow::Result<Policy> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading the descheduler policy {}", path.display()))?;
+    Ok(Policy::parse(&path.display().to_string(), &text)?)
+}
+
+/// Runs the loop: once when the interval is 0, else every interval until the task is dropped.
+/// Each run's report goes to `print` (the table or JSON text).
+pub async fn run_loop(
+    client: kube::Client,
+    args: &DeschedulerArgs,
+    policy: Policy,
+    clock: Clock,
+    metrics: Metrics,
+    mut print: impl FnMut(String),
+) -> anyhow::Result<()> {
+    let cfg = RunConfig {
+        policy,
+        options: args.options()?,
+        dry_run: args.dry_run,
+        clock,
+    };
+    let once = args.descheduling_interval.is_zero();
+    loop {
+        match driver::run_once(&client, &cfg).await {
+            Ok(report) => {
+                metrics.add(&report);
+                print(render(&report, args)?);
+                if args.verbosity > 0 {
+                    print(metrics.text());
+                }
+            }
+            Err(e) if once => return Err(e.into()),
+            // A long-running descheduler outlives an API hiccup: the next run tries again.
+            Err(e) => tracing::warn!(error = %e, "descheduling run failed"),
+        }
+        if once {
+            return Ok(());
+        }
+        tokio::time::sleep(args.descheduling_interval).await;
+    }
+}
+
+fn render(report: &Report, args: &DeschedulerArgs) -> anyhow::Result<String> {
+    Ok(if args.output == "json" {
+        serde_json::to_string(report)? + "\n"
+    } else {
+        report.table()
+    })
+}
+
+/// A client like the scheduler's, without kube's retries of 429: a disruption budget's 429 on
+/// an eviction is an answer (skip that pod), not a transient failure.
+async fn client(kubeconfig: Option<&std::path::Path>) -> anyhow::Result<kube::Client> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut config = match kubeconfig {
+        Some(path) => {
+            let kc = kube::config::Kubeconfig::read_from(path)
+                .with_context(|| format!("reading kubeconfig {}", path.display()))?;
+            kube::Config::from_custom_kubeconfig(kc, &Default::default())
+                .await
+                .with_context(|| format!("using kubeconfig {}", path.display()))?
+        }
+        None => kube::Config::infer()
+            .await
+            .context("finding a kubeconfig")?,
+    };
+    config.default_retry = false;
+    Ok(kube::Client::try_from(config)?)
+}
+
+pub async fn run(args: DeschedulerArgs) -> anyhow::Result<()> {
+    let Some(path) = &args.policy_config_file else {
+        anyhow::bail!("--policy-config-file is required: the descheduler has no default policy");
+    };
+    let policy = load_policy(path)?;
+    args.options()?;
+    let client = client(args.kubeconfig.as_deref()).await?;
+    run_loop(
+        client,
+        &args,
+        policy,
+        Clock::system(),
+        Metrics::default(),
+        |text| print!("{text}"),
+    )
+    .await
+}
+
+/// `berth serve --descheduler-policy`: the loop in a background task, each run's table printed.
+pub fn spawn_in_process(client: kube::Client, policy: Policy, interval: Duration, clock: Clock) {
+    let args = DeschedulerArgs {
+        kubeconfig: None,
+        policy_config_file: None,
+        descheduling_interval: interval,
+        dry_run: false,
+        node_selector: None,
+        max_pods_to_evict_per_node: 0,
+        evict_local_storage_pods: false,
+        verbosity: 0,
+        output: "table".into(),
+    };
+    tokio::spawn(async move {
+        // The cluster has only just started: the first run waits one interval.
+        if !interval.is_zero() {
+            tokio::time::sleep(interval).await;
+        }
+        let printed = |text: String| print!("{text}");
+        if let Err(e) = run_loop(client, &args, policy, clock, Metrics::default(), printed).await {
+            tracing::error!(error = %e, "the in-process descheduler stopped");
+        }
+    });
+}
+
+/// The `/bin/descheduler` of simulated containers: the pod's arguments, its ConfigMap-mounted
+/// policy file, the kubelet's in-process client (berth has no ServiceAccount tokens yet).
+/// `--kubeconfig` is ignored in a pod, as in-cluster config would be used upstream.
+pub fn program(clock: Clock) -> berth_kubelet::commands::Program {
+    std::sync::Arc::new(move |inv: berth_kubelet::commands::Invocation| {
+        let clock = clock.clone();
+        let run: futures::future::BoxFuture<'static, Result<String, String>> =
+            Box::pin(async move { run_in_pod(inv, clock).await.map_err(|e| format!("{e:#}")) });
+        run
+    })
+}
+
+#[derive(clap::Parser)]
+#[command(name = "descheduler")]
+struct PodCommand {
+    #[command(flatten)]
+    args: DeschedulerArgs,
+}
+
+async fn run_in_pod(
+    inv: berth_kubelet::commands::Invocation,
+    clock: Clock,
+) -> anyhow::Result<String> {
+    use clap::Parser;
+    let cmd = PodCommand::try_parse_from(&inv.argv).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let args = cmd.args;
+    let Some(path) = &args.policy_config_file else {
+        anyhow::bail!("--policy-config-file is required: the descheduler has no default policy");
+    };
+    let name = path.display().to_string();
+    let Some(text) = inv.files.get(&name) else {
+        anyhow::bail!(
+            "reading the descheduler policy {name}: no such file (mount the policy's ConfigMap there)"
+        );
+    };
+    let policy = Policy::parse(&name, text)?;
+    let mut out = String::new();
+    run_loop(inv.client, &args, policy, clock, Metrics::default(), |t| {
+        out.push_str(&t)
+    })
+    .await?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: DeschedulerArgs,
+    }
+
+    #[test]
+    fn upstreams_flags_parse() {
+        let cli = Cli::try_parse_from([
+            "descheduler",
+            "--policy-config-file",
+            "/policy-dir/policy.yaml",
+            "--descheduling-interval",
+            "5m",
+            "--dry-run",
+            "--node-selector",
+            "zone=a",
+            "--max-pods-to-evict-per-node",
+            "3",
+            "--evict-local-storage-pods",
+            "-v",
+            "-o",
+            "json",
+        ])
+        .unwrap();
+        assert_eq!(cli.args.descheduling_interval, Duration::from_secs(300));
+        assert!(cli.args.dry_run && cli.args.evict_local_storage_pods);
+        let o = cli.args.options().unwrap();
+        assert_eq!(o.max_pods_to_evict_per_node, Some(3));
+        assert!(o.node_selector.is_some());
+        let bad = Cli::try_parse_from([
+            "d",
+            "--node-selector",
+            "a in (",
+            "--policy-config-file",
+            "p",
+        ])
+        .unwrap();
+        assert!(bad.args.options().is_err());
+    }
+}
