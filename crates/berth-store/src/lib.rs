@@ -58,6 +58,7 @@ mod backend;
 pub mod conformance;
 mod durable;
 mod engine;
+mod etcd;
 mod memory;
 mod mvcc;
 mod store;
@@ -68,6 +69,7 @@ use bytes::Bytes;
 #[doc(hidden)]
 pub use backend::Footprint;
 pub use backend::{Backend, Pending};
+pub use etcd::EtcdConfig;
 pub use store::Store;
 
 /// A store revision. The first write gets revision 1; an empty store is at revision 0.
