@@ -2,6 +2,7 @@
 
 mod bench;
 mod explain;
+mod ha;
 mod master_config;
 mod scheduler;
 mod serve;

@@ -5,7 +5,7 @@ use berth_apiserver::{tls, ApiServer, Clock};
 use berth_store::Store;
 use std::path::PathBuf;
 
-#[derive(clap::Args, Debug)]
+#[derive(clap::Args, Debug, Clone)]
 pub struct ServeArgs {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1")]
@@ -56,6 +56,9 @@ pub struct ServeArgs {
     /// The same for `node.kubernetes.io/unreachable` (upstream: 300).
     #[arg(long)]
     pub default_unreachable_toleration_seconds: Option<u32>,
+    /// The etcd backend and, with it, the election of the replica running the control loops.
+    #[command(flatten)]
+    pub etcd: crate::ha::EtcdArgs,
 }
 
 /// Everything `berth serve` started, for callers (benchmarks) that run it in process.
@@ -127,7 +130,9 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
         .with_context(|| format!("creating data dir {}", args.data_dir.display()))?;
     // One clock for every component of the process.
     let clock = Clock::system();
-    let store = if args.memory_store {
+    let store = if args.etcd.enabled() {
+        args.etcd.open_store().await?
+    } else if args.memory_store {
         Store::memory()
     } else {
         Store::open(&args.data_dir.join("store")).with_context(|| {
@@ -170,6 +175,29 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
     ));
 
     let client = kube::Client::new(server.in_process_router(), "default");
+    // With etcd, several replicas serve one cluster: only the Lease holder runs the loops.
+    if args.etcd.enabled() {
+        let (args, elector_client, elector_clock) = (args.clone(), client.clone(), clock.clone());
+        args.etcd
+            .clone()
+            .run_when_leading(elector_client, elector_clock, move || {
+                start_loops(args, client, clock, nodes, policy, master_disable)
+            })?;
+        return Ok(Running { kubeconfig, url });
+    }
+    start_loops(args.clone(), client, clock, nodes, policy, master_disable).await?;
+    Ok(Running { kubeconfig, url })
+}
+
+/// The simulated nodes, the controllers and the scheduler.
+async fn start_loops(
+    args: ServeArgs,
+    client: kube::Client,
+    clock: Clock,
+    nodes: Vec<berth_kubelet::NodeConfig>,
+    policy: berth_scheduler::policy::Policy,
+    master_disable: bool,
+) -> anyhow::Result<()> {
     if !nodes.is_empty() {
         berth_kubelet::Kubelet::new(client.clone(), nodes)
             .housekeeping_interval(args.housekeeping_interval)
@@ -200,7 +228,7 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
             }
         });
     }
-    Ok(Running { kubeconfig, url })
+    Ok(())
 }
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
