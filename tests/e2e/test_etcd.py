@@ -22,7 +22,7 @@ if not etcd_installed() and not os.environ.get("CI"):
 
 LEASE = "berth-control-plane"
 # Short election timings keep the failover test quick; nothing asserts on durations.
-ELECTION = ("--leader-elect-lease-duration", "4s", "--leader-elect-renew-deadline", "3s",
+ELECTION = ("--leader-elect-lease-duration", "6s", "--leader-elect-renew-deadline", "5s",
             "--leader-elect-retry-period", "1s")
 
 
@@ -153,7 +153,7 @@ def test_ha_kill_the_etcd_leader_then_the_leading_replica(tmp_path, cleanup):
 
     eventually(all_bound, timeout=60, what="every pod bound")
     print(f"every pod bound {time.monotonic() - killed_replica_at:.1f}s after the leading "
-          f"replica died (lease duration 4s)")
+          f"replica died (lease duration 6s)")
     assert lease_holder(b) != first, "the surviving replica took the lease over"
     recorder.join(timeout=2)
     nodes_seen = {}

@@ -8,12 +8,16 @@
 
 use std::time::Duration;
 
-use etcd_client::{Compare, CompareOp, KvClient, Txn, TxnOp, TxnOpResponse};
+use std::sync::Arc;
+
+use etcd_client::{Compare, CompareOp, Txn, TxnOp, TxnOpResponse};
+
+use super::config::Members;
 
 use crate::Revision;
 
 pub(super) struct Compactor {
-    kv: KvClient,
+    members: Arc<Members>,
     key: String,
     /// The compaction key's version this replica last saw.
     version: i64,
@@ -22,9 +26,9 @@ pub(super) struct Compactor {
 }
 
 impl Compactor {
-    pub(super) fn new(kv: KvClient, key: String) -> Compactor {
+    pub(super) fn new(members: Arc<Members>, key: String) -> Compactor {
         Compactor {
-            kv,
+            members,
             key,
             version: 0,
             previous: None,
@@ -50,10 +54,13 @@ impl Compactor {
             )])
             .and_then([TxnOp::put(self.key.as_str(), Vec::new(), None)])
             .or_else([TxnOp::get(self.key.as_str(), None)]);
-        let response = match self.kv.txn(txn).await {
+        let (at, client) = self.members.current();
+        let mut kv = client.kv_client();
+        let response = match kv.txn(txn).await {
             Ok(response) => response,
             Err(e) => {
                 tracing::warn!(error = %e, "etcd compaction round failed");
+                self.members.failed(at);
                 return;
             }
         };
@@ -75,7 +82,7 @@ impl Compactor {
         let Some(target) = target else {
             return;
         };
-        match self.kv.compact(target, None).await {
+        match kv.compact(target, None).await {
             Ok(_) => tracing::info!(revision = target, "etcd compacted"),
             Err(e) => tracing::debug!(error = %e, revision = target, "etcd compaction skipped"),
         }

@@ -2,6 +2,7 @@
 //! `--etcd-servers`, `--etcd-cafile`, `--etcd-certfile`, `--etcd-keyfile` and `--etcd-prefix`.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use etcd_client::{Certificate, Client, ConnectOptions, Identity, TlsOptions};
@@ -69,10 +70,30 @@ impl EtcdConfig {
         Ok(Some(tls))
     }
 
-    /// Connects to the members (requests are balanced over them; a dead member's requests
-    /// fail over to the others).
+    /// A client of each member (connected lazily), used one at a time: a member that cannot
+    /// be reached is left for the next (see [`Members`]).
+    pub(crate) async fn members(&self) -> Result<Members> {
+        let mut clients = Vec::with_capacity(self.endpoints.len());
+        for endpoint in &self.endpoints {
+            clients.push(self.connect_to(std::slice::from_ref(endpoint)).await?);
+        }
+        if clients.is_empty() {
+            return Err(Error::Io("no etcd endpoints given".into()));
+        }
+        Ok(Members {
+            clients,
+            current: AtomicUsize::new(0),
+        })
+    }
+
+    /// Connects to the members as one balanced client (the test fixture's readiness probe).
+    #[cfg(any(test, feature = "conformance"))]
     pub(crate) async fn connect(&self) -> Result<Client> {
-        if self.endpoints.is_empty() {
+        self.connect_to(&self.endpoints).await
+    }
+
+    async fn connect_to(&self, endpoints: &[String]) -> Result<Client> {
+        if endpoints.is_empty() {
             return Err(Error::Io("no etcd endpoints given".into()));
         }
         let mut options = ConnectOptions::new()
@@ -82,7 +103,7 @@ impl EtcdConfig {
         if let Some(tls) = self.tls()? {
             options = options.with_tls(tls);
         }
-        Client::connect(&self.endpoints, Some(options))
+        Client::connect(endpoints, Some(options))
             .await
             .map_err(|e| etcd_error("connecting to etcd", e))
     }
@@ -91,4 +112,54 @@ impl EtcdConfig {
 /// An etcd client error as the store reports it.
 pub(crate) fn etcd_error(context: &str, err: etcd_client::Error) -> Error {
     Error::Io(format!("{context}: {err}"))
+}
+
+/// One client per etcd member, the current one used for everything. Like etcd's own Go client,
+/// a request that could not reach its member moves on to the next: tonic's balancer would keep
+/// sending to a dead member until its connection attempts give up.
+pub(crate) struct Members {
+    clients: Vec<Client>,
+    current: AtomicUsize,
+}
+
+impl Members {
+    /// The member in use, and its position (for [`Members::failed`]).
+    pub(crate) fn current(&self) -> (usize, Client) {
+        let at = self.current.load(Ordering::Acquire) % self.clients.len();
+        (at, self.clients[at].clone())
+    }
+
+    /// Moves on from the member at `at`, unless another request already has.
+    pub(crate) fn failed(&self, at: usize) {
+        let next = (at + 1) % self.clients.len();
+        let _ = self
+            .current
+            .compare_exchange(at, next, Ordering::AcqRel, Ordering::Acquire);
+    }
+
+    /// How many members there are.
+    pub(crate) fn len(&self) -> usize {
+        self.clients.len()
+    }
+}
+
+/// Whether an error says the member is unreachable or without a leader (try another member).
+pub(crate) fn unavailable(err: &etcd_client::Error) -> bool {
+    match err {
+        etcd_client::Error::TransportError(_) => true,
+        etcd_client::Error::GRpcStatus(status) => status.code() == tonic::Code::Unavailable,
+        _ => false,
+    }
+}
+
+/// Whether a failed request certainly never reached etcd (safe to send again elsewhere).
+pub(crate) fn unsent(err: &etcd_client::Error) -> bool {
+    match err {
+        etcd_client::Error::TransportError(_) => true,
+        etcd_client::Error::GRpcStatus(status) => {
+            status.code() == tonic::Code::Unavailable
+                && (status.message().contains("connect") || status.message().contains("no leader"))
+        }
+        _ => false,
+    }
 }

@@ -9,7 +9,7 @@ use bytes::Bytes;
 use etcd_client::{Client, EventType, GetOptions, WatchOptions};
 use tokio::sync::watch;
 
-use super::config::etcd_error;
+use super::config::{etcd_error, Members};
 use super::keys::{prefix_end, KeyMap};
 use crate::engine::Engine;
 use crate::mvcc::State;
@@ -21,8 +21,25 @@ const PAGE: i64 = 1000;
 /// How long the mirror waits before watching again after the watch broke (a member died).
 const RETRY: Duration = Duration::from_millis(200);
 
+/// Everything under the prefix at one revision, from the first member that answers.
+pub(super) async fn load(members: &Members, keys: &KeyMap) -> Result<State> {
+    let mut last = Error::Io("no etcd member".into());
+    for _ in 0..members.len() {
+        let (at, client) = members.current();
+        match load_from(&client, keys).await {
+            Ok(state) => return Ok(state),
+            Err(e) => {
+                tracing::warn!(error = %e, "listing through this etcd member failed");
+                members.failed(at);
+                last = e;
+            }
+        }
+    }
+    Err(last)
+}
+
 /// Everything under the prefix at one revision, read in pages at that revision.
-pub(super) async fn load(client: &Client, keys: &KeyMap) -> Result<State> {
+async fn load_from(client: &Client, keys: &KeyMap) -> Result<State> {
     let mut kv = client.kv_client();
     let prefix = keys.etcd_prefix().into_bytes();
     let end = prefix_end(&prefix);
@@ -63,14 +80,20 @@ pub(super) async fn load(client: &Client, keys: &KeyMap) -> Result<State> {
 /// (dropping `applied`, which fails waiting writes) only when etcd has compacted past the
 /// mirror, which then can no longer continue.
 pub(super) async fn follow(
-    client: Client,
+    members: Arc<Members>,
     keys: KeyMap,
     engine: Arc<Engine>,
     applied: watch::Sender<Revision>,
     mut from: Revision,
 ) {
     loop {
-        match follow_once(&client, &keys, &engine, &applied, &mut from).await {
+        let (at, client) = members.current();
+        let outcome = follow_once(&client, &keys, &engine, &applied, &mut from).await;
+        if outcome.is_err() {
+            // Watch through the next member: this one may be gone.
+            members.failed(at);
+        }
+        match outcome {
             Err(Error::Compacted {
                 requested,
                 compacted,

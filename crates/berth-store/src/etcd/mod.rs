@@ -62,24 +62,24 @@ impl Etcd {
         let connect_keys = keys.clone();
         runtime.spawn(async move {
             let loaded = async {
-                let client = connect_config.connect().await?;
-                let state = mirror::load(&client, &connect_keys).await?;
-                Ok::<_, Error>((client, state))
+                let members = connect_config.members().await?;
+                let state = mirror::load(&members, &connect_keys).await?;
+                Ok::<_, Error>((Arc::new(members), state))
             };
             let _ = tx.send(loaded.await);
         });
-        let (client, state) = rx
+        let (members, state) = rx
             .recv()
             .map_err(|_| Error::Io("the etcd client runtime stopped".into()))??;
         let revision = state.current();
         let engine = Arc::new(Engine::new(state));
         let (applied_tx, applied) = watch::channel(revision);
         if let Some(interval) = config.compaction_interval {
-            let compactor = Compactor::new(client.kv_client(), keys.compaction_key());
+            let compactor = Compactor::new(Arc::clone(&members), keys.compaction_key());
             runtime.spawn(compactor.run(interval));
         }
         let mirror = runtime.spawn(mirror::follow(
-            client.clone(),
+            Arc::clone(&members),
             keys.clone(),
             Arc::clone(&engine),
             applied_tx,
@@ -88,7 +88,7 @@ impl Etcd {
         Ok(Etcd {
             engine,
             writer: Writer {
-                kv: client.kv_client(),
+                members,
                 keys: keys.clone(),
                 applied,
             },

@@ -4,20 +4,29 @@
 //! A write returns only once the mirror has applied its revision, so the caller reads its own
 //! write (and a caller told Conflict reads the version it conflicted with).
 
+use std::sync::Arc;
+use std::time::Duration;
+
 use bytes::Bytes;
 use etcd_client::{
-    Compare, CompareOp, DeleteOptions, KvClient, PutOptions, Txn, TxnOp, TxnOpResponse, TxnResponse,
+    Compare, CompareOp, DeleteOptions, PutOptions, Txn, TxnOp, TxnOpResponse, TxnResponse,
 };
 use tokio::sync::watch;
 
-use super::config::etcd_error;
+use super::config::{etcd_error, unavailable, unsent, Members};
 use super::keys::KeyMap;
 use crate::{Error, KeyValue, Result, Revision};
+
+/// How many times each member is tried before a write fails.
+const ROUNDS: usize = 10;
+
+/// The pause between attempts (an etcd leader election takes about a second).
+const PAUSE: Duration = Duration::from_millis(100);
 
 /// What a write needs, cloned into the task that runs it.
 #[derive(Clone)]
 pub(crate) struct Writer {
-    pub(crate) kv: KvClient,
+    pub(crate) members: Arc<Members>,
     pub(crate) keys: KeyMap,
     /// The last revision the mirror applied.
     pub(crate) applied: watch::Receiver<Revision>,
@@ -71,11 +80,27 @@ impl Writer {
             })
     }
 
+    /// Sends `txn` to the current member, moving on to the next while members cannot be
+    /// reached (a few rounds, with a pause while etcd elects a leader). A request that may have
+    /// reached etcd is not sent again: its outcome is unknown, as with any lost connection.
     async fn txn(&mut self, txn: Txn) -> Result<TxnResponse> {
-        self.kv
-            .txn(txn)
-            .await
-            .map_err(|e| etcd_error("etcd transaction", e))
+        let attempts = self.members.len() * ROUNDS;
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let (at, client) = self.members.current();
+            match client.kv_client().txn(txn.clone()).await {
+                Ok(response) => return Ok(response),
+                Err(e) if unavailable(&e) => {
+                    self.members.failed(at);
+                    if !unsent(&e) || attempt >= attempts {
+                        return Err(etcd_error("etcd transaction", e));
+                    }
+                    tokio::time::sleep(PAUSE).await;
+                }
+                Err(e) => return Err(etcd_error("etcd transaction", e)),
+            }
+        }
     }
 
     async fn create(&mut self, key: String, value: Bytes) -> Result<KeyValue> {
