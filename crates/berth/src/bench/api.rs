@@ -180,7 +180,7 @@ fn serve_args(
             "--etcd-servers".into(),
             etcd_servers.join(",").into(),
             "--etcd-prefix".into(),
-            bench_prefix().into(),
+            super::etcd_prefix().into(),
         ]);
     }
     let command = crate::serve::ServeArgs::augment_args(clap::Command::new("serve"));
@@ -200,7 +200,7 @@ async fn start_api_server(
     use berth_apiserver::{tls, ApiServer, Clock};
     let store = if !etcd_servers.is_empty() {
         let config = berth_store::EtcdConfig {
-            prefix: bench_prefix(),
+            prefix: super::etcd_prefix(),
             ..berth_store::EtcdConfig::new(etcd_servers.to_vec())
         };
         tokio::task::spawn_blocking(move || berth_store::Store::etcd(&config))
@@ -391,18 +391,4 @@ mod tests {
         assert_eq!(percentile(&[7.0], 99.0), 7.0);
         assert_eq!(percentile(&[], 50.0), 0.0);
     }
-}
-
-/// A key prefix no other run uses, so a bench on a shared etcd starts from an empty cluster.
-fn bench_prefix() -> String {
-    format!("/berth-bench/{}-{}", std::process::id(), uuid_suffix())
-}
-
-fn uuid_suffix() -> String {
-    use std::hash::{BuildHasher, Hasher};
-    // RandomState is seeded randomly per process: enough to tell runs apart.
-    let random = std::collections::hash_map::RandomState::new()
-        .build_hasher()
-        .finish();
-    format!("{random:016x}")
 }

@@ -212,7 +212,7 @@ fn serve_args(
             "--etcd-servers".into(),
             etcd_servers.join(",").into(),
             "--etcd-prefix".into(),
-            bench_prefix().into(),
+            super::etcd_prefix().into(),
         ]);
     }
     let command = crate::serve::ServeArgs::augment_args(clap::Command::new("serve"));
@@ -439,18 +439,4 @@ impl Report {
         }
         println!("  nodes Ready after {:.2} s", self.nodes_ready_seconds);
     }
-}
-
-/// A key prefix no other run uses, so a bench on a shared etcd starts from an empty cluster.
-fn bench_prefix() -> String {
-    format!("/berth-bench/{}-{}", std::process::id(), uuid_suffix())
-}
-
-fn uuid_suffix() -> String {
-    use std::hash::{BuildHasher, Hasher};
-    // RandomState is seeded randomly per process: enough to tell runs apart.
-    let random = std::collections::hash_map::RandomState::new()
-        .build_hasher()
-        .finish();
-    format!("{random:016x}")
 }
