@@ -166,7 +166,10 @@ pub async fn delete_object(
     if strategy.returns_deleted_object() {
         return Ok(respond(ctx, req, StatusCode::OK, current));
     }
-    Ok(json_response(StatusCode::OK, &deleted_status(req, &current)))
+    Ok(json_response(
+        StatusCode::OK,
+        &deleted_status(req, &current),
+    ))
 }
 
 /// The `Status` upstream answers a delete with when the object is gone and its kind does not

@@ -53,12 +53,12 @@ pub use berth_core::clock::Clock;
 pub use error::ApiError;
 
 use admission::{AdmissionCache, Chain, Handles};
-use strategy::service::{IpRange, PortRange, ServiceAllocator};
 use berth_store::Store;
 use context::{Ctx, Inner};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
+use strategy::service::{IpRange, PortRange, ServiceAllocator};
 
 /// The service ranges of a server built without [`ApiServer::with_service_ranges`].
 fn default_service_ranges() -> ServiceAllocator {
@@ -283,7 +283,11 @@ impl ApiServer {
                 Err(e) => return Err(ApiError::Internal(e.to_string())),
             };
             let result = match stored {
-                None => self.store.create(&key, codec::encode(&obj)).await.map(|_| ()),
+                None => self
+                    .store
+                    .create(&key, codec::encode(&obj))
+                    .await
+                    .map(|_| ()),
                 Some(old) => {
                     let same = ["subsets", "endpoints", "ports"]
                         .iter()
@@ -293,7 +297,10 @@ impl ApiServer {
                     }
                     let mut new = obj;
                     new["metadata"] = old["metadata"].clone();
-                    self.store.update(&key, codec::encode(&new), None).await.map(|_| ())
+                    self.store
+                        .update(&key, codec::encode(&new), None)
+                        .await
+                        .map(|_| ())
                 }
             };
             result.map_err(|e| ApiError::Internal(e.to_string()))?;

@@ -44,7 +44,7 @@ impl Engine {
         self.watchers.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn check_open(&self) -> Result<()> {
+    pub(crate) fn check_open(&self) -> Result<()> {
         if self.closed.load(Ordering::Acquire) {
             Err(Error::Closed)
         } else {

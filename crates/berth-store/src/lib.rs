@@ -17,6 +17,8 @@
 //! [`Store::memory`] (tests, simulation) and [`Store::open`], an embedded durable store on redb.
 //! In the durable backend one writer thread owns the database and group-commits every queued
 //! write in one fsync'ed transaction, so an acknowledged write survives `kill -9` and power loss.
+//! [`Store::etcd`] keeps the data in etcd v3 instead, with the same engine as a local mirror fed
+//! by one etcd watch, so several API servers on one etcd serve one cluster.
 //!
 //! What it is not: a general database. It knows nothing about Kubernetes objects (values are
 //! opaque bytes), has no leases/TTLs and no multi-key transactions, and keeps the whole current
@@ -58,6 +60,7 @@ mod backend;
 pub mod conformance;
 mod durable;
 mod engine;
+mod etcd;
 mod memory;
 mod mvcc;
 mod store;
@@ -68,6 +71,7 @@ use bytes::Bytes;
 #[doc(hidden)]
 pub use backend::Footprint;
 pub use backend::{Backend, Pending};
+pub use etcd::EtcdConfig;
 pub use store::Store;
 
 /// A store revision. The first write gets revision 1; an empty store is at revision 0.

@@ -185,11 +185,13 @@ impl State {
             .collect()
     }
 
-    /// Applies planned changes, which must carry the revisions `current + 1, current + 2, ...`.
+    /// Applies changes in revision order. The local backends carry the revisions `current + 1,
+    /// current + 2, ...`; a mirror of etcd sees only its prefix, so its revisions may skip (other
+    /// prefixes' writes) or repeat (a foreign multi-key transaction).
     pub(crate) fn apply(&mut self, events: &[WatchEvent]) {
         for event in events {
             let kv = &event.kv;
-            debug_assert_eq!(kv.mod_revision, self.current + 1);
+            debug_assert!(kv.mod_revision >= self.current);
             let value = match event.kind {
                 EventKind::Put => Some(kv.value.clone()),
                 EventKind::Delete => None,
@@ -211,10 +213,13 @@ impl State {
     }
 
     /// The logged changes after revision `after`, oldest first. `after` must not be below the
-    /// compacted revision.
+    /// compacted revision. Searched by revision, not counted, since a mirror's log may skip
+    /// revisions.
     pub(crate) fn changes_after(&self, after: Revision) -> impl Iterator<Item = &WatchEvent> {
-        let skip = usize::try_from(after.saturating_sub(self.compacted)).unwrap_or(0);
-        self.log.iter().skip(skip)
+        let skip = self
+            .log
+            .partition_point(|event| event.kv.mod_revision <= after);
+        self.log.range(skip..)
     }
 
     /// Forgets history at or below `revision` (which must be in `compacted..=current`). Only keys

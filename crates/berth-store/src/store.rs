@@ -8,6 +8,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::backend::Backend;
 use crate::durable::Durable;
+use crate::etcd::{Etcd, EtcdConfig};
 use crate::memory::Memory;
 use crate::{KeyValue, RangeResult, Result, Revision, WatchEvent};
 
@@ -32,6 +33,12 @@ impl Store {
     /// The directory is created if needed. Only one `Store` may have a directory open at a time.
     pub fn open(dir: &Path) -> Result<Store> {
         Ok(Store::from_backend(Arc::new(Durable::open(dir)?)))
+    }
+
+    /// The etcd backend: objects in etcd v3, reads and watches from a local mirror kept by one
+    /// etcd watch. Connects and lists the prefix before returning (blocking the thread).
+    pub fn etcd(config: &EtcdConfig) -> Result<Store> {
+        Ok(Store::from_backend(Arc::new(Etcd::open(config)?)))
     }
 
     /// A store over any backend.

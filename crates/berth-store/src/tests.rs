@@ -1,10 +1,11 @@
 //! The conformance suite for each backend in this crate, and checks only the redb backend has.
 
-use crate::conformance::{MemoryFixture, RedbFixture};
+use crate::conformance::{EtcdFixture, MemoryFixture, RedbFixture};
 use crate::{Error, Store};
 
 crate::conformance_suite!(memory, MemoryFixture);
 crate::conformance_suite!(redb, RedbFixture);
+crate::conformance_suite!(etcd, EtcdFixture::default());
 
 #[test]
 fn durable_open_twice_is_an_error_not_a_panic() {

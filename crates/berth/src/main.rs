@@ -4,6 +4,7 @@ mod bench;
 mod controllers;
 mod descheduler;
 mod explain;
+mod ha;
 mod master_config;
 mod scheduler;
 mod serve;

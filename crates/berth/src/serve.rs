@@ -5,7 +5,7 @@ use berth_apiserver::{tls, ApiServer, Clock};
 use berth_store::Store;
 use std::path::PathBuf;
 
-#[derive(clap::Args, Debug)]
+#[derive(clap::Args, Debug, Clone)]
 pub struct ServeArgs {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1")]
@@ -69,6 +69,9 @@ pub struct ServeArgs {
     /// With --descheduler-policy: time between descheduler runs (0: once, after the start).
     #[arg(long, default_value = "5m", value_parser = crate::scheduler::parse_duration)]
     pub descheduling_interval: std::time::Duration,
+    /// The etcd backend and, with it, the election of the replica running the control loops.
+    #[command(flatten)]
+    pub etcd: crate::ha::EtcdArgs,
 }
 
 /// Everything `berth serve` started, for callers (benchmarks) that run it in process.
@@ -145,7 +148,9 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
         .with_context(|| format!("creating data dir {}", args.data_dir.display()))?;
     // One clock for every component of the process.
     let clock = Clock::system();
-    let store = if args.memory_store {
+    let store = if args.etcd.enabled() {
+        args.etcd.open_store().await?
+    } else if args.memory_store {
         Store::memory()
     } else {
         Store::open(&args.data_dir.join("store")).with_context(|| {
@@ -166,8 +171,13 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
     let url = format!("https://{host}:{port}");
     let server = ApiServer::new(store, clock.clone(), format!("{host}:{port}"))
         .with_admission(&admission)?
-        .with_service_ranges(&args.service_cluster_ip_range, &args.service_node_port_range)
-        .map_err(|e| anyhow::anyhow!("--service-cluster-ip-range/--service-node-port-range: {e}"))?;
+        .with_service_ranges(
+            &args.service_cluster_ip_range,
+            &args.service_node_port_range,
+        )
+        .map_err(|e| {
+            anyhow::anyhow!("--service-cluster-ip-range/--service-node-port-range: {e}")
+        })?;
     tracing::info!(plugins = ?server.admission_plugins(), "admission chain");
     server.bootstrap().await.map_err(|e| {
         anyhow::anyhow!(
@@ -190,6 +200,47 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
     ));
 
     let client = kube::Client::new(server.in_process_router(), "default");
+    // With etcd, several replicas serve one cluster: only the Lease holder runs the loops.
+    if args.etcd.enabled() {
+        let (args, elector_client, elector_clock) = (args.clone(), client.clone(), clock.clone());
+        args.etcd
+            .clone()
+            .run_when_leading(elector_client, elector_clock, move || {
+                start_loops(
+                    args,
+                    client,
+                    clock,
+                    nodes,
+                    policy,
+                    master_disable,
+                    descheduler_policy,
+                )
+            })?;
+        return Ok(Running { kubeconfig, url });
+    }
+    start_loops(
+        args.clone(),
+        client,
+        clock,
+        nodes,
+        policy,
+        master_disable,
+        descheduler_policy,
+    )
+    .await?;
+    Ok(Running { kubeconfig, url })
+}
+
+/// The simulated nodes, the controllers and the scheduler.
+async fn start_loops(
+    args: ServeArgs,
+    client: kube::Client,
+    clock: Clock,
+    nodes: Vec<berth_kubelet::NodeConfig>,
+    policy: berth_scheduler::policy::Policy,
+    master_disable: bool,
+    descheduler_policy: Option<berth_descheduler::Policy>,
+) -> anyhow::Result<()> {
     if !nodes.is_empty() {
         berth_kubelet::Kubelet::new(client.clone(), nodes)
             .housekeeping_interval(args.housekeeping_interval)
@@ -232,7 +283,7 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
             }
         });
     }
-    Ok(Running { kubeconfig, url })
+    Ok(())
 }
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {

@@ -11,6 +11,7 @@
 
 mod behaviour;
 mod durability;
+mod etcd;
 mod model;
 
 use std::future::Future;
@@ -20,6 +21,7 @@ use crate::{Result, Store};
 
 pub use behaviour::*;
 pub use durability::*;
+pub use etcd::{EtcdFixture, LocalEtcd};
 pub use model::*;
 
 /// What a reopen of the same directory keeps.
@@ -46,6 +48,12 @@ pub trait Fixture: Sync {
     /// one (a slow backend asks for fewer).
     fn model_cases(&self) -> (u32, usize) {
         (12, 40)
+    }
+
+    /// Why this backend's checks cannot run here (an external server not installed), printed
+    /// instead of running them; None runs them.
+    fn skip_reason(&self) -> Option<String> {
+        None
     }
 }
 
@@ -154,13 +162,22 @@ macro_rules! conformance_suite {
             /// The writer that `kill_9_keeps_every_acknowledged_write` runs in a child process.
             #[test]
             fn crash_child_writer() {
-                $crate::conformance::crash_child_writer(&fixture());
+                let fixture = fixture();
+                if $crate::conformance::Fixture::skip_reason(&fixture).is_some() {
+                    return;
+                }
+                $crate::conformance::crash_child_writer(&fixture);
             }
 
             #[test]
             fn kill_9_keeps_every_acknowledged_write() {
+                let fixture = fixture();
+                if let Some(reason) = $crate::conformance::Fixture::skip_reason(&fixture) {
+                    eprintln!("skipped: {reason}");
+                    return;
+                }
                 let child = $crate::conformance::test_name(module_path!(), "crash_child_writer");
-                $crate::conformance::kill_9_keeps_every_acknowledged_write(&fixture(), &child);
+                $crate::conformance::kill_9_keeps_every_acknowledged_write(&fixture, &child);
             }
         }
     };
@@ -168,7 +185,12 @@ macro_rules! conformance_suite {
         $(
             #[test]
             fn $check() {
-                $crate::conformance::$check(&fixture());
+                let fixture = fixture();
+                if let Some(reason) = $crate::conformance::Fixture::skip_reason(&fixture) {
+                    eprintln!("skipped: {reason}");
+                    return;
+                }
+                $crate::conformance::$check(&fixture);
             }
         )*
     };

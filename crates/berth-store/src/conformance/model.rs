@@ -1,6 +1,6 @@
 //! Property test: random create/update/delete/compact sequences applied to the store and to a
 //! plain `BTreeMap` model agree on every get, every range (paged or not) at every retained
-//! revision, on errors, and on the stream a watch from revision 0 delivers.
+//! revision, on errors, and on the stream a watch from the opening revision delivers.
 
 use std::collections::BTreeMap;
 
@@ -46,6 +46,8 @@ fn op() -> impl Strategy<Value = Op> {
 
 /// The reference: every revision's full state, kept naively.
 struct Model {
+    /// The store's revision when opened (snapshot 0).
+    base: Revision,
     snapshots: Vec<BTreeMap<String, KeyValue>>,
     compacted: Revision,
     events: Vec<(EventKind, KeyValue)>,
@@ -57,7 +59,7 @@ impl Model {
     }
 
     fn revision(&self) -> Revision {
-        self.snapshots.len() as Revision - 1
+        self.base + self.snapshots.len() as Revision - 1
     }
 
     fn expected_revision(&self, key: &str, cas: Cas) -> Option<Revision> {
@@ -154,9 +156,9 @@ fn check_reads(store: &Store, model: &Model) {
     for key in KEYS {
         assert_eq!(store.get(key).unwrap(), model.current().get(*key).cloned());
     }
-    for at in 0..=model.revision() {
+    for at in model.base..=model.revision() {
         for prefix in PREFIXES {
-            let expected: Vec<_> = model.snapshots[at as usize]
+            let expected: Vec<_> = model.snapshots[(at - model.base) as usize]
                 .range(prefix.to_string()..)
                 .take_while(|(k, _)| k.starts_with(prefix))
                 .map(|(_, kv)| kv.clone())
@@ -179,10 +181,12 @@ fn run(store: Store, ops: Vec<Op>) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .expect("runtime");
-    let mut watch = store.watch("", 0).expect("watch");
+    let base = store.current_revision();
+    let mut watch = store.watch("", base).expect("watch");
     let mut model = Model {
+        base,
         snapshots: vec![BTreeMap::new()],
-        compacted: 0,
+        compacted: base,
         events: Vec::new(),
     };
     for op in &ops {

@@ -38,6 +38,10 @@ pub struct ApiBenchArgs {
     /// Start the in-process server on the memory backend instead of the embedded (durable) one.
     #[arg(long, conflicts_with = "kubeconfig")]
     pub memory_store: bool,
+    /// Start the in-process server on etcd at these client URLs (comma-separated), under a
+    /// fresh `--etcd-prefix` of its own.
+    #[arg(long, value_delimiter = ',', conflicts_with_all = ["kubeconfig", "memory_store"])]
+    pub etcd_servers: Vec<String>,
     /// Start only the API server and its store in process, without the controllers that
     /// `berth serve` also runs (they watch every pod and share the CPU with the server).
     #[arg(long, conflicts_with = "kubeconfig")]
@@ -65,13 +69,15 @@ pub async fn run(args: ApiBenchArgs) -> anyhow::Result<()> {
                 .tempdir()
                 .context("creating a temporary data dir")?;
             let path = if args.api_only {
-                start_api_server(dir.path(), args.memory_store).await?
+                start_api_server(dir.path(), args.memory_store, &args.etcd_servers).await?
             } else {
-                let serve = serve_args(dir.path(), args.memory_store)?;
+                let serve = serve_args(dir.path(), args.memory_store, &args.etcd_servers)?;
                 crate::serve::start(&serve).await?.kubeconfig
             };
             _server = Some(dir);
-            let backend = if args.memory_store {
+            let backend = if !args.etcd_servers.is_empty() {
+                "etcd"
+            } else if args.memory_store {
                 "memory"
             } else {
                 "embedded"
@@ -146,6 +152,7 @@ pub async fn run(args: ApiBenchArgs) -> anyhow::Result<()> {
 fn serve_args(
     data_dir: &std::path::Path,
     memory_store: bool,
+    etcd_servers: &[String],
 ) -> anyhow::Result<crate::serve::ServeArgs> {
     use clap::{Args, FromArgMatches};
     let mut argv: Vec<std::ffi::OsString> = [
@@ -168,6 +175,14 @@ fn serve_args(
     if memory_store {
         argv.push("--memory-store".into());
     }
+    if !etcd_servers.is_empty() {
+        argv.extend([
+            "--etcd-servers".into(),
+            etcd_servers.join(",").into(),
+            "--etcd-prefix".into(),
+            super::etcd_prefix().into(),
+        ]);
+    }
     let command = crate::serve::ServeArgs::augment_args(clap::Command::new("serve"));
     let matches = command
         .try_get_matches_from(argv)
@@ -180,9 +195,18 @@ fn serve_args(
 async fn start_api_server(
     data_dir: &std::path::Path,
     memory_store: bool,
+    etcd_servers: &[String],
 ) -> anyhow::Result<PathBuf> {
     use berth_apiserver::{tls, ApiServer, Clock};
-    let store = if memory_store {
+    let store = if !etcd_servers.is_empty() {
+        let config = berth_store::EtcdConfig {
+            prefix: super::etcd_prefix(),
+            ..berth_store::EtcdConfig::new(etcd_servers.to_vec())
+        };
+        tokio::task::spawn_blocking(move || berth_store::Store::etcd(&config))
+            .await?
+            .context("opening the etcd store")?
+    } else if memory_store {
         berth_store::Store::memory()
     } else {
         berth_store::Store::open(&data_dir.join("store")).context("opening the store")?

@@ -43,6 +43,10 @@ pub struct E2eBenchArgs {
     /// Start the in-process server on the memory backend instead of the embedded (durable) one.
     #[arg(long, conflicts_with = "kubeconfig")]
     pub memory_store: bool,
+    /// Start the in-process server on etcd at these client URLs (comma-separated), under a
+    /// fresh `--etcd-prefix` of its own.
+    #[arg(long, value_delimiter = ',', conflicts_with_all = ["kubeconfig", "memory_store"])]
+    pub etcd_servers: Vec<String>,
     /// Print one JSON object instead of the human summary.
     #[arg(long)]
     pub json: bool,
@@ -78,11 +82,18 @@ pub async fn run(args: E2eBenchArgs) -> anyhow::Result<()> {
                 .prefix("berth-bench-e2e-")
                 .tempdir()
                 .context("creating a temporary data dir")?;
-            let serve = serve_args(dir.path(), args.nodes, args.memory_store)?;
+            let serve = serve_args(
+                dir.path(),
+                args.nodes,
+                args.memory_store,
+                &args.etcd_servers,
+            )?;
             let running = crate::serve::start(&serve).await?;
             let path = running.kubeconfig.clone();
             _server = Some((running, dir));
-            let backend = if args.memory_store {
+            let backend = if !args.etcd_servers.is_empty() {
+                "etcd"
+            } else if args.memory_store {
                 "memory"
             } else {
                 "embedded"
@@ -172,6 +183,7 @@ fn serve_args(
     data_dir: &Path,
     nodes: usize,
     memory_store: bool,
+    etcd_servers: &[String],
 ) -> anyhow::Result<crate::serve::ServeArgs> {
     use clap::{Args, FromArgMatches};
     let cluster = data_dir.join("cluster.yaml");
@@ -194,6 +206,14 @@ fn serve_args(
     ]);
     if memory_store {
         argv.push("--memory-store".into());
+    }
+    if !etcd_servers.is_empty() {
+        argv.extend([
+            "--etcd-servers".into(),
+            etcd_servers.join(",").into(),
+            "--etcd-prefix".into(),
+            super::etcd_prefix().into(),
+        ]);
     }
     let command = crate::serve::ServeArgs::augment_args(clap::Command::new("serve"));
     let matches = command

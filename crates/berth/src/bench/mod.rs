@@ -26,3 +26,14 @@ pub async fn run(cmd: BenchCommand) -> anyhow::Result<()> {
         BenchCommand::Descheduler(args) => descheduler::run(args),
     }
 }
+
+/// An etcd key prefix no other run uses, so a bench on a shared etcd starts from an empty
+/// cluster.
+pub fn etcd_prefix() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    // RandomState is seeded randomly per process: enough to tell runs apart.
+    let random = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish();
+    format!("/berth-bench/{}-{random:016x}", std::process::id())
+}

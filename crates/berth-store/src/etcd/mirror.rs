@@ -1,0 +1,202 @@
+//! The local mirror: the prefix listed once at open, then kept current by ONE etcd watch
+//! shared by every watcher of this process (as the upstream API server's watch cache is). The
+//! engine serves reads at any retained revision and replays history to new watchers.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use etcd_client::{Client, EventType, GetOptions, WatchOptions};
+use tokio::sync::watch;
+
+use super::config::{etcd_error, Members};
+use super::keys::{prefix_end, KeyMap};
+use crate::engine::Engine;
+use crate::mvcc::State;
+use crate::{Error, EventKind, KeyValue, Result, Revision, WatchEvent};
+
+/// Keys read per page of the initial list (keeps each answer well under gRPC's message limit).
+const PAGE: i64 = 1000;
+
+/// How long the mirror waits before watching again after the watch broke (a member died).
+const RETRY: Duration = Duration::from_millis(200);
+
+/// Everything under the prefix at one revision, from the first member that answers.
+pub(super) async fn load(members: &Members, keys: &KeyMap) -> Result<State> {
+    let mut last = Error::Io("no etcd member".into());
+    for _ in 0..members.len() {
+        let (at, client) = members.current();
+        match load_from(&client, keys).await {
+            Ok(state) => return Ok(state),
+            Err(e) => {
+                tracing::warn!(error = %e, "listing through this etcd member failed");
+                members.failed(at);
+                last = e;
+            }
+        }
+    }
+    Err(last)
+}
+
+/// Everything under the prefix at one revision, read in pages at that revision.
+async fn load_from(client: &Client, keys: &KeyMap) -> Result<State> {
+    let mut kv = client.kv_client();
+    let prefix = keys.etcd_prefix().into_bytes();
+    let end = prefix_end(&prefix);
+    let mut start = prefix;
+    let mut revision = 0;
+    let mut kvs = Vec::new();
+    loop {
+        let mut options = GetOptions::new().with_range(end.clone()).with_limit(PAGE);
+        if revision > 0 {
+            options = options.with_revision(revision);
+        }
+        let page = kv
+            .get(start.clone(), Some(options))
+            .await
+            .map_err(|e| etcd_error("listing the etcd prefix", e))?;
+        if revision == 0 {
+            revision = page.header().map_or(0, |h| h.revision());
+        }
+        for found in page.kvs() {
+            if let Some(kv) = stored(keys, found) {
+                kvs.push(kv);
+            }
+        }
+        match page.kvs().last() {
+            Some(last) if page.more() => {
+                start = last.key().to_vec();
+                start.push(0);
+            }
+            _ => break,
+        }
+    }
+    tracing::info!(keys = kvs.len(), revision, "etcd mirror loaded");
+    Ok(State::restored(kvs, revision))
+}
+
+/// Follows the etcd watch from `from` (the revision loaded) for as long as the backend lives,
+/// watching again after a broken stream. Publishes each applied revision on `applied`; returns
+/// (dropping `applied`, which fails waiting writes) only when etcd has compacted past the
+/// mirror, which then can no longer continue.
+pub(super) async fn follow(
+    members: Arc<Members>,
+    keys: KeyMap,
+    engine: Arc<Engine>,
+    applied: watch::Sender<Revision>,
+    mut from: Revision,
+) {
+    loop {
+        let (at, client) = members.current();
+        let outcome = follow_once(&client, &keys, &engine, &applied, &mut from).await;
+        if outcome.is_err() {
+            // Watch through the next member: this one may be gone.
+            members.failed(at);
+        }
+        match outcome {
+            Err(Error::Compacted {
+                requested,
+                compacted,
+            }) => {
+                tracing::error!(
+                    requested,
+                    compacted,
+                    "etcd compacted past the mirror; this server can no longer follow etcd"
+                );
+                return;
+            }
+            Err(e) => tracing::warn!(error = %e, from, "etcd watch broke; watching again"),
+            Ok(()) => tracing::warn!(from, "etcd watch ended; watching again"),
+        }
+        tokio::time::sleep(RETRY).await;
+    }
+}
+
+async fn follow_once(
+    client: &Client,
+    keys: &KeyMap,
+    engine: &Engine,
+    applied: &watch::Sender<Revision>,
+    from: &mut Revision,
+) -> Result<()> {
+    let options = WatchOptions::new()
+        .with_prefix()
+        .with_start_revision(*from + 1)
+        .with_prev_key();
+    let mut stream = client
+        .watch_client()
+        .watch(keys.etcd_prefix(), Some(options))
+        .await
+        .map_err(|e| etcd_error("watching etcd", e))?;
+    while let Some(response) = stream
+        .message()
+        .await
+        .map_err(|e| etcd_error("etcd watch stream", e))?
+    {
+        if response.canceled() {
+            if response.compact_revision() > 0 {
+                return Err(Error::Compacted {
+                    requested: *from + 1,
+                    compacted: response.compact_revision(),
+                });
+            }
+            return Err(Error::Io(format!(
+                "etcd cancelled the watch: {}",
+                response.cancel_reason()
+            )));
+        }
+        let events: Vec<WatchEvent> = response
+            .events()
+            .iter()
+            .filter_map(|event| change(keys, event))
+            .collect();
+        if let Some(last) = events.last() {
+            let revision = last.kv.mod_revision;
+            engine.apply(&events);
+            *from = revision;
+            applied.send_replace(revision);
+        }
+    }
+    Ok(())
+}
+
+/// A stored key as the store sees it; None for keys outside the store's prefix.
+fn stored(keys: &KeyMap, kv: &etcd_client::KeyValue) -> Option<KeyValue> {
+    Some(KeyValue {
+        key: keys.to_store(kv.key())?,
+        value: Bytes::copy_from_slice(kv.value()),
+        create_revision: kv.create_revision(),
+        mod_revision: kv.mod_revision(),
+    })
+}
+
+/// One etcd watch event as a store event.
+fn change(keys: &KeyMap, event: &etcd_client::Event) -> Option<WatchEvent> {
+    let kv = event.kv()?;
+    let prev = event.prev_kv().and_then(|prev| stored(keys, prev));
+    match event.event_type() {
+        EventType::Put => Some(WatchEvent {
+            kind: EventKind::Put,
+            kv: stored(keys, kv)?,
+            prev,
+        }),
+        EventType::Delete => {
+            let key = keys.to_store(kv.key())?;
+            // etcd reports a deletion with the key only; the last value comes from prev_kv.
+            let last = prev.clone().unwrap_or(KeyValue {
+                key,
+                value: Bytes::new(),
+                create_revision: 0,
+                mod_revision: 0,
+            });
+            Some(WatchEvent {
+                kind: EventKind::Delete,
+                kv: KeyValue {
+                    mod_revision: kv.mod_revision(),
+                    ..last
+                },
+                prev,
+            })
+        }
+    }
+}

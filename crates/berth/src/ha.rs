@@ -1,0 +1,133 @@
+//! Several `berth serve` replicas on one etcd: the `--etcd-*` flags that select the etcd
+//! backend, and the Lease that elects the one replica running the control loops.
+//!
+//! Every replica serves the API from its own mirror of etcd. The control loops (scheduler,
+//! controllers, node lifecycle) and the simulated kubelets run only in the replica holding the
+//! Lease `kube-system/berth-control-plane`, so no two replicas ever schedule, and each node's
+//! kubelet runs in exactly one replica. When the leader dies, another replica takes the Lease
+//! once it has not moved for the lease duration and starts them; a leader that cannot renew
+//! exits at once (as kube-scheduler and kube-controller-manager do) so it has stopped before
+//! anyone may take over.
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use berth_apiserver::Clock;
+use berth_scheduler::driver::{leader, LeaderElectionConfig, LeaderElector};
+use berth_store::{EtcdConfig, Store};
+
+/// The Lease the replicas' control loops are elected through.
+pub const LEASE_NAME: &str = "berth-control-plane";
+
+/// kube-apiserver's etcd flags, and the election timings of the replicas' control loops.
+#[derive(clap::Args, Debug, Clone)]
+pub struct EtcdArgs {
+    /// Store everything in etcd at these client URLs (comma-separated) instead of the embedded
+    /// store; several replicas on the same etcd serve one cluster.
+    #[arg(long, value_delimiter = ',')]
+    pub etcd_servers: Vec<String>,
+    /// CA bundle of the etcd members' certificates.
+    #[arg(long)]
+    pub etcd_cafile: Option<PathBuf>,
+    /// Client certificate for etcd.
+    #[arg(long)]
+    pub etcd_certfile: Option<PathBuf>,
+    /// The client certificate's key.
+    #[arg(long)]
+    pub etcd_keyfile: Option<PathBuf>,
+    /// The etcd key prefix of every object (as kube-apiserver's).
+    #[arg(long, default_value = "/registry")]
+    pub etcd_prefix: String,
+    /// How often etcd's history is compacted (one replica per round; 0 never).
+    #[arg(long, default_value = "5m", value_parser = berth_controllers::parse_duration)]
+    pub etcd_compaction_interval: Duration,
+    /// With etcd: how long standby replicas wait after the leader's last observed renewal
+    /// before taking over the control loops.
+    #[arg(long, default_value = "15s", value_parser = berth_controllers::parse_duration)]
+    pub leader_elect_lease_duration: Duration,
+    /// With etcd: how long the leader keeps trying to renew before it exits.
+    #[arg(long, default_value = "10s", value_parser = berth_controllers::parse_duration)]
+    pub leader_elect_renew_deadline: Duration,
+    /// With etcd: time between attempts to acquire or renew the Lease.
+    #[arg(long, default_value = "2s", value_parser = berth_controllers::parse_duration)]
+    pub leader_elect_retry_period: Duration,
+}
+
+impl EtcdArgs {
+    /// Whether the etcd backend is selected.
+    pub fn enabled(&self) -> bool {
+        !self.etcd_servers.is_empty()
+    }
+
+    fn config(&self) -> EtcdConfig {
+        EtcdConfig {
+            ca_file: self.etcd_cafile.clone(),
+            cert_file: self.etcd_certfile.clone(),
+            key_file: self.etcd_keyfile.clone(),
+            prefix: self.etcd_prefix.clone(),
+            compaction_interval: (!self.etcd_compaction_interval.is_zero())
+                .then_some(self.etcd_compaction_interval),
+            ..EtcdConfig::new(self.etcd_servers.clone())
+        }
+    }
+
+    /// Connects to etcd and loads the mirror.
+    pub async fn open_store(&self) -> anyhow::Result<Store> {
+        let config = self.config();
+        let servers = self.etcd_servers.join(",");
+        tokio::task::spawn_blocking(move || Store::etcd(&config))
+            .await
+            .context("opening the etcd store")?
+            .with_context(|| format!("opening the etcd store at {servers}"))
+    }
+
+    fn election(&self) -> anyhow::Result<LeaderElectionConfig> {
+        let election = LeaderElectionConfig {
+            lease_duration: self.leader_elect_lease_duration,
+            renew_deadline: self.leader_elect_renew_deadline,
+            retry_period: self.leader_elect_retry_period,
+            ..LeaderElectionConfig::new(LEASE_NAME, &leader::default_identity())
+        };
+        election.validate().map_err(anyhow::Error::msg)?;
+        Ok(election)
+    }
+
+    /// Campaigns for the Lease in the background and runs `loops` once this replica leads;
+    /// exits the process if it loses the Lease.
+    pub fn run_when_leading<F>(
+        &self,
+        client: kube::Client,
+        clock: Clock,
+        loops: impl FnOnce() -> F + Send + 'static,
+    ) -> anyhow::Result<()>
+    where
+        F: Future<Output = anyhow::Result<()>> + Send + 'static,
+    {
+        let election = self.election()?;
+        println!(
+            "control loops elected through the Lease kube-system/{LEASE_NAME} as {}",
+            election.identity
+        );
+        let (tx, mut leading) = tokio::sync::watch::channel(false);
+        let elector = LeaderElector::new(client, election, clock);
+        tokio::spawn(async move {
+            if let Err(lost) = elector.run(tx, std::future::pending()).await {
+                eprintln!("{lost}; exiting so that another replica takes over");
+                std::process::exit(1);
+            }
+        });
+        tokio::spawn(async move {
+            if leading.wait_for(|leading| *leading).await.is_err() {
+                return;
+            }
+            println!("leading: starting the scheduler, controllers and simulated nodes");
+            if let Err(e) = loops().await {
+                eprintln!("starting the control loops failed: {e:#}; exiting");
+                std::process::exit(1);
+            }
+        });
+        Ok(())
+    }
+}

@@ -1,0 +1,166 @@
+"""berth on etcd: several `berth serve` replicas over one etcd serve one cluster.
+
+Needs the `etcd` binary (Debian's etcd-server; `scripts/test` installs it). Skipped with a
+message only when etcd is absent and `CI` is unset; in CI these always run.
+"""
+
+import os
+import threading
+import time
+import uuid
+
+import pytest
+from kubernetes import client as k8s
+from kubernetes import watch as k8s_watch
+
+from conftest import Berth, eventually, pod
+from etcd_support import EtcdCluster, etcd_installed
+
+if not etcd_installed() and not os.environ.get("CI"):
+    pytest.skip("etcd is not installed (apt-get install etcd-server); CI runs these",
+                allow_module_level=True)
+
+LEASE = "berth-control-plane"
+# Short election timings keep the failover test quick; nothing asserts on durations.
+ELECTION = ("--leader-elect-lease-duration", "6s", "--leader-elect-renew-deadline", "5s",
+            "--leader-elect-retry-period", "1s")
+
+
+def replica(data_dir, cluster, nodes=0):
+    return Berth.start(data_dir, nodes=nodes,
+                       args=("--etcd-servers", cluster.urls, *ELECTION))
+
+
+class Recorder:
+    """A watch through one replica, recording every event in a thread."""
+
+    def __init__(self, list_call, namespace, resource_version, until=None):
+        self.events = []
+        self.error = None
+        self._watch = k8s_watch.Watch()
+        self._args = (list_call, namespace, resource_version)
+        self._until = until
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self):
+        list_call, namespace, rv = self._args
+        try:
+            for event in self._watch.stream(list_call, namespace=namespace, resource_version=rv,
+                                            timeout_seconds=90):
+                self.events.append(event)
+                if self._until and self._until(self.events):
+                    break
+        except Exception as e:  # noqa: BLE001 - reported by the test
+            self.error = e
+
+    def join(self, timeout):
+        self._thread.join(timeout)
+        self._watch.stop()
+
+
+@pytest.fixture
+def cleanup():
+    things = []
+    yield things.append
+    for thing in reversed(things):
+        thing.stop()
+
+
+def test_a_watch_on_one_replica_sees_writes_through_another_in_revision_order(tmp_path, cleanup):
+    cluster = EtcdCluster.start(1, tmp_path / "etcd")
+    cleanup(cluster)
+    a = replica(tmp_path / "a", cluster)
+    cleanup(a)
+    b = replica(tmp_path / "b", cluster)
+    cleanup(b)
+    ns = f"cross-{uuid.uuid4().hex[:6]}"
+    b.create_namespace(ns)
+    start = a.core.list_namespaced_config_map(ns).metadata.resource_version
+    count = 30
+    recorder = Recorder(a.core.list_namespaced_config_map, ns, start,
+                        until=lambda events: len(events) >= count + 5)
+    written = []
+    for i in range(count):
+        body = {"metadata": {"name": f"cm-{i:02}"}, "data": {"i": str(i)}}
+        created = b.core.create_namespaced_config_map(ns, body)
+        written.append(("ADDED", created.metadata.name, created.metadata.resource_version))
+        if i % 6 == 0:
+            created.data["i"] = f"{i}-changed"
+            updated = b.core.replace_namespaced_config_map(created.metadata.name, ns, created)
+            written.append(("MODIFIED", updated.metadata.name, updated.metadata.resource_version))
+    recorder.join(timeout=30)
+    assert recorder.error is None, recorder.error
+    seen = [(e["type"], e["object"].metadata.name, e["object"].metadata.resource_version)
+            for e in recorder.events]
+    assert seen == written
+    revisions = [int(rv) for _, _, rv in seen]
+    assert revisions == sorted(revisions) and len(set(revisions)) == len(revisions)
+    # And a read through A of what B wrote, at B's revision.
+    assert len(a.core.list_namespaced_config_map(ns).items) == count
+
+
+def lease_holder(b):
+    lease = k8s.CoordinationV1Api(b.api_client).read_namespaced_lease(LEASE, "kube-system")
+    return lease.spec.holder_identity
+
+
+def test_ha_kill_the_etcd_leader_then_the_leading_replica(tmp_path, cleanup):
+    cluster = EtcdCluster.start(3, tmp_path / "etcd")
+    cleanup(cluster)
+    a = replica(tmp_path / "a", cluster, nodes=3)
+    cleanup(a)
+    first = eventually(lambda: lease_holder(a), timeout=30, what="a replica leads")
+    b = replica(tmp_path / "b", cluster, nodes=3)
+    cleanup(b)
+    assert lease_holder(b) == first, "the first replica keeps the lease"
+    ns = f"ha-{uuid.uuid4().hex[:6]}"
+    b.create_namespace(ns)
+    start = b.core.list_namespaced_pod(ns).metadata.resource_version
+    recorder = Recorder(b.core.list_namespaced_pod, ns, start)
+
+    acknowledged = []
+    total = 45
+
+    def create(server, i):
+        body = pod(f"p-{i:03}", scheduler=None,
+                   resources={"requests": {"cpu": "10m", "memory": "16Mi"}})
+        try:
+            server.core.create_namespaced_pod(ns, body)
+            acknowledged.append(body["metadata"]["name"])
+        except Exception as e:  # noqa: BLE001 - an unacknowledged create may be lost
+            print(f"create p-{i:03} failed (not acknowledged): {e}")
+
+    killed_replica_at = None
+    for i in range(total):
+        if i == 15:
+            leader = cluster.leader()
+            print(f"killing the etcd leader {leader.name}")
+            leader.kill()
+        if i == 30:
+            print("killing the leading berth replica (kill -9)")
+            a.kill()
+            killed_replica_at = time.monotonic()
+        create(a if (i % 2 and a.running) else b, i)
+
+    def all_bound():
+        pods = b.core.list_namespaced_pod(ns).items
+        names = {p.metadata.name for p in pods}
+        missing = [n for n in acknowledged if n not in names]
+        assert not missing, f"acknowledged creates missing: {missing}"
+        unbound = [p.metadata.name for p in pods if not p.spec.node_name]
+        return not unbound
+
+    eventually(all_bound, timeout=60, what="every pod bound")
+    print(f"every pod bound {time.monotonic() - killed_replica_at:.1f}s after the leading "
+          f"replica died (lease duration 6s)")
+    assert lease_holder(b) != first, "the surviving replica took the lease over"
+    recorder.join(timeout=2)
+    nodes_seen = {}
+    for event in recorder.events:
+        p = event["object"]
+        if p.spec.node_name:
+            nodes_seen.setdefault(p.metadata.name, set()).add(p.spec.node_name)
+    twice = {name: nodes for name, nodes in nodes_seen.items() if len(nodes) > 1}
+    assert not twice, f"pods bound twice: {twice}"
+    assert len(acknowledged) >= total - 5, "most creates were acknowledged"
