@@ -26,6 +26,8 @@ struct Cli {
 }
 
 #[derive(Subcommand)]
+// Parsed once at start: the size of the largest argument set does not matter.
+#[allow(clippy::large_enum_variant)]
 enum Command {
     /// Run the all-in-one control plane: API server, embedded storage and simulated nodes.
     Serve(serve::ServeArgs),

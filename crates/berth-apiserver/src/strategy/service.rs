@@ -123,10 +123,8 @@ fn default_service(svc: &mut Value) {
             });
         }
     }
-    if ty == "NodePort" || ty == "LoadBalancer" {
-        if unset(spec, "externalTrafficPolicy") {
-            spec["externalTrafficPolicy"] = json!("Cluster");
-        }
+    if (ty == "NodePort" || ty == "LoadBalancer") && unset(spec, "externalTrafficPolicy") {
+        spec["externalTrafficPolicy"] = json!("Cluster");
     }
     if ty == "LoadBalancer" && unset(spec, "allocateLoadBalancerNodePorts") {
         spec["allocateLoadBalancerNodePorts"] = json!(true);

@@ -124,16 +124,19 @@ fn hostname(svc: &Service, pod: &EndpointPod) -> Option<String> {
 /// The `subsets` of `svc`'s Endpoints: addresses grouped by their resolved ports, ready ones in
 /// `addresses` and the others in `notReadyAddresses`, each sorted by IP (upstream repacks the
 /// same way). Terminating pods are left out unless the Service publishes not-ready addresses.
+/// The resolved ports of a pod (name, number, protocol): pods with the same ones share a subset.
+type PortKey = Vec<(Option<String>, i32, Option<String>)>;
+
+/// A subset's ready addresses, not-ready addresses and ports.
+type SubsetContent = (
+    Vec<EndpointAddress>,
+    Vec<EndpointAddress>,
+    Vec<EndpointPort>,
+);
+
 pub fn endpoint_subsets(svc: &Service, pods: &[&EndpointPod]) -> Vec<EndpointSubset> {
     let publish = publish_not_ready(svc);
-    let mut groups: BTreeMap<
-        Vec<(Option<String>, i32, Option<String>)>,
-        (
-            Vec<EndpointAddress>,
-            Vec<EndpointAddress>,
-            Vec<EndpointPort>,
-        ),
-    > = BTreeMap::new();
+    let mut groups: BTreeMap<PortKey, SubsetContent> = BTreeMap::new();
     for pod in pods.iter().filter(|p| selects(svc, p) && has_address(p)) {
         if pod.terminating && !publish {
             continue;
@@ -191,8 +194,7 @@ pub struct SliceContent {
 /// (terminating pods stay, not ready, while they serve).
 pub fn slice_groups(svc: &Service, pods: &[&EndpointPod]) -> Vec<SliceContent> {
     let publish = publish_not_ready(svc);
-    let mut groups: BTreeMap<Vec<(Option<String>, i32, Option<String>)>, SliceContent> =
-        BTreeMap::new();
+    let mut groups: BTreeMap<PortKey, SliceContent> = BTreeMap::new();
     let mut selected: Vec<&&EndpointPod> = pods
         .iter()
         .filter(|p| selects(svc, p) && has_address(p))

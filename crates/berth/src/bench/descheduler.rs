@@ -75,12 +75,12 @@ fn pod(j: usize, n: usize) -> Value {
     let mut spec = json!({"nodeName": format!("node-{n}"),
         "containers": [{"name": "c", "image": "app",
             "resources": {"requests": {"cpu": format!("{cpu}m"), "memory": "256Mi"}}}]});
-    if j % 20 == 0 {
+    if j.is_multiple_of(20) {
         spec["affinity"] = json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
             "labelSelector": {"matchLabels": {"app": format!("app-{}", j + 1)}},
             "namespaces": [format!("ns-{}", (j + 1) % 10)],
             "topologyKey": "kubernetes.io/hostname"}]}});
-    } else if j % 25 == 0 {
+    } else if j.is_multiple_of(25) {
         spec["affinity"] = json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
             "nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}]}}});
     }

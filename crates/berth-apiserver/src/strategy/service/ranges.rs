@@ -22,7 +22,7 @@ impl IpRange {
         let (ip, prefix) = cidr.trim().split_once('/').ok_or_else(bad)?;
         let ip: Ipv4Addr = ip.parse().map_err(|_| bad())?;
         let prefix: u8 = prefix.parse().map_err(|_| bad())?;
-        if prefix > 30 || prefix < 8 {
+        if !(8..=30).contains(&prefix) {
             return Err(format!(
                 "invalid service CIDR {cidr:?}: the prefix must be between /8 and /30"
             ));
