@@ -23,7 +23,7 @@ pub struct Inner {
     /// Encoded events shared between requests (see [`crate::Caches`]).
     pub caches: Arc<crate::Caches>,
     /// Service cluster IPs and node ports (`--service-cluster-ip-range`, `--service-node-port-range`).
-    pub services: Arc<crate::strategy::service::ServiceAllocator>,
+    pub services: Arc<crate::service_allocation::ServiceAllocator>,
 }
 
 pub type Ctx = Arc<Inner>;

@@ -40,6 +40,7 @@ mod request;
 mod response;
 mod selectors;
 mod server;
+mod service_allocation;
 mod strategy;
 mod strict;
 mod subresources;

@@ -218,7 +218,7 @@ pub async fn create(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
     }
     strategy::admit_create(&ctx.admission, strategy::for_type(rt), rt, &mut obj)?;
     // Held until the object is stored: what it allocated stays reserved until then.
-    let _allocation = strategy::service::allocate(ctx, rt, &mut obj, None)?;
+    let _allocation = strategy::service::allocate(&ctx.services, &ctx.store, rt, &mut obj, None)?;
     let name = meta_str(&obj, "name").to_string();
     let key = path::key(rt, ns.as_deref(), &name);
     let mut target = req.target.clone();
@@ -344,7 +344,8 @@ pub async fn write_update(
     }
     let strategy = strategy::for_type(rt);
     strategy::admit_update(&ctx.admission, strategy, rt, old, &mut new)?;
-    let _allocation = strategy::service::allocate(ctx, rt, &mut new, Some(old))?;
+    let _allocation =
+        strategy::service::allocate(&ctx.services, &ctx.store, rt, &mut new, Some(old))?;
     codec::stamp(&mut new, expected.unwrap_or(0), &req.target);
     // An update that changes nothing writes nothing: the resourceVersion stays, no event is sent
     // (upstream; `kubectl patch` then says "(no change)").

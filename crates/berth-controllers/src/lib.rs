@@ -34,6 +34,7 @@ pub mod disruption;
 mod duration;
 pub mod endpoints;
 pub mod garbage_collector;
+pub(crate) mod informers;
 pub mod job;
 pub mod lifecycle;
 pub mod model;
@@ -45,7 +46,6 @@ pub mod serviceaccount;
 pub mod statefulset;
 pub mod taint_manager;
 mod wait;
-pub mod workload;
 
 pub use berth_core::clock::Clock;
 pub use duration::parse_duration;

@@ -5,10 +5,11 @@
 //! pods/eviction create; plus events create, which upstream's descheduler also needs for its
 //! `Descheduled` events (a refused event is logged, never fatal).
 
-use crate::engine::{plan, Options, Plan};
+use crate::engine::{Options, Plan};
 use crate::model::{NodeState, PodState};
 use crate::policy::Policy;
 use crate::report::{Outcome, Report};
+use crate::strategies::plan;
 use k8s_openapi::api::core::v1::{Event, Node, ObjectReference, Pod};
 use kube::api::{Api, EvictParams, ListParams, ObjectMeta, PostParams};
 use std::collections::BTreeMap;

@@ -4,7 +4,6 @@
 use crate::evictable::evictable;
 use crate::model::{NodeState, PodState};
 use crate::policy::{EvictorArgs, Policy};
-use crate::strategies;
 use crate::Strategy;
 use berth_core::labels::Selector;
 use serde::Serialize;
@@ -79,45 +78,6 @@ fn strategy_names<S: serde::Serializer>(s: &[Strategy], ser: S) -> Result<S::Ok,
     ser.collect_seq(s.iter().map(|s| s.name()))
 }
 
-/// Runs every enabled strategy of `policy` once over `nodes` and `pods`.
-pub fn plan(nodes: &[NodeState], pods: &[PodState], policy: &Policy, options: &Options) -> Plan {
-    let mut pass = Pass::new(nodes, pods, policy, options);
-    if pass.nodes.len() <= 1 {
-        pass.note(
-            None,
-            "the cluster size is 0 or 1 meaning eviction causes service disruption or degradation; nothing to do",
-        );
-        return pass.plan;
-    }
-    for s in Strategy::ALL {
-        let on = match s {
-            Strategy::RemoveDuplicates => policy.remove_duplicates,
-            Strategy::LowNodeUtilization => policy.low_node_utilization.is_some(),
-            Strategy::RemovePodsViolatingInterPodAntiAffinity => policy.inter_pod_anti_affinity,
-            Strategy::RemovePodsViolatingNodeAffinity => policy.node_affinity,
-            Strategy::RemovePodsViolatingNodeTaints => policy.node_taints,
-        };
-        if !on {
-            continue;
-        }
-        pass.plan.strategies.push(s);
-        match s {
-            Strategy::RemoveDuplicates => strategies::remove_duplicates::run(&mut pass),
-            Strategy::LowNodeUtilization => {
-                if let Some(lnu) = &policy.low_node_utilization {
-                    strategies::low_node_utilization::run(&mut pass, lnu)
-                }
-            }
-            Strategy::RemovePodsViolatingInterPodAntiAffinity => {
-                strategies::inter_pod_anti_affinity::run(&mut pass)
-            }
-            Strategy::RemovePodsViolatingNodeAffinity => strategies::node_affinity::run(&mut pass),
-            Strategy::RemovePodsViolatingNodeTaints => strategies::node_taints::run(&mut pass),
-        }
-    }
-    pass.plan
-}
-
 /// The state of one pass, shared by the strategies.
 pub(crate) struct Pass<'a> {
     /// Ready, selected nodes, by name.
@@ -136,7 +96,12 @@ pub(crate) struct Pass<'a> {
 }
 
 impl<'a> Pass<'a> {
-    fn new(nodes: &'a [NodeState], pods: &'a [PodState], policy: &Policy, o: &Options) -> Self {
+    pub(crate) fn new(
+        nodes: &'a [NodeState],
+        pods: &'a [PodState],
+        policy: &Policy,
+        o: &Options,
+    ) -> Self {
         let policy_selector = policy
             .node_selector
             .as_deref()

@@ -46,11 +46,12 @@ mod policy;
 mod report;
 mod strategies;
 
-pub use engine::{plan, Eviction, Note, Options, Plan};
+pub use engine::{Eviction, Note, Options, Plan};
 pub use evictable::{evictable, eviction_order, NotEvictable};
 pub use model::{AntiAffinityTerm, ModelError, NodeState, PodState, Qos, Request};
 pub use policy::{EvictorArgs, LowNodeUtilization, Policy, PolicyError, Thresholds};
 pub use report::{metrics_text, Outcome, Report, ReportLine};
+pub use strategies::plan;
 
 /// A descheduling strategy, in the order a pass runs them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -3,18 +3,13 @@
 //! Allocation needs the store, so it runs after admission ([`allocate`]), where upstream's
 //! service storage allocates before the object is written.
 
-mod allocator;
-mod ranges;
-
-pub use allocator::{Reservation, ServiceAllocator};
-pub use ranges::{IpRange, PortRange};
+pub use crate::service_allocation::{IpRange, PortRange, Reservation, ServiceAllocator};
 
 use super::{causes, Strategy};
 use crate::codec::meta_str;
-use crate::context::Inner;
 use crate::error::{ApiError, ApiResult, Cause};
 use crate::path;
-use allocator::{needs_cluster_ip, needs_node_ports};
+use crate::service_allocation::{needs_cluster_ip, needs_node_ports};
 use berth_api::registry::ResourceType;
 use serde_json::{json, Value};
 
@@ -69,7 +64,8 @@ impl Strategy for Service {
 /// Allocates what a Service about to be written lacks (no-op for other kinds); the reservation
 /// must live until the write is done.
 pub fn allocate(
-    ctx: &Inner,
+    services: &std::sync::Arc<ServiceAllocator>,
+    store: &berth_store::Store,
     rt: &ResourceType,
     obj: &mut Value,
     old: Option<&Value>,
@@ -78,7 +74,7 @@ pub fn allocate(
         return Ok(None);
     }
     let key = path::key(rt, Some(meta_str(obj, "namespace")), meta_str(obj, "name"));
-    ctx.services.allocate(&ctx.store, &key, obj, old).map(Some)
+    services.allocate(store, &key, obj, old).map(Some)
 }
 
 /// Upstream's defaults of a Service spec.

@@ -7,9 +7,9 @@ use super::rolling::{default_max_surge, default_max_unavailable, IntOrPercent};
 use super::sync::{
     sync, DeploymentView, Plan, SetView, StatusView, Strategy, REVISION, TEMPLATE_HASH,
 };
-use crate::driver::informers::{wait, Informers};
+use crate::informers::{wait, Informers};
 use crate::model::{to_chrono, to_time};
-use crate::workload::{controller_uid, Owner};
+use crate::replicaset::workload::{controller_uid, Owner};
 use crate::Clock;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;

@@ -1,9 +1,9 @@
 //! The DaemonSet controller loop: on DaemonSet, node or daemon pod changes, sync every
 //! DaemonSet; create and delete its pods and write its status.
 
-use super::informers::{wait, Informers};
 use super::recorder::Recorder;
 use crate::daemonset::{fit, owned_by, reconcile, Expectations};
+use crate::informers::{wait, Informers};
 use crate::model::{EventRecord, Involved};
 use crate::Clock;
 use k8s_openapi::api::apps::v1::DaemonSet;

@@ -2,9 +2,9 @@
 //! namespace changed, and when an entry of its `disruptedPods` expires; only the statuses that
 //! changed are written. A change elsewhere costs a set insertion; with no budget, nothing.
 
-use super::informers::Informers;
 use super::recorder::Recorder;
 use crate::disruption::{reconcile, Workload, Workloads};
+use crate::informers::Informers;
 use crate::Clock;
 use berth_informers::Event;
 use chrono::{DateTime, Utc};

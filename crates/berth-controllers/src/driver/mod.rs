@@ -6,7 +6,7 @@
 
 mod daemonsets;
 mod disruption;
-pub(crate) mod informers;
+use crate::informers;
 mod nodes;
 mod recorder;
 mod taints;
@@ -91,7 +91,7 @@ impl Controllers {
         tokio::spawn(crate::endpoints::run(self.client.clone()));
         tokio::spawn(crate::serviceaccount::run(self.client.clone()));
         // Workloads: ReplicaSets and ReplicationControllers, Deployments, garbage collection.
-        crate::workload::spawn(
+        spawn_workloads(
             &self.client,
             &informers,
             &self.clock,
@@ -118,4 +118,33 @@ impl Controllers {
             self.clock,
         ));
     }
+}
+
+/// The workload controllers: ReplicaSets and RCs, Deployments, garbage collection, pod GC.
+fn spawn_workloads(
+    client: &kube::Client,
+    informers: &crate::informers::Informers,
+    clock: &crate::Clock,
+    terminated_pod_gc_threshold: usize,
+) {
+    tokio::spawn(crate::replicaset::driver::run(
+        client.clone(),
+        informers.clone(),
+        clock.clone(),
+    ));
+    tokio::spawn(crate::garbage_collector::driver::run(
+        client.clone(),
+        informers.clone(),
+    ));
+    tokio::spawn(crate::podgc::driver::run(
+        client.clone(),
+        informers.clone(),
+        clock.clone(),
+        terminated_pod_gc_threshold,
+    ));
+    tokio::spawn(crate::deployment::driver::run(
+        client.clone(),
+        informers.clone(),
+        clock.clone(),
+    ));
 }

@@ -1,7 +1,7 @@
 //! The node loops: condition taints (event-driven) and the health monitor (periodic).
 
-use super::informers::{wait, Informers};
 use super::recorder::Recorder;
+use crate::informers::{wait, Informers};
 use crate::lifecycle::{LifecycleAction, LifecycleConfig, Monitor, NodeView};
 use crate::model::{pod_node, timestamp};
 use crate::{node_taints, Clock};

@@ -3,8 +3,8 @@
 //! the stores resynchronises it at start, after each relist, and
 //! to retry a deletion that failed.
 
-use super::informers::Informers;
 use super::recorder::Recorder;
+use crate::informers::Informers;
 use crate::taint_manager::{TaintAction, TaintManager};
 use crate::Clock;
 use berth_informers::Event;

@@ -8,7 +8,7 @@ use super::{
     decide, foreground_blockers, Action, Dependent, Owner, OwnerRef, Propagation, FOREGROUND,
     ORPHAN,
 };
-use crate::driver::informers::{wait, Informers};
+use crate::informers::{wait, Informers};
 use berth_informers::Informer;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;

@@ -2,7 +2,7 @@
 //! force-delete (grace 0) what [`super::Quarantine::collect`] picks.
 
 use super::{PodInfo, Quarantine};
-use crate::driver::informers::{wait, Informers};
+use crate::informers::{wait, Informers};
 use crate::model::to_chrono;
 use crate::Clock;
 use k8s_openapi::api::core::v1::Pod;

@@ -3,8 +3,8 @@
 //! [`SetObject`] is what the loop reads of either.
 
 use super::{reconcile, Plan, PodView, SetView};
-use crate::driver::informers::{wait, Informers};
-use crate::workload::{label_of, pod_from_template, pod_view, Owner};
+use crate::informers::{wait, Informers};
+use crate::replicaset::workload::{label_of, pod_from_template, pod_view, Owner};
 use crate::Clock;
 use berth_core::labels::Selector;
 use chrono::{DateTime, Utc};

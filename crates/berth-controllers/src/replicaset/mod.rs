@@ -14,6 +14,7 @@ pub(crate) mod driver;
 pub mod rank;
 #[cfg(test)]
 mod tests;
+pub mod workload;
 
 /// At most this many creates or deletes in one sync (upstream `BurstReplicas`).
 pub const BURST_REPLICAS: usize = 500;

@@ -6,5 +6,49 @@ pub(crate) mod node_affinity;
 pub(crate) mod node_taints;
 pub(crate) mod remove_duplicates;
 
+use crate::engine::{Options, Pass, Plan};
+use crate::model::{NodeState, PodState};
+use crate::policy::Policy;
+use crate::Strategy;
+
+/// Runs every enabled strategy of `policy` once over `nodes` and `pods`.
+pub fn plan(nodes: &[NodeState], pods: &[PodState], policy: &Policy, options: &Options) -> Plan {
+    let mut pass = Pass::new(nodes, pods, policy, options);
+    if pass.nodes.len() <= 1 {
+        pass.note(
+            None,
+            "the cluster size is 0 or 1 meaning eviction causes service disruption or degradation; nothing to do",
+        );
+        return pass.plan;
+    }
+    for s in Strategy::ALL {
+        let on = match s {
+            Strategy::RemoveDuplicates => policy.remove_duplicates,
+            Strategy::LowNodeUtilization => policy.low_node_utilization.is_some(),
+            Strategy::RemovePodsViolatingInterPodAntiAffinity => policy.inter_pod_anti_affinity,
+            Strategy::RemovePodsViolatingNodeAffinity => policy.node_affinity,
+            Strategy::RemovePodsViolatingNodeTaints => policy.node_taints,
+        };
+        if !on {
+            continue;
+        }
+        pass.plan.strategies.push(s);
+        match s {
+            Strategy::RemoveDuplicates => remove_duplicates::run(&mut pass),
+            Strategy::LowNodeUtilization => {
+                if let Some(lnu) = &policy.low_node_utilization {
+                    low_node_utilization::run(&mut pass, lnu)
+                }
+            }
+            Strategy::RemovePodsViolatingInterPodAntiAffinity => {
+                inter_pod_anti_affinity::run(&mut pass)
+            }
+            Strategy::RemovePodsViolatingNodeAffinity => node_affinity::run(&mut pass),
+            Strategy::RemovePodsViolatingNodeTaints => node_taints::run(&mut pass),
+        }
+    }
+    pass.plan
+}
+
 #[cfg(test)]
 pub(crate) mod testutil;

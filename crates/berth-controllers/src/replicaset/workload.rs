@@ -112,34 +112,6 @@ pub fn label_of<'a>(labels: &'a BTreeMap<String, String>) -> impl Fn(&str) -> Op
 }
 
 /// Starts the workload loops of [`crate::Controllers`].
-pub(crate) fn spawn(
-    client: &kube::Client,
-    informers: &crate::driver::informers::Informers,
-    clock: &crate::Clock,
-    terminated_pod_gc_threshold: usize,
-) {
-    tokio::spawn(crate::replicaset::driver::run(
-        client.clone(),
-        informers.clone(),
-        clock.clone(),
-    ));
-    tokio::spawn(crate::garbage_collector::driver::run(
-        client.clone(),
-        informers.clone(),
-    ));
-    tokio::spawn(crate::podgc::driver::run(
-        client.clone(),
-        informers.clone(),
-        clock.clone(),
-        terminated_pod_gc_threshold,
-    ));
-    tokio::spawn(crate::deployment::driver::run(
-        client.clone(),
-        informers.clone(),
-        clock.clone(),
-    ));
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,11 +8,13 @@
 //! failed); the lock taken to pick a value also covers reading the store, so two creates never
 //! pick the same value. This holds within one API server process.
 
-use super::ranges::{IpRange, PortRange};
+mod ranges;
+
 use crate::codec::{decode, meta_str};
 use crate::error::{ApiError, ApiResult, Cause};
 use crate::path::{self, Target};
 use berth_store::{Revision, Store};
+pub use ranges::{IpRange, PortRange};
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
 use std::net::Ipv4Addr;
