@@ -25,6 +25,7 @@
 //! ```
 
 mod admission;
+pub mod authorizer;
 mod codec;
 mod context;
 mod deletion;
@@ -47,6 +48,7 @@ mod subresources;
 #[cfg(test)]
 mod testing;
 pub mod tls;
+pub mod user;
 mod watch;
 
 pub use admission::{AdmissionConfig, ConfigError as AdmissionConfigError};
@@ -105,6 +107,7 @@ impl ApiServer {
             store: store.clone(),
             cache: Arc::new(AdmissionCache::default()),
             priority_disabled: Default::default(),
+            authorizer: Arc::new(authorizer::AlwaysAllow),
         };
         let admission = Chain::build(&handles, &AdmissionConfig::default())
             .expect("the default admission chain needs no configuration");

@@ -216,7 +216,13 @@ pub async fn create(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
             meta.remove(field);
         }
     }
-    strategy::admit_create(&ctx.admission, strategy::for_type(rt), rt, &mut obj)?;
+    strategy::admit_create(
+        &ctx.admission,
+        &req.user,
+        strategy::for_type(rt),
+        rt,
+        &mut obj,
+    )?;
     // Held until the object is stored: what it allocated stays reserved until then.
     let _allocation = strategy::service::allocate(&ctx.services, &ctx.store, rt, &mut obj, None)?;
     let name = meta_str(&obj, "name").to_string();
@@ -343,7 +349,7 @@ pub async fn write_update(
         meta_mut(&mut new).insert("generation".into(), json!(generation));
     }
     let strategy = strategy::for_type(rt);
-    strategy::admit_update(&ctx.admission, strategy, rt, old, &mut new)?;
+    strategy::admit_update(&ctx.admission, &req.user, strategy, rt, old, &mut new)?;
     let _allocation =
         strategy::service::allocate(&ctx.services, &ctx.store, rt, &mut new, Some(old))?;
     codec::stamp(&mut new, expected.unwrap_or(0), &req.target);
@@ -403,6 +409,7 @@ pub async fn patch(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
                 headers: json_headers(),
                 body: bytes::Bytes::from(patch_doc.to_string()),
                 answer: req.answer,
+                user: req.user.clone(),
             };
             return create(ctx, &create_req).await;
         }
@@ -531,6 +538,7 @@ pub async fn delete_collection(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Respons
             headers: req.headers.clone(),
             body: bytes::Bytes::new(),
             answer: Answer::Json,
+            user: req.user.clone(),
         };
         if delete_object(ctx, &one, strategy, obj.clone(), kv.mod_revision, &options)
             .await

@@ -14,6 +14,8 @@ pub struct ApiRequest {
     pub headers: HeaderMap,
     pub body: bytes::Bytes,
     pub answer: Answer,
+    /// Who asks (authentication's answer).
+    pub user: std::sync::Arc<crate::user::UserInfo>,
 }
 
 impl ApiRequest {

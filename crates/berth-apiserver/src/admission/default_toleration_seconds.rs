@@ -9,6 +9,7 @@
 use super::config::{only_fields, seconds};
 use super::{ConfigError, Handles, Plugin, Registration};
 use crate::error::ApiResult;
+use crate::user::UserInfo;
 use berth_api::registry::ResourceType;
 use serde_json::{json, Value};
 
@@ -66,7 +67,7 @@ fn configure(configuration: Option<&Value>) -> Result<Seconds, ConfigError> {
 }
 
 impl Plugin for DefaultTolerationSeconds {
-    fn admit_create(&self, rt: &ResourceType, obj: &mut Value) -> ApiResult<()> {
+    fn admit_create(&self, _user: &UserInfo, rt: &ResourceType, obj: &mut Value) -> ApiResult<()> {
         if rt.kind == "Pod" {
             default_tolerations(obj, &self.seconds);
         }

@@ -25,7 +25,9 @@ mod namespace_lifecycle;
 mod priority;
 mod service_account;
 
+use crate::authorizer::Authorizer;
 use crate::error::ApiResult;
+use crate::user::UserInfo;
 pub use cache::AdmissionCache;
 pub use config::{AdmissionConfig, ConfigError};
 pub use priority::{
@@ -43,15 +45,27 @@ pub const PLUGINS: &[Registration] = &[
 ];
 
 /// One admission plugin: it may change the object on its way in, or refuse it. A plugin looks
-/// at the resource type itself and lets through what it does not handle.
+/// at the resource type itself and lets through what it does not handle. `user` is who asks
+/// (upstream's `Attributes.GetUserInfo()`).
 pub trait Plugin: Send + Sync {
     /// Admission of an object about to be created.
-    fn admit_create(&self, _rt: &ResourceType, _obj: &mut Value) -> ApiResult<()> {
+    fn admit_create(
+        &self,
+        _user: &UserInfo,
+        _rt: &ResourceType,
+        _obj: &mut Value,
+    ) -> ApiResult<()> {
         Ok(())
     }
 
     /// Admission of an update of `old` to `new`.
-    fn admit_update(&self, _rt: &ResourceType, _old: &Value, _new: &mut Value) -> ApiResult<()> {
+    fn admit_update(
+        &self,
+        _user: &UserInfo,
+        _rt: &ResourceType,
+        _old: &Value,
+        _new: &mut Value,
+    ) -> ApiResult<()> {
         Ok(())
     }
 }
@@ -64,6 +78,9 @@ pub struct Handles {
     pub cache: Arc<AdmissionCache>,
     /// Pod priority switched off (seed 16.6.6): new pods may not name a priority class.
     pub priority_disabled: Arc<AtomicBool>,
+    /// The server's authorizer, for plugins that depend on the requester's rights.
+    #[allow(dead_code)] // until PodNodeConstraints reads it
+    pub authorizer: Arc<dyn Authorizer>,
 }
 
 /// How a plugin is built: from the handles and its configuration (`None` without one).
@@ -115,17 +132,28 @@ impl Chain {
     }
 
     /// Runs every plugin on an object about to be created; the first refusal wins.
-    pub fn admit_create(&self, rt: &ResourceType, obj: &mut Value) -> ApiResult<()> {
+    pub fn admit_create(
+        &self,
+        user: &UserInfo,
+        rt: &ResourceType,
+        obj: &mut Value,
+    ) -> ApiResult<()> {
         for (_, plugin) in &self.plugins {
-            plugin.admit_create(rt, obj)?;
+            plugin.admit_create(user, rt, obj)?;
         }
         Ok(())
     }
 
     /// Runs every plugin on an update; the first refusal wins.
-    pub fn admit_update(&self, rt: &ResourceType, old: &Value, new: &mut Value) -> ApiResult<()> {
+    pub fn admit_update(
+        &self,
+        user: &UserInfo,
+        rt: &ResourceType,
+        old: &Value,
+        new: &mut Value,
+    ) -> ApiResult<()> {
         for (_, plugin) in &self.plugins {
-            plugin.admit_update(rt, old, new)?;
+            plugin.admit_update(user, rt, old, new)?;
         }
         Ok(())
     }

@@ -6,6 +6,7 @@ use super::{AdmissionCache, ConfigError, Handles, Plugin, Registration};
 use crate::codec::meta_str;
 use crate::error::{ApiError, ApiResult};
 use crate::path;
+use crate::user::UserInfo;
 use berth_api::registry::ResourceType;
 use berth_store::Store;
 use serde_json::Value;
@@ -33,7 +34,7 @@ fn build(handles: &Handles, configuration: Option<&Value>) -> Result<Box<dyn Plu
 }
 
 impl Plugin for NamespaceLifecycle {
-    fn admit_create(&self, rt: &ResourceType, obj: &mut Value) -> ApiResult<()> {
+    fn admit_create(&self, _user: &UserInfo, rt: &ResourceType, obj: &mut Value) -> ApiResult<()> {
         if !rt.namespaced {
             return Ok(());
         }

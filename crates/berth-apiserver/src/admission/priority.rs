@@ -6,6 +6,7 @@
 use super::{AdmissionCache, ConfigError, Handles, Plugin, Registration};
 use crate::codec::meta_str;
 use crate::error::{ApiError, ApiResult};
+use crate::user::UserInfo;
 use berth_api::registry::ResourceType;
 use berth_store::Store;
 use serde_json::{json, Value};
@@ -42,7 +43,7 @@ fn build(handles: &Handles, configuration: Option<&Value>) -> Result<Box<dyn Plu
 }
 
 impl Plugin for Priority {
-    fn admit_create(&self, rt: &ResourceType, obj: &mut Value) -> ApiResult<()> {
+    fn admit_create(&self, _user: &UserInfo, rt: &ResourceType, obj: &mut Value) -> ApiResult<()> {
         match rt.kind {
             "Pod" => self.admit_pod(obj),
             "PriorityClass" => self.check_single_default(obj),
@@ -50,7 +51,13 @@ impl Plugin for Priority {
         }
     }
 
-    fn admit_update(&self, rt: &ResourceType, _old: &Value, new: &mut Value) -> ApiResult<()> {
+    fn admit_update(
+        &self,
+        _user: &UserInfo,
+        rt: &ResourceType,
+        _old: &Value,
+        new: &mut Value,
+    ) -> ApiResult<()> {
         match rt.kind {
             "PriorityClass" => self.check_single_default(new),
             _ => Ok(()),

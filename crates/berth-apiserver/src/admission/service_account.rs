@@ -11,6 +11,7 @@ use super::{ConfigError, Handles, Plugin, Registration};
 use crate::codec::{decode, meta_str};
 use crate::error::{ApiError, ApiResult};
 use crate::path::{self, Target};
+use crate::user::UserInfo;
 use berth_api::registry::ResourceType;
 use berth_store::Store;
 use serde_json::{json, Value};
@@ -41,7 +42,7 @@ fn build(handles: &Handles, configuration: Option<&Value>) -> Result<Box<dyn Plu
 }
 
 impl Plugin for ServiceAccount {
-    fn admit_create(&self, rt: &ResourceType, pod: &mut Value) -> ApiResult<()> {
+    fn admit_create(&self, _user: &UserInfo, rt: &ResourceType, pod: &mut Value) -> ApiResult<()> {
         if !(rt.group.is_empty() && rt.kind == "Pod") {
             return Ok(());
         }
@@ -181,7 +182,9 @@ mod tests {
             store: Store::memory(),
         };
         let mut p = pod(json!({"serviceAccountName": "builder", "containers": [{"name": "c"}]}));
-        let err = plugin.admit_create(pods(), &mut p).unwrap_err();
+        let err = plugin
+            .admit_create(&UserInfo::admin(), pods(), &mut p)
+            .unwrap_err();
         assert_eq!(err.code(), 403);
         assert_eq!(err.message(), "pods \"p\" is forbidden: error looking up service account default/builder: serviceaccount \"builder\" not found");
     }
@@ -194,7 +197,9 @@ mod tests {
         let mut p = pod(
             json!({"containers": [{"name": "a"}, {"name": "b", "volumeMounts": [{"name": "x", "mountPath": "/x"}]}]}),
         );
-        plugin.admit_create(pods(), &mut p).unwrap();
+        plugin
+            .admit_create(&UserInfo::admin(), pods(), &mut p)
+            .unwrap();
         assert_eq!(p["spec"]["serviceAccountName"], "default");
         let volume = p["spec"]["volumes"][0]["name"]
             .as_str()
@@ -222,11 +227,15 @@ mod tests {
         .await;
         let plugin = ServiceAccount { store };
         let mut p = pod(json!({"serviceAccountName": "quiet", "containers": [{"name": "a"}]}));
-        plugin.admit_create(pods(), &mut p).unwrap();
+        plugin
+            .admit_create(&UserInfo::admin(), pods(), &mut p)
+            .unwrap();
         assert!(p["spec"].get("volumes").is_none());
         let mut p =
             pod(json!({"automountServiceAccountToken": false, "containers": [{"name": "a"}]}));
-        plugin.admit_create(pods(), &mut p).unwrap();
+        plugin
+            .admit_create(&UserInfo::admin(), pods(), &mut p)
+            .unwrap();
         assert!(p["spec"].get("volumes").is_none());
     }
 }

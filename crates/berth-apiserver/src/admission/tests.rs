@@ -9,6 +9,7 @@ fn handles() -> Handles {
         store: Store::memory(),
         cache: Arc::new(AdmissionCache::default()),
         priority_disabled: Default::default(),
+        authorizer: Arc::new(crate::authorizer::AlwaysAllow),
     }
 }
 
@@ -77,11 +78,13 @@ fn a_plugin_is_disabled_by_name() {
         "spec": {"priorityClassName": "missing", "containers": []}});
     let without = config(&[("Priority", disable()), ("NamespaceLifecycle", disable())]);
     let chain = Chain::build(&handles(), &without).unwrap();
-    assert!(chain.admit_create(pods, &mut pod.clone()).is_ok());
+    assert!(chain
+        .admit_create(&UserInfo::admin(), pods, &mut pod.clone())
+        .is_ok());
     let with = config(&[("NamespaceLifecycle", disable())]);
     let chain = Chain::build(&handles(), &with).unwrap();
     assert!(matches!(
-        chain.admit_create(pods, &mut pod),
+        chain.admit_create(&UserInfo::admin(), pods, &mut pod),
         Err(crate::error::ApiError::Forbidden(_))
     ));
 }
@@ -99,7 +102,9 @@ fn a_plugin_is_configured_by_name() {
     let pods = find("", "v1", "pods").unwrap();
     let mut pod =
         json!({"metadata": {"name": "p", "namespace": "default"}, "spec": {"containers": []}});
-    chain.admit_create(pods, &mut pod).unwrap();
+    chain
+        .admit_create(&UserInfo::admin(), pods, &mut pod)
+        .unwrap();
     let seconds: Vec<(String, i64)> = pod["spec"]["tolerations"]
         .as_array()
         .unwrap()

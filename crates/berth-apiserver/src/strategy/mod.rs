@@ -10,6 +10,7 @@
 use crate::admission::Chain;
 use crate::codec::meta_str;
 use crate::error::{ApiError, ApiResult, Cause};
+use crate::user::UserInfo;
 use berth_api::registry::ResourceType;
 use berth_core::validation::{self as v, FieldError};
 use serde_json::Value;
@@ -125,25 +126,27 @@ pub fn for_type(rt: &ResourceType) -> &'static dyn Strategy {
 /// validation (422 with every field error).
 pub fn admit_create(
     chain: &Chain,
+    user: &UserInfo,
     strategy: &dyn Strategy,
     rt: &ResourceType,
     obj: &mut Value,
 ) -> ApiResult<()> {
     strategy.prepare_for_create(obj);
-    chain.admit_create(rt, obj)?;
+    chain.admit_create(user, rt, obj)?;
     validate(strategy, rt, obj, None)
 }
 
 /// Readies an update of `old` to `new` for the store, as [`admit_create`] does a new object.
 pub fn admit_update(
     chain: &Chain,
+    user: &UserInfo,
     strategy: &dyn Strategy,
     rt: &ResourceType,
     old: &Value,
     new: &mut Value,
 ) -> ApiResult<()> {
     strategy.prepare_for_update(old, new)?;
-    chain.admit_update(rt, old, new)?;
+    chain.admit_update(user, rt, old, new)?;
     validate(strategy, rt, new, Some(old))
 }
 

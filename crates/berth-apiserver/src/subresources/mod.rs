@@ -43,6 +43,7 @@ pub(crate) fn pod_request(req: &ApiRequest, name: &str) -> ApiResult<ApiRequest>
         headers: req.headers.clone(),
         body: bytes::Bytes::new(),
         answer: req.answer,
+        user: req.user.clone(),
     })
 }
 
