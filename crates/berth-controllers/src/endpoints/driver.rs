@@ -94,9 +94,22 @@ async fn sync(
     slices: &Informer<EndpointSlice>,
 ) -> bool {
     let services = services.store.state();
-    let pods = pods.store.state();
+    // Only the namespaces of managed Services need their pods grouped.
+    let wanted: HashSet<&str> = services
+        .iter()
+        .filter(|svc| managed(svc))
+        .map(|svc| svc.metadata.namespace.as_deref().unwrap_or(""))
+        .collect();
+    let pods = if wanted.is_empty() {
+        Vec::new()
+    } else {
+        pods.store.state()
+    };
     let mut by_namespace: HashMap<&str, Vec<&EndpointPod>> = HashMap::new();
-    for pod in &pods {
+    for pod in pods
+        .iter()
+        .filter(|p| wanted.contains(p.namespace.as_deref().unwrap_or("")))
+    {
         by_namespace
             .entry(pod.namespace.as_deref().unwrap_or(""))
             .or_default()

@@ -18,7 +18,7 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions, Propagatio
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::runtime::watcher;
 use serde_json::json;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 /// The kinds the collector knows how to reach, by `(apiVersion, kind)`: the resource name.
@@ -50,24 +50,17 @@ pub fn resource(api_version: &str, kind: &str) -> Option<ApiResource> {
     ))
 }
 
-/// One object of the graph.
-struct Node {
-    resource: ApiResource,
-    meta: ObjectMeta,
+/// One object of the graph, borrowed from the informers' snapshots.
+struct Node<'a> {
+    resource: &'a ApiResource,
+    meta: &'a ObjectMeta,
 }
 
-impl Node {
-    fn of<K: kube::Resource<DynamicType = ()>>(obj: &Arc<K>) -> Node {
-        Node {
-            resource: ApiResource::erase::<K>(&()),
-            meta: obj.meta().clone(),
-        }
-    }
-
+impl Node<'_> {
     fn api(&self, client: &kube::Client) -> Api<DynamicObject> {
         match &self.meta.namespace {
-            Some(ns) => Api::namespaced_with(client.clone(), ns, &self.resource),
-            None => Api::all_with(client.clone(), &self.resource),
+            Some(ns) => Api::namespaced_with(client.clone(), ns, self.resource),
+            None => Api::all_with(client.clone(), self.resource),
         }
     }
 
@@ -86,10 +79,43 @@ impl Node {
     fn deleting(&self) -> bool {
         self.meta.deletion_timestamp.is_some()
     }
+
+    fn has_owners(&self) -> bool {
+        self.meta
+            .owner_references
+            .as_ref()
+            .is_some_and(|r| !r.is_empty())
+    }
 }
 
-fn nodes_of<K: kube::Resource<DynamicType = ()>>(informer: &Informer<K>, into: &mut Vec<Node>) {
-    into.extend(informer.store.state().iter().map(Node::of));
+/// A snapshot of `informer`'s objects.
+fn snapshot<K>(informer: &Informer<K>) -> (ApiResource, Vec<Arc<K>>)
+where
+    K: kube::Resource<DynamicType = ()>,
+{
+    (ApiResource::erase::<K>(&()), informer.store.state())
+}
+
+/// The objects the pass must look at: those with owners, those being deleted, and the owners
+/// some object names. Every other object (most pods) has nothing for the collector to do, so a
+/// pass costs a scan of pointers, not a copy of every object.
+fn graph<'a>(kinds: &'a [(ApiResource, Vec<&'a ObjectMeta>)]) -> Vec<Node<'a>> {
+    let named: HashSet<&str> = kinds
+        .iter()
+        .flat_map(|(_, metas)| metas.iter())
+        .flat_map(|m| m.owner_references.iter().flatten())
+        .map(|r| r.uid.as_str())
+        .collect();
+    let mut nodes = Vec::new();
+    for (resource, metas) in kinds {
+        for meta in metas {
+            let node = Node { resource, meta };
+            if node.has_owners() || node.deleting() || named.contains(node.uid()) {
+                nodes.push(node);
+            }
+        }
+    }
+    nodes
 }
 
 pub async fn run(client: kube::Client, mut informers: Informers) {
@@ -107,15 +133,23 @@ pub async fn run(client: kube::Client, mut informers: Informers) {
         return;
     }
     loop {
-        let mut nodes = Vec::new();
-        nodes_of::<Pod>(&informers.pods, &mut nodes);
-        nodes_of::<ReplicaSet>(&informers.replica_sets, &mut nodes);
-        nodes_of::<ReplicationController>(&informers.replication_controllers, &mut nodes);
-        nodes_of::<Deployment>(&informers.deployments, &mut nodes);
-        nodes_of::<StatefulSet>(&informers.stateful_sets, &mut nodes);
-        nodes_of::<DaemonSet>(&informers.daemon_sets, &mut nodes);
-        nodes_of::<Job>(&jobs, &mut nodes);
-        collect(&client, &nodes).await;
+        let (pod_r, pods) = snapshot::<Pod>(&informers.pods);
+        let (rs_r, rss) = snapshot::<ReplicaSet>(&informers.replica_sets);
+        let (rc_r, rcs) = snapshot::<ReplicationController>(&informers.replication_controllers);
+        let (deploy_r, deploys) = snapshot::<Deployment>(&informers.deployments);
+        let (sts_r, stss) = snapshot::<StatefulSet>(&informers.stateful_sets);
+        let (ds_r, dss) = snapshot::<DaemonSet>(&informers.daemon_sets);
+        let (job_r, all_jobs) = snapshot::<Job>(&jobs);
+        let kinds = [
+            (pod_r, pods.iter().map(|o| &o.metadata).collect()),
+            (rs_r, rss.iter().map(|o| &o.metadata).collect()),
+            (rc_r, rcs.iter().map(|o| &o.metadata).collect()),
+            (deploy_r, deploys.iter().map(|o| &o.metadata).collect()),
+            (sts_r, stss.iter().map(|o| &o.metadata).collect()),
+            (ds_r, dss.iter().map(|o| &o.metadata).collect()),
+            (job_r, all_jobs.iter().map(|o| &o.metadata).collect()),
+        ];
+        collect(&client, &graph(&kinds)).await;
         let i = &mut informers;
         wait(
             &mut [
@@ -134,7 +168,7 @@ pub async fn run(client: kube::Client, mut informers: Informers) {
 }
 
 /// One pass over the graph.
-async fn collect(client: &kube::Client, nodes: &[Node]) {
+async fn collect(client: &kube::Client, nodes: &[Node<'_>]) {
     let by_uid: HashMap<&str, &Node> = nodes.iter().map(|n| (n.uid(), n)).collect();
     let mut dependents: HashMap<&str, Vec<&Node>> = HashMap::new();
     for n in nodes {
@@ -226,9 +260,9 @@ async fn collect(client: &kube::Client, nodes: &[Node]) {
 /// as present: nothing is deleted on a guess.
 async fn find_owner(
     client: &kube::Client,
-    n: &Node,
+    n: &Node<'_>,
     r: &k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference,
-    by_uid: &HashMap<&str, &Node>,
+    by_uid: &HashMap<&str, &Node<'_>>,
 ) -> Owner {
     let present = |meta: &ObjectMeta| Owner::Present {
         uid: meta.uid.clone().unwrap_or_default(),
@@ -236,7 +270,7 @@ async fn find_owner(
         finalizers: meta.finalizers.clone().unwrap_or_default(),
     };
     if let Some(owner) = by_uid.get(r.uid.as_str()) {
-        return present(&owner.meta);
+        return present(owner.meta);
     }
     let Some(ar) = resource(&r.api_version, &r.kind) else {
         return Owner::Present {
@@ -262,7 +296,7 @@ async fn find_owner(
 }
 
 /// Removes the references to `owner` from its dependents, then its `orphan` finalizer.
-async fn orphan(client: &kube::Client, owner: &Node, dependents: &[&Node]) {
+async fn orphan(client: &kube::Client, owner: &Node<'_>, dependents: &[&Node<'_>]) {
     let mut all_done = true;
     for d in dependents {
         let keep: Vec<_> = d
@@ -286,7 +320,7 @@ async fn orphan(client: &kube::Client, owner: &Node, dependents: &[&Node]) {
     }
 }
 
-async fn remove_finalizer(client: &kube::Client, n: &Node, finalizer: &str) {
+async fn remove_finalizer(client: &kube::Client, n: &Node<'_>, finalizer: &str) {
     let rest: Vec<String> = n
         .finalizers()
         .into_iter()
@@ -302,7 +336,7 @@ async fn remove_finalizer(client: &kube::Client, n: &Node, finalizer: &str) {
 }
 
 /// Conflicts and absences are expected (the watch brings the newer object); the rest is logged.
-fn report(n: &Node, what: &str, r: Result<(), kube::Error>) {
+fn report(n: &Node<'_>, what: &str, r: Result<(), kube::Error>) {
     match r {
         Ok(()) => {}
         Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}

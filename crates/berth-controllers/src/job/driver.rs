@@ -33,7 +33,12 @@ pub(crate) async fn run(client: kube::Client, mut pods: Informer<Pod>, clock: Cl
     loop {
         let now = clock.now();
         let all_jobs: Vec<Arc<Job>> = jobs.store.state();
-        let all_pods: Vec<Arc<Pod>> = pods.store.state();
+        // No Job, no pod to look at: most passes in a cluster without Jobs stop here.
+        let all_pods: Vec<Arc<Pod>> = if all_jobs.is_empty() {
+            Vec::new()
+        } else {
+            pods.store.state()
+        };
         let mut by_owner: HashMap<&str, Vec<&Pod>> = HashMap::new();
         for p in &all_pods {
             let owner = p.metadata.owner_references.iter().flatten().find(|r| {

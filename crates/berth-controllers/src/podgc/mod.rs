@@ -7,7 +7,7 @@
 pub(crate) mod driver;
 
 use chrono::{DateTime, Duration, Utc};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 /// Upstream's quarantine before a node's absence is believed.
 pub const QUARANTINE_SECONDS: i64 = 40;
@@ -36,7 +36,7 @@ impl Quarantine {
     pub fn collect(
         &mut self,
         pods: &[PodInfo],
-        nodes: &BTreeSet<String>,
+        nodes: &HashSet<&str>,
         threshold: usize,
         now: DateTime<Utc>,
     ) -> Vec<String> {
@@ -107,7 +107,7 @@ mod tests {
 
     #[test]
     fn pods_of_a_missing_node_go_after_the_quarantine() {
-        let nodes = BTreeSet::from(["n1".to_string()]);
+        let nodes = HashSet::from(["n1"]);
         let pods = [pod("a", "n1", false, 0), pod("b", "gone", false, 0)];
         let mut q = Quarantine::default();
         assert!(q.collect(&pods, &nodes, 0, at(0)).is_empty());
@@ -120,15 +120,15 @@ mod tests {
     fn a_node_that_comes_back_ends_its_quarantine() {
         let pods = [pod("b", "late", false, 0)];
         let mut q = Quarantine::default();
-        q.collect(&pods, &BTreeSet::new(), 0, at(0));
-        let back = BTreeSet::from(["late".to_string()]);
+        q.collect(&pods, &HashSet::new(), 0, at(0));
+        let back = HashSet::from(["late"]);
         assert!(q.collect(&pods, &back, 0, at(50)).is_empty());
-        assert!(q.collect(&pods, &BTreeSet::new(), 0, at(60)).is_empty());
+        assert!(q.collect(&pods, &HashSet::new(), 0, at(60)).is_empty());
     }
 
     #[test]
     fn terminated_pods_over_the_threshold_go_oldest_first() {
-        let nodes = BTreeSet::from(["n1".to_string()]);
+        let nodes = HashSet::from(["n1"]);
         let pods = [
             pod("new", "n1", true, 30),
             pod("old", "n1", true, 10),
@@ -146,6 +146,6 @@ mod tests {
         let mut p = pod("u", "", false, 0);
         p.deleting = true;
         let mut q = Quarantine::default();
-        assert_eq!(q.collect(&[p], &BTreeSet::new(), 0, at(0)), ["u"]);
+        assert_eq!(q.collect(&[p], &HashSet::new(), 0, at(0)), ["u"]);
     }
 }

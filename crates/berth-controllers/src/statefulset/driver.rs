@@ -28,7 +28,11 @@ pub(crate) async fn run(
     }
     loop {
         let all_sets: Vec<Arc<StatefulSet>> = sets.store.state();
-        let all_pods: Vec<Arc<Pod>> = pods.store.state();
+        let all_pods: Vec<Arc<Pod>> = if all_sets.is_empty() {
+            Vec::new()
+        } else {
+            pods.store.state()
+        };
         let all_revisions: Vec<Arc<ControllerRevision>> = revisions.store.state();
         for set in all_sets
             .iter()
