@@ -2,20 +2,17 @@
 kubectl, the descheduler run once (`--descheduling-interval 0`) with a policy file, the outcome
 read back with kubectl.
 
-Each test has a server of its own (the descheduler acts on the whole cluster). Pods are bound by
-hand (`spec.nodeName`) and owned by a ReplicaSet object that nothing scales: evicted pods are not
-recreated here (the ReplicaSet controller is another piece of work). Timeouts only keep a broken
-server from hanging the suite; nothing asserts on durations.
+Each test has a server of its own (the descheduler acts on the whole cluster). Most pods are bound
+by hand (`spec.nodeName`) and owned by a controller of a kind no controller in the cluster runs
+(`example.com/v1`, as a custom operator's pods would be): they count as controller-owned for the
+descheduler, and nothing recreates or garbage-collects them, so each test sees exactly the
+evictions. `test_duplicates_of_a_real_replicaset_are_spread_and_recreated` runs the seed's whole
+loop with a real ReplicaSet instead. Timeouts only keep a broken server from hanging the suite;
+nothing asserts on durations.
 """
 
-import pytest
-
-# Since the ReplicaSet controller landed (same merge), it deletes these tests' hand-made pods:
-# their owner is a 0-replica ReplicaSet. The tests need owners the controller keeps (issue 12,
-# left open); until then they are skipped, and said so in the closing note.
-pytestmark = pytest.mark.skip(reason="owner ReplicaSets now scaled by the real controller; tests to be reworked (issue 12)")
-
 import json
+import uuid
 import subprocess
 import textwrap
 
@@ -90,15 +87,14 @@ def deschedule(berth, policy_file, *flags, check=True):
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
+#: The group of the owners most tests use: a controller the cluster does not run.
+OWNER_API = "example.com/v1"
+
+
 def replicaset(berth, name):
-    """A ReplicaSet object (0 replicas: nothing creates pods for it); returns its uid."""
-    berth.kubectl("apply", "-f", "-", stdin={
-        "apiVersion": "apps/v1", "kind": "ReplicaSet",
-        "metadata": {"name": name, "namespace": NS},
-        "spec": {"replicas": 0, "selector": {"matchLabels": {"rs": name}},
-                 "template": {"metadata": {"labels": {"rs": name}},
-                              "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}})
-    return berth.kubectl_json("get", "rs", name, "-n", NS)["metadata"]["uid"]
+    """The uid of an owner `name` of kind ReplicaSet in OWNER_API (no object: the garbage
+    collector leaves dependents of kinds it cannot reach alone)."""
+    return str(uuid.uuid5(uuid.NAMESPACE_DNS, f"{name}.{NS}.example.com"))
 
 
 def owned(name, node, owner=None, kind="ReplicaSet", uid="00000000-0000-0000-0000-000000000000",
@@ -106,7 +102,7 @@ def owned(name, node, owner=None, kind="ReplicaSet", uid="00000000-0000-0000-000
     p = pod(name, namespace=NS, node=node, labels=labels, **spec)
     if owner:
         p["metadata"]["ownerReferences"] = [{
-            "apiVersion": "apps/v1", "kind": kind, "name": owner, "uid": uid,
+            "apiVersion": OWNER_API, "kind": kind, "name": owner, "uid": uid,
             "controller": True}]
     if cpu:
         p["spec"]["containers"][0]["resources"] = {"requests": {"cpu": cpu}}
@@ -153,6 +149,39 @@ def test_duplicates_on_one_node_are_evicted_and_get_an_event(cluster, tmp_path):
     event = eventually(descheduled_event, what="a Descheduled event")[0]
     assert event["type"] == "Normal"
     assert "RemoveDuplicates" in event["message"]
+
+
+def test_duplicates_of_a_real_replicaset_are_spread_and_recreated(cluster, tmp_path):
+    """The seed's loop: duplicates evicted, the ReplicaSet recreates them, the scheduler spreads
+    them over the nodes that were cordoned when the first copies landed."""
+    cluster.kubectl("cordon", "node-2", "node-3")
+    cluster.kubectl("apply", "-f", "-", stdin={
+        "apiVersion": "apps/v1", "kind": "ReplicaSet",
+        "metadata": {"name": "spread", "namespace": NS},
+        "spec": {"replicas": 3, "selector": {"matchLabels": {"rs": "spread"}},
+                 "template": {"metadata": {"labels": {"rs": "spread"}},
+                              "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}})
+
+    def placement():
+        items = cluster.kubectl_json("get", "pods", "-n", NS, "-l", "rs=spread")["items"]
+        return {p["metadata"]["name"]: p["spec"].get("nodeName") for p in items
+                if p["status"].get("phase") == "Running"
+                and not p["metadata"].get("deletionTimestamp")}
+
+    first = eventually(lambda: (lambda p: p if len(p) == 3 else None)(placement()),
+                       what="three replicas running")
+    assert set(first.values()) == {"node-1"}
+    cluster.kubectl("uncordon", "node-2", "node-3")
+    report = deschedule(cluster, write_policy(tmp_path, ALL_BUT_LNU))
+    evicted = evicted_names(report)
+    assert len(evicted) == 2 and set(evicted) <= set(first)
+
+    def spread():
+        now = placement()
+        return now if len(now) == 3 and not set(evicted) & set(now) else None
+
+    now = eventually(spread, what="evicted replicas recreated")
+    assert len(set(now.values())) > 1, now
 
 
 def test_low_node_utilization_with_the_seeds_thresholds(cluster, tmp_path):
