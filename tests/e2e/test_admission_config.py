@@ -29,14 +29,20 @@ def test_plugins_are_configured_disabled_and_unknown_ones_named(berth_factory, t
         "        apiVersion: v1\n"
         "        kind: PodNodeConstraintsConfig\n"
         "        nodeSelectorLabelBlacklist: [kubernetes.io/hostname]\n"
+        "    BuildDefaults:\n"
+        "      configuration:\n"
+        "        apiVersion: v1\n"
+        "        kind: BuildDefaultsConfig\n"
     )
     b = berth_factory(args=("--master-config", mc))
     b.kubectl("apply", "-f", "-", stdin=json.dumps(pod("tolerant")))
     tolerations = tolerations_of(b, "tolerant")
     assert tolerations["node.kubernetes.io/not-ready"] == 60
     assert tolerations["node.kubernetes.io/unreachable"] == 120
-    eventually(lambda: "admission plugin PodNodeConstraints is configured but berth does not "
+    # PodNodeConstraints is implemented now; BuildDefaults (no builds in berth) is not.
+    eventually(lambda: "admission plugin BuildDefaults is configured but berth does not "
                "implement it" in b.log_path.read_text(), what="the unknown-plugin warning")
+    assert "admission plugin PodNodeConstraints is configured but" not in b.log_path.read_text()
 
 
 def test_a_disabled_plugin_does_not_run(berth_factory, tmp_path):

@@ -6,6 +6,9 @@
 //! - `admissionConfig.pluginConfig.<Name>`: each admission plugin's `configuration` (an inline
 //!   object) or `location` (a file holding it, relative to the master config's folder), for
 //!   the API server's admission chain. `configuration: {disable: true}` turns a plugin off.
+//! - `projectConfig.defaultNodeSelector`: the node selector of projects without an
+//!   `openshift.io/node-selector` annotation, handed to the OriginPodNodeEnvironment admission
+//!   plugin as its `defaultNodeSelector`. Other `projectConfig` settings are warned about.
 
 use anyhow::{bail, Context};
 use berth_apiserver::AdmissionConfig;
@@ -44,8 +47,9 @@ pub fn admission_config(path: Option<&Path>) -> anyhow::Result<AdmissionConfig> 
     let mut config = AdmissionConfig::default();
     let Some(path) = path else { return Ok(config) };
     let doc = read_yaml(path, "master config")?;
+    let empty = serde_json::Map::new();
     let plugins = match &doc["admissionConfig"]["pluginConfig"] {
-        Value::Null => return Ok(config),
+        Value::Null => &empty,
         Value::Object(plugins) => plugins,
         other => bail!(
             "{}: admissionConfig.pluginConfig: expected a map of plugin names, got {other}",
@@ -72,7 +76,50 @@ pub fn admission_config(path: Option<&Path>) -> anyhow::Result<AdmissionConfig> 
             _ => bail!("{at}: give a configuration or a location, not both"),
         }
     }
+    project_config(path, &doc, &mut config)?;
     Ok(config)
+}
+
+/// The admission plugin that applies projects' node selectors, and the one setting of
+/// `projectConfig` it reads.
+const PROJECT_NODE_SELECTOR_PLUGIN: &str = "OriginPodNodeEnvironment";
+const DEFAULT_NODE_SELECTOR: &str = "defaultNodeSelector";
+
+/// Hands `projectConfig.defaultNodeSelector` to the project node selector plugin; warns about
+/// the `projectConfig` settings berth does not implement.
+fn project_config(path: &Path, doc: &Value, config: &mut AdmissionConfig) -> anyhow::Result<()> {
+    let project = match &doc["projectConfig"] {
+        Value::Null => return Ok(()),
+        Value::Object(project) => project,
+        other => bail!(
+            "{}: projectConfig: expected a map of settings, got {other}",
+            path.display()
+        ),
+    };
+    for key in project.keys().filter(|k| *k != DEFAULT_NODE_SELECTOR) {
+        tracing::warn!(
+            setting = %format!("projectConfig.{key}"),
+            "master config setting projectConfig.{key} is not implemented by berth; ignored"
+        );
+    }
+    let Some(selector) = project.get(DEFAULT_NODE_SELECTOR).filter(|v| !v.is_null()) else {
+        return Ok(());
+    };
+    let mut configuration = config
+        .configuration(PROJECT_NODE_SELECTOR_PLUGIN)
+        .cloned()
+        .unwrap_or_else(|| serde_json::json!({}));
+    if !configuration.is_object() {
+        // The plugin's own configuration is wrong; let the chain report it where it was given.
+        return Ok(());
+    }
+    configuration[DEFAULT_NODE_SELECTOR] = selector.clone();
+    config.insert(
+        PROJECT_NODE_SELECTOR_PLUGIN,
+        configuration,
+        format!("{}: projectConfig", path.display()),
+    );
+    Ok(())
 }
 
 #[cfg(test)]
@@ -146,5 +193,36 @@ mod tests {
             e.contains("PodNodeSelector") && e.contains("missing.yaml"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn reads_the_project_default_node_selector() {
+        let tmp = tempfile::tempdir().unwrap();
+        let master = tmp.path().join("master-config.yaml");
+        std::fs::write(
+            &master,
+            "projectConfig:\n  defaultNodeSelector: \"role=app\"\n  projectRequestMessage: hi\n",
+        )
+        .unwrap();
+        let config = admission_config(Some(&master)).unwrap();
+        assert_eq!(
+            config.configuration("OriginPodNodeEnvironment").unwrap()["defaultNodeSelector"],
+            "role=app"
+        );
+        // An empty default is kept: it means no default.
+        std::fs::write(&master, "projectConfig:\n  defaultNodeSelector: \"\"\n").unwrap();
+        let config = admission_config(Some(&master)).unwrap();
+        assert_eq!(
+            config.configuration("OriginPodNodeEnvironment").unwrap()["defaultNodeSelector"],
+            ""
+        );
+        std::fs::write(&master, "projectConfig: [1]\n").unwrap();
+        let e = format!("{:#}", admission_config(Some(&master)).unwrap_err());
+        assert!(e.contains("projectConfig"), "{e}");
+        std::fs::write(&master, "projectConfig: {}\n").unwrap();
+        assert!(admission_config(Some(&master))
+            .unwrap()
+            .configuration("OriginPodNodeEnvironment")
+            .is_none());
     }
 }

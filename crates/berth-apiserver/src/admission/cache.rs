@@ -19,8 +19,8 @@ use std::sync::{Arc, Mutex};
 /// Decoded namespaces and priority classes, each with the revision it was decoded from.
 #[derive(Default)]
 pub struct AdmissionCache {
-    /// Namespace name → (its mod revision, whether it is terminating).
-    namespaces: Mutex<HashMap<String, (Revision, bool)>>,
+    /// Namespace name → (its mod revision, the namespace as decoded at that revision).
+    namespaces: Mutex<HashMap<String, (Revision, Arc<Value>)>>,
     /// Every priority class as of the (key, mod revision) list it was decoded from.
     classes: Mutex<Option<ClassSnapshot>>,
 }
@@ -40,8 +40,17 @@ pub enum NamespaceState {
 impl AdmissionCache {
     /// The current state of namespace `name`.
     pub fn namespace(&self, store: &Store, name: &str) -> ApiResult<NamespaceState> {
+        Ok(match self.namespace_object(store, name)? {
+            None => NamespaceState::Missing,
+            Some(ns) if is_terminating(&ns) => NamespaceState::Terminating,
+            Some(_) => NamespaceState::Active,
+        })
+    }
+
+    /// Namespace `name` as the store holds it now, decoded; `None` when there is none.
+    pub fn namespace_object(&self, store: &Store, name: &str) -> ApiResult<Option<Arc<Value>>> {
         let Some(rt) = registry::find("", "v1", "namespaces") else {
-            return Ok(NamespaceState::Active);
+            return Ok(None);
         };
         let kv = store
             .get(&path::key(rt, None, name))
@@ -49,29 +58,24 @@ impl AdmissionCache {
         let mut cached = self.namespaces.lock().unwrap_or_else(|e| e.into_inner());
         let Some(kv) = kv else {
             cached.remove(name);
-            return Ok(NamespaceState::Missing);
+            return Ok(None);
         };
-        let terminating = match cached.get(name) {
-            Some((revision, terminating)) if *revision == kv.mod_revision => *terminating,
-            _ => {
-                drop(cached);
-                let target = Target {
-                    rt,
-                    namespace: None,
-                    name: Some(name.to_string()),
-                    subresource: None,
-                };
-                let terminating = is_terminating(&decode(&kv, &target)?);
-                cached = self.namespaces.lock().unwrap_or_else(|e| e.into_inner());
-                cached.insert(name.to_string(), (kv.mod_revision, terminating));
-                terminating
+        if let Some((revision, ns)) = cached.get(name) {
+            if *revision == kv.mod_revision {
+                return Ok(Some(ns.clone()));
             }
+        }
+        drop(cached);
+        let target = Target {
+            rt,
+            namespace: None,
+            name: Some(name.to_string()),
+            subresource: None,
         };
-        Ok(if terminating {
-            NamespaceState::Terminating
-        } else {
-            NamespaceState::Active
-        })
+        let ns = Arc::new(decode(&kv, &target)?);
+        let mut cached = self.namespaces.lock().unwrap_or_else(|e| e.into_inner());
+        cached.insert(name.to_string(), (kv.mod_revision, ns.clone()));
+        Ok(Some(ns))
     }
 
     /// Every priority class, decoded, as the store holds them now.

@@ -22,7 +22,11 @@ mod cache;
 mod config;
 mod default_toleration_seconds;
 mod namespace_lifecycle;
+mod node_selector;
+mod pod_node_constraints;
+mod pod_node_selector;
 mod priority;
+mod project_node_selector;
 mod service_account;
 
 use crate::authorizer::Authorizer;
@@ -35,11 +39,18 @@ pub use priority::{
 };
 
 /// Every plugin berth implements, in the order they run: upstream's recommended order
-/// (kube-apiserver's `AllOrderedPlugins`). OpenShift's PodNodeConstraints and upstream's
-/// PodNodeSelector go before Priority, where upstream runs PodNodeSelector.
+/// (kube-apiserver's `AllOrderedPlugins`). The placement plugins go before Priority, where
+/// upstream runs PodNodeSelector: PodNodeConstraints first, so that it judges the node
+/// targeting the requester wrote, not the namespace's selectors merged in after it (the seed's
+/// developer gets `superregion: us` from the project without asking for it); then the two
+/// namespace selectors in OpenShift 3.11's order (PodNodeSelector among kube's plugins,
+/// OriginPodNodeEnvironment after them).
 pub const PLUGINS: &[Registration] = &[
     namespace_lifecycle::REGISTRATION,
     service_account::REGISTRATION,
+    pod_node_constraints::REGISTRATION,
+    pod_node_selector::REGISTRATION,
+    project_node_selector::REGISTRATION,
     priority::REGISTRATION,
     default_toleration_seconds::REGISTRATION,
 ];
@@ -79,7 +90,6 @@ pub struct Handles {
     /// Pod priority switched off (seed 16.6.6): new pods may not name a priority class.
     pub priority_disabled: Arc<AtomicBool>,
     /// The server's authorizer, for plugins that depend on the requester's rights.
-    #[allow(dead_code)] // until PodNodeConstraints reads it
     pub authorizer: Arc<dyn Authorizer>,
 }
 

@@ -32,13 +32,19 @@ fn disable() -> Value {
 #[test]
 fn plugins_run_in_the_declared_order_whatever_order_the_config_names_them() {
     let default = Chain::build(&handles(), &AdmissionConfig::default()).unwrap();
-    let declared: Vec<&str> = PLUGINS.iter().map(|r| r.name).collect();
+    // Off by default: the plugins that need a configuration (PodNodeSelector, PodNodeConstraints).
+    let declared: Vec<&str> = PLUGINS
+        .iter()
+        .filter(|r| r.on_by_default)
+        .map(|r| r.name)
+        .collect();
     assert_eq!(default.names(), declared);
     assert_eq!(
         default.names(),
         [
             "NamespaceLifecycle",
             "ServiceAccount",
+            "OriginPodNodeEnvironment",
             "Priority",
             "DefaultTolerationSeconds"
         ]
@@ -63,6 +69,7 @@ fn a_plugin_is_disabled_by_name() {
         [
             "NamespaceLifecycle",
             "ServiceAccount",
+            "OriginPodNodeEnvironment",
             "DefaultTolerationSeconds"
         ]
     );
@@ -129,15 +136,15 @@ fn a_plugin_is_configured_by_name() {
 fn unknown_plugin_names_are_reported() {
     let c = config(&[
         (
-            "PodNodeSelector",
-            json!({"podNodeSelectorPluginConfig": {}}),
+            "RunOnceDuration",
+            json!({"activeDeadlineSecondsOverride": 3600}),
         ),
         ("Priority", json!({})),
         ("BuildDefaults", json!({})),
     ]);
-    assert_eq!(c.unknown_plugins(), ["PodNodeSelector", "BuildDefaults"]);
+    assert_eq!(c.unknown_plugins(), ["RunOnceDuration", "BuildDefaults"]);
     // They are warned about, and the known ones still run.
-    assert_eq!(Chain::build(&handles(), &c).unwrap().names().len(), 4);
+    assert_eq!(Chain::build(&handles(), &c).unwrap().names().len(), 5);
 }
 
 #[test]
@@ -171,4 +178,82 @@ fn a_bad_config_names_its_source_plugin_and_field() {
         .err()
         .unwrap();
     assert_eq!(e.field, "extra");
+}
+
+#[test]
+fn the_placement_plugins_run_when_configured_before_priority() {
+    let c = config(&[
+        (
+            "PodNodeSelector",
+            json!({"podNodeSelectorPluginConfig": {"clusterDefaultNodeSelector": "k3=v3"}}),
+        ),
+        (
+            "PodNodeConstraints",
+            json!({"apiversion": "v1", "kind": "PodNodeConstraintsConfig"}),
+        ),
+    ]);
+    assert!(c.unknown_plugins().is_empty());
+    assert_eq!(
+        Chain::build(&handles(), &c).unwrap().names(),
+        [
+            "NamespaceLifecycle",
+            "ServiceAccount",
+            "PodNodeConstraints",
+            "PodNodeSelector",
+            "OriginPodNodeEnvironment",
+            "Priority",
+            "DefaultTolerationSeconds"
+        ]
+    );
+    let e = Chain::build(
+        &handles(),
+        &config(&[(
+            "PodNodeSelector",
+            json!({"podNodeSelectorPluginConfig": {"ns1": "env=="}}),
+        )]),
+    )
+    .err()
+    .unwrap();
+    assert_eq!(
+        (e.plugin.as_str(), e.field.as_str()),
+        ("PodNodeSelector", "podNodeSelectorPluginConfig.ns1")
+    );
+}
+
+/// Both namespace selectors are merged into a pod created in a namespace with both annotations,
+/// and the chain reads them from the stored namespace.
+#[tokio::test]
+async fn a_namespace_with_both_annotations_gets_both_selectors() {
+    let h = handles();
+    let namespaces = find("", "v1", "namespaces").unwrap();
+    let ns = json!({"apiVersion": "v1", "kind": "Namespace",
+        "metadata": {"name": "ns1", "annotations": {
+            "scheduler.alpha.kubernetes.io/node-selector": "env=test",
+            "openshift.io/node-selector": "superregion=us"}},
+        "status": {"phase": "Active"}});
+    h.store
+        .create(
+            &crate::path::key(namespaces, None, "ns1"),
+            crate::codec::encode(&ns),
+        )
+        .await
+        .unwrap();
+    let c = config(&[("PodNodeSelector", json!({}))]);
+    let chain = Chain::build(&h, &c).unwrap();
+    let pods = find("", "v1", "pods").unwrap();
+    let mut pod = json!({"metadata": {"name": "p", "namespace": "ns1"},
+        "spec": {"containers": [], "nodeSelector": {"disk": "ssd"}}});
+    chain
+        .admit_create(&UserInfo::admin(), pods, &mut pod)
+        .unwrap();
+    assert_eq!(
+        pod["spec"]["nodeSelector"],
+        json!({"disk": "ssd", "env": "test", "superregion": "us"})
+    );
+    let mut apac = json!({"metadata": {"name": "p", "namespace": "ns1"},
+        "spec": {"containers": [], "nodeSelector": {"superregion": "apac"}}});
+    let e = chain
+        .admit_create(&UserInfo::admin(), pods, &mut apac)
+        .unwrap_err();
+    assert_eq!(e.message(), "pods \"p\" is forbidden: pod node label selector conflicts with its project node label selector");
 }
