@@ -144,7 +144,8 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
         Some(p) => Some(crate::descheduler::load_policy(p)?),
         None => None,
     };
-    std::fs::create_dir_all(&args.data_dir)
+    // Keys, tokens and the store live here: only the owner may look inside.
+    tls::create_private_dir(&args.data_dir)
         .with_context(|| format!("creating data dir {}", args.data_dir.display()))?;
     // One clock for every component of the process.
     let clock = Clock::system();
