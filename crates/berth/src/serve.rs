@@ -69,6 +69,10 @@ pub struct ServeArgs {
     /// With --descheduler-policy: time between descheduler runs (0: once, after the start).
     #[arg(long, default_value = "5m", value_parser = crate::scheduler::parse_duration)]
     pub descheduling_interval: std::time::Duration,
+    /// Upstream's static token file (CSV `token,user,uid,"group1,group2"`): bearer tokens of
+    /// further users, authorized by RBAC.
+    #[arg(long)]
+    pub token_auth_file: Option<PathBuf>,
     /// The etcd backend and, with it, the election of the replica running the control loops.
     #[command(flatten)]
     pub etcd: crate::ha::EtcdArgs,
@@ -179,6 +183,12 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
         .map_err(|e| {
             anyhow::anyhow!("--service-cluster-ip-range/--service-node-port-range: {e}")
         })?;
+    let server = match &args.token_auth_file {
+        Some(path) => server
+            .with_token_auth_file(path)
+            .map_err(|e| anyhow::anyhow!("--token-auth-file: {e}"))?,
+        None => server,
+    };
     tracing::info!(plugins = ?server.admission_plugins(), "admission chain");
     server.bootstrap().await.map_err(|e| {
         anyhow::anyhow!(

@@ -182,7 +182,8 @@ mod tests {
             name: "n",
             path: "",
         };
-        assert!(rbac.authorize(&attrs(&UserInfo::admin())).allowed());
+        let admin = UserInfo::admin();
+        assert!(rbac.authorize(&attrs(&admin)).allowed());
         let alice = UserInfo {
             name: "alice".into(),
             ..UserInfo::default()
