@@ -447,7 +447,7 @@ pub async fn review(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
                 .ok()
                 .and_then(|h| {
                     headers.insert(axum::http::header::AUTHORIZATION, h);
-                    ctx.authn.as_ref()?.authenticate(&headers, None).ok()
+                    ctx.authn.as_ref()?.authenticate("", &headers, None).ok()
                 })
                 .filter(|_| !token.is_empty());
             match user {

@@ -35,12 +35,21 @@ async fn dispatch(State(ctx): State<Ctx>, req: Request) -> Response {
     let user = match &ctx.authn {
         None => UserInfo::admin(),
         Some(authn) => match authn.authenticate(
+            req.uri().path(),
             req.headers(),
             req.extensions().get::<authn::CertificateUser>(),
         ) {
             Ok(user) => user,
             Err(e) => return e.into_response(),
         },
+    };
+    let user = if authn::impersonation::requested(req.headers()) {
+        match authn::impersonation::impersonate(&user, req.headers(), |a| authorize(&ctx, a)) {
+            Ok(as_user) => as_user,
+            Err(e) => return e.into_response(),
+        }
+    } else {
+        user
     };
     match route(&ctx, req, Arc::new(user)).await {
         Ok(r) => r,

@@ -1,8 +1,11 @@
 //! Who is asking: upstream's union of authenticators, each in its own module. A client
 //! certificate signed by berth's CA ([`x509`]) comes first, then the bearer token (the admin
 //! token, then `--token-auth-file` [`token_file`]); a request without credentials is
-//! `system:anonymous`, one with a token nobody knows is refused (401).
+//! `system:anonymous` on the health and version paths and refused (401) elsewhere (upstream's
+//! anonymous authenticator limited to those endpoints, as its `anonymous.conditions` do), and
+//! one with a token nobody knows is refused (401).
 
+pub mod impersonation;
 pub mod token_file;
 pub mod x509;
 
@@ -14,6 +17,10 @@ use std::collections::HashMap;
 /// The anonymous user and its group.
 pub const ANONYMOUS: &str = "system:anonymous";
 pub const UNAUTHENTICATED: &str = "system:unauthenticated";
+
+/// The paths a request without credentials may reach (as `system:anonymous`, and then only if
+/// RBAC allows: `system:public-info-viewer`).
+pub const ANONYMOUS_PATHS: &[&str] = &["/healthz", "/livez", "/readyz", "/version", "/version/"];
 
 /// The identity of a verified client certificate, put on the request by the TLS listener.
 #[derive(Clone, Debug)]
@@ -60,6 +67,7 @@ impl Authenticator {
     /// no authenticator knows is 401, as upstream answers it.
     pub fn authenticate(
         &self,
+        path: &str,
         headers: &HeaderMap,
         certificate: Option<&CertificateUser>,
     ) -> Result<UserInfo, ApiError> {
@@ -67,7 +75,7 @@ impl Authenticator {
             return Ok(authenticated(user.clone()));
         }
         let Some(token) = bearer_token(headers) else {
-            if headers.contains_key(header::AUTHORIZATION) {
+            if headers.contains_key(header::AUTHORIZATION) || !ANONYMOUS_PATHS.contains(&path) {
                 return Err(ApiError::Unauthorized);
             }
             return Ok(anonymous());
@@ -100,6 +108,8 @@ mod tests {
         h
     }
 
+    const P: &str = "/api/v1/pods";
+
     fn authenticator() -> Authenticator {
         let tokens = token_file::parse("t", "devtoken,dev,42,\"dev,qa\"\n").unwrap();
         Authenticator {
@@ -112,18 +122,23 @@ mod tests {
     fn tokens_certificates_and_anonymous() {
         let a = authenticator();
         assert_eq!(
-            a.authenticate(&headers(Some("Bearer admintoken")), None)
+            a.authenticate(P, &headers(Some("Bearer admintoken")), None)
                 .unwrap(),
             UserInfo::admin()
         );
         let dev = a
-            .authenticate(&headers(Some("Bearer devtoken")), None)
+            .authenticate(P, &headers(Some("Bearer devtoken")), None)
             .unwrap();
         assert_eq!(dev.name, "dev");
         assert_eq!(dev.groups, vec!["dev", "qa", SYSTEM_AUTHENTICATED]);
-        let anon = a.authenticate(&headers(None), None).unwrap();
+        let anon = a.authenticate("/healthz", &headers(None), None).unwrap();
         assert_eq!(anon.name, ANONYMOUS);
         assert_eq!(anon.groups, vec![UNAUTHENTICATED]);
+        // Elsewhere, no credentials is no user.
+        assert!(matches!(
+            a.authenticate(P, &headers(None), None),
+            Err(ApiError::Unauthorized)
+        ));
         let cert = CertificateUser(UserInfo {
             name: "alice".into(),
             groups: vec!["dev".into()],
@@ -131,7 +146,7 @@ mod tests {
         });
         // A certificate wins over a token, as upstream's x509 authenticator runs first.
         let alice = a
-            .authenticate(&headers(Some("Bearer nonsense")), Some(&cert))
+            .authenticate(P, &headers(Some("Bearer nonsense")), Some(&cert))
             .unwrap();
         assert_eq!(alice.name, "alice");
         assert!(alice.in_group(SYSTEM_AUTHENTICATED));
@@ -148,7 +163,7 @@ mod tests {
         ] {
             assert!(
                 matches!(
-                    a.authenticate(&headers(Some(bad)), None),
+                    a.authenticate(P, &headers(Some(bad)), None),
                     Err(ApiError::Unauthorized)
                 ),
                 "{bad}"
