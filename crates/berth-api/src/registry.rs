@@ -395,7 +395,7 @@ pub static RESOURCES: &[ResourceType] = &[
             true,
         )
     },
-    // ---- rbac.authorization.k8s.io/v1: stored, not enforced (one admin identity)
+    // ---- rbac.authorization.k8s.io/v1: stored, and enforced by the API server's authorizer
     ResourceType {
         table: TableKind::RoleBinding,
         ..base(
@@ -440,7 +440,54 @@ pub static RESOURCES: &[ResourceType] = &[
             true,
         )
     },
-    // ---- authorization.k8s.io/v1: reviews are answered (always allowed), never stored
+    // rbac.authorization.k8s.io/v1beta1 (the seeds' manifests): the v1 objects under another
+    // apiVersion, as upstream 1.21 served them
+    ResourceType {
+        table: TableKind::RoleBinding,
+        ..base(
+            "rbac.authorization.k8s.io",
+            "v1beta1",
+            "ClusterRoleBinding",
+            "clusterrolebindings",
+            "clusterrolebinding",
+            false,
+        )
+    },
+    ResourceType {
+        table: TableKind::Role,
+        ..base(
+            "rbac.authorization.k8s.io",
+            "v1beta1",
+            "ClusterRole",
+            "clusterroles",
+            "clusterrole",
+            false,
+        )
+    },
+    ResourceType {
+        table: TableKind::RoleBinding,
+        ..base(
+            "rbac.authorization.k8s.io",
+            "v1beta1",
+            "RoleBinding",
+            "rolebindings",
+            "rolebinding",
+            true,
+        )
+    },
+    ResourceType {
+        table: TableKind::Role,
+        ..base(
+            "rbac.authorization.k8s.io",
+            "v1beta1",
+            "Role",
+            "roles",
+            "role",
+            true,
+        )
+    },
+    // ---- authorization.k8s.io/v1 and authentication.k8s.io/v1: reviews are answered by the
+    // authorizer and authenticator, never stored
     ResourceType {
         verbs: CREATE_ONLY,
         ..base(
@@ -460,6 +507,39 @@ pub static RESOURCES: &[ResourceType] = &[
             "SelfSubjectRulesReview",
             "selfsubjectrulesreviews",
             "selfsubjectrulesreview",
+            false,
+        )
+    },
+    ResourceType {
+        verbs: CREATE_ONLY,
+        ..base(
+            "authorization.k8s.io",
+            "v1",
+            "SubjectAccessReview",
+            "subjectaccessreviews",
+            "subjectaccessreview",
+            false,
+        )
+    },
+    ResourceType {
+        verbs: CREATE_ONLY,
+        ..base(
+            "authentication.k8s.io",
+            "v1",
+            "SelfSubjectReview",
+            "selfsubjectreviews",
+            "selfsubjectreview",
+            false,
+        )
+    },
+    ResourceType {
+        verbs: CREATE_ONLY,
+        ..base(
+            "authentication.k8s.io",
+            "v1",
+            "TokenReview",
+            "tokenreviews",
+            "tokenreview",
             false,
         )
     },

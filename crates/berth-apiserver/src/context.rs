@@ -16,8 +16,11 @@ pub struct Inner {
     pub clock: Clock,
     /// Address written into legacy discovery's `serverAddressByClientCIDRs`.
     pub address: String,
-    /// Bearer token required on the network listener; `None` for the in-process router.
-    pub token: Option<String>,
+    /// Who may ask on the network listener; `None` for the in-process router (whose clients
+    /// are berth's own components, acting as the admin).
+    pub authn: Option<Arc<crate::authn::Authenticator>>,
+    /// Whether a user may do what they ask (RBAC).
+    pub rbac: crate::authz::Rbac,
     /// The admission plugins every create and update passes, built once at start.
     pub admission: Arc<Chain>,
     /// Encoded events shared between requests (see [`crate::Caches`]).

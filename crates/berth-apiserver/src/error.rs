@@ -38,6 +38,14 @@ pub enum ApiError {
     BadRequest(String),
     Unauthorized,
     Forbidden(String),
+    /// A request the authorizer denied (upstream `NewForbidden`): `group`/`resource` empty for
+    /// a non-resource path, `name` empty for a collection; `reason` is the denial's words.
+    Denied {
+        group: String,
+        resource: String,
+        name: String,
+        reason: String,
+    },
     MethodNotAllowed(String),
     UnsupportedMediaType(String),
     Expired(String),
@@ -56,7 +64,7 @@ impl ApiError {
             ApiError::Invalid { .. } => 422,
             ApiError::BadRequest(_) => 400,
             ApiError::Unauthorized => 401,
-            ApiError::Forbidden(_) => 403,
+            ApiError::Forbidden(_) | ApiError::Denied { .. } => 403,
             ApiError::MethodNotAllowed(_) => 405,
             ApiError::UnsupportedMediaType(_) => 415,
             ApiError::Expired(_) => 410,
@@ -73,7 +81,7 @@ impl ApiError {
             ApiError::Invalid { .. } => "Invalid",
             ApiError::BadRequest(_) => "BadRequest",
             ApiError::Unauthorized => "Unauthorized",
-            ApiError::Forbidden(_) => "Forbidden",
+            ApiError::Forbidden(_) | ApiError::Denied { .. } => "Forbidden",
             ApiError::MethodNotAllowed(_) => "MethodNotAllowed",
             ApiError::UnsupportedMediaType(_) => "UnsupportedMediaType",
             ApiError::Expired(_) => "Expired",
@@ -115,6 +123,23 @@ impl ApiError {
             | ApiError::Expired(m)
             | ApiError::Internal(m) => m.clone(),
             ApiError::Unauthorized => "Unauthorized".into(),
+            ApiError::Denied {
+                group,
+                resource,
+                name,
+                reason,
+            } => {
+                let qualified = match (group.as_str(), resource.as_str()) {
+                    (_, "") => String::new(),
+                    ("", r) => r.to_string(),
+                    (g, r) => format!("{r}.{g}"),
+                };
+                match (qualified.as_str(), name.as_str()) {
+                    ("", _) => format!("forbidden: {reason}"),
+                    (q, "") => format!("{q} is forbidden: {reason}"),
+                    (q, n) => format!("{q} {n:?} is forbidden: {reason}"),
+                }
+            }
             ApiError::TooManyRequests { message, .. } => message.clone(),
         }
     }
@@ -146,6 +171,21 @@ impl ApiError {
                 "kind": kind,
                 "causes": causes_json(causes),
             })),
+            ApiError::Denied {
+                group,
+                resource,
+                name,
+                ..
+            } => {
+                let mut d = json!({"kind": resource});
+                if !name.is_empty() {
+                    d["name"] = json!(name);
+                }
+                if !group.is_empty() {
+                    d["group"] = json!(group);
+                }
+                Some(d)
+            }
             ApiError::TooManyRequests { causes, .. } if !causes.is_empty() => {
                 Some(json!({ "causes": causes_json(causes) }))
             }

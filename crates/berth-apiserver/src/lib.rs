@@ -3,7 +3,8 @@
 //! It serves the Kubernetes REST API over the store of `berth-store`: discovery, OpenAPI stubs,
 //! CRUD with optimistic concurrency, list with selectors and paging, watch, merge/JSON/strategic
 //! patches, server-side Tables, the `binding`/`eviction`/`status`/`scale` subresources, the RBAC
-//! API (stored and validated, not enforced: one admin identity may do everything), per-kind
+//! API enforced on the network listener (`authn`: certificates, tokens, anonymous; `authz`: an
+//! RBAC index kept current from the store), per-kind
 //! strategies (defaults, validation, immutable fields, graceful deletion: `strategy/`) and an
 //! admission chain of named plugins (`admission/`: NamespaceLifecycle, Priority,
 //! DefaultTolerationSeconds), each enabled, disabled or configured by name
@@ -25,7 +26,9 @@
 //! ```
 
 mod admission;
+pub mod authn;
 pub mod authorizer;
+mod authz;
 mod codec;
 mod context;
 mod deletion;
@@ -89,6 +92,11 @@ pub struct ApiServer {
     admission: Arc<Chain>,
     caches: Arc<Caches>,
     services: Arc<ServiceAllocator>,
+    /// The RBAC authorizer; its index follows the store once the network listener is made.
+    rbac: authz::Rbac,
+    rbac_following: Arc<std::sync::atomic::AtomicBool>,
+    /// `--token-auth-file`: token → user.
+    tokens: Arc<std::collections::HashMap<String, user::UserInfo>>,
 }
 
 /// What the handlers keep decoded or encoded between requests: one per server, shared by all
@@ -103,11 +111,12 @@ impl ApiServer {
     /// A server over `store`, with the default admission chain; `address` is what legacy
     /// discovery advertises.
     pub fn new(store: Store, clock: Clock, address: String) -> ApiServer {
+        let rbac = authz::Rbac::default();
         let handles = Handles {
             store: store.clone(),
             cache: Arc::new(AdmissionCache::default()),
             priority_disabled: Default::default(),
-            authorizer: Arc::new(authorizer::AlwaysAllow),
+            authorizer: Arc::new(rbac.clone()),
         };
         let admission = Chain::build(&handles, &AdmissionConfig::default())
             .expect("the default admission chain needs no configuration");
@@ -119,7 +128,21 @@ impl ApiServer {
             admission: Arc::new(admission),
             caches: Default::default(),
             services: Arc::new(default_service_ranges()),
+            rbac,
+            rbac_following: Default::default(),
+            tokens: Default::default(),
         }
+    }
+
+    /// The same server also accepting the bearer tokens of an upstream static token file
+    /// (`--token-auth-file`: CSV `token,user,uid,"group1,group2"`).
+    pub fn with_token_auth_file(mut self, path: &std::path::Path) -> Result<ApiServer, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("token file {:?}: {e}", path.display().to_string()))?;
+        let tokens = authn::token_file::parse(&path.display().to_string(), &text)
+            .map_err(|e| e.to_string())?;
+        self.tokens = Arc::new(tokens);
+        Ok(self)
     }
 
     /// The same server allocating Service cluster IPs from `cluster_ip_range` (a CIDR,
@@ -160,26 +183,39 @@ impl ApiServer {
             .store(disabled, std::sync::atomic::Ordering::Relaxed);
     }
 
-    fn ctx(&self, token: Option<String>) -> Ctx {
+    fn ctx(&self, authn: Option<authn::Authenticator>) -> Ctx {
         Arc::new(Inner {
             store: self.store.clone(),
             clock: self.clock.clone(),
             address: self.address.clone(),
-            token,
+            authn: authn.map(Arc::new),
+            rbac: self.rbac.clone(),
             admission: self.admission.clone(),
             caches: self.caches.clone(),
             services: self.services.clone(),
         })
     }
 
-    /// The router for in-process clients (no authentication).
+    /// The router for in-process clients (no authentication: they act as the admin).
     pub fn in_process_router(&self) -> axum::Router {
         server::router(self.ctx(None))
     }
 
-    /// The router for the network listener: every request needs `Authorization: Bearer <token>`.
+    /// The router for the network listener: every request is authenticated (a client
+    /// certificate, the admin `token`, a token of the token file, or anonymous) and authorized
+    /// by RBAC. The first call starts the RBAC index following the store, so it must run
+    /// inside the Tokio runtime.
     pub fn authenticated_router(&self, token: String) -> axum::Router {
-        server::router(self.ctx(Some(token)))
+        use std::sync::atomic::Ordering;
+        if !self.rbac_following.swap(true, Ordering::SeqCst) {
+            if let Err(e) = self.rbac.follow(&self.store) {
+                tracing::error!(error = %e, "reading the RBAC objects failed; only system:masters may act");
+            }
+        }
+        server::router(self.ctx(Some(authn::Authenticator {
+            admin_token: token,
+            tokens: (*self.tokens).clone(),
+        })))
     }
 
     /// Creates what exists in every cluster: the four namespaces, the two system priority

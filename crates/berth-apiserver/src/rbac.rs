@@ -1,16 +1,17 @@
 //! The RBAC API (`rbac.authorization.k8s.io/v1` roles and bindings) as stored objects with
-//! upstream's defaulting and validation, and the `authorization.k8s.io/v1` self reviews that
-//! `kubectl auth can-i` asks.
-//!
-//! berth does not enforce RBAC: the network listener admits one admin bearer token, and that
-//! identity may do everything. So Roles and bindings are kept (for manifests such as
-//! `deploy/rbac.yaml` and for tools that read them), and every self review answers "allowed".
+//! upstream's defaulting and validation, and the reviews answered by the authorizer and the
+//! authenticator: `kubectl auth can-i` (SelfSubjectAccessReview, `--list`:
+//! SelfSubjectRulesReview), SubjectAccessReview, `kubectl auth whoami` (SelfSubjectReview) and
+//! TokenReview. Enforcement itself is `crate::authz`.
 
+use crate::authorizer::{Attributes, Authorizer, Decision};
+use crate::authz::rule::Rule;
 use crate::codec::{self, meta_str};
 use crate::context::Ctx;
 use crate::error::{ApiError, ApiResult, Cause};
 use crate::request::ApiRequest;
 use crate::response::json_response;
+use crate::user::{UserInfo, SYSTEM_MASTERS};
 use axum::http::StatusCode;
 use axum::response::Response;
 use berth_api::registry::ResourceType;
@@ -259,9 +260,161 @@ fn validate_subject(subject: &Value, namespaced: bool, path: &str) -> Vec<FieldE
     errs
 }
 
-/// `POST selfsubjectaccessreviews` and `selfsubjectrulesreviews`: the review comes back with its
-/// status filled in; nothing is stored. The one identity berth knows may do everything.
-pub async fn review(_ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
+/// The `spec.resourceAttributes` / `nonResourceAttributes` of an access review: 422 unless
+/// exactly one is given.
+fn access_attributes<'a>(
+    review: &Value,
+    spec: &'a Value,
+    qualified: &str,
+) -> ApiResult<(Option<&'a Value>, Option<&'a Value>)> {
+    let resource = spec.get("resourceAttributes").filter(|v| !v.is_null());
+    let non_resource = spec.get("nonResourceAttributes").filter(|v| !v.is_null());
+    let problem = match (resource, non_resource) {
+        (Some(_), Some(n)) => Some((
+            "spec.nonResourceAttributes",
+            n,
+            "cannot be specified in combination with resourceAttributes",
+        )),
+        (None, None) => Some((
+            "spec.resourceAttributes",
+            &Value::Null,
+            "exactly one of nonResourceAttributes or resourceAttributes must be specified",
+        )),
+        _ => None,
+    };
+    if let Some((field, value, detail)) = problem {
+        let rendered = if value.is_null() {
+            "null".to_string()
+        } else {
+            value.to_string()
+        };
+        return Err(ApiError::Invalid {
+            kind: qualified.to_string(),
+            name: meta_str(review, "name").to_string(),
+            causes: vec![Cause {
+                reason: "FieldValueInvalid".into(),
+                message: format!("Invalid value: {rendered}: {detail}"),
+                field: field.into(),
+            }],
+        });
+    }
+    Ok((resource, non_resource))
+}
+
+/// Asks the authorizer what an access review's attributes ask, for `user`.
+fn access_status(
+    ctx: &Ctx,
+    user: &UserInfo,
+    resource: Option<&Value>,
+    non_resource: Option<&Value>,
+) -> Value {
+    let field = |v: Option<&Value>, k: &str| -> String {
+        v.and_then(|v| v.get(k))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    let (verb, group, res, sub, ns, name, path) = match non_resource {
+        Some(n) => (
+            field(Some(n), "verb"),
+            String::new(),
+            String::new(),
+            String::new(),
+            String::new(),
+            String::new(),
+            field(Some(n), "path"),
+        ),
+        None => (
+            field(resource, "verb"),
+            field(resource, "group"),
+            field(resource, "resource"),
+            field(resource, "subresource"),
+            field(resource, "namespace"),
+            field(resource, "name"),
+            String::new(),
+        ),
+    };
+    let attributes = Attributes {
+        user,
+        verb: &verb,
+        api_group: &group,
+        resource: &res,
+        subresource: &sub,
+        namespace: &ns,
+        name: &name,
+        path: &path,
+    };
+    match ctx.rbac.authorize(&attributes) {
+        Decision::Allow => json!({"allowed": true}),
+        Decision::Deny(_) => json!({"allowed": false}),
+    }
+}
+
+/// The rules `user` has in `namespace`, as a SelfSubjectRulesReview's status.
+fn rules_status(ctx: &Ctx, user: &UserInfo, namespace: &str) -> Value {
+    let mut rules: Vec<Rule> = Vec::new();
+    if user.in_group(SYSTEM_MASTERS) {
+        // The privileged group is allowed everything before RBAC is asked.
+        rules.push(Rule {
+            verbs: vec!["*".into()],
+            api_groups: vec!["*".into()],
+            resources: vec!["*".into()],
+            ..Rule::default()
+        });
+        rules.push(Rule {
+            verbs: vec!["*".into()],
+            non_resource_urls: vec!["*".into()],
+            ..Rule::default()
+        });
+    }
+    for list in ctx.rbac.rules_for(user, namespace) {
+        rules.extend(list.iter().cloned());
+    }
+    let (urls, resources): (Vec<Rule>, Vec<Rule>) = rules
+        .into_iter()
+        .partition(|r| !r.non_resource_urls.is_empty());
+    json!({
+        "resourceRules": resources.iter().map(Rule::to_json).collect::<Vec<_>>(),
+        "nonResourceRules": urls.iter().map(Rule::to_json).collect::<Vec<_>>(),
+        "incomplete": false,
+    })
+}
+
+/// A user as a review's `userInfo` (`username`, `uid`, `groups`, `extra`).
+fn user_info_json(user: &UserInfo) -> Value {
+    let mut v = json!({"username": user.name, "groups": user.groups});
+    if !user.uid.is_empty() {
+        v["uid"] = json!(user.uid);
+    }
+    if !user.extra.is_empty() {
+        v["extra"] = json!(user.extra);
+    }
+    v
+}
+
+/// The user a SubjectAccessReview's spec names (`user`, `uid`, `groups`, `extra`).
+fn spec_user(spec: &Value) -> UserInfo {
+    let s = |k: &str| {
+        spec.get(k)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    UserInfo {
+        name: s("user"),
+        uid: s("uid"),
+        groups: strings(spec, "groups"),
+        extra: spec
+            .get("extra")
+            .and_then(|e| serde_json::from_value(e.clone()).ok())
+            .unwrap_or_default(),
+    }
+}
+
+/// `POST` of a review (`selfsubjectaccessreviews`, `subjectaccessreviews`,
+/// `selfsubjectrulesreviews`, `selfsubjectreviews`, `tokenreviews`): the review comes back with
+/// its status filled in by the authorizer or authenticator; nothing is stored.
+pub async fn review(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
     let rt = req.target.rt;
     let (mut review, _) = codec::decode_body(
         &req.body,
@@ -273,52 +426,37 @@ pub async fn review(_ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
     )?;
     let qualified = format!("{}.{}", rt.kind, rt.group);
     let spec = review.get("spec").cloned().unwrap_or(Value::Null);
-    match rt.kind {
+    review["status"] = match rt.kind {
         "SelfSubjectAccessReview" => {
-            let resource = spec.get("resourceAttributes").filter(|v| !v.is_null());
-            let non_resource = spec.get("nonResourceAttributes").filter(|v| !v.is_null());
-            let problem = match (resource, non_resource) {
-                (Some(_), Some(n)) => Some((
-                    "spec.nonResourceAttributes",
-                    n,
-                    "cannot be specified in combination with resourceAttributes",
-                )),
-                (None, None) => Some((
-                    "spec.resourceAttributes",
-                    &Value::Null,
-                    "exactly one of nonResourceAttributes or resourceAttributes must be specified",
-                )),
-                _ => None,
-            };
-            if let Some((field, value, detail)) = problem {
-                let rendered = if value.is_null() {
-                    "null".to_string()
-                } else {
-                    value.to_string()
-                };
-                return Err(ApiError::Invalid {
-                    kind: qualified,
-                    name: meta_str(&review, "name").to_string(),
-                    causes: vec![Cause {
-                        reason: "FieldValueInvalid".into(),
-                        message: format!("Invalid value: {rendered}: {detail}"),
-                        field: field.into(),
-                    }],
-                });
+            let (resource, non_resource) = access_attributes(&review, &spec, &qualified)?;
+            access_status(ctx, &req.user, resource, non_resource)
+        }
+        "SubjectAccessReview" => {
+            let (resource, non_resource) = access_attributes(&review, &spec, &qualified)?;
+            access_status(ctx, &spec_user(&spec), resource, non_resource)
+        }
+        "SelfSubjectRulesReview" => {
+            let namespace = spec.get("namespace").and_then(Value::as_str).unwrap_or("");
+            rules_status(ctx, &req.user, namespace)
+        }
+        "SelfSubjectReview" => json!({"userInfo": user_info_json(&req.user)}),
+        "TokenReview" => {
+            let token = spec.get("token").and_then(Value::as_str).unwrap_or("");
+            let mut headers = axum::http::HeaderMap::new();
+            let user = axum::http::HeaderValue::from_str(&format!("Bearer {token}"))
+                .ok()
+                .and_then(|h| {
+                    headers.insert(axum::http::header::AUTHORIZATION, h);
+                    ctx.authn.as_ref()?.authenticate("", &headers, None).ok()
+                })
+                .filter(|_| !token.is_empty());
+            match user {
+                Some(u) => json!({"authenticated": true, "user": user_info_json(&u)}),
+                None => json!({"authenticated": false, "error": "invalid bearer token"}),
             }
-            review["status"] = json!({
-                "allowed": true,
-                "reason": "berth admits one admin identity, which may do everything (RBAC is stored, not enforced)",
-            });
         }
-        _ => {
-            review["status"] = json!({
-                "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
-                "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
-                "incomplete": false,
-            });
-        }
-    }
+        _ => return Err(ApiError::NoRoute),
+    };
     review["apiVersion"] = json!(rt.api_version());
     review["kind"] = json!(rt.kind);
     codec::meta_mut(&mut review)
@@ -329,7 +467,7 @@ pub async fn review(_ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
 
 /// Whether `rt` is a review that is answered, never stored.
 pub fn is_review(rt: &ResourceType) -> bool {
-    rt.group == "authorization.k8s.io"
+    rt.group == "authorization.k8s.io" || rt.group == "authentication.k8s.io"
 }
 
 #[cfg(test)]

@@ -4,54 +4,140 @@
 //! `rbac` reviews, `node_proxy`) → `deletion` → `strategy` → `admission` → `context`,
 //! `response`, `request`, `codec`, `path`, `error`.
 
+use crate::authn;
+use crate::authorizer::{Attributes, Authorizer, Decision};
+use crate::authz;
 use crate::context::Ctx;
 use crate::error::{ApiError, ApiResult};
 use crate::path::{self, Route};
 use crate::request::{negotiate, Answer, ApiRequest, Query};
 use crate::response::json_response;
+use crate::user::UserInfo;
 use crate::{node_proxy, objects, rbac, subresources, watch};
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderMap, Method, StatusCode};
+use axum::http::{header, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use berth_api::{discovery, openapi};
 use serde_json::{json, Value};
+use std::sync::Arc;
 
 /// Largest request body accepted (upstream's limit is 3 MiB).
 const MAX_BODY: usize = 3 * 1024 * 1024;
 
-/// Builds the router over `ctx`. Authentication applies when `ctx.token` is set.
+/// Builds the router over `ctx`. Authentication and authorization apply when `ctx.authn` is
+/// set (the network listener); in-process clients act as the admin.
 pub fn router(ctx: Ctx) -> Router {
     Router::new().fallback(dispatch).with_state(ctx)
 }
 
 async fn dispatch(State(ctx): State<Ctx>, req: Request) -> Response {
-    if let Some(token) = &ctx.token {
-        if !authorized(req.headers(), token) {
-            return ApiError::Unauthorized.into_response();
+    let user = match &ctx.authn {
+        None => UserInfo::admin(),
+        Some(authn) => match authn.authenticate(
+            req.uri().path(),
+            req.headers(),
+            req.extensions().get::<authn::CertificateUser>(),
+        ) {
+            Ok(user) => user,
+            Err(e) => return e.into_response(),
+        },
+    };
+    let user = if authn::impersonation::requested(req.headers()) {
+        match authn::impersonation::impersonate(&user, req.headers(), |a| authorize(&ctx, a)) {
+            Ok(as_user) => as_user,
+            Err(e) => return e.into_response(),
         }
-    }
-    match route(&ctx, req).await {
+    } else {
+        user
+    };
+    match route(&ctx, req, Arc::new(user)).await {
         Ok(r) => r,
         Err(e) => e.into_response(),
     }
 }
 
-fn authorized(headers: &HeaderMap, token: &str) -> bool {
-    use subtle::ConstantTimeEq;
-    let Some(value) = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-    else {
-        return false;
-    };
-    let Some(given) = value.strip_prefix("Bearer ") else {
-        return false;
-    };
-    given.trim().as_bytes().ct_eq(token.as_bytes()).into()
+/// Refuses (403, upstream's words) what the authorizer does not allow.
+fn authorize(ctx: &Ctx, a: &Attributes<'_>) -> ApiResult<()> {
+    match ctx.rbac.authorize(a) {
+        Decision::Allow => Ok(()),
+        Decision::Deny(why) => {
+            let mut reason = authz::forbidden_message(a);
+            if !why.is_empty() {
+                reason = format!("{reason}: {why}");
+            }
+            Err(ApiError::Denied {
+                group: a.api_group.to_string(),
+                resource: a.resource.to_string(),
+                name: a.name.to_string(),
+                reason,
+            })
+        }
+    }
 }
 
-async fn route(ctx: &Ctx, req: Request) -> ApiResult<Response> {
+/// A non-resource request (`/healthz`, `/api`, ...): the verb is the method, lowercased.
+fn authorize_path(ctx: &Ctx, user: &UserInfo, method: &Method, path: &str) -> ApiResult<()> {
+    let verb = method.as_str().to_ascii_lowercase();
+    authorize(
+        ctx,
+        &Attributes {
+            user,
+            verb: &verb,
+            api_group: "",
+            resource: "",
+            subresource: "",
+            namespace: "",
+            name: "",
+            path,
+        },
+    )
+}
+
+/// The RBAC verb of a resource request (upstream's `RequestInfo` verbs).
+fn resource_verb(method: &Method, named: bool, watch: bool) -> &'static str {
+    match *method {
+        Method::GET | Method::HEAD if watch => "watch",
+        Method::GET | Method::HEAD if named => "get",
+        Method::GET | Method::HEAD => "list",
+        Method::POST => "create",
+        Method::PUT => "update",
+        Method::PATCH => "patch",
+        Method::DELETE if named => "delete",
+        Method::DELETE => "deletecollection",
+        _ => "",
+    }
+}
+
+/// Authorizes a request for a node's or a pod's proxy, log or exec.
+fn authorize_proxy(
+    ctx: &Ctx,
+    user: &UserInfo,
+    method: &Method,
+    target: &node_proxy::Target<'_>,
+) -> ApiResult<()> {
+    let verb = resource_verb(method, true, false);
+    let (resource, subresource, namespace, name) = match target {
+        node_proxy::Target::Node { node, .. } => ("nodes", "proxy", "", *node),
+        node_proxy::Target::Log { namespace, pod } => ("pods", "log", *namespace, *pod),
+        node_proxy::Target::Exec { pod, what } => ("pods", *what, "", *pod),
+    };
+    authorize(
+        ctx,
+        &Attributes {
+            user,
+            verb,
+            api_group: "",
+            resource,
+            subresource,
+            namespace,
+            name,
+            path: "",
+        },
+    )
+}
+
+async fn route(ctx: &Ctx, req: Request, user: Arc<UserInfo>) -> ApiResult<Response> {
     let (parts, body) = req.into_parts();
     let path = parts.uri.path().to_string();
     let query = Query::parse(parts.uri.query());
@@ -61,13 +147,16 @@ async fn route(ctx: &Ctx, req: Request) -> ApiResult<Response> {
 
     if method == Method::GET {
         if let Some(r) = fixed_route(ctx, &path, answer) {
+            authorize_path(ctx, &user, &method, &path)?;
             return Ok(r);
         }
     }
     if let Some(target) = node_proxy::Target::of(&path) {
+        authorize_proxy(ctx, &user, &method, &target)?;
         return node_proxy::handle(ctx, target, method, parts.uri.query(), headers, body).await;
     }
     if let Some(route) = path::discovery_route(&path) {
+        authorize_path(ctx, &user, &method, &path)?;
         if method != Method::GET {
             return Err(ApiError::MethodNotAllowed(
                 "the server does not allow this method on the requested resource".to_string(),
@@ -76,7 +165,25 @@ async fn route(ctx: &Ctx, req: Request) -> ApiResult<Response> {
         return discovery_response(ctx, route, answer);
     }
     // POST namespaces/{ns}/bindings is the older form of pods/{name}/binding.
-    let target = path::parse(&path).ok_or(ApiError::NoRoute)?;
+    let Some(target) = path::parse(&path) else {
+        // Upstream authorizes before routing: a path nobody may get is 403, not 404.
+        authorize_path(ctx, &user, &method, &path)?;
+        return Err(ApiError::NoRoute);
+    };
+    let namespace = target.namespace.as_deref().unwrap_or("");
+    authorize(
+        ctx,
+        &Attributes {
+            user: &user,
+            verb: resource_verb(&method, target.name.is_some(), query.flag("watch")),
+            api_group: target.rt.group,
+            resource: target.rt.plural,
+            subresource: target.subresource.as_deref().unwrap_or(""),
+            namespace,
+            name: target.name.as_deref().unwrap_or(""),
+            path: "",
+        },
+    )?;
     let body = axum::body::to_bytes(body, MAX_BODY)
         .await
         .map_err(|e| ApiError::BadRequest(format!("request body: {e}")))?;
@@ -86,7 +193,7 @@ async fn route(ctx: &Ctx, req: Request) -> ApiResult<Response> {
         headers,
         body,
         answer,
-        user: std::sync::Arc::new(crate::user::UserInfo::admin()),
+        user,
     };
     // Subresources with handlers of their own.
     let rt = req.target.rt;

@@ -58,10 +58,25 @@ fn backend(context: &str, err: impl Into<redb::Error>) -> Error {
 impl Durable {
     /// Opens (or creates) `<dir>/berth.redb`, loads it, and starts the writer.
     pub(crate) fn open(dir: &Path) -> Result<Durable> {
-        std::fs::create_dir_all(dir)
+        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+        // The store holds every object, Secrets included: only the owner may read it, from
+        // the moment it is created (a chmod afterwards would leave a window).
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
             .map_err(|e| Error::Io(format!("creating {}: {e}", dir.display())))?;
         let path = dir.join(FILE_NAME);
-        let db = Database::create(&path)
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(&path)
+            .map_err(|e| Error::Io(format!("opening {}: {e}", path.display())))?;
+        let db = redb::backends::FileBackend::new(file)
+            .and_then(|backend| Database::builder().create_with_backend(backend))
             .map_err(|e| backend(&format!("opening {}", path.display()), e))?;
         let state = load(&db)?;
         let engine = Arc::new(Engine::new(state));

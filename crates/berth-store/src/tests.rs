@@ -24,3 +24,14 @@ fn corrupt_file_is_an_io_error() {
     .unwrap();
     assert!(matches!(Store::open(dir.path()), Err(Error::Io(_))));
 }
+
+#[test]
+fn the_durable_store_is_readable_by_its_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let store_dir = dir.path().join("store");
+    let _store = Store::open(&store_dir).unwrap();
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&store_dir), 0o700);
+    assert_eq!(mode(&store_dir.join(crate::durable::FILE_NAME)), 0o600);
+}

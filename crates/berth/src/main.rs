@@ -5,6 +5,7 @@ mod controllers;
 mod descheduler;
 mod explain;
 mod ha;
+mod kubeconfig;
 mod master_config;
 mod scheduler;
 mod serve;
@@ -40,6 +41,8 @@ enum Command {
     /// Explain a scheduling decision: per node, failed predicates or per-priority scores.
     #[command(subcommand)]
     Explain(explain::ExplainCommand),
+    /// Write a kubeconfig for a new user, with a client certificate from berth's CA.
+    Kubeconfig(kubeconfig::KubeconfigArgs),
     /// Benchmarks that print pods/second (never asserted).
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -65,6 +68,7 @@ fn main() -> anyhow::Result<()> {
             Command::Descheduler(args) => descheduler::run(args).await,
             Command::Explain(cmd) => explain::run(cmd).await,
             Command::Bench(cmd) => bench::run(cmd).await,
+            Command::Kubeconfig(args) => kubeconfig::run(args),
         }
     })
 }

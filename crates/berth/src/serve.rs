@@ -69,6 +69,10 @@ pub struct ServeArgs {
     /// With --descheduler-policy: time between descheduler runs (0: once, after the start).
     #[arg(long, default_value = "5m", value_parser = crate::scheduler::parse_duration)]
     pub descheduling_interval: std::time::Duration,
+    /// Upstream's static token file (CSV `token,user,uid,"group1,group2"`): bearer tokens of
+    /// further users, authorized by RBAC.
+    #[arg(long)]
+    pub token_auth_file: Option<PathBuf>,
     /// The etcd backend and, with it, the election of the replica running the control loops.
     #[command(flatten)]
     pub etcd: crate::ha::EtcdArgs,
@@ -144,7 +148,8 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
         Some(p) => Some(crate::descheduler::load_policy(p)?),
         None => None,
     };
-    std::fs::create_dir_all(&args.data_dir)
+    // Keys, tokens and the store live here: only the owner may look inside.
+    tls::create_private_dir(&args.data_dir)
         .with_context(|| format!("creating data dir {}", args.data_dir.display()))?;
     // One clock for every component of the process.
     let clock = Clock::system();
@@ -178,6 +183,12 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
         .map_err(|e| {
             anyhow::anyhow!("--service-cluster-ip-range/--service-node-port-range: {e}")
         })?;
+    let server = match &args.token_auth_file {
+        Some(path) => server
+            .with_token_auth_file(path)
+            .map_err(|e| anyhow::anyhow!("--token-auth-file: {e}"))?,
+        None => server,
+    };
     tracing::info!(plugins = ?server.admission_plugins(), "admission chain");
     server.bootstrap().await.map_err(|e| {
         anyhow::anyhow!(

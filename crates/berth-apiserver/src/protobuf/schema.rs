@@ -3971,6 +3971,13 @@ pub static MESSAGES: &[M] = &[
             F(4, "automountServiceAccountToken", One(Bool), 0),
         ],
     ),
+    // api.authentication.v1.SelfSubjectReview (what `kubectl auth whoami` sends: metadata
+    // only; its status is the server's to fill). Added by hand until the generator's next run.
+    M(
+        "SelfSubjectReview",
+        Special::None,
+        &[F(1, "metadata", One(Msg(1)), 0)],
+    ),
 ];
 
 /// `(apiVersion, kind, index in MESSAGES)` of every top-level kind.
@@ -3979,6 +3986,7 @@ pub static ROOTS: &[(&str, &str, usize)] = &[
     ("apps/v1", "Deployment", 123),
     ("apps/v1", "ReplicaSet", 129),
     ("apps/v1", "StatefulSet", 133),
+    ("authentication.k8s.io/v1", "SelfSubjectReview", 371),
     ("authorization.k8s.io/v1", "SelfSubjectAccessReview", 145),
     ("authorization.k8s.io/v1", "SelfSubjectRulesReview", 153),
     ("autoscaling/v1", "Scale", 158),

@@ -1,0 +1,173 @@
+//! Who is asking: upstream's union of authenticators, each in its own module. A client
+//! certificate signed by berth's CA ([`x509`]) comes first, then the bearer token (the admin
+//! token, then `--token-auth-file` [`token_file`]); a request without credentials is
+//! `system:anonymous` on the health and version paths and refused (401) elsewhere (upstream's
+//! anonymous authenticator limited to those endpoints, as its `anonymous.conditions` do), and
+//! one with a token nobody knows is refused (401).
+
+pub mod impersonation;
+pub mod token_file;
+pub mod x509;
+
+use crate::error::ApiError;
+use crate::user::{UserInfo, SYSTEM_AUTHENTICATED};
+use axum::http::{header, HeaderMap};
+use std::collections::HashMap;
+
+/// The anonymous user and its group.
+pub const ANONYMOUS: &str = "system:anonymous";
+pub const UNAUTHENTICATED: &str = "system:unauthenticated";
+
+/// The paths a request without credentials may reach (as `system:anonymous`, and then only if
+/// RBAC allows: `system:public-info-viewer`).
+pub const ANONYMOUS_PATHS: &[&str] = &["/healthz", "/livez", "/readyz", "/version", "/version/"];
+
+/// The identity of a verified client certificate, put on the request by the TLS listener.
+#[derive(Clone, Debug)]
+pub struct CertificateUser(pub UserInfo);
+
+/// The authenticators of the network listener.
+#[derive(Clone, Debug, Default)]
+pub struct Authenticator {
+    /// The admin bearer token (`<data-dir>/token`): `system:admin` in `system:masters`.
+    pub admin_token: String,
+    /// `--token-auth-file`: token → user.
+    pub tokens: HashMap<String, UserInfo>,
+}
+
+/// The anonymous identity upstream gives a request without credentials.
+pub fn anonymous() -> UserInfo {
+    UserInfo {
+        name: ANONYMOUS.into(),
+        groups: vec![UNAUTHENTICATED.into()],
+        ..UserInfo::default()
+    }
+}
+
+/// Every authenticated user is in `system:authenticated` (upstream's group adder).
+fn authenticated(mut user: UserInfo) -> UserInfo {
+    if !user.in_group(SYSTEM_AUTHENTICATED) {
+        user.groups.push(SYSTEM_AUTHENTICATED.into());
+    }
+    user
+}
+
+/// The bearer token of `Authorization: Bearer <token>`, if the header is one.
+pub fn bearer_token(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim())
+        .filter(|t| !t.is_empty())
+}
+
+impl Authenticator {
+    /// The user a request is from: its certificate's, its token's, or anonymous. A token that
+    /// no authenticator knows is 401, as upstream answers it.
+    pub fn authenticate(
+        &self,
+        path: &str,
+        headers: &HeaderMap,
+        certificate: Option<&CertificateUser>,
+    ) -> Result<UserInfo, ApiError> {
+        if let Some(CertificateUser(user)) = certificate {
+            return Ok(authenticated(user.clone()));
+        }
+        let Some(token) = bearer_token(headers) else {
+            if headers.contains_key(header::AUTHORIZATION) || !ANONYMOUS_PATHS.contains(&path) {
+                return Err(ApiError::Unauthorized);
+            }
+            return Ok(anonymous());
+        };
+        if self.is_admin_token(token) {
+            return Ok(UserInfo::admin());
+        }
+        match self.tokens.get(token) {
+            Some(user) => Ok(authenticated(user.clone())),
+            None => Err(ApiError::Unauthorized),
+        }
+    }
+
+    fn is_admin_token(&self, token: &str) -> bool {
+        use subtle::ConstantTimeEq;
+        !self.admin_token.is_empty() && token.as_bytes().ct_eq(self.admin_token.as_bytes()).into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    fn headers(auth: Option<&str>) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        if let Some(a) = auth {
+            h.insert(header::AUTHORIZATION, HeaderValue::from_str(a).unwrap());
+        }
+        h
+    }
+
+    const P: &str = "/api/v1/pods";
+
+    fn authenticator() -> Authenticator {
+        let tokens = token_file::parse("t", "devtoken,dev,42,\"dev,qa\"\n").unwrap();
+        Authenticator {
+            admin_token: "admintoken".into(),
+            tokens,
+        }
+    }
+
+    #[test]
+    fn tokens_certificates_and_anonymous() {
+        let a = authenticator();
+        assert_eq!(
+            a.authenticate(P, &headers(Some("Bearer admintoken")), None)
+                .unwrap(),
+            UserInfo::admin()
+        );
+        let dev = a
+            .authenticate(P, &headers(Some("Bearer devtoken")), None)
+            .unwrap();
+        assert_eq!(dev.name, "dev");
+        assert_eq!(dev.groups, vec!["dev", "qa", SYSTEM_AUTHENTICATED]);
+        let anon = a.authenticate("/healthz", &headers(None), None).unwrap();
+        assert_eq!(anon.name, ANONYMOUS);
+        assert_eq!(anon.groups, vec![UNAUTHENTICATED]);
+        // Elsewhere, no credentials is no user.
+        assert!(matches!(
+            a.authenticate(P, &headers(None), None),
+            Err(ApiError::Unauthorized)
+        ));
+        let cert = CertificateUser(UserInfo {
+            name: "alice".into(),
+            groups: vec!["dev".into()],
+            ..UserInfo::default()
+        });
+        // A certificate wins over a token, as upstream's x509 authenticator runs first.
+        let alice = a
+            .authenticate(P, &headers(Some("Bearer nonsense")), Some(&cert))
+            .unwrap();
+        assert_eq!(alice.name, "alice");
+        assert!(alice.in_group(SYSTEM_AUTHENTICATED));
+    }
+
+    #[test]
+    fn an_unknown_or_malformed_token_is_unauthorized() {
+        let a = authenticator();
+        for bad in [
+            "Bearer nope",
+            "Bearer ",
+            "Basic Zm9vOmJhcg==",
+            "Bearer admintoken2",
+        ] {
+            assert!(
+                matches!(
+                    a.authenticate(P, &headers(Some(bad)), None),
+                    Err(ApiError::Unauthorized)
+                ),
+                "{bad}"
+            );
+        }
+    }
+}

@@ -1,0 +1,227 @@
+//! RBAC enforced: the authorizer every request and the admission plugins ask, built from an
+//! [`index::Index`] of Roles, ClusterRoles and bindings that a watch on the store keeps current,
+//! and upstream's wording of a denial.
+
+pub mod index;
+pub mod rule;
+
+use crate::authorizer::{Attributes, Authorizer, Decision};
+use crate::user::SYSTEM_MASTERS;
+use berth_store::{EventKind, Store};
+use index::{Index, Kind, ObjectKey};
+use std::sync::{Arc, RwLock};
+
+/// Where every RBAC object is stored (all four kinds, every version).
+const PREFIX: &str = "/registry/rbac.authorization.k8s.io/";
+
+/// The RBAC authorizer: members of `system:masters` may do everything (upstream's privileged
+/// group authorizer, which runs before RBAC); everyone else what their bindings grant.
+#[derive(Clone, Default)]
+pub struct Rbac {
+    index: Arc<RwLock<Index>>,
+}
+
+impl Authorizer for Rbac {
+    fn authorize(&self, a: &Attributes<'_>) -> Decision {
+        if a.user.in_group(SYSTEM_MASTERS) {
+            return Decision::Allow;
+        }
+        let index = self.index.read().unwrap_or_else(|e| e.into_inner());
+        if index.any_rule(a.user, a.namespace, |r| r.allows(a)) {
+            Decision::Allow
+        } else {
+            Decision::Deny(String::new())
+        }
+    }
+}
+
+/// The index key of a storage key `/registry/rbac.authorization.k8s.io/<plural>/[<ns>/]<name>`.
+fn object_key(storage_key: &str) -> Option<ObjectKey> {
+    let rest = storage_key.strip_prefix(PREFIX)?;
+    let (plural, rest) = rest.split_once('/')?;
+    let kind = Kind::of_plural(plural)?;
+    let (namespace, name) = match kind {
+        Kind::Role | Kind::RoleBinding => rest.split_once('/')?,
+        Kind::ClusterRole | Kind::ClusterRoleBinding => ("", rest),
+    };
+    Some(ObjectKey {
+        kind,
+        namespace: namespace.into(),
+        name: name.into(),
+    })
+}
+
+impl Rbac {
+    /// The rules bound to `user` in `namespace` (cluster-wide ones with `""`), for
+    /// SelfSubjectRulesReview.
+    pub fn rules_for(
+        &self,
+        user: &crate::user::UserInfo,
+        namespace: &str,
+    ) -> Vec<Arc<Vec<rule::Rule>>> {
+        let index = self.index.read().unwrap_or_else(|e| e.into_inner());
+        index.rules_for(user, namespace)
+    }
+
+    /// Loads every RBAC object of `store` into the index, then follows the store's changes in
+    /// a task (relisting if the watch falls behind compaction).
+    pub fn follow(&self, store: &Store) -> Result<(), berth_store::Error> {
+        let revision = self.load(store)?;
+        let (store, this) = (store.clone(), self.clone());
+        tokio::spawn(async move {
+            let mut after = revision;
+            loop {
+                let mut events = match store.watch(PREFIX, after) {
+                    Ok(events) => events,
+                    Err(berth_store::Error::Closed) => return,
+                    // Fell behind compaction: start over from a fresh list.
+                    Err(e) => {
+                        tracing::warn!(error = %e, "RBAC watch failed; relisting");
+                        match this.load(&store) {
+                            Ok(rev) => after = rev,
+                            Err(_) => return,
+                        }
+                        continue;
+                    }
+                };
+                while let Some(e) = events.recv().await {
+                    after = e.kv.mod_revision;
+                    this.event(e.kind, &e.kv);
+                }
+            }
+        });
+        Ok(())
+    }
+
+    /// Replaces the index with the store's current RBAC objects; returns the revision read.
+    fn load(&self, store: &Store) -> Result<i64, berth_store::Error> {
+        let listed = store.range(PREFIX, None, 0, None)?;
+        let mut index = Index::default();
+        for kv in &listed.kvs {
+            if let (Some(key), Ok(obj)) = (
+                object_key(&kv.key),
+                serde_json::from_slice::<serde_json::Value>(&kv.value),
+            ) {
+                index.apply(key, &obj);
+            }
+        }
+        *self.index.write().unwrap_or_else(|e| e.into_inner()) = index;
+        Ok(listed.revision)
+    }
+
+    fn event(&self, kind: EventKind, kv: &berth_store::KeyValue) {
+        let Some(key) = object_key(&kv.key) else {
+            return;
+        };
+        let mut index = self.index.write().unwrap_or_else(|e| e.into_inner());
+        match kind {
+            EventKind::Put => match serde_json::from_slice::<serde_json::Value>(&kv.value) {
+                Ok(obj) => index.apply(key, &obj),
+                Err(_) => index.remove(&key),
+            },
+            EventKind::Delete => index.remove(&key),
+        }
+    }
+}
+
+/// Upstream's words for a denied request (`forbiddenMessage`), without the resource prefix
+/// `ApiError::Denied` adds.
+pub fn forbidden_message(a: &Attributes<'_>) -> String {
+    let user = &a.user.name;
+    if !a.path.is_empty() {
+        return format!("User {user:?} cannot {} path {:?}", a.verb, a.path);
+    }
+    let resource = if a.subresource.is_empty() {
+        a.resource.to_string()
+    } else {
+        format!("{}/{}", a.resource, a.subresource)
+    };
+    if a.namespace.is_empty() {
+        format!(
+            "User {user:?} cannot {} resource {resource:?} in API group {:?} at the cluster scope",
+            a.verb, a.api_group
+        )
+    } else {
+        format!(
+            "User {user:?} cannot {} resource {resource:?} in API group {:?} in the namespace {:?}",
+            a.verb, a.api_group, a.namespace
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::user::UserInfo;
+
+    #[test]
+    fn storage_keys_name_their_objects() {
+        let k = object_key("/registry/rbac.authorization.k8s.io/rolebindings/dev/b").unwrap();
+        assert_eq!(
+            (k.kind, k.namespace.as_str(), k.name.as_str()),
+            (Kind::RoleBinding, "dev", "b")
+        );
+        let k = object_key("/registry/rbac.authorization.k8s.io/clusterroles/system:node").unwrap();
+        assert_eq!(
+            (k.kind, k.name.as_str()),
+            (Kind::ClusterRole, "system:node")
+        );
+        assert!(object_key("/registry/core/pods/a/b").is_none());
+    }
+
+    #[test]
+    fn masters_may_do_everything_and_nobody_else_by_default() {
+        let rbac = Rbac::default();
+        let attrs = |user| Attributes {
+            user,
+            verb: "delete",
+            api_group: "",
+            resource: "nodes",
+            subresource: "",
+            namespace: "",
+            name: "n",
+            path: "",
+        };
+        let admin = UserInfo::admin();
+        assert!(rbac.authorize(&attrs(&admin)).allowed());
+        let alice = UserInfo {
+            name: "alice".into(),
+            ..UserInfo::default()
+        };
+        assert!(!rbac.authorize(&attrs(&alice)).allowed());
+    }
+
+    #[test]
+    fn denials_are_worded_as_upstream() {
+        let alice = UserInfo {
+            name: "alice".into(),
+            ..UserInfo::default()
+        };
+        let mut a = Attributes {
+            user: &alice,
+            verb: "list",
+            api_group: "",
+            resource: "pods",
+            subresource: "",
+            namespace: "default",
+            name: "",
+            path: "",
+        };
+        assert_eq!(
+            forbidden_message(&a),
+            r#"User "alice" cannot list resource "pods" in API group "" in the namespace "default""#
+        );
+        a.namespace = "";
+        a.resource = "nodes";
+        assert_eq!(
+            forbidden_message(&a),
+            r#"User "alice" cannot list resource "nodes" in API group "" at the cluster scope"#
+        );
+        a.path = "/metrics";
+        a.verb = "get";
+        assert_eq!(
+            forbidden_message(&a),
+            r#"User "alice" cannot get path "/metrics""#
+        );
+    }
+}
