@@ -7,13 +7,16 @@
   `projectConfig.defaultNodeSelector`): the seed's `superregion` example, a pod kept Pending
   until a node gets the project's label;
 - PodNodeConstraints: the administrator (allowed `pods/binding`) may set nodeName and
-  blacklisted labels. The refusal for a developer is unit-tested until RBAC enforcement lands.
+  blacklisted labels; a developer (a `berth kubeconfig` certificate, a Role to create pods and
+  deployments, no `pods/binding`) is refused both, on pods and on a Deployment's template.
 """
+
+import subprocess
 
 import yaml
 import pytest
 
-from conftest import Berth, eventually
+from conftest import BERTH_BIN, KUBECTL_TIMEOUT, Berth, eventually
 from scheduler_support import node_of, wait_bound, wait_failed_scheduling
 
 MASTER_CONFIG = """\
@@ -205,6 +208,42 @@ def test_the_administrator_may_target_nodes_despite_pod_node_constraints(cluster
         nodes = [p["spec"].get("nodeName") for p in pods]
         return len(nodes) == 2 and all(n == "node-1" for n in nodes)
     eventually(pods_on_node_1, what="the deployment's pods on node-1")
+
+def test_a_developer_without_pods_binding_may_not_target_nodes(cluster, tmp_path):
+    namespace(cluster, "dev-pinned")
+    dev = tmp_path / "dev.kubeconfig"
+    subprocess.run([str(BERTH_BIN), "kubeconfig", "--user", "dev", "--group", "developers",
+                    "--data-dir", str(cluster.data_dir), "-o", str(dev)],
+                   check=True, capture_output=True, text=True)
+    cluster.kubectl("create", "role", "workloads", "-n", "dev-pinned",
+                    "--verb=create,get,list", "--resource=pods,deployments.apps")
+    cluster.kubectl("create", "rolebinding", "dev-workloads", "-n", "dev-pinned",
+                    "--role=workloads", "--user=dev")
+
+    def as_dev(manifest):
+        return subprocess.run(
+            ["kubectl", "--kubeconfig", str(dev), "--cache-dir", str(tmp_path / "cache"),
+             "create", "-f", "-", "-n", "dev-pinned"],
+            input=yaml.safe_dump(manifest), capture_output=True, text=True,
+            timeout=KUBECTL_TIMEOUT)
+
+    r = as_dev(pod("by-name", nodeName="node-2"))
+    assert r.returncode != 0
+    assert "node selection by nodeName is prohibited by policy for your role" in r.stderr
+    r = as_dev(pod("by-region", {"region": "west"}))
+    assert r.returncode != 0
+    assert "node selection by label(s) [region] is prohibited by policy for your role" in r.stderr
+    template = pod("t", {"kubernetes.io/hostname": "node-1"})
+    r = as_dev({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "pinned"},
+                "spec": {"replicas": 1, "selector": {"matchLabels": {"name": "t"}},
+                         "template": {"metadata": template["metadata"],
+                                      "spec": template["spec"]}}})
+    assert r.returncode != 0
+    assert "prohibited by policy for your role" in r.stderr
+    # Without node targeting the developer's pod is admitted.
+    r = as_dev(pod("free"))
+    assert r.returncode == 0, r.stderr
+
 
 def test_unimplemented_project_settings_are_warned_about(cluster):
     eventually(lambda: "projectConfig.projectRequestMessage is not implemented"
