@@ -9,7 +9,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::path::{self, Route};
 use crate::request::{negotiate, Answer, ApiRequest, Query};
 use crate::response::json_response;
-use crate::{node_proxy, objects, rbac, subresources, watch};
+use crate::{metrics_api, node_proxy, objects, rbac, subresources, watch};
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -66,6 +66,9 @@ async fn route(ctx: &Ctx, req: Request) -> ApiResult<Response> {
     }
     if let Some(target) = node_proxy::Target::of(&path) {
         return node_proxy::handle(ctx, target, method, parts.uri.query(), headers, body).await;
+    }
+    if let Some(target) = metrics_api::Target::of(&path) {
+        return metrics_api::handle(ctx, target, method).await;
     }
     if let Some(route) = path::discovery_route(&path) {
         if method != Method::GET {

@@ -6,7 +6,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -109,19 +109,18 @@ pub async fn register(
     Ok(())
 }
 
-/// Renews every node's lease in `kube-node-lease` each `every`.
-pub async fn renew_leases(
-    client: kube::Client,
-    nodes: Arc<HashSet<String>>,
-    every: Duration,
-    clock: Clock,
-) {
+/// Renews the lease of every node that reaches the API, each `every`.
+pub async fn renew_leases(client: kube::Client, sim: Arc<crate::sim::Sim>, every: Duration) {
     let api: Api<Lease> = Api::namespaced(client, "kube-node-lease");
     let mut tick = tokio::time::interval(every);
     loop {
         tick.tick().await;
-        let renew = clock.micro_timestamp();
-        for node in nodes.iter() {
+        let renew = sim.clock().micro_timestamp();
+        for node in sim.node_names() {
+            // A stopped or partitioned node's renewals never arrive.
+            if !sim.mode(node).reaches_api() {
+                continue;
+            }
             let lease = json!({
                 "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                 "metadata": {"name": node, "namespace": "kube-node-lease"},

@@ -6,6 +6,7 @@ mod descheduler;
 mod explain;
 mod ha;
 mod master_config;
+mod node;
 mod scheduler;
 mod serve;
 
@@ -40,6 +41,8 @@ enum Command {
     /// Explain a scheduling decision: per node, failed predicates or per-priority scores.
     #[command(subcommand)]
     Explain(explain::ExplainCommand),
+    /// Fail and heal simulated nodes (stop, start, partition, not-ready) through `berth.io/simulate`.
+    Node(node::NodeArgs),
     /// Benchmarks that print pods/second (never asserted).
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -65,6 +68,7 @@ fn main() -> anyhow::Result<()> {
             Command::Descheduler(args) => descheduler::run(args).await,
             Command::Explain(cmd) => explain::run(cmd).await,
             Command::Bench(cmd) => bench::run(cmd).await,
+            Command::Node(args) => node::run(args).await,
         }
     })
 }
