@@ -166,12 +166,13 @@ fn follow(
         .unwrap_or_default();
     let start = futures::stream::once(async move { Ok::<_, std::io::Error>(first) });
     let rest = futures::stream::unfold(Some(seen), move |seen| {
-        let (sim, node, key, container, options) = (
+        let (sim, node, key, container, options, plain) = (
             sim.clone(),
             node.clone(),
             key.clone(),
             container.clone(),
             options.clone(),
+            plain.clone(),
         );
         async move {
             let mut seen = seen?;

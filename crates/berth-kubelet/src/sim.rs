@@ -209,6 +209,7 @@ impl Sim {
                     st.started_at = old.started_at;
                     st.restarts = old.restarts;
                     st.dead_reclaimed = old.dead_reclaimed;
+                    st.ended = old.ended.clone();
                     st.phase = match (old.phase, st.phase) {
                         (Phase::Terminated, _) | (_, Phase::Terminated) => Phase::Terminated,
                         (Phase::Terminating, _) | (_, Phase::Terminating) => Phase::Terminating,
@@ -361,6 +362,9 @@ impl Sim {
                     let fails = p.restart_policy == "Never";
                     if fails {
                         p.phase = Phase::Terminated;
+                        p.ended = Some(format!(
+                            "container {container} was OOM-killed (exit code 137)"
+                        ));
                     }
                     Some((key, container, p.restarts, fails))
                 })
@@ -619,6 +623,7 @@ async fn evict(
     let mut m = model.lock().expect("node model");
     if let Some(p) = m.pods.get_mut(&e.pod) {
         p.phase = Phase::Terminated;
+        p.ended = Some(format!("evicted: {}", e.message.trim_end()));
     }
 }
 

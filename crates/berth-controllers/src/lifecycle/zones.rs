@@ -317,10 +317,11 @@ mod tests {
         let mut full = TokenBucket::new(0.1);
         full.swap(0.1, t(0));
         assert!(full.try_accept(t(0)));
-        // From never to a rate: the new bucket starts full.
+        // From never to a rate: the old one had no token, so the new one starts empty too.
         let mut never = TokenBucket::new(0.0);
         never.swap(0.1, t(0));
-        assert!(never.try_accept(t(0)));
+        assert!(!never.try_accept(t(0)));
+        assert!(never.try_accept(t(10)));
     }
 
     #[test]

@@ -61,6 +61,8 @@ pub struct PodState {
     pub restarts: i32,
     /// Dead containers' disk was deleted by node-level reclaim.
     pub dead_reclaimed: bool,
+    /// How the pod ended on this node, for its log (`evicted: ...`, `OOM-killed ...`).
+    pub ended: Option<String>,
 }
 
 fn requests_of(c: &Value) -> BTreeMap<String, Quantity> {
@@ -163,6 +165,7 @@ impl PodState {
             started_at: now,
             restarts: 0,
             dead_reclaimed: false,
+            ended: None,
         };
         (state, error)
     }
