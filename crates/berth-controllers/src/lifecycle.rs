@@ -93,10 +93,17 @@ struct Zone {
     queue: TaintQueue,
 }
 
+/// One node's taint list as read and as a pass changes it.
+struct TaintEdit {
+    resource_version: Option<String>,
+    before: Vec<Taint>,
+    after: Vec<Taint>,
+}
+
 /// The taint lists a pass changes, one write per node at the end.
 #[derive(Default)]
 struct TaintEdits {
-    by_node: BTreeMap<String, (Option<String>, Vec<Taint>, Vec<Taint>)>,
+    by_node: BTreeMap<String, TaintEdit>,
 }
 
 impl TaintEdits {
@@ -107,13 +114,13 @@ impl TaintEdits {
             .entry(name)
             .or_insert_with(|| {
                 let current = node_taints(node).to_vec();
-                (
-                    node.metadata.resource_version.clone(),
-                    current.clone(),
-                    current,
-                )
+                TaintEdit {
+                    resource_version: node.metadata.resource_version.clone(),
+                    before: current.clone(),
+                    after: current,
+                }
             })
-            .2
+            .after
     }
 
     fn has(&mut self, node: &Node, key: &str) -> bool {
@@ -134,14 +141,18 @@ impl TaintEdits {
     }
 
     fn into_actions(self, out: &mut Vec<LifecycleAction>) {
-        for (node, (resource_version, before, taints)) in self.by_node {
-            let same = before.len() == taints.len()
-                && before.iter().zip(&taints).all(|(a, b)| same_taint(a, b));
+        for (node, edit) in self.by_node {
+            let same = edit.before.len() == edit.after.len()
+                && edit
+                    .before
+                    .iter()
+                    .zip(&edit.after)
+                    .all(|(a, b)| same_taint(a, b));
             if !same {
                 out.push(LifecycleAction::SetTaints {
                     node,
-                    resource_version,
-                    taints,
+                    resource_version: edit.resource_version,
+                    taints: edit.after,
                 });
             }
         }
