@@ -164,7 +164,7 @@ impl Kubelet {
             self.housekeeping_interval,
             self.clock,
         ));
-        tokio::spawn(node::renew_leases(
+        tokio::spawn(renew_leases(
             self.client.clone(),
             sim.clone(),
             self.lease_renew_interval,
@@ -283,6 +283,40 @@ async fn run_pods(runner: PodRunner) {
             Event::Added(pod) | Event::Updated { new: pod, .. } => runner.on_pod(pod).await,
             Event::Deleted(pod) => runner.sim.on_delete(&pod),
             Event::Synced => {}
+        }
+    }
+}
+
+// Leases.
+
+/// Renews the lease of every node that reaches the API, each `every`.
+async fn renew_leases(client: kube::Client, sim: Arc<sim::Sim>, every: Duration) {
+    let api: Api<k8s_openapi::api::coordination::v1::Lease> =
+        Api::namespaced(client, "kube-node-lease");
+    let mut tick = tokio::time::interval(every);
+    loop {
+        tick.tick().await;
+        let renew = sim.clock().micro_timestamp();
+        for node in sim.node_names() {
+            // A stopped or partitioned node's renewals never arrive.
+            if !sim.mode(node).reaches_api() {
+                continue;
+            }
+            let lease = serde_json::json!({
+                "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                "metadata": {"name": node, "namespace": "kube-node-lease"},
+                "spec": {"holderIdentity": node, "leaseDurationSeconds": 40, "renewTime": renew},
+            });
+            let result = api
+                .patch(
+                    node,
+                    &kube::api::PatchParams::apply("berth-kubelet").force(),
+                    &kube::api::Patch::Apply(&lease),
+                )
+                .await;
+            if let Err(e) = result {
+                tracing::debug!(node = %node, error = %e, "lease renewal failed");
+            }
         }
     }
 }
