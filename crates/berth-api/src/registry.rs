@@ -716,7 +716,26 @@ pub static RESOURCES: &[ResourceType] = &[
         "resourceslice",
         false,
     ),
+    // ---- metrics.k8s.io/v1beta1 (computed from the kubelets on each request; `kubectl top`)
+    ResourceType {
+        verbs: GET_LIST,
+        ..base(
+            "metrics.k8s.io",
+            "v1beta1",
+            "NodeMetrics",
+            "nodes",
+            "",
+            false,
+        )
+    },
+    ResourceType {
+        verbs: GET_LIST,
+        ..base("metrics.k8s.io", "v1beta1", "PodMetrics", "pods", "", true)
+    },
 ];
+
+/// The verbs of a read-only resource (the resource metrics API).
+pub const GET_LIST: &[&str] = &["get", "list"];
 
 impl ResourceType {
     /// The `apiVersion` of this kind's objects: `"v1"` for core, else `"<group>/<version>"`.

@@ -110,7 +110,18 @@ pub async fn handle(
                 )
                 .finish();
             let uri = format!("/containerLogs/{namespace}/{pod}/{container}?{options}");
-            forward(&kubelet, Method::GET, &uri, &HeaderMap::new(), Body::empty()).await
+            let resp = forward(&kubelet, Method::GET, &uri, &HeaderMap::new(), Body::empty()).await?;
+            // The kubelet's refusal (no previous run, ...) becomes a Status, as upstream's
+            // response checker makes it.
+            if resp.status() == StatusCode::BAD_REQUEST {
+                let body = axum::body::to_bytes(resp.into_body(), 64 << 10)
+                    .await
+                    .unwrap_or_default();
+                return Err(ApiError::BadRequest(
+                    String::from_utf8_lossy(&body).trim().to_string(),
+                ));
+            }
+            Ok(resp)
         }
         Target::Exec { pod, what } => Err(ApiError::BadRequest(format!(
             "{what} is not supported on simulated nodes: pod {pod} runs no processes (berth simulates containers)"
@@ -199,6 +210,26 @@ fn kubelet_of(ctx: &Ctx, node: &str) -> ApiResult<Kubelet> {
     let n = get(ctx, &format!("/api/v1/nodes/{node}"), "nodes", node)?;
     kubelet_location(&n)
         .ok_or_else(|| ApiError::BadRequest(format!("node {node} publishes no kubelet endpoint")))
+}
+
+/// A kubelet's `/stats/summary`, or `None` when it does not answer with one.
+pub async fn kubelet_summary(kubelet: &Kubelet) -> Option<Value> {
+    let resp = forward(
+        kubelet,
+        Method::GET,
+        "/stats/summary",
+        &HeaderMap::new(),
+        Body::empty(),
+    )
+    .await
+    .ok()?;
+    if !resp.status().is_success() {
+        return None;
+    }
+    let body = axum::body::to_bytes(resp.into_body(), 64 << 20)
+        .await
+        .ok()?;
+    serde_json::from_slice(&body).ok()
 }
 
 /// upstream's answer when the kubelet cannot be reached.

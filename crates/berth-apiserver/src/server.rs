@@ -13,7 +13,7 @@ use crate::path::{self, Route};
 use crate::request::{negotiate, Answer, ApiRequest, Query};
 use crate::response::json_response;
 use crate::user::UserInfo;
-use crate::{node_proxy, objects, rbac, subresources, watch};
+use crate::{metrics_api, node_proxy, objects, rbac, subresources, watch};
 use axum::extract::{Request, State};
 use axum::http::{header, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -137,6 +137,32 @@ fn authorize_proxy(
     )
 }
 
+/// Authorizes a read of `metrics.k8s.io` node or pod metrics (what `kubectl top` asks).
+fn authorize_metrics(
+    ctx: &Ctx,
+    user: &UserInfo,
+    method: &Method,
+    target: &metrics_api::Target<'_>,
+) -> ApiResult<()> {
+    let (resource, namespace, name) = match target {
+        metrics_api::Target::Nodes { name } => ("nodes", None, *name),
+        metrics_api::Target::Pods { namespace, name } => ("pods", *namespace, *name),
+    };
+    authorize(
+        ctx,
+        &Attributes {
+            user,
+            verb: resource_verb(method, name.is_some(), false),
+            api_group: "metrics.k8s.io",
+            resource,
+            subresource: "",
+            namespace: namespace.unwrap_or(""),
+            name: name.unwrap_or(""),
+            path: "",
+        },
+    )
+}
+
 async fn route(ctx: &Ctx, req: Request, user: Arc<UserInfo>) -> ApiResult<Response> {
     let (parts, body) = req.into_parts();
     let path = parts.uri.path().to_string();
@@ -154,6 +180,10 @@ async fn route(ctx: &Ctx, req: Request, user: Arc<UserInfo>) -> ApiResult<Respon
     if let Some(target) = node_proxy::Target::of(&path) {
         authorize_proxy(ctx, &user, &method, &target)?;
         return node_proxy::handle(ctx, target, method, parts.uri.query(), headers, body).await;
+    }
+    if let Some(target) = metrics_api::Target::of(&path) {
+        authorize_metrics(ctx, &user, &method, &target)?;
+        return metrics_api::handle(ctx, target, method).await;
     }
     if let Some(route) = path::discovery_route(&path) {
         authorize_path(ctx, &user, &method, &path)?;

@@ -71,6 +71,15 @@ fn node(sim: &Sim, headers: &HeaderMap) -> Result<String, Response> {
         .and_then(|h| h.to_str().ok())
         .unwrap_or_default();
     match node_of_host(host) {
+        // A stopped or partitioned node does not answer (as a dead or cut-off machine).
+        Some(n) if sim.has_node(n) && !sim.mode(n).reaches_api() => Err(text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "node {n} does not answer ({}={})\n",
+                crate::simulate::SIMULATE_ANNOTATION,
+                sim.mode(n)
+            ),
+        )),
         Some(n) if sim.has_node(n) => Ok(n.to_string()),
         _ => Err(text(
             StatusCode::NOT_FOUND,
@@ -118,10 +127,91 @@ async fn container_logs(
         Err(r) => return r,
     };
     let options = logs::Options::parse(query.as_deref());
-    match sim.container_log(&node, &format!("{namespace}/{pod}"), &container, &options) {
+    let key = format!("{namespace}/{pod}");
+    match sim.container_log(&node, &key, &container, &options) {
+        Ok(log) if options.follow && !options.previous => {
+            follow(sim, node, key, container, options, log)
+        }
         Ok(log) => text(StatusCode::OK, log),
-        Err(e) => text(StatusCode::NOT_FOUND, format!("{e}\n")),
+        // As the kubelet: a missing pod is not found, a wrong container or no previous run
+        // is a bad request (the API server turns it into a Status).
+        Err(e @ logs::LogError::NoPod(_)) => text(StatusCode::NOT_FOUND, format!("{e}\n")),
+        Err(e) => text(StatusCode::BAD_REQUEST, format!("{e}\n")),
     }
+}
+
+/// How often a followed log is looked at again.
+const FOLLOW_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// `kubectl logs -f`: the log so far, then each new line as the container's life goes on,
+/// until the pod is gone from the node or has ended.
+fn follow(
+    sim: Arc<Sim>,
+    node: String,
+    key: String,
+    container: String,
+    options: logs::Options,
+    first: String,
+) -> Response {
+    // Lines are compared without timestamps: a usage line keeps its text while its time moves.
+    let plain = logs::Options {
+        timestamps: false,
+        tail_lines: None,
+        follow: false,
+        previous: false,
+    };
+    let seen = sim
+        .container_log(&node, &key, &container, &plain)
+        .map(|l| l.lines().map(String::from).collect::<Vec<_>>())
+        .unwrap_or_default();
+    let start = futures::stream::once(async move { Ok::<_, std::io::Error>(first) });
+    let rest = futures::stream::unfold(Some(seen), move |seen| {
+        let (sim, node, key, container, options, plain) = (
+            sim.clone(),
+            node.clone(),
+            key.clone(),
+            container.clone(),
+            options.clone(),
+            plain.clone(),
+        );
+        async move {
+            let mut seen = seen?;
+            loop {
+                tokio::time::sleep(FOLLOW_EVERY).await;
+                let Ok(now) = sim.container_log(&node, &key, &container, &plain) else {
+                    return None;
+                };
+                let ended = sim.pod_ended(&node, &key);
+                let lines: Vec<String> = now.lines().map(String::from).collect();
+                // New lines: those past what was sent, or a changed last line (usage moved).
+                let common = seen.iter().zip(&lines).take_while(|(a, b)| a == b).count();
+                if common == lines.len() && !ended {
+                    continue;
+                }
+                let with_time = logs::Options {
+                    tail_lines: None,
+                    ..options
+                };
+                let out: String = sim
+                    .container_log(&node, &key, &container, &with_time)
+                    .unwrap_or_default()
+                    .lines()
+                    .skip(common)
+                    .map(|l| format!("{l}\n"))
+                    .collect();
+                seen = lines;
+                let next = (!ended).then_some(seen);
+                return Some((Ok::<_, std::io::Error>(out), next));
+            }
+        }
+    });
+    use futures::StreamExt;
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        axum::body::Body::from_stream(start.chain(rest)),
+    )
+        .into_response()
 }
 
 #[cfg(test)]

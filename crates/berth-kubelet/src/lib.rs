@@ -37,6 +37,7 @@ mod node;
 pub mod oom;
 mod pods;
 pub mod sim;
+pub mod simulate;
 pub mod status;
 pub mod summary;
 pub mod usage;
@@ -55,7 +56,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// How often each node renews its lease (upstream: a quarter of the 40s lease).
-const LEASE_RENEW: Duration = Duration::from_secs(10);
+pub const DEFAULT_LEASE_RENEW_INTERVAL: Duration = Duration::from_secs(10);
 
 /// Errors of the simulated nodes.
 #[derive(Debug, thiserror::Error)]
@@ -77,6 +78,7 @@ pub struct Kubelet {
     clock: Clock,
     endpoint_host: String,
     commands: commands::Commands,
+    lease_renew_interval: Duration,
 }
 
 /// Upstream's housekeeping interval.
@@ -91,7 +93,16 @@ impl Kubelet {
             clock: Clock::system(),
             endpoint_host: "127.0.0.1".into(),
             commands: commands::Commands::default(),
+            lease_renew_interval: DEFAULT_LEASE_RENEW_INTERVAL,
         }
+    }
+
+    /// How often each node renews its lease (upstream: 10s, a quarter of the lease; the
+    /// kubelet's `--node-status-update-frequency` in berth). Shorter with a shorter
+    /// `--node-monitor-grace-period`, so that healthy nodes never look silent.
+    pub fn lease_renew_interval(mut self, every: Duration) -> Kubelet {
+        self.lease_renew_interval = every.max(Duration::from_millis(100));
+        self
     }
 
     /// Programs that containers naming them run in process ([`commands`]).
@@ -146,14 +157,6 @@ impl Kubelet {
                     source,
                 })?;
         }
-        let names: Arc<HashSet<String>> =
-            Arc::new(self.nodes.iter().map(|n| n.name.clone()).collect());
-        tokio::spawn(node::renew_leases(
-            self.client.clone(),
-            names.clone(),
-            LEASE_RENEW,
-            self.clock.clone(),
-        ));
         let models = self.nodes.into_iter().map(model::NodeModel::new).collect();
         let sim = Arc::new(sim::Sim::new(
             self.client.clone(),
@@ -161,10 +164,21 @@ impl Kubelet {
             self.housekeeping_interval,
             self.clock,
         ));
+        tokio::spawn(renew_leases(
+            self.client.clone(),
+            sim.clone(),
+            self.lease_renew_interval,
+        ));
         sim.spawn();
         tokio::spawn(endpoints::serve(listener, sim.clone()));
-        tokio::spawn(watch_nodes(self.client.clone(), sim.clone()));
-        tokio::spawn(run_pods(self.client.clone(), sim, self.commands));
+        let pods = PodRunner {
+            client: self.client.clone(),
+            sim,
+            commands: self.commands,
+            runs: Arc::default(),
+        };
+        tokio::spawn(watch_nodes(self.client.clone(), pods.clone()));
+        tokio::spawn(run_pods(pods));
         Ok(())
     }
 
@@ -178,8 +192,9 @@ impl Kubelet {
     }
 }
 
-/// Watches the nodes, so that each kubelet sees what the API shows of its node's conditions.
-async fn watch_nodes(client: kube::Client, sim: Arc<sim::Sim>) {
+/// Watches the nodes, so that each kubelet sees what the API shows of its node (conditions,
+/// `berth.io/simulate`); a node back in touch with the API catches up with its pods.
+async fn watch_nodes(client: kube::Client, pods: PodRunner) {
     let nodes: Informer<Node> = Informer::start_keeping::<Node>(
         Api::all(client),
         watcher::Config::default(),
@@ -188,36 +203,120 @@ async fn watch_nodes(client: kube::Client, sim: Arc<sim::Sim>) {
     let mut events = nodes.subscribe();
     while let Some(event) = events.recv().await {
         if let Some(node) = event.applied() {
-            sim.observe_node(node);
+            if let Some(back) = pods.sim.observe_node(node) {
+                tokio::spawn(pods.clone().catch_up(back));
+            }
+        }
+    }
+}
+
+/// What runs the pods bound to our nodes, shared by the pod watch and the catch-up of a node
+/// that was out of touch with the API.
+#[derive(Clone)]
+struct PodRunner {
+    client: kube::Client,
+    sim: Arc<sim::Sim>,
+    commands: commands::Commands,
+    /// Pods whose containers finish by themselves (`berth.io/run-seconds`) and are running
+    /// now: one run per pod uid.
+    runs: Arc<Mutex<HashSet<String>>>,
+}
+
+impl PodRunner {
+    /// Takes in an added or updated pod; a node out of touch with the API sees nothing.
+    async fn on_pod(&self, pod: Arc<Pod>) {
+        if !self.sim.owns(&pod) || !self.node_reaches_api(&pod) {
+            return;
+        }
+        self.commands.observe(&self.client, &pod, self.sim.clock());
+        if self.sim.on_pod(&pod).await {
+            pods::start_run(&self.client, &pod, self.sim.clock(), &self.runs);
+            tokio::spawn(pods::reconcile(
+                self.client.clone(),
+                pod,
+                self.sim.clock().clone(),
+            ));
+        }
+    }
+
+    fn node_reaches_api(&self, pod: &Pod) -> bool {
+        pod.spec
+            .as_ref()
+            .and_then(|s| s.node_name.as_deref())
+            .is_some_and(|n| self.sim.mode(n).reaches_api())
+    }
+
+    /// A node back in touch: reads its pods again and forgets those deleted meanwhile.
+    async fn catch_up(self, node: String) {
+        let api: Api<Pod> = Api::all(self.client.clone());
+        let params = kube::api::ListParams::default().fields(&format!("spec.nodeName={node}"));
+        let listed = match api.list(&params).await {
+            Ok(l) => l.items,
+            Err(e) => {
+                tracing::warn!(node = %node, error = %e, "listing the pods of a node back in touch failed");
+                return;
+            }
+        };
+        let live: HashSet<String> = listed
+            .iter()
+            .filter_map(|p| p.metadata.uid.clone())
+            .collect();
+        self.sim.forget_pods_except(&node, &live);
+        tracing::info!(node = %node, pods = listed.len(), "node back in touch with the API; catching up with its pods");
+        for pod in listed {
+            self.on_pod(Arc::new(pod)).await;
         }
     }
 }
 
 /// Watches pods bound to any node and runs those on ours.
-async fn run_pods(client: kube::Client, sim: Arc<sim::Sim>, commands: commands::Commands) {
+async fn run_pods(runner: PodRunner) {
     let config = watcher::Config::default().fields("spec.nodeName!=");
     let pods: Informer<Pod> = Informer::start_keeping::<Pod>(
-        Api::all(client.clone()),
+        Api::all(runner.client.clone()),
         config,
         Keep::Identity(pod_identity),
     );
     let mut events = pods.subscribe();
-    // Pods whose containers finish by themselves (`berth.io/run-seconds`) and are running now:
-    // one run per pod uid.
-    let runs: Arc<Mutex<HashSet<String>>> = Arc::default();
     while let Some(event) = events.recv().await {
         match event {
-            Event::Added(pod) | Event::Updated { new: pod, .. } => {
-                if sim.owns(&pod) {
-                    commands.observe(&client, &pod, sim.clock());
-                }
-                if sim.owns(&pod) && sim.on_pod(&pod).await {
-                    pods::start_run(&client, &pod, sim.clock(), &runs);
-                    tokio::spawn(pods::reconcile(client.clone(), pod, sim.clock().clone()));
-                }
-            }
-            Event::Deleted(pod) => sim.on_delete(&pod),
+            Event::Added(pod) | Event::Updated { new: pod, .. } => runner.on_pod(pod).await,
+            Event::Deleted(pod) => runner.sim.on_delete(&pod),
             Event::Synced => {}
+        }
+    }
+}
+
+// Leases.
+
+/// Renews the lease of every node that reaches the API, each `every`.
+async fn renew_leases(client: kube::Client, sim: Arc<sim::Sim>, every: Duration) {
+    let api: Api<k8s_openapi::api::coordination::v1::Lease> =
+        Api::namespaced(client, "kube-node-lease");
+    let mut tick = tokio::time::interval(every);
+    loop {
+        tick.tick().await;
+        let renew = sim.clock().micro_timestamp();
+        for node in sim.node_names() {
+            // A stopped or partitioned node's renewals never arrive.
+            if !sim.mode(node).reaches_api() {
+                continue;
+            }
+            let lease = serde_json::json!({
+                "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                "metadata": {"name": node, "namespace": "kube-node-lease"},
+                "spec": {"holderIdentity": node, "leaseDurationSeconds": 40, "renewTime": renew},
+            });
+            let result = api
+                .patch(
+                    node,
+                    &kube::api::PatchParams::apply("berth-kubelet").force(),
+                    &kube::api::Patch::Apply(&lease),
+                )
+                .await;
+            if let Err(e) = result {
+                tracing::debug!(node = %node, error = %e, "lease renewal failed");
+            }
         }
     }
 }

@@ -124,7 +124,10 @@ pub fn log(
         }
         match pod.phase {
             Phase::Terminating => lines.push((at(now), "berth: stopping".into())),
-            Phase::Terminated => lines.push((at(now), "berth: exited".into())),
+            Phase::Terminated => lines.push((
+                at(now),
+                format!("berth: {}", pod.ended.as_deref().unwrap_or("exited")),
+            )),
             Phase::Pending | Phase::Running => {}
         }
     }
@@ -207,6 +210,21 @@ mod tests {
         );
         let previous = log(&pod(1), "n", "c", Duration::ZERO, wall(), &o);
         assert!(previous.is_ok_and(|l| l.contains("OOM-killed (exit code 137)")));
+    }
+
+    #[test]
+    fn an_ended_pod_says_how_it_ended() {
+        let mut p = pod(0);
+        p.phase = Phase::Terminated;
+        let o = Options::default();
+        let log = log(&p, "n", "c", Duration::ZERO, wall(), &o).unwrap_or_default();
+        assert!(log.ends_with("berth: exited\n"), "{log}");
+        p.ended = Some("evicted: The node was low on resource: memory.".into());
+        let log = super::log(&p, "n", "c", Duration::ZERO, wall(), &o).unwrap_or_default();
+        assert!(
+            log.ends_with("berth: evicted: The node was low on resource: memory.\n"),
+            "{log}"
+        );
     }
 
     #[test]

@@ -2,13 +2,10 @@
 
 use crate::config::NodeConfig;
 use berth_core::clock::Clock;
-use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
-use std::collections::{BTreeMap, HashSet};
-use std::sync::Arc;
-use std::time::Duration;
+use std::collections::BTreeMap;
 
 /// The node object a simulated node registers, from its configuration.
 pub struct NodeSpec<'a> {
@@ -107,36 +104,4 @@ pub async fn register(
     )
     .await?;
     Ok(())
-}
-
-/// Renews every node's lease in `kube-node-lease` each `every`.
-pub async fn renew_leases(
-    client: kube::Client,
-    nodes: Arc<HashSet<String>>,
-    every: Duration,
-    clock: Clock,
-) {
-    let api: Api<Lease> = Api::namespaced(client, "kube-node-lease");
-    let mut tick = tokio::time::interval(every);
-    loop {
-        tick.tick().await;
-        let renew = clock.micro_timestamp();
-        for node in nodes.iter() {
-            let lease = json!({
-                "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                "metadata": {"name": node, "namespace": "kube-node-lease"},
-                "spec": {"holderIdentity": node, "leaseDurationSeconds": 40, "renewTime": renew},
-            });
-            let result = api
-                .patch(
-                    node,
-                    &PatchParams::apply("berth-kubelet").force(),
-                    &Patch::Apply(&lease),
-                )
-                .await;
-            if let Err(e) = result {
-                tracing::debug!(node = %node, error = %e, "lease renewal failed");
-            }
-        }
-    }
 }

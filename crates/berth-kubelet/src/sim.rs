@@ -5,7 +5,8 @@
 
 use crate::eviction::Eviction;
 use crate::model::{NodeModel, Phase, PodState, Rejection};
-use crate::status::{ConditionWrite, Shown, StatusSync};
+use crate::simulate::{Simulate, SIMULATE_ANNOTATION};
+use crate::status::{ConditionWrite, Readiness, Shown, StatusSync, READY_FALSE, READY_TRUE};
 use berth_core::clock::Clock;
 use k8s_openapi::api::core::v1::{Event, Node, Pod};
 use kube::api::{Api, Patch, PatchParams, PostParams};
@@ -25,6 +26,8 @@ pub struct Sim {
     nodes: BTreeMap<String, Arc<Mutex<NodeModel>>>,
     /// What the API shows of each node's conditions, from the node watch.
     shown: Mutex<HashMap<String, Shown>>,
+    /// How each node behaves (`berth.io/simulate`); absent means running.
+    modes: Mutex<HashMap<String, Simulate>>,
 }
 
 /// One node's housekeeping memory between passes.
@@ -50,7 +53,23 @@ impl Sim {
                 .map(|n| (n.config.name.clone(), Arc::new(Mutex::new(n))))
                 .collect(),
             shown: Mutex::new(HashMap::new()),
+            modes: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// How `node` behaves now (`berth.io/simulate`).
+    pub fn mode(&self, node: &str) -> Simulate {
+        self.modes
+            .lock()
+            .expect("node modes")
+            .get(node)
+            .copied()
+            .unwrap_or_default()
+    }
+
+    /// The nodes of this process.
+    pub fn node_names(&self) -> impl Iterator<Item = &String> {
+        self.nodes.keys()
     }
 
     /// The clock the nodes read time from.
@@ -58,16 +77,34 @@ impl Sim {
         &self.clock
     }
 
-    /// Takes in a node from the node watch: remembers what the API shows of its conditions.
-    pub fn observe_node(&self, node: &Node) {
-        let Some(name) = node
+    /// Takes in a node from the node watch: remembers what the API shows of its conditions and
+    /// how the node is to behave. Returns the node's name when it just got back in touch with
+    /// the API (it was stopped or partitioned), so that the driver catches up with its pods.
+    pub fn observe_node(&self, node: &Node) -> Option<String> {
+        let name = node
             .metadata
             .name
             .as_ref()
-            .filter(|n| self.nodes.contains_key(*n))
-        else {
-            return;
-        };
+            .filter(|n| self.nodes.contains_key(*n))?;
+        let wanted = node
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(SIMULATE_ANNOTATION))
+            .map_or(Ok(Simulate::Running), |v| Simulate::parse(v))
+            .unwrap_or_else(|e| {
+                tracing::warn!(node = %name, error = %e, "ignoring the annotation");
+                self.mode(name)
+            });
+        let before = self
+            .modes
+            .lock()
+            .expect("node modes")
+            .insert(name.clone(), wanted)
+            .unwrap_or_default();
+        if before != wanted {
+            tracing::info!(node = %name, from = %before, to = %wanted, "simulated node behaviour changed");
+        }
         let shown = Shown {
             resource_version: node
                 .metadata
@@ -88,6 +125,7 @@ impl Sim {
             .lock()
             .expect("shown nodes")
             .insert(name.clone(), shown);
+        (!before.reaches_api() && wanted.reaches_api()).then(|| name.clone())
     }
 
     fn now(&self) -> Duration {
@@ -126,6 +164,17 @@ impl Sim {
         crate::logs::log(p, node, container, now, self.clock.now(), options)
     }
 
+    /// Whether the pod (`namespace/name`) is gone from the node or has ended there.
+    pub fn pod_ended(&self, node: &str, pod: &str) -> bool {
+        self.nodes.get(node).is_none_or(|m| {
+            m.lock()
+                .expect("node model")
+                .pods
+                .get(pod)
+                .is_none_or(|p| p.phase == Phase::Terminated)
+        })
+    }
+
     /// Whether a node of ours runs this pod.
     pub fn owns(&self, pod: &Pod) -> bool {
         pod.spec
@@ -160,6 +209,7 @@ impl Sim {
                     st.started_at = old.started_at;
                     st.restarts = old.restarts;
                     st.dead_reclaimed = old.dead_reclaimed;
+                    st.ended = old.ended.clone();
                     st.phase = match (old.phase, st.phase) {
                         (Phase::Terminated, _) | (_, Phase::Terminated) => Phase::Terminated,
                         (Phase::Terminating, _) | (_, Phase::Terminating) => Phase::Terminating,
@@ -191,6 +241,17 @@ impl Sim {
             return deleting;
         }
         true
+    }
+
+    /// Forgets the pods of `node` that are no longer in the API (their uids are not in `live`):
+    /// those deleted while the node was out of touch.
+    pub fn forget_pods_except(&self, node: &str, live: &std::collections::HashSet<String>) {
+        if let Some(m) = self.nodes.get(node) {
+            m.lock()
+                .expect("node model")
+                .pods
+                .retain(|_, p| live.contains(&p.uid));
+        }
     }
 
     /// A pod is gone from the API.
@@ -271,20 +332,43 @@ impl Sim {
     }
 
     async fn pass(&self, node: &str, state: &mut PassState) {
+        let mode = self.mode(node);
+        // A node that cannot reach the API neither reports nor evicts; a stopped one runs
+        // nothing at all.
+        if !mode.reaches_api() {
+            return;
+        }
+        let ready: Readiness = match mode {
+            Simulate::NotReady => READY_FALSE,
+            _ => READY_TRUE,
+        };
         let now = self.now();
         let model = &self.nodes[node];
         let (d, deleted, oom, images) = {
             let mut m = model.lock().expect("node model");
-            let oom = m.oom_victim(now).map(|(key, container)| {
-                let p = m.pods.get_mut(&key).expect("victim is a pod of the node");
-                p.restarts += 1;
-                p.started_at = now;
-                let fails = p.restart_policy == "Never";
-                if fails {
-                    p.phase = Phase::Terminated;
-                }
-                (key, container, p.restarts, fails)
-            });
+            // Containers over their own limit first (their cgroup's OOM killer), else the
+            // node's OOM killer if the node as a whole is out of memory.
+            let mut victims = m.over_limit(now);
+            if victims.is_empty() {
+                victims.extend(m.oom_victim(now));
+            }
+            let oom: Vec<_> = victims
+                .into_iter()
+                .filter_map(|(key, container)| {
+                    let p = m.pods.get_mut(&key)?;
+                    p.restarts += 1;
+                    p.started_at = now;
+                    // Exit code 137 is a failure: restarted unless the policy is Never.
+                    let fails = p.restart_policy == "Never";
+                    if fails {
+                        p.phase = Phase::Terminated;
+                        p.ended = Some(format!(
+                            "container {container} was OOM-killed (exit code 137)"
+                        ));
+                    }
+                    Some((key, container, p.restarts, fails))
+                })
+                .collect();
             let (d, deleted) = m.housekeeping(now);
             if let Some(e) = &d.eviction {
                 if let Some(p) = m.pods.get_mut(&e.pod) {
@@ -294,10 +378,10 @@ impl Sim {
             (d, deleted, oom, crate::node::images_status(&m.images))
         };
         let shown = self.shown.lock().expect("shown nodes").get(node).cloned();
-        let writes = state.status.writes(&d.conditions, shown.as_ref());
+        let writes = state.status.writes(&d.conditions, ready, shown.as_ref());
         if !writes.is_empty() {
             if let Some(version) = self.publish_conditions(node, &writes).await {
-                state.status.written(&d.conditions, version);
+                state.status.written(&d.conditions, ready, version);
                 tracing::info!(node, conditions = ?d.conditions, "node conditions posted");
             }
         }
@@ -327,7 +411,7 @@ impl Sim {
                 .await;
             }
         }
-        if let Some((key, container, restarts, fails)) = oom {
+        for (key, container, restarts, fails) in oom {
             self.oom_kill(node, &key, &container, restarts, fails).await;
         }
         if let Some(e) = d.eviction {
@@ -486,7 +570,7 @@ async fn evict(
                 let started = s["state"]["running"]["startedAt"].clone();
                 // The kill is recorded in lastState so that kubectl shows STATUS `Evicted` (the
                 // pod's reason) rather than the container's exit.
-                s["lastState"] = json!({"terminated": {"exitCode": 137, "startedAt": started, "finishedAt": ts}});
+                s["lastState"] = json!({"terminated": {"exitCode": 137, "reason": "Error", "startedAt": started, "finishedAt": ts}});
                 s["ready"] = json!(false);
                 s["started"] = json!(false);
                 s
@@ -539,6 +623,7 @@ async fn evict(
     let mut m = model.lock().expect("node model");
     if let Some(p) = m.pods.get_mut(&e.pod) {
         p.phase = Phase::Terminated;
+        p.ended = Some(format!("evicted: {}", e.message.trim_end()));
     }
 }
 

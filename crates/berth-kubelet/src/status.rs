@@ -28,29 +28,53 @@ pub struct ConditionWrite {
     pub event: Option<(&'static str, &'static str)>,
 }
 
+/// The `Ready` condition the kubelet posts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Readiness {
+    pub status: &'static str,
+    pub reason: &'static str,
+    pub message: &'static str,
+}
+
+/// A healthy kubelet's `Ready` condition.
+pub const READY_TRUE: Readiness = Readiness {
+    status: "True",
+    reason: "KubeletReady",
+    message: "kubelet is posting ready status",
+};
+
+/// The `Ready` condition of a node set `not-ready` (`berth.io/simulate`), in the shape a
+/// kubelet whose runtime network is down posts it.
+pub const READY_FALSE: Readiness = Readiness {
+    status: "False",
+    reason: "KubeletNotReady",
+    message: "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:berth: node set not-ready (berth.io/simulate)",
+};
+
 /// The kubelet's memory of its own condition writes for one node.
 #[derive(Clone, Debug, Default)]
 pub struct StatusSync {
-    reported: Option<BTreeSet<Condition>>,
+    reported: Option<(BTreeSet<Condition>, &'static str)>,
     written_version: u64,
 }
 
 const READY: &str = "Ready";
 
 impl StatusSync {
-    /// The conditions to write so that the API shows `pressure` (and `Ready=True`).
+    /// The conditions to write so that the API shows `pressure` and `ready`.
     pub fn writes(
         &self,
         pressure: &BTreeSet<Condition>,
+        ready: Readiness,
         shown: Option<&Shown>,
     ) -> Vec<ConditionWrite> {
         let fresh = shown.filter(|s| s.resource_version >= self.written_version);
         let before = |type_: &str| -> Option<String> {
             match (fresh, &self.reported) {
                 (Some(s), _) => s.statuses.get(type_).cloned(),
-                (None, Some(r)) => Some(
+                (None, Some((r, reported_ready))) => Some(
                     if type_ == READY {
-                        "True"
+                        *reported_ready
                     } else {
                         status(
                             Condition::ALL
@@ -80,21 +104,32 @@ impl StatusSync {
             });
         }
         let was = before(READY);
-        if was.as_deref() != Some("True") {
+        if was.as_deref() != Some(ready.status) {
+            let event = if ready.status == "True" {
+                "NodeReady"
+            } else {
+                "NodeNotReady"
+            };
             out.push(ConditionWrite {
                 type_: READY,
-                status: "True",
-                reason: "KubeletReady",
-                message: "kubelet is posting ready status",
-                event: was.map(|_| ("Normal", "NodeReady")),
+                status: ready.status,
+                reason: ready.reason,
+                message: ready.message,
+                event: was.map(|_| ("Normal", event)),
             });
         }
         out
     }
 
-    /// Records a successful write of `pressure`, which the API stored at `resource_version`.
-    pub fn written(&mut self, pressure: &BTreeSet<Condition>, resource_version: u64) {
-        self.reported = Some(pressure.clone());
+    /// Records a successful write of `pressure` and `ready`, which the API stored at
+    /// `resource_version`.
+    pub fn written(
+        &mut self,
+        pressure: &BTreeSet<Condition>,
+        ready: Readiness,
+        resource_version: u64,
+    ) {
+        self.reported = Some((pressure.clone(), ready.status));
         self.written_version = self.written_version.max(resource_version);
     }
 }
@@ -172,13 +207,13 @@ mod tests {
     fn nothing_to_write_when_the_api_shows_what_the_node_reports() {
         let sync = StatusSync::default();
         assert!(sync
-            .writes(&BTreeSet::new(), Some(&shown(5, HEALTHY)))
+            .writes(&BTreeSet::new(), READY_TRUE, Some(&shown(5, HEALTHY)))
             .is_empty());
     }
 
     #[test]
     fn without_any_view_every_condition_is_written_without_events() {
-        let w = StatusSync::default().writes(&BTreeSet::new(), None);
+        let w = StatusSync::default().writes(&BTreeSet::new(), READY_TRUE, None);
         assert_eq!(w.len(), 4);
         assert!(w.iter().all(|w| w.event.is_none()));
     }
@@ -187,7 +222,7 @@ mod tests {
     fn pressure_writes_only_that_condition_with_its_event() {
         let sync = StatusSync::default();
         let p = BTreeSet::from([Condition::MemoryPressure]);
-        let w = sync.writes(&p, Some(&shown(5, HEALTHY)));
+        let w = sync.writes(&p, READY_TRUE, Some(&shown(5, HEALTHY)));
         assert_eq!(types(&w), [("MemoryPressure", "True")]);
         assert_eq!(w[0].reason, "KubeletHasInsufficientMemory");
         assert_eq!(w[0].event, Some(("Warning", "NodeHasInsufficientMemory")));
@@ -196,7 +231,7 @@ mod tests {
     #[test]
     fn unknown_conditions_from_the_lifecycle_controller_are_put_right() {
         let mut sync = StatusSync::default();
-        sync.written(&BTreeSet::new(), 5);
+        sync.written(&BTreeSet::new(), READY_TRUE, 5);
         let unknown = shown(
             9,
             &[
@@ -206,7 +241,7 @@ mod tests {
                 ("Ready", "Unknown"),
             ],
         );
-        let w = sync.writes(&BTreeSet::new(), Some(&unknown));
+        let w = sync.writes(&BTreeSet::new(), READY_TRUE, Some(&unknown));
         assert_eq!(
             types(&w),
             [
@@ -224,12 +259,31 @@ mod tests {
     fn a_view_older_than_the_last_write_is_not_trusted() {
         let mut sync = StatusSync::default();
         let p = BTreeSet::from([Condition::DiskPressure]);
-        sync.written(&p, 12);
+        sync.written(&p, READY_TRUE, 12);
         // The watch still shows the node before the write: nothing is written again.
-        assert!(sync.writes(&p, Some(&shown(11, HEALTHY))).is_empty());
+        assert!(sync
+            .writes(&p, READY_TRUE, Some(&shown(11, HEALTHY)))
+            .is_empty());
         // Pressure over: written relative to what was reported.
-        let w = sync.writes(&BTreeSet::new(), Some(&shown(11, HEALTHY)));
+        let w = sync.writes(&BTreeSet::new(), READY_TRUE, Some(&shown(11, HEALTHY)));
         assert_eq!(types(&w), [("DiskPressure", "False")]);
         assert_eq!(w[0].event, Some(("Normal", "NodeHasNoDiskPressure")));
+    }
+
+    #[test]
+    fn a_node_set_not_ready_posts_ready_false_and_back() {
+        let mut sync = StatusSync::default();
+        let w = sync.writes(&BTreeSet::new(), READY_FALSE, Some(&shown(5, HEALTHY)));
+        assert_eq!(types(&w), [("Ready", "False")]);
+        assert_eq!(w[0].reason, "KubeletNotReady");
+        assert_eq!(w[0].event, Some(("Normal", "NodeNotReady")));
+        sync.written(&BTreeSet::new(), READY_FALSE, 6);
+        // The watch has not caught up: what was reported counts.
+        assert!(sync
+            .writes(&BTreeSet::new(), READY_FALSE, Some(&shown(5, HEALTHY)))
+            .is_empty());
+        let w = sync.writes(&BTreeSet::new(), READY_TRUE, Some(&shown(5, HEALTHY)));
+        assert_eq!(types(&w), [("Ready", "True")]);
+        assert_eq!(w[0].event, Some(("Normal", "NodeReady")));
     }
 }

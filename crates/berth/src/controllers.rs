@@ -39,6 +39,57 @@ pub struct ControllersArgs {
     /// How long a node may go without a heartbeat before it is marked Unknown.
     #[arg(long, default_value = "40s", value_parser = parse_duration)]
     pub node_monitor_grace_period: Duration,
+    #[command(flatten)]
+    pub zones: ZoneArgs,
+}
+
+/// The node lifecycle controller's zone flags (kube-controller-manager's names and defaults).
+#[derive(clap::Args, Debug, Clone)]
+pub struct ZoneArgs {
+    /// Nodes per second tainted NoExecute (their pods evicted) in a healthy zone.
+    #[arg(long, default_value_t = 0.1)]
+    pub node_eviction_rate: f64,
+    /// The same in a partially disrupted zone of more than --large-cluster-size-threshold nodes.
+    #[arg(long, default_value_t = 0.01)]
+    pub secondary_node_eviction_rate: f64,
+    /// The fraction of not-ready nodes (more than 2) that makes a zone partially disrupted.
+    #[arg(long, default_value_t = 0.55)]
+    pub unhealthy_zone_threshold: f64,
+    /// A zone of more nodes than this keeps evicting, at the secondary rate, when partially
+    /// disrupted; a smaller one stops.
+    #[arg(long, default_value_t = 50)]
+    pub large_cluster_size_threshold: usize,
+    /// How often the node lifecycle controller checks node health.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    pub node_monitor_period: Duration,
+}
+
+impl ZoneArgs {
+    /// The zone settings, refused when a rate or the threshold is out of range.
+    pub fn zones(&self) -> anyhow::Result<berth_controllers::lifecycle::zones::ZoneConfig> {
+        let rates = [
+            ("--node-eviction-rate", self.node_eviction_rate),
+            (
+                "--secondary-node-eviction-rate",
+                self.secondary_node_eviction_rate,
+            ),
+        ];
+        for (flag, rate) in rates {
+            if !rate.is_finite() || rate < 0.0 {
+                anyhow::bail!("{flag}: must be a number of nodes per second >= 0, got {rate}");
+            }
+        }
+        let t = self.unhealthy_zone_threshold;
+        if !(t > 0.0 && t <= 1.0) {
+            anyhow::bail!("--unhealthy-zone-threshold: must be in (0, 1], got {t}");
+        }
+        Ok(berth_controllers::lifecycle::zones::ZoneConfig {
+            eviction_rate: self.node_eviction_rate,
+            secondary_eviction_rate: self.secondary_node_eviction_rate,
+            unhealthy_zone_threshold: t,
+            large_cluster_size_threshold: self.large_cluster_size_threshold,
+        })
+    }
 }
 
 pub async fn run(args: ControllersArgs) -> anyhow::Result<()> {
@@ -46,6 +97,8 @@ pub async fn run(args: ControllersArgs) -> anyhow::Result<()> {
     let clock = Clock::system();
     let controllers = berth_controllers::Controllers::new(client.clone(), clock.clone())
         .node_monitor_grace_period(args.node_monitor_grace_period)
+        .node_monitor_period(args.zones.node_monitor_period)
+        .zones(args.zones.zones()?)
         .terminated_pod_gc_threshold(args.terminated_pod_gc_threshold);
     if !args.leader_elect {
         controllers.spawn();

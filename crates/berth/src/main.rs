@@ -7,6 +7,7 @@ mod explain;
 mod ha;
 mod kubeconfig;
 mod master_config;
+mod node;
 mod scheduler;
 mod serve;
 
@@ -43,6 +44,8 @@ enum Command {
     Explain(explain::ExplainCommand),
     /// Write a kubeconfig for a new user, with a client certificate from berth's CA.
     Kubeconfig(kubeconfig::KubeconfigArgs),
+    /// Fail and heal simulated nodes (stop, start, partition, not-ready) through `berth.io/simulate`.
+    Node(node::NodeArgs),
     /// Benchmarks that print pods/second (never asserted).
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -69,6 +72,7 @@ fn main() -> anyhow::Result<()> {
             Command::Explain(cmd) => explain::run(cmd).await,
             Command::Bench(cmd) => bench::run(cmd).await,
             Command::Kubeconfig(args) => kubeconfig::run(args),
+            Command::Node(args) => node::run(args).await,
         }
     })
 }

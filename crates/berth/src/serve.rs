@@ -73,6 +73,13 @@ pub struct ServeArgs {
     /// further users, authorized by RBAC.
     #[arg(long)]
     pub token_auth_file: Option<PathBuf>,
+    /// How often each simulated node renews its lease (the kubelet's heartbeat; upstream
+    /// 10s). Keep it well under --node-monitor-grace-period.
+    #[arg(long, default_value = "10s", value_parser = parse_interval)]
+    pub node_status_update_frequency: std::time::Duration,
+    /// Node lifecycle zones and taint rates (--node-eviction-rate, ...).
+    #[command(flatten)]
+    pub zones: crate::controllers::ZoneArgs,
     /// The etcd backend and, with it, the election of the replica running the control loops.
     #[command(flatten)]
     pub etcd: crate::ha::EtcdArgs,
@@ -140,6 +147,7 @@ fn admission_config(args: &ServeArgs) -> anyhow::Result<berth_apiserver::Admissi
 pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
     // A bad cluster file stops the start before anything is served.
     let nodes = simulated_nodes(args)?;
+    args.zones.zones()?;
     // A bad policy file stops the start before anything is served.
     let policy = crate::scheduler::load_policy(args.policy_config_file.as_deref())?;
     let admission = admission_config(args)?;
@@ -255,6 +263,7 @@ async fn start_loops(
     if !nodes.is_empty() {
         berth_kubelet::Kubelet::new(client.clone(), nodes)
             .housekeeping_interval(args.housekeeping_interval)
+            .lease_renew_interval(args.node_status_update_frequency)
             .clock(clock.clone())
             .commands(berth_kubelet::commands::Commands::default().register(
                 "/bin/descheduler",
@@ -266,6 +275,8 @@ async fn start_loops(
     // Node lifecycle, condition taints, the NoExecute taint manager and disruption budgets.
     berth_controllers::Controllers::new(client.clone(), clock.clone())
         .node_monitor_grace_period(args.node_monitor_grace_period)
+        .node_monitor_period(args.zones.node_monitor_period)
+        .zones(args.zones.zones()?)
         .spawn();
     if let Some(policy) = descheduler_policy {
         crate::descheduler::spawn_in_process(

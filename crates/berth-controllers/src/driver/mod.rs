@@ -45,6 +45,14 @@ impl Controllers {
         self
     }
 
+    /// The zone settings of the node lifecycle controller: `--node-eviction-rate`,
+    /// `--secondary-node-eviction-rate`, `--unhealthy-zone-threshold`,
+    /// `--large-cluster-size-threshold`.
+    pub fn zones(mut self, zones: crate::lifecycle::zones::ZoneConfig) -> Controllers {
+        self.lifecycle.zones = zones;
+        self
+    }
+
     /// `--node-monitor-period`: how often node health is checked (5s).
     pub fn node_monitor_period(mut self, period: Duration) -> Controllers {
         self.monitor_period = period.max(Duration::from_millis(100));

@@ -13,6 +13,9 @@ use std::time::Duration;
 
 const COMPONENT: &str = "node-controller";
 
+/// How often the zones' taint queues are worked (upstream: 100 ms).
+const TAINT_WORKER_PERIOD: Duration = Duration::from_millis(100);
+
 /// How often taints by condition are checked even when no node changed.
 const CONDITION_TAINTS_RESYNC: Duration = Duration::from_secs(5);
 
@@ -78,7 +81,34 @@ pub async fn run_lifecycle(
     let mut tick = tokio::time::interval_at(clock.instant() + period, period);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        tick.tick().await;
+        // Between passes, the zones' taint queues are worked every 100 ms while they hold nodes.
+        let actions = loop {
+            let worker = tokio::time::sleep(TAINT_WORKER_PERIOD);
+            tokio::select! {
+                _ = tick.tick() => break None,
+                _ = worker, if monitor.has_queued() => {
+                    let nodes = informers.nodes.store.state();
+                    let refs: Vec<&Node> = nodes.iter().map(|n| n.as_ref()).collect();
+                    let actions = monitor.work_queues(&refs, clock.now());
+                    if !actions.is_empty() {
+                        break Some(actions);
+                    }
+                }
+            }
+        };
+        if let Some(actions) = actions {
+            for action in actions {
+                if let LifecycleAction::SetTaints {
+                    node,
+                    resource_version,
+                    taints,
+                } = action
+                {
+                    write_taints(&nodes_api, &node, resource_version.as_deref(), &taints).await;
+                }
+            }
+            continue;
+        }
         let nodes = informers.nodes.store.state();
         let leases: BTreeMap<String, _> = informers
             .leases

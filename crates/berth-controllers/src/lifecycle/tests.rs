@@ -302,3 +302,229 @@ fn heartbeat_change_is_a_probe() {
         .collect();
     assert_eq!(marked, vec!["n2"]);
 }
+
+// Zones and rate limits (control-loops §3.5).
+
+fn zoned(name: &str, zone: &str, ready: &str, taints: serde_json::Value) -> Node {
+    let mut n = node(name, ready, t0(), taints);
+    n.metadata.labels = Some(BTreeMap::from([(
+        "topology.kubernetes.io/zone".to_string(),
+        zone.to_string(),
+    )]));
+    n
+}
+
+/// One pass at `t0 + s` over `nodes`; the Ready ones renew their leases just now.
+fn zone_pass(m: &mut Monitor, nodes: &[Node], s: i64) -> Vec<LifecycleAction> {
+    let now = t0() + Duration::seconds(s);
+    let views: Vec<NodeView<'_>> = nodes
+        .iter()
+        .map(|n| NodeView {
+            node: n,
+            lease_renew: (node_condition(n, "Ready").map(|c| c.status.as_str()) == Some("True"))
+                .then_some(now),
+        })
+        .collect();
+    m.pass(&views, now)
+}
+
+/// Which nodes an action list taints with a lifecycle NoExecute taint.
+fn tainted(actions: &[LifecycleAction]) -> Vec<String> {
+    actions
+        .iter()
+        .filter_map(|a| match a {
+            LifecycleAction::SetTaints { node, taints, .. } if taints.iter().any(is_lifecycle) => {
+                Some(node.clone())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+fn events<'a>(actions: &'a [LifecycleAction], reason: &str) -> Vec<&'a EventRecord> {
+    actions
+        .iter()
+        .filter_map(|a| match a {
+            LifecycleAction::Event(e) if e.reason == reason => Some(e),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Applies the taints a pass wrote to the nodes, as the API would.
+fn apply(nodes: &mut [Node], actions: &[LifecycleAction]) {
+    for a in actions {
+        if let LifecycleAction::SetTaints { node, taints, .. } = a {
+            if let Some(n) = nodes
+                .iter_mut()
+                .find(|n| n.metadata.name.as_deref() == Some(node))
+            {
+                n.spec.get_or_insert_with(Default::default).taints = Some(taints.clone());
+            }
+        }
+    }
+}
+
+#[test]
+fn two_nodes_of_a_zone_are_tainted_one_token_apart() {
+    let mut m = Monitor::new(LifecycleConfig::default());
+    let mut nodes: Vec<Node> = (1..=5)
+        .map(|i| {
+            let ready = if i <= 2 { "False" } else { "True" };
+            zoned(&format!("n{i}"), "a", ready, json!(null))
+        })
+        .collect();
+    let first = zone_pass(&mut m, &nodes, 0);
+    assert_eq!(tainted(&first), ["n1"]);
+    apply(&mut nodes, &first);
+    assert!(tainted(&zone_pass(&mut m, &nodes, 5)).is_empty());
+    // The queue worker between passes: nothing before the token, n2 at 10 s.
+    let refs: Vec<&Node> = nodes.iter().collect();
+    assert!(m.has_queued());
+    assert!(m
+        .work_queues(&refs, t0() + Duration::milliseconds(9_900))
+        .is_empty());
+    let second = m.work_queues(&refs, t0() + Duration::seconds(10));
+    assert_eq!(tainted(&second), ["n2"]);
+    assert!(!m.has_queued());
+}
+
+#[test]
+fn each_zone_has_its_own_bucket() {
+    let mut m = Monitor::new(LifecycleConfig::default());
+    let nodes = [
+        zoned("a1", "a", "False", json!(null)),
+        zoned("a2", "a", "True", json!(null)),
+        zoned("a3", "a", "True", json!(null)),
+        zoned("b1", "b", "Unknown", json!(null)),
+        zoned("b2", "b", "True", json!(null)),
+    ];
+    assert_eq!(tainted(&zone_pass(&mut m, &nodes, 0)), ["a1", "b1"]);
+}
+
+#[test]
+fn a_small_zone_with_most_nodes_down_is_not_tainted_and_says_why() {
+    let mut m = Monitor::new(LifecycleConfig::default());
+    let mut nodes: Vec<Node> = (1..=4)
+        .map(|i| zoned(&format!("a{i}"), "a", "True", json!(null)))
+        .chain([zoned("b1", "b", "True", json!(null))])
+        .collect();
+    zone_pass(&mut m, &nodes, 0);
+    for n in nodes.iter_mut().take(3) {
+        *n = zoned(
+            n.metadata.name.as_deref().unwrap_or(""),
+            "a",
+            "Unknown",
+            json!(null),
+        );
+    }
+    let acts = zone_pass(&mut m, &nodes, 5);
+    assert!(tainted(&acts).is_empty(), "{acts:?}");
+    assert_eq!(
+        m.zone_states().get("a"),
+        Some(&ZoneState::PartialDisruption)
+    );
+    let why = events(&acts, "ZonePartialDisruption");
+    assert_eq!(why.len(), 3);
+    assert!(
+        why[0].message.contains("3 of 4 nodes are not ready")
+            && why[0].message.contains("no node is tainted NoExecute"),
+        "{}",
+        why[0].message
+    );
+    // Later passes: still nothing, and no repeated events.
+    let later = zone_pass(&mut m, &nodes, 60);
+    assert!(tainted(&later).is_empty());
+    assert!(events(&later, "ZonePartialDisruption").is_empty());
+    // Two of them come back: the zone is Normal again and the last one is tainted.
+    nodes[0] = zoned("a1", "a", "True", json!(null));
+    nodes[1] = zoned("a2", "a", "True", json!(null));
+    let back = zone_pass(&mut m, &nodes, 70);
+    assert_eq!(m.zone_states().get("a"), Some(&ZoneState::Normal));
+    assert_eq!(events(&back, "ZoneNormal").len(), 1);
+    // The stopped queue had no token, so the new rate starts with none either (upstream
+    // `SwapLimiter`): the last one goes one period later.
+    assert!(tainted(&back).is_empty());
+    let refs: Vec<&Node> = nodes.iter().collect();
+    assert_eq!(
+        tainted(&m.work_queues(&refs, t0() + Duration::seconds(80))),
+        ["a3"]
+    );
+}
+
+#[test]
+fn a_large_zone_in_partial_disruption_is_tainted_at_the_secondary_rate() {
+    let mut m = Monitor::new(LifecycleConfig::default());
+    let mut nodes: Vec<Node> = (0..60)
+        .map(|i| zoned(&format!("n{i:02}"), "big", "True", json!(null)))
+        .chain([zoned("other", "small", "True", json!(null))])
+        .collect();
+    zone_pass(&mut m, &nodes, 0);
+    for n in nodes.iter_mut().take(33) {
+        *n = zoned(
+            n.metadata.name.as_deref().unwrap_or(""),
+            "big",
+            "Unknown",
+            json!(null),
+        );
+    }
+    let acts = zone_pass(&mut m, &nodes, 5);
+    assert_eq!(
+        m.zone_states().get("big"),
+        Some(&ZoneState::PartialDisruption)
+    );
+    // The bucket was full when the zone changed state: the first node goes at once.
+    assert_eq!(tainted(&acts), ["n00"]);
+    assert!(events(&acts, "ZonePartialDisruption")[0]
+        .message
+        .contains("secondary rate of 0.01/s"));
+    apply(&mut nodes, &acts);
+    let refs: Vec<&Node> = nodes.iter().collect();
+    assert!(m
+        .work_queues(&refs, t0() + Duration::seconds(104))
+        .is_empty());
+    assert_eq!(
+        tainted(&m.work_queues(&refs, t0() + Duration::seconds(105))),
+        ["n01"]
+    );
+}
+
+#[test]
+fn all_zones_down_taints_nothing_then_the_zone_still_down_is_evicted() {
+    let mut m = Monitor::new(LifecycleConfig::default());
+    let mut nodes = vec![
+        zoned("a1", "a", "True", json!(null)),
+        zoned("a2", "a", "True", json!(null)),
+        zoned("b1", "b", "True", json!(null)),
+    ];
+    zone_pass(&mut m, &nodes, 0);
+    // Zone b goes first: tainted (zone a is fine).
+    nodes[2] = zoned("b1", "b", "Unknown", json!(null));
+    let acts = zone_pass(&mut m, &nodes, 5);
+    assert_eq!(tainted(&acts), ["b1"]);
+    apply(&mut nodes, &acts);
+    // Then zone a: every zone fully disrupted, taints removed, nothing new.
+    let b1_taints = nodes[2].spec.clone().and_then(|s| s.taints);
+    nodes[0] = zoned("a1", "a", "Unknown", json!(null));
+    nodes[1] = zoned("a2", "a", "Unknown", json!(null));
+    nodes[2] = zoned("b1", "b", "Unknown", json!(b1_taints));
+    let acts = zone_pass(&mut m, &nodes, 10);
+    assert!(tainted(&acts).is_empty());
+    assert_eq!(set_taints(&acts), vec![Vec::<String>::new()]);
+    assert_eq!(events(&acts, "MasterDisruption").len(), 3);
+    apply(&mut nodes, &acts);
+    assert!(tainted(&zone_pass(&mut m, &nodes, 100)).is_empty());
+    // Zone a comes back: zone b's node is tainted again, one token (10 s) later.
+    nodes[0] = zoned("a1", "a", "True", json!(null));
+    nodes[1] = zoned("a2", "a", "True", json!(null));
+    let acts = zone_pass(&mut m, &nodes, 105);
+    assert!(tainted(&acts).is_empty());
+    assert!(events(&acts, "ZoneFullDisruption")[0]
+        .message
+        .contains("leaving master disruption mode"));
+    let refs: Vec<&Node> = nodes.iter().collect();
+    assert_eq!(
+        tainted(&m.work_queues(&refs, t0() + Duration::seconds(115))),
+        ["b1"]
+    );
+}

@@ -131,6 +131,12 @@ impl NodeConfig {
 
 const DEFAULT_INODES: i64 = 1_000_000;
 
+/// The labels a pool's `zone` sets: today's and the seed era's name of the node's zone.
+pub const ZONE_LABELS: [&str; 2] = [
+    "topology.kubernetes.io/zone",
+    "failure-domain.beta.kubernetes.io/zone",
+];
+
 /// Upstream's `--eviction-hard` default on Linux (control-loops §2.2), used when a pool sets no
 /// hard thresholds at all. Setting `eviction-hard` (even to an empty list) replaces it whole.
 pub const DEFAULT_EVICTION_HARD: [&str; 4] = [
@@ -226,6 +232,9 @@ struct RawPool {
     capacity: BTreeMap<String, Scalar>,
     #[serde(default)]
     labels: BTreeMap<String, Scalar>,
+    /// The pool's failure domain: sets `topology.kubernetes.io/zone` and the seed era's
+    /// `failure-domain.beta.kubernetes.io/zone` (the node lifecycle controller's zones).
+    zone: Option<String>,
     #[serde(default)]
     taints: Vec<Taint>,
     #[serde(default)]
@@ -589,6 +598,11 @@ fn resolve_pool(
         .map(|i| {
             let name = format!("{prefix}{i}");
             let mut labels = default_labels(&name);
+            if let Some(zone) = &raw.zone {
+                for key in ZONE_LABELS {
+                    labels.insert(key.to_string(), zone.clone());
+                }
+            }
             labels.extend(raw.labels.iter().map(|(k, v)| (k.clone(), v.text())));
             NodeConfig {
                 name,

@@ -131,3 +131,14 @@ fn a_pool_without_eviction_hard_gets_the_defaults_and_an_empty_list_none() {
     assert!(c.nodes[1].eviction.thresholds.is_empty());
     assert_eq!(c.nodes[1].allocatable, c.nodes[1].capacity);
 }
+
+#[test]
+fn a_pool_zone_sets_both_zone_labels() {
+    let text = "pools:\n- name: east\n  count: 2\n  zone: east-1\n- name: plain\n";
+    let c = parse_cluster(text).unwrap();
+    let east = node(&c, "east-2");
+    for key in ZONE_LABELS {
+        assert_eq!(east.labels[key], "east-1", "{key}");
+    }
+    assert!(!node(&c, "plain-1").labels.contains_key(ZONE_LABELS[0]));
+}

@@ -37,6 +37,8 @@ pub struct ContainerSpec {
     pub image: String,
     /// Requests per resource name (limits copied where requests are missing).
     pub requests: BTreeMap<String, Quantity>,
+    /// The container's memory limit in bytes: using more gets it OOM-killed.
+    pub memory_limit: Option<i64>,
 }
 
 /// A pod on this node.
@@ -59,6 +61,8 @@ pub struct PodState {
     pub restarts: i32,
     /// Dead containers' disk was deleted by node-level reclaim.
     pub dead_reclaimed: bool,
+    /// How the pod ended on this node, for its log (`evicted: ...`, `OOM-killed ...`).
+    pub ended: Option<String>,
 }
 
 fn requests_of(c: &Value) -> BTreeMap<String, Quantity> {
@@ -93,6 +97,12 @@ fn containers_of(spec: &Value, key: &str) -> Vec<ContainerSpec> {
                 .unwrap_or("")
                 .to_string(),
             requests: requests_of(c),
+            memory_limit: c
+                .get("resources")
+                .and_then(|r| r.get("limits"))
+                .and_then(|l| l.get("memory"))
+                .and_then(|q| quantity::from_json(q).ok())
+                .map(|q| q.value()),
         })
         .collect()
 }
@@ -155,6 +165,7 @@ impl PodState {
             started_at: now,
             restarts: 0,
             dead_reclaimed: false,
+            ended: None,
         };
         (state, error)
     }
@@ -525,6 +536,26 @@ impl NodeModel {
         self.conditions = d.conditions.clone();
         let deleted = self.reclaim(&d.reclaim);
         (d, deleted)
+    }
+
+    /// Containers of running pods using more memory than their own limit: the kernel kills
+    /// them within their cgroup whatever the node's state. Returns (pod key, container name).
+    pub fn over_limit(&self, now: Duration) -> Vec<(String, String)> {
+        self.pods
+            .values()
+            .filter(|p| p.phase == Phase::Running)
+            .flat_map(|p| {
+                p.container_usage(now)
+                    .into_iter()
+                    .zip(&p.containers)
+                    .filter(|((_, u, _), spec)| {
+                        spec.memory_limit
+                            .is_some_and(|limit| u.amounts.memory > limit)
+                    })
+                    .map(|((name, _, _), _)| (p.key.clone(), name))
+                    .collect::<Vec<_>>()
+            })
+            .collect()
     }
 
     /// The simulated OOM killer: when memory in use passes capacity, the container with the

@@ -215,3 +215,41 @@ fn oom_killer_picks_highest_score() {
         Some(("ns/bu".into(), "c".into()))
     );
 }
+
+#[test]
+fn a_container_over_its_own_limit_is_killed_whatever_the_node() {
+    let mut n = node("");
+    // At its limit: fine. Over it: killed, although the node has memory to spare.
+    add(
+        &mut n,
+        pod(
+            "at",
+            json!({"limits": {"memory": "200Mi"}}),
+            json!({"berth.io/usage": "memory=200Mi"}),
+        ),
+    );
+    add(
+        &mut n,
+        pod(
+            "over",
+            json!({"requests": {"memory": "100Mi"}, "limits": {"memory": "200Mi"}}),
+            json!({"berth.io/usage": "memory=100Mi->300Mi/20s"}),
+        ),
+    );
+    add(
+        &mut n,
+        pod(
+            "nolimit",
+            json!({}),
+            json!({"berth.io/usage": "memory=3Gi"}),
+        ),
+    );
+    assert!(n.over_limit(Duration::from_secs(5)).is_empty());
+    assert_eq!(
+        n.over_limit(Duration::from_secs(20)),
+        [("ns/over".to_string(), "c".to_string())]
+    );
+    assert_eq!(n.oom_victim(Duration::from_secs(20)), None);
+    n.pods.get_mut("ns/over").unwrap().phase = Phase::Terminated;
+    assert!(n.over_limit(Duration::from_secs(20)).is_empty());
+}
