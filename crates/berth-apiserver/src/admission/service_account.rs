@@ -131,7 +131,8 @@ fn mount_token(pod: &mut Value) {
     }
     let mount = json!({"name": name, "mountPath": MOUNT_PATH, "readOnly": true});
     for list in containers {
-        if let Some(cs) = pod["spec"][list].as_array_mut() {
+        // `get_mut`, not indexing: indexing a missing list would store `initContainers: null`.
+        if let Some(cs) = pod["spec"].get_mut(list).and_then(Value::as_array_mut) {
             for c in cs {
                 match c["volumeMounts"].as_array_mut() {
                     Some(mounts) => mounts.push(mount.clone()),
@@ -214,6 +215,8 @@ mod tests {
             p["spec"]["containers"][1]["volumeMounts"][1]["name"],
             volume.as_str()
         );
+        // A pod without init containers does not gain an `initContainers: null`.
+        assert!(p["spec"].get("initContainers").is_none());
     }
 
     #[tokio::test]
