@@ -4,8 +4,9 @@
 use super::{causes, Deletion, Strategy};
 use crate::error::{ApiResult, Cause};
 use berth_api::registry::ResourceType;
-use berth_core::validation::{FieldError, FieldErrorKind};
 use serde_json::{json, Value};
+
+mod update;
 
 pub struct Pod;
 
@@ -19,6 +20,9 @@ impl Strategy for Pod {
     }
 
     fn prepare_for_update(&self, old: &Value, new: &mut Value) -> ApiResult<()> {
+        // Defaults apply to every write, as upstream defaults on decode: a replace with the
+        // manifest as first written then compares equal to the stored spec.
+        default_spec(new);
         // Priority and QoS class are set at creation and never change.
         for field in ["priority", "priorityClassName"] {
             match old["spec"].get(field) {
@@ -41,7 +45,7 @@ impl Strategy for Pod {
     fn validate(&self, _rt: &ResourceType, pod: &Value, old: Option<&Value>) -> Vec<Cause> {
         let mut errors = berth_core::validation::validate_pod(pod);
         if let Some(old) = old {
-            errors.extend(immutable_changes(old, pod));
+            errors.extend(update::validate(old, pod));
         }
         causes(errors)
     }
@@ -72,22 +76,6 @@ impl Strategy for Pod {
     }
 }
 
-/// Field errors for changes a pod update may not make.
-fn immutable_changes(old: &Value, new: &Value) -> Vec<FieldError> {
-    let mut out = Vec::new();
-    let old_node = old["spec"]["nodeName"].as_str().unwrap_or("");
-    let new_node = new["spec"]["nodeName"].as_str().unwrap_or("");
-    if !old_node.is_empty() && old_node != new_node {
-        out.push(FieldError {
-            field: "spec.nodeName".into(),
-            kind: FieldErrorKind::Forbidden,
-            value: None,
-            detail: "pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)".into(),
-        });
-    }
-    out
-}
-
 /// Writes the QoS class into the pod's status.
 fn set_qos(pod: &mut Value) {
     let class = berth_core::qos::qos_class(&pod["spec"]);
@@ -96,6 +84,16 @@ fn set_qos(pod: &mut Value) {
 
 /// Upstream's defaults for a new pod.
 fn default_pod(pod: &mut Value) {
+    default_spec(pod);
+    let status = pod.get("status").cloned().unwrap_or(json!({}));
+    pod["status"] = json!({"phase": "Pending"});
+    // Preserve a nominated node if a client set one on create (status is otherwise server-owned).
+    if let Some(n) = status.get("nominatedNodeName") {
+        pod["status"]["nominatedNodeName"] = n.clone();
+    }
+}
+
+fn default_spec(pod: &mut Value) {
     if !pod["spec"].is_object() {
         pod["spec"] = json!({});
     }
@@ -129,12 +127,6 @@ fn default_pod(pod: &mut Value) {
                 default_container(c);
             }
         }
-    }
-    let status = pod.get("status").cloned().unwrap_or(json!({}));
-    pod["status"] = json!({"phase": "Pending"});
-    // Preserve a nominated node if a client set one on create (status is otherwise server-owned).
-    if let Some(n) = status.get("nominatedNodeName") {
-        pod["status"]["nominatedNodeName"] = n.clone();
     }
 }
 
