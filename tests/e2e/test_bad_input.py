@@ -304,3 +304,96 @@ def test_an_overflowing_request_is_never_scheduled(berth, ns):
         return c is not None and c.status == "False" and "Insufficient cpu" in (c.message or "")
     eventually(unschedulable, what="the huge pod reported unschedulable")
     assert berth.core.read_namespaced_pod("huge", ns).spec.node_name is None
+
+
+def test_pod_updates_change_only_what_upstream_allows(berth, ns):
+    """Upstream's ValidatePodUpdate: images, added tolerations and a lower activeDeadlineSeconds
+    may change; anything else in the spec is refused (422, nothing written)."""
+    tol = [{"key": "k", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}]
+    berth.kubectl("create", "-f", "-", "-n", ns,
+                  stdin=pod("upd", node="node-1", tolerations=tol, activeDeadlineSeconds=600))
+    # The kubelet writes the pod's status meanwhile: compare what updates may touch, the spec.
+    before = berth.core.read_namespaced_pod("upd", ns)
+    for patch in [{"spec": {"nodeSelector": {"disk": "ssd"}}},
+                  {"spec": {"containers": [{"name": "c", "env": [{"name": "A", "value": "1"}]}]}},
+                  {"spec": {"nodeName": "node-2"}}]:
+        r = berth.kubectl("patch", "pod", "upd", "-n", ns, "-p", json.dumps(patch), check=False)
+        assert r.returncode != 0, patch
+        assert 'The Pod "upd" is invalid: spec: Forbidden: pod updates may not change fields ' \
+               "other than `spec.containers[*].image`" in r.stderr, r.stderr
+    r = berth.kubectl("patch", "pod", "upd", "-n", ns, "--type=json", "-p",
+                      '[{"op":"remove","path":"/spec/tolerations/0"}]', check=False)
+    assert "existing toleration can not be modified except its tolerationSeconds" in r.stderr
+    r = berth.kubectl("patch", "pod", "upd", "-n", ns, "-p",
+                      '{"spec":{"activeDeadlineSeconds":1200}}', check=False)
+    assert "must be less than or equal to previous value" in r.stderr, r.stderr
+    after = berth.core.read_namespaced_pod("upd", ns)
+    assert after.spec == before.spec
+    assert after.metadata.generation == before.metadata.generation
+
+    berth.kubectl("set", "image", "pod/upd", "c=nginx:1.28", "-n", ns)
+    berth.kubectl("patch", "pod", "upd", "-n", ns, "--type=json", "-p",
+                  '[{"op":"add","path":"/spec/tolerations/-","value":'
+                  '{"key":"x","operator":"Exists","effect":"NoSchedule"}}]')
+    berth.kubectl("patch", "pod", "upd", "-n", ns, "-p", '{"spec":{"activeDeadlineSeconds":300}}')
+    berth.kubectl("label", "pod", "upd", "-n", ns, "edited=yes")
+    p = berth.core.read_namespaced_pod("upd", ns)
+    assert p.spec.containers[0].image == "nginx:1.28"
+    keys = [t.key for t in p.spec.tolerations]
+    assert keys[0] == "k" and "x" in keys
+    assert p.spec.active_deadline_seconds == 300 and p.metadata.labels["edited"] == "yes"
+    # A replace of the pod as read back is accepted (defaults compare equal).
+    r = berth.kubectl("get", "pod", "upd", "-n", ns, "-o", "json")
+    berth.kubectl("replace", "-f", "-", "-n", ns, stdin=json.loads(r.stdout))
+
+
+def test_a_body_over_three_mebibytes_is_413_and_writes_nothing(berth, raw, ns):
+    big = json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "huge"},
+                      "data": {"k": "x" * (4 * 1024 * 1024)}})
+    r = raw.request("POST", f"/api/v1/namespaces/{ns}/configmaps", big)
+    assert_status(r, 413, "RequestEntityTooLarge", "Request entity too large: limit is 3145728")
+    assert berth.core.list_namespaced_config_map(ns, field_selector="metadata.name=huge").items == []
+
+
+def test_config_map_and_secret_data_over_one_mebibyte_are_invalid(berth, ns, tmp_path):
+    manifest = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big"},
+                "data": {"k": "x" * (1024 * 1024 + 1)}}
+    r = berth.kubectl("create", "-f", "-", "-n", ns, stdin=json.dumps(manifest), check=False)
+    assert r.returncode != 0
+    assert 'ConfigMap "big" is invalid' in r.stderr
+    assert "Too long: may not be more than 1048576 bytes" in r.stderr, r.stderr
+    big = tmp_path / "k"
+    big.write_text("x" * (1024 * 1024 + 1))
+    r = berth.kubectl("create", "secret", "generic", "big", "-n", ns, f"--from-file={big}",
+                      check=False)
+    assert 'Secret "big" is invalid: data: Too long: may not be more than 1048576 bytes' \
+        in r.stderr, r.stderr
+    assert berth.core.list_namespaced_secret(ns, field_selector="metadata.name=big").items == []
+    berth.kubectl("create", "configmap", "fits", "-n", ns, "--from-literal=k=" + "x" * 1000)
+
+
+def test_plain_http_to_the_https_port_gets_go_s_400(berth):
+    import socket
+    from urllib.parse import urlparse
+    u = urlparse(berth.url)
+    with socket.create_connection((u.hostname, u.port), timeout=10) as s:
+        s.sendall(b"GET /version HTTP/1.1\r\nHost: x\r\n\r\n")
+        reply = b""
+        while chunk := s.recv(4096):
+            reply += chunk
+    assert reply.startswith(b"HTTP/1.0 400 Bad Request"), reply
+    assert b"Client sent an HTTP request to an HTTPS server." in reply
+
+
+def test_readyz_and_livez_list_their_checks_when_verbose(berth):
+    r = berth.kubectl("get", "--raw", "/readyz?verbose")
+    lines = r.stdout.splitlines()
+    for check in ("[+]ping ok", "[+]etcd ok", "[+]informer-sync ok", "[+]shutdown ok"):
+        assert check in lines, r.stdout
+    assert lines[-1] == "readyz check passed"
+    assert berth.kubectl("get", "--raw", "/livez?verbose").stdout.splitlines()[-1] == \
+        "livez check passed"
+    assert berth.kubectl("get", "--raw", "/readyz").stdout == "ok"
+    assert berth.kubectl("get", "--raw", "/readyz/etcd").stdout == "ok"
+    excluded = berth.kubectl("get", "--raw", "/readyz?verbose&exclude=etcd").stdout
+    assert "[+]etcd excluded: ok" in excluded.splitlines()

@@ -48,6 +48,8 @@ pub enum ApiError {
     },
     MethodNotAllowed(String),
     UnsupportedMediaType(String),
+    /// A body over the server's limit (upstream 413, checked before it is buffered whole).
+    RequestEntityTooLarge(String),
     Expired(String),
     TooManyRequests {
         message: String,
@@ -67,6 +69,7 @@ impl ApiError {
             ApiError::Forbidden(_) | ApiError::Denied { .. } => 403,
             ApiError::MethodNotAllowed(_) => 405,
             ApiError::UnsupportedMediaType(_) => 415,
+            ApiError::RequestEntityTooLarge(_) => 413,
             ApiError::Expired(_) => 410,
             ApiError::TooManyRequests { .. } => 429,
             ApiError::Internal(_) => 500,
@@ -84,6 +87,7 @@ impl ApiError {
             ApiError::Forbidden(_) | ApiError::Denied { .. } => "Forbidden",
             ApiError::MethodNotAllowed(_) => "MethodNotAllowed",
             ApiError::UnsupportedMediaType(_) => "UnsupportedMediaType",
+            ApiError::RequestEntityTooLarge(_) => "RequestEntityTooLarge",
             ApiError::Expired(_) => "Expired",
             ApiError::TooManyRequests { .. } => "TooManyRequests",
             ApiError::Internal(_) => "InternalError",
@@ -120,6 +124,7 @@ impl ApiError {
             | ApiError::MethodNotAllowed(m)
             | ApiError::Forbidden(m)
             | ApiError::UnsupportedMediaType(m)
+            | ApiError::RequestEntityTooLarge(m)
             | ApiError::Expired(m)
             | ApiError::Internal(m) => m.clone(),
             ApiError::Unauthorized => "Unauthorized".into(),

@@ -33,6 +33,7 @@ mod codec;
 mod context;
 mod deletion;
 mod error;
+mod health;
 mod metrics_api;
 mod node_proxy;
 mod objects;

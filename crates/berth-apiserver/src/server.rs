@@ -13,17 +13,60 @@ use crate::path::{self, Route};
 use crate::request::{negotiate, Answer, ApiRequest, Query};
 use crate::response::json_response;
 use crate::user::UserInfo;
-use crate::{metrics_api, node_proxy, objects, rbac, subresources, watch};
+use crate::{health, metrics_api, node_proxy, objects, rbac, subresources, watch};
 use axum::extract::{Request, State};
-use axum::http::{header, Method, StatusCode};
+use axum::http::{header, HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use berth_api::{discovery, openapi};
+use http_body_util::BodyExt;
 use serde_json::{json, Value};
 use std::sync::Arc;
 
 /// Largest request body accepted (upstream's limit is 3 MiB).
 const MAX_BODY: usize = 3 * 1024 * 1024;
+
+/// The request body, refused with upstream's 413 when it is over [`MAX_BODY`]: from its declared
+/// length before buffering anything, or once that much has been read.
+async fn read_body(headers: &HeaderMap, body: axum::body::Body) -> ApiResult<bytes::Bytes> {
+    let too_large = || {
+        ApiError::RequestEntityTooLarge(format!("Request entity too large: limit is {MAX_BODY}"))
+    };
+    let declared = headers
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_BODY as u64) {
+        discard(body).await;
+        return Err(too_large());
+    }
+    let mut body = body;
+    let mut buffered = bytes::BytesMut::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| ApiError::BadRequest(format!("request body: {e}")))?;
+        if let Ok(data) = frame.into_data() {
+            if buffered.len() + data.len() > MAX_BODY {
+                discard(body).await;
+                return Err(too_large());
+            }
+            buffered.extend_from_slice(&data);
+        }
+    }
+    Ok(buffered.freeze())
+}
+
+/// Reads and drops the rest of a refused body (up to a bound), so that the client, still
+/// sending, reads the 413 instead of a connection closed under it.
+async fn discard(mut body: axum::body::Body) {
+    const DRAIN_LIMIT: usize = 256 * 1024 * 1024;
+    let mut drained = 0;
+    while let Some(Ok(frame)) = body.frame().await {
+        drained += frame.data_ref().map_or(0, |d| d.len());
+        if drained > DRAIN_LIMIT {
+            break;
+        }
+    }
+}
 
 /// Builds the router over `ctx`. Authentication and authorization apply when `ctx.authn` is
 /// set (the network listener); in-process clients act as the admin.
@@ -172,6 +215,10 @@ async fn route(ctx: &Ctx, req: Request, user: Arc<UserInfo>) -> ApiResult<Respon
     let answer = negotiate(&headers);
 
     if method == Method::GET {
+        if let Some(r) = health::respond(ctx, &path, parts.uri.query()) {
+            authorize_path(ctx, &user, &method, &path)?;
+            return Ok(r);
+        }
         if let Some(r) = fixed_route(ctx, &path, answer) {
             authorize_path(ctx, &user, &method, &path)?;
             return Ok(r);
@@ -214,9 +261,7 @@ async fn route(ctx: &Ctx, req: Request, user: Arc<UserInfo>) -> ApiResult<Respon
             path: "",
         },
     )?;
-    let body = axum::body::to_bytes(body, MAX_BODY)
-        .await
-        .map_err(|e| ApiError::BadRequest(format!("request body: {e}")))?;
+    let body = read_body(&headers, body).await?;
     let req = ApiRequest {
         target,
         query,
@@ -289,7 +334,6 @@ fn check_verb(req: &ApiRequest, method: &Method) -> ApiResult<()> {
 fn fixed_route(_ctx: &Ctx, path: &str, _answer: Answer) -> Option<Response> {
     let r = match path {
         "/version" | "/version/" => json_response(StatusCode::OK, &version()),
-        "/healthz" | "/livez" | "/readyz" => (StatusCode::OK, "ok").into_response(),
         "/openapi/v2" => (
             StatusCode::OK,
             [(header::CONTENT_TYPE, openapi::OPENAPI_V2_CONTENT_TYPE)],

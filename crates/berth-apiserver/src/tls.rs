@@ -297,6 +297,24 @@ pub fn server_config(creds: &Credentials) -> Result<rustls::ServerConfig, TlsErr
     Ok(config)
 }
 
+/// Whether the client opened with plain HTTP (a request line) rather than a TLS handshake,
+/// whose first byte is the handshake record type 0x16.
+async fn speaks_plain_http(tcp: &tokio::net::TcpStream) -> bool {
+    let mut first = [0u8; 1];
+    matches!(tcp.peek(&mut first).await, Ok(1) if first[0].is_ascii_uppercase())
+}
+
+/// Go's TLS server answer to plain HTTP on an HTTPS port, which upstream's API server sends.
+async fn answer_plain_http(mut tcp: tokio::net::TcpStream) {
+    use tokio::io::AsyncWriteExt;
+    let _ = tcp
+        .write_all(
+            b"HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n",
+        )
+        .await;
+    let _ = tcp.shutdown().await;
+}
+
 /// Serves `router` over TLS on `listener` until the process ends.
 pub async fn serve(listener: TcpListener, router: Router, config: rustls::ServerConfig) {
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
@@ -312,6 +330,10 @@ pub async fn serve(listener: TcpListener, router: Router, config: rustls::Server
         let acceptor = acceptor.clone();
         let router = router.clone();
         tokio::spawn(async move {
+            if speaks_plain_http(&tcp).await {
+                answer_plain_http(tcp).await;
+                return;
+            }
             let tls = match acceptor.accept(tcp).await {
                 Ok(t) => t,
                 Err(e) => {

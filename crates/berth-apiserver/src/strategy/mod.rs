@@ -15,6 +15,7 @@ use berth_api::registry::ResourceType;
 use berth_core::validation::{self as v, FieldError};
 use serde_json::Value;
 
+mod config_data;
 mod defaults;
 mod job;
 mod namespace;
@@ -96,6 +97,8 @@ static STRATEGIES: &[(&str, &str, &dyn Strategy)] = &[
         &replication_controller::ReplicationController,
     ),
     ("", "ServiceAccount", &ReturnsDeleted),
+    ("", "ConfigMap", &config_data::ConfigMap),
+    ("", "Secret", &config_data::Secret),
     ("", "PersistentVolume", &ReturnsDeleted),
     ("", "PersistentVolumeClaim", &ReturnsDeleted),
     ("storage.k8s.io", "StorageClass", &ReturnsDeleted),
