@@ -5,9 +5,11 @@ a deleted node removed by pod GC (past its 40s quarantine: the one test that wai
 Timeouts only keep a broken server from hanging the suite; nothing asserts on durations.
 """
 
+import time
+
 import pytest
 
-from conftest import Berth, eventually
+from conftest import Berth, eventually, pod
 
 
 def names(b, kind, ns, selector):
@@ -109,3 +111,20 @@ def test_pods_of_a_deleted_node_are_removed(fast_berth):
     eventually(lambda: not (names(b, "pods", "gc", "app=spread") & on_node), timeout=120,
                what="the pods of node-3 deleted")
     b.kubectl("rollout", "status", "deploy/spread", "-n", "gc", "--timeout=60s")
+
+
+def test_terminated_pods_over_the_threshold_are_removed_oldest_first(berth_factory):
+    b = berth_factory(nodes=1, args=["--terminated-pod-gc-threshold", "2"])
+    b.create_namespace("done")
+    for i in range(4):
+        p = pod(f"done-{i}", node="node-1")
+        p["metadata"]["annotations"] = {"berth.io/run-seconds": "0"}
+        p["spec"]["restartPolicy"] = "Never"
+        b.kubectl("create", "-f", "-", "-n", "done", stdin=p)
+        # Distinct creation seconds, so "oldest" is well defined.
+        eventually(lambda i=i: b.kubectl_json("get", "pod", f"done-{i}", "-n", "done")
+                   ["status"].get("phase") == "Succeeded", what=f"done-{i} finished")
+        time.sleep(1.1)
+    eventually(lambda: {p["metadata"]["name"] for p in
+                        b.kubectl_json("get", "pods", "-n", "done")["items"]}
+               == {"done-2", "done-3"}, what="the two oldest terminated pods removed")

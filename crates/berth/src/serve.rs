@@ -41,6 +41,9 @@ pub struct ServeArgs {
     /// lifecycle controller marks it `Unknown` and taints it (`40s`, `2m`, or seconds).
     #[arg(long, default_value = "40s", value_parser = berth_controllers::parse_duration)]
     pub node_monitor_grace_period: std::time::Duration,
+    /// Terminated pods kept before pod GC deletes the oldest (0 keeps them all).
+    #[arg(long, default_value_t = berth_controllers::podgc::DEFAULT_TERMINATED_THRESHOLD)]
+    pub terminated_pod_gc_threshold: usize,
     /// The built-in scheduler never preempts lower-priority pods.
     #[arg(long)]
     pub disable_preemption: bool,
@@ -275,6 +278,7 @@ async fn start_loops(
     // Node lifecycle, condition taints, the NoExecute taint manager and disruption budgets.
     berth_controllers::Controllers::new(client.clone(), clock.clone())
         .node_monitor_grace_period(args.node_monitor_grace_period)
+        .terminated_pod_gc_threshold(args.terminated_pod_gc_threshold)
         .node_monitor_period(args.zones.node_monitor_period)
         .zones(args.zones.zones()?)
         .spawn();
