@@ -50,6 +50,13 @@ pub struct E2eBenchArgs {
     /// Print one JSON object instead of the human summary.
     #[arg(long)]
     pub json: bool,
+    /// `pods`: bare pods created by the clients. `deployment`: `--pods / --replicas`
+    /// Deployments whose controllers create the pods; timed until all are available.
+    #[arg(long, default_value = "pods", value_parser = ["pods", "deployment"])]
+    pub workload: String,
+    /// Replicas per Deployment with `--workload deployment`.
+    #[arg(long, default_value_t = 100)]
+    pub replicas: usize,
 }
 
 /// How long to wait for the remaining pods to be bound after the last create.
@@ -118,6 +125,48 @@ pub async fn run(args: E2eBenchArgs) -> anyhow::Result<()> {
 
     let namespace = format!("bench-e2e-{}", std::process::id());
     create_namespace(&client()?, &namespace).await?;
+    if args.workload == "deployment" {
+        let cpu_before = process_cpu_seconds();
+        let out = super::deployments::run(
+            client()?,
+            &namespace,
+            args.pods,
+            args.replicas,
+            args.clients,
+        )
+        .await?;
+        let cpu = cpu_before.zip(process_cpu_seconds()).map(|(a, b)| b - a);
+        let pods_per_second = out.pods as f64 / out.seconds;
+        if args.json {
+            println!(
+                "{}",
+                serde_json::json!({
+                    "workload": "deployment", "nodes": nodes, "backend": backend,
+                    "deployments": out.deployments, "pods": out.pods,
+                    "seconds": round(out.seconds, 3),
+                    "pods_per_second": round(pods_per_second, 1),
+                    "create_seconds": round(out.create_seconds, 3),
+                    "cpu_seconds": cpu.map(|c| round(c, 3)),
+                })
+            );
+        } else {
+            println!(
+                "{} deployments x {} replicas on {nodes} nodes, {backend} backend: {pods_per_second:.0} pods/s available ({:.2} s, first create → last deployment available)",
+                out.deployments, args.replicas, out.seconds
+            );
+            println!(
+                "  deployment creates acknowledged after {:.2} s; cpu {} s in this process",
+                out.create_seconds,
+                cpu.map_or("unknown".into(), |c| format!("{c:.2}"))
+            );
+        }
+        if args.kubeconfig.is_some() {
+            let _ = Api::<Namespace>::all(client()?)
+                .delete(&namespace, &Default::default())
+                .await;
+        }
+        return Ok(());
+    }
 
     // One connection per client, handshaken before the clock starts.
     let mut clients = Vec::with_capacity(args.clients);
