@@ -61,6 +61,9 @@ pub struct Recorder {
     client: kube::Client,
     queue: mpsc::Sender<Job>,
     seen: Seen,
+    /// Events dropped because the queue was full; logged on the first and every 1000th, so a
+    /// burst of thousands of pods does not become thousands of warnings.
+    dropped: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 fn now() -> Time {
@@ -88,6 +91,7 @@ impl Recorder {
             client,
             queue,
             seen,
+            dropped: Default::default(),
         }
     }
 
@@ -156,7 +160,13 @@ impl Recorder {
             let pod = match &job {
                 Job::Event { pod, .. } | Job::Unschedulable { pod, .. } => pod,
             };
-            tracing::warn!(pod = %pod.name, "event queue full; dropping an event");
+            let dropped = self
+                .dropped
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                + 1;
+            if dropped % 1000 == 1 {
+                tracing::warn!(pod = %pod.name, dropped, "event queue full; dropping events");
+            }
         }
     }
 }
