@@ -7,6 +7,7 @@ nothing asserts on durations.
 """
 
 import json
+import re
 import threading
 
 from kubernetes import watch
@@ -214,3 +215,37 @@ def test_a_cron_job_every_minute_makes_jobs_and_keeps_its_history_limit(berth, n
     cj = b.kubectl_json("get", "cronjob", "tick", "-n", ns)
     assert cj["status"]["lastScheduleTime"]
     assert cj["status"]["lastSuccessfulTime"]
+
+
+def test_an_indexed_job_runs_each_completion_index_once(berth, ns):
+    b = berth
+    b.kubectl("apply", "-f", "-", stdin=job("indexed", ns, completions=3, parallelism=2,
+                                            completionMode="Indexed"))
+    b.kubectl("wait", "--for=condition=complete", "job/indexed", "-n", ns, "--timeout=90s")
+    j = b.kubectl_json("get", "job", "indexed", "-n", ns)
+    assert j["status"]["completedIndexes"] == "0-2"
+    assert j["status"]["succeeded"] == 3
+    pods = job_pods(b, ns, "indexed")
+    key = "batch.kubernetes.io/job-completion-index"
+    indexes = sorted(p["metadata"]["annotations"][key] for p in pods)
+    assert indexes == ["0", "1", "2"]
+    for p in pods:
+        i = p["metadata"]["annotations"][key]
+        assert p["metadata"]["name"].startswith(f"indexed-{i}-")
+        assert p["metadata"]["labels"][key] == i
+        assert p["spec"]["hostname"] == f"indexed-{i}"
+        env = p["spec"]["containers"][0]["env"]
+        assert {"name": "JOB_COMPLETION_INDEX", "valueFrom": {"fieldRef": {
+            "apiVersion": "v1",
+            "fieldPath": f"metadata.annotations['{key}']"}}} in env, env
+    r = b.kubectl("describe", "job", "indexed", "-n", ns)
+    assert re.search(r"Completion Mode:\s+Indexed", r.stdout), r.stdout
+    assert re.search(r"Completed Indexes:\s+0-2", r.stdout), r.stdout
+
+
+def test_an_indexed_job_needs_its_completions(berth, ns):
+    manifest = job("noindex", ns, parallelism=2, completionMode="Indexed")
+    r = berth.kubectl("apply", "-f", "-", stdin=manifest, check=False)
+    assert r.returncode != 0
+    assert "spec.completions: Required value: when completion mode is Indexed" in r.stderr, \
+        r.stderr

@@ -208,12 +208,52 @@ fn validate_job_spec(spec: &Value, at: &str) -> Vec<FieldError> {
             ));
         }
     }
+    out.extend(validate_completion_mode(spec, at));
     if let Some(n) = spec["activeDeadlineSeconds"].as_i64().filter(|n| *n <= 0) {
         out.push(FieldError::invalid_rendered(
             format!("{at}.activeDeadlineSeconds"),
             &n.to_string(),
             "must be greater than 0",
         ));
+    }
+    out
+}
+
+/// Upstream's limits for Indexed Jobs (`maxParallelismForIndexedJob`, and completions).
+const MAX_INDEXED: i64 = 100_000;
+
+/// `completionMode` is NonIndexed or Indexed; an Indexed Job names its completions, at most
+/// 100,000, and runs at most 100,000 pods at once.
+fn validate_completion_mode(spec: &Value, at: &str) -> Vec<FieldError> {
+    let mut out = Vec::new();
+    match spec["completionMode"].as_str() {
+        None | Some("NonIndexed") => {}
+        Some("Indexed") => {
+            match spec["completions"].as_i64() {
+                None => out.push(FieldError::required(
+                    format!("{at}.completions"),
+                    "when completion mode is Indexed",
+                )),
+                Some(n) if n > MAX_INDEXED => out.push(FieldError::invalid_rendered(
+                    format!("{at}.completions"),
+                    &n.to_string(),
+                    &format!("must be less than or equal to {MAX_INDEXED} when completion mode is Indexed"),
+                )),
+                Some(_) => {}
+            }
+            if let Some(n) = spec["parallelism"].as_i64().filter(|n| *n > MAX_INDEXED) {
+                out.push(FieldError::invalid_rendered(
+                    format!("{at}.parallelism"),
+                    &n.to_string(),
+                    &format!("must be less than or equal to {MAX_INDEXED} when completion mode is Indexed"),
+                ));
+            }
+        }
+        Some(other) => out.push(FieldError::not_supported(
+            format!("{at}.completionMode"),
+            other,
+            &["Indexed", "NonIndexed"],
+        )),
     }
     out
 }

@@ -151,6 +151,18 @@ fn default_container(c: &mut Value) {
             c[field] = value;
         }
     }
+    // A field reference names the pod's API version, `v1`, unless it says otherwise.
+    if let Some(env) = c.get_mut("env").and_then(Value::as_array_mut) {
+        for var in env.iter_mut() {
+            if let Some(r) = var
+                .get_mut("valueFrom")
+                .and_then(|v| v.get_mut("fieldRef"))
+                .and_then(Value::as_object_mut)
+            {
+                r.entry("apiVersion").or_insert_with(|| json!("v1"));
+            }
+        }
+    }
     // Requests default to limits where only limits are given.
     if let Some(limits) = c["resources"]["limits"].as_object().cloned() {
         if !c["resources"]["requests"].is_object() {

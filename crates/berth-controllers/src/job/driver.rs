@@ -20,8 +20,9 @@ use std::sync::Arc;
 /// How long a created pod counts as on its way before the watch must have shown it.
 const IN_FLIGHT_TIMEOUT: i64 = 30;
 
-/// Pods created per Job uid that the watch has not shown yet: (pod name, when created).
-type InFlight = BTreeMap<String, Vec<(String, DateTime<Utc>)>>;
+/// Pods created per Job uid that the watch has not shown yet: (pod name, when created, its
+/// completion index in an Indexed Job).
+type InFlight = BTreeMap<String, Vec<(String, DateTime<Utc>, Option<i32>)>>;
 
 pub(crate) async fn run(client: kube::Client, mut pods: Informer<Pod>, clock: Clock) {
     let mut jobs: Informer<Job> =
@@ -71,13 +72,14 @@ pub(crate) async fn run(client: kube::Client, mut pods: Informer<Pod>, clock: Cl
             }
             let mine: &[&Pod] = by_owner.get(uid.as_str()).map_or(&[], |v| v.as_slice());
             let waiting = in_flight.entry(uid.clone()).or_default();
-            waiting.retain(|(name, at)| {
+            waiting.retain(|(name, at, _)| {
                 now < *at + Duration::seconds(IN_FLIGHT_TIMEOUT)
                     && !mine
                         .iter()
                         .any(|p| p.metadata.name.as_deref() == Some(name))
             });
-            let s = sync(job, mine, waiting.len() as i32, now);
+            let on_the_way: Vec<Option<i32>> = waiting.iter().map(|(_, _, i)| *i).collect();
+            let s = sync(job, mine, &on_the_way, now);
             if let Some(at) = s.retry_at {
                 later(at);
             }
@@ -92,7 +94,7 @@ async fn carry_out(
     client: &kube::Client,
     job: &Job,
     s: JobSync,
-    in_flight: &mut Vec<(String, DateTime<Utc>)>,
+    in_flight: &mut Vec<(String, DateTime<Utc>, Option<i32>)>,
     now: DateTime<Utc>,
 ) {
     let ns = job.metadata.namespace.clone().unwrap_or_default();
@@ -110,8 +112,12 @@ async fn carry_out(
         .as_ref()
         .and_then(|s| serde_json::to_value(&s.template).ok())
         .unwrap_or_default();
-    for _ in 0..s.create {
-        let pod = pod_from_template(&template, &ns, &owner, None);
+    for n in 0..s.create {
+        let index = s.create_indexes.get(n as usize).copied();
+        let mut pod = pod_from_template(&template, &ns, &owner, None);
+        if let Some(i) = index {
+            super::indexed::stamp(&mut pod, &name, i);
+        }
         let pod: Pod = match serde_json::from_value(pod) {
             Ok(p) => p,
             Err(e) => {
@@ -122,7 +128,7 @@ async fn carry_out(
         match pods.create(&PostParams::default(), &pod).await {
             Ok(created) => {
                 tracing::info!(job = %name, pod = ?created.metadata.name, "created job pod");
-                in_flight.push((created.metadata.name.unwrap_or_default(), now));
+                in_flight.push((created.metadata.name.unwrap_or_default(), now, index));
             }
             Err(e) => {
                 tracing::warn!(job = %name, error = %e, "creating job pod failed");

@@ -1,9 +1,10 @@
-//! The Job engine, as upstream's `pkg/controller/job` (NonIndexed completion mode): how many pods
+//! The Job engine, as upstream's `pkg/controller/job` (NonIndexed and Indexed completion modes): how many pods
 //! should run, when the Job has completed or failed, and the back-off before a failed pod is
 //! replaced. Pure: counts and `now` in, a [`Step`] out. [`sync`] applies it to one Job and its
 //! pods; the driver (`driver.rs`) carries the decisions out.
 
 pub(crate) mod driver;
+pub mod indexed;
 pub mod sync;
 
 use chrono::{DateTime, Duration, Utc};

@@ -1,7 +1,8 @@
 //! One Job's sync: its pods counted, the engine's [`step`](super::step) taken, and what the
 //! driver writes — pods to create and delete, the new `status` — as upstream's `syncJob`
-//! (NonIndexed completion). Pure: the Job, its pods and `now` in, a [`JobSync`] out.
+//! (NonIndexed and Indexed completion). Pure: the Job, its pods and `now` in, a [`JobSync`] out.
 
+use super::indexed::{format_intervals, index_of, next_indexes, parse_intervals};
 use super::{step, Failure, JobSpec, PodCounts, Step};
 use crate::model::{is_deleting, to_chrono, PodRef};
 use crate::owned_pods::{is_ready, phase};
@@ -9,12 +10,15 @@ use chrono::{DateTime, Duration, Utc};
 use k8s_openapi::api::batch::v1::{Job, JobCondition};
 use k8s_openapi::api::core::v1::Pod;
 use serde_json::{json, Value};
+use std::collections::BTreeSet;
 
 /// What one sync of a Job decided.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct JobSync {
     /// How many pods to create now.
     pub create: i32,
+    /// For an Indexed Job, the completion index of each pod to create (`create` of them).
+    pub create_indexes: Vec<i32>,
     /// Active pods to delete.
     pub delete: Vec<PodRef>,
     /// The new `status`, when it differs from the stored one.
@@ -71,26 +75,44 @@ pub fn job_spec(job: &Job) -> JobSpec {
     }
 }
 
-/// Syncs one unfinished Job. `pods` are the pods it controls; `in_flight` pods it created that
-/// the watch has not shown yet (they count as active).
-pub fn sync(job: &Job, pods: &[&Pod], in_flight: i32, now: DateTime<Utc>) -> JobSync {
+/// Whether the Job's pods carry completion indexes.
+pub fn is_indexed(job: &Job) -> bool {
+    job.spec.as_ref().and_then(|s| s.completion_mode.as_deref()) == Some("Indexed")
+}
+
+/// Syncs one unfinished Job. `pods` are the pods it controls; `in_flight` the pods it created
+/// that the watch has not shown yet (they count as active), with their completion indexes.
+pub fn sync(job: &Job, pods: &[&Pod], in_flight: &[Option<i32>], now: DateTime<Utc>) -> JobSync {
     if is_finished(job) {
         return JobSync::default();
     }
     let spec = job_spec(job);
     let status = job.status.clone().unwrap_or_default();
-    let active: Vec<&Pod> = pods
+    let mut active: Vec<&Pod> = pods
         .iter()
         .copied()
         .filter(|p| !is_deleting(p) && !matches!(phase(p), "Succeeded" | "Failed"))
         .collect();
     let count = |ph: &str| pods.iter().filter(|p| phase(p) == ph).count() as i32;
     // Counted pods stay counted after they are gone (pod GC, a user's delete).
-    let counts = PodCounts {
-        active: active.len() as i32 + in_flight.max(0),
+    let mut counts = PodCounts {
+        active: active.len() as i32 + in_flight.len() as i32,
         succeeded: count("Succeeded").max(status.succeeded.unwrap_or(0)),
         failed: count("Failed").max(status.failed.unwrap_or(0)),
     };
+    let indexes = is_indexed(job).then(|| Indexes::of(job, &spec, pods, in_flight));
+    let mut surplus = Vec::new();
+    if let Some(ix) = &indexes {
+        // An index counts once it succeeded; pods of finished, invalid or doubled indexes go.
+        counts.succeeded = ix.succeeded.len() as i32;
+        surplus = ix.surplus.clone();
+        active.retain(|p| {
+            !surplus
+                .iter()
+                .any(|s: &PodRef| Some(&s.uid) == p.metadata.uid.as_ref())
+        });
+        counts.active = active.len() as i32 + in_flight.len() as i32;
+    }
     let started = status
         .start_time
         .as_ref()
@@ -114,11 +136,18 @@ pub fn sync(job: &Job, pods: &[&Pod], in_flight: i32, now: DateTime<Utc>) -> Job
             new_conditions = complete_conditions(now);
             completion_time = Some(now);
         }
-        Step::Create { count, wait } if wait <= Duration::zero() => out.create = count,
+        Step::Create { count, wait } if wait <= Duration::zero() => {
+            out.create = count;
+            if let (Some(ix), Some(completions)) = (&indexes, spec.completions) {
+                out.create_indexes = next_indexes(completions, &ix.succeeded, &ix.active, count);
+                out.create = out.create_indexes.len() as i32;
+            }
+        }
         Step::Create { wait, .. } => out.retry_at = Some(now + wait),
         Step::Delete(n) => out.delete = to_delete(&active, n),
         Step::Wait => {}
     }
+    out.delete.extend(surplus);
     if let (Some(deadline), Some(started), true) = (
         spec.active_deadline_seconds,
         started,
@@ -153,6 +182,9 @@ pub fn sync(job: &Job, pods: &[&Pod], in_flight: i32, now: DateTime<Utc>) -> Job
     if let Some(c) = completion_time {
         next["completionTime"] = json!(crate::model::timestamp(c));
     }
+    if let Some(ix) = &indexes {
+        next["completedIndexes"] = json!(format_intervals(&ix.succeeded));
+    }
     if !conditions.is_empty() {
         next["conditions"] = json!(conditions);
     }
@@ -161,6 +193,49 @@ pub fn sync(job: &Job, pods: &[&Pod], in_flight: i32, now: DateTime<Utc>) -> Job
         out.status = Some(next);
     }
     out
+}
+
+/// The completion indexes of an Indexed Job's pods.
+struct Indexes {
+    /// Indexes with a succeeded pod (or recorded as completed in the status).
+    succeeded: BTreeSet<i32>,
+    /// Indexes with a running (or on its way) pod.
+    active: BTreeSet<i32>,
+    /// Active pods to delete: no valid index, an index already completed, or a second pod of one.
+    surplus: Vec<PodRef>,
+}
+
+impl Indexes {
+    fn of(job: &Job, spec: &JobSpec, pods: &[&Pod], in_flight: &[Option<i32>]) -> Indexes {
+        let completions = spec.completions.unwrap_or(0);
+        let recorded = job
+            .status
+            .as_ref()
+            .and_then(|s| s.completed_indexes.as_deref())
+            .unwrap_or("");
+        let mut succeeded = parse_intervals(recorded, completions);
+        succeeded.extend(
+            pods.iter()
+                .filter(|p| phase(p) == "Succeeded")
+                .filter_map(|p| index_of(p, completions)),
+        );
+        let mut active: BTreeSet<i32> = in_flight.iter().flatten().copied().collect();
+        let mut surplus = Vec::new();
+        for p in pods
+            .iter()
+            .filter(|p| !is_deleting(p) && !matches!(phase(p), "Succeeded" | "Failed"))
+        {
+            match index_of(p, completions) {
+                Some(i) if !succeeded.contains(&i) && active.insert(i) => {}
+                _ => surplus.push(PodRef::of(p)),
+            }
+        }
+        Indexes {
+            succeeded,
+            active,
+            surplus,
+        }
+    }
 }
 
 /// When a finished pod ended: its `Ready` condition's last transition.

@@ -36,7 +36,7 @@ fn types(status: &Value) -> Vec<&str> {
 #[test]
 fn a_new_job_creates_parallelism_pods_and_records_its_start() {
     let j = job(json!({"completions": 3, "parallelism": 2}), json!({}));
-    let s = sync(&j, &[], 0, now());
+    let s = sync(&j, &[], &[], now());
     assert_eq!(s.create, 2);
     let status = s.status.unwrap();
     assert_eq!(status["active"], 2);
@@ -46,7 +46,7 @@ fn a_new_job_creates_parallelism_pods_and_records_its_start() {
 #[test]
 fn pods_on_their_way_count_as_active() {
     let j = job(json!({"completions": 3, "parallelism": 2}), json!({}));
-    assert_eq!(sync(&j, &[], 2, now()).create, 0);
+    assert_eq!(sync(&j, &[], &[None, None], now()).create, 0);
 }
 
 #[test]
@@ -59,7 +59,7 @@ fn the_last_completion_completes_the_job_with_upstreams_conditions() {
         pod("a", "Succeeded", false, "2026-11-24T11:59:30Z"),
         pod("b", "Succeeded", false, "2026-11-24T11:59:40Z"),
     );
-    let s = sync(&j, &[&a, &b], 0, now());
+    let s = sync(&j, &[&a, &b], &[], now());
     let status = s.status.unwrap();
     assert_eq!(types(&status), ["SuccessCriteriaMet", "Complete"]);
     assert_eq!(status["conditions"][1]["reason"], "CompletionsReached");
@@ -79,7 +79,7 @@ fn failures_past_the_backoff_limit_fail_the_job_and_delete_what_runs() {
         pod("b", "Failed", false, "2026-11-24T11:59:40Z"),
         pod("c", "Running", true, "2026-11-24T11:59:40Z"),
     );
-    let s = sync(&j, &[&a, &b, &c], 0, now());
+    let s = sync(&j, &[&a, &b, &c], &[], now());
     assert_eq!(s.delete.len(), 1);
     assert_eq!(s.delete[0].name, "c");
     let status = s.status.unwrap();
@@ -96,14 +96,14 @@ fn a_failed_pod_is_replaced_after_its_backoff() {
         json!({"startTime": "2026-11-24T11:59:00Z"}),
     );
     let a = pod("a", "Failed", false, "2026-11-24T11:59:55Z");
-    let s = sync(&j, &[&a], 0, now());
+    let s = sync(&j, &[&a], &[], now());
     assert_eq!(s.create, 0);
     assert_eq!(
         s.retry_at,
         Some(Utc.with_ymd_and_hms(2026, 11, 24, 12, 0, 5).unwrap())
     );
     let later = now() + Duration::seconds(5);
-    assert_eq!(sync(&j, &[&a], 0, later).create, 1);
+    assert_eq!(sync(&j, &[&a], &[], later).create, 1);
 }
 
 #[test]
@@ -113,13 +113,13 @@ fn the_active_deadline_fails_the_job_and_is_when_to_look_again() {
         json!({"startTime": "2026-11-24T11:59:50Z", "active": 1, "ready": 1}),
     );
     let a = pod("a", "Running", true, "2026-11-24T11:59:50Z");
-    let s = sync(&j, &[&a], 0, now());
+    let s = sync(&j, &[&a], &[], now());
     assert!(s.status.is_none(), "{:?}", s.status);
     assert_eq!(
         s.retry_at,
         Some(Utc.with_ymd_and_hms(2026, 11, 24, 12, 0, 20).unwrap())
     );
-    let s = sync(&j, &[&a], 0, now() + Duration::seconds(20));
+    let s = sync(&j, &[&a], &[], now() + Duration::seconds(20));
     let status = s.status.unwrap();
     assert_eq!(status["conditions"][1]["reason"], "DeadlineExceeded");
     assert_eq!(s.delete.len(), 1);
@@ -132,7 +132,7 @@ fn a_finished_job_is_left_alone_and_expires_after_its_ttl() {
         json!({"conditions": [{"type": "Complete", "status": "True",
                                "lastTransitionTime": "2026-11-24T12:00:00Z"}]}),
     );
-    assert_eq!(sync(&j, &[], 0, now()), JobSync::default());
+    assert_eq!(sync(&j, &[], &[], now()), JobSync::default());
     assert_eq!(
         ttl_expires_at(&j),
         Some(Utc.with_ymd_and_hms(2026, 11, 24, 12, 1, 0).unwrap())
@@ -149,7 +149,7 @@ fn lowering_parallelism_deletes_not_ready_pods_first() {
         pod("a", "Running", true, "2026-11-24T11:59:30Z"),
         pod("b", "Pending", false, "2026-11-24T11:59:30Z"),
     );
-    let s = sync(&j, &[&a, &b], 0, now());
+    let s = sync(&j, &[&a, &b], &[], now());
     assert_eq!(s.delete.len(), 1);
     assert_eq!(s.delete[0].name, "b");
 }
@@ -162,5 +162,68 @@ fn an_unchanged_status_is_not_written_again() {
                "uncountedTerminatedPods": {}}),
     );
     let a = pod("a", "Running", true, "2026-11-24T11:59:30Z");
-    assert_eq!(sync(&j, &[&a], 0, now()).status, None);
+    assert_eq!(sync(&j, &[&a], &[], now()).status, None);
+}
+
+fn indexed_pod(name: &str, index: &str, phase: &str) -> Pod {
+    let mut p = pod(name, phase, phase == "Running", "2026-11-24T11:00:00Z");
+    p.metadata.annotations = Some(
+        [(
+            crate::job::indexed::INDEX_KEY.to_string(),
+            index.to_string(),
+        )]
+        .into_iter()
+        .collect(),
+    );
+    p
+}
+
+#[test]
+fn an_indexed_job_creates_the_lowest_free_indexes() {
+    let j = job(
+        json!({"completions": 3, "parallelism": 2, "completionMode": "Indexed"}),
+        json!({}),
+    );
+    let s = sync(&j, &[], &[], now());
+    assert_eq!((s.create, s.create_indexes), (2, vec![0, 1]));
+    // Index 0 succeeded, 1 runs: index 2 is next; an index on its way is not created twice.
+    let (a, b) = (
+        indexed_pod("a", "0", "Succeeded"),
+        indexed_pod("b", "1", "Running"),
+    );
+    let s = sync(&j, &[&a, &b], &[], now());
+    assert_eq!(s.create_indexes, vec![2]);
+    assert_eq!(s.status.unwrap()["completedIndexes"], "0");
+    assert_eq!(sync(&j, &[&a, &b], &[Some(2)], now()).create, 0);
+}
+
+#[test]
+fn an_indexed_job_completes_when_every_index_succeeded() {
+    let j = job(
+        json!({"completions": 3, "parallelism": 3, "completionMode": "Indexed"}),
+        json!({"completedIndexes": "0-1", "succeeded": 2}),
+    );
+    let c = indexed_pod("c", "2", "Succeeded");
+    let s = sync(&j, &[&c], &[], now());
+    let status = s.status.unwrap();
+    assert_eq!(status["completedIndexes"], "0-2");
+    assert_eq!(status["succeeded"], 3);
+    assert!(types(&status).contains(&"Complete"));
+}
+
+#[test]
+fn a_second_pod_of_an_index_or_one_without_an_index_is_deleted() {
+    let j = job(
+        json!({"completions": 2, "parallelism": 2, "completionMode": "Indexed"}),
+        json!({}),
+    );
+    let (a, b, c) = (
+        indexed_pod("a", "0", "Running"),
+        indexed_pod("b", "0", "Running"),
+        indexed_pod("c", "9", "Running"),
+    );
+    let s = sync(&j, &[&a, &b, &c], &[], now());
+    let deleted: Vec<&str> = s.delete.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(deleted, vec!["b", "c"]);
+    assert_eq!(s.create_indexes, vec![1]);
 }
