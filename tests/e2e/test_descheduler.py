@@ -497,8 +497,8 @@ def seed_16_3(berth, tmp_path, job=SEED_JOB, bind=True):
 
 
 def pinned_to_ssd(berth):
-    """A controller-owned pod on node-1 that requires `disktype=ssd`, then the label taken
-    away: the seed's RemovePodsViolatingNodeAffinity case."""
+    """A controller-owned pod on node-1 that requires `disktype=ssd`, then the label moved to
+    node-2: the seed's RemovePodsViolatingNodeAffinity case."""
     berth.kubectl("label", "node", "node-1", "disktype=ssd")
     affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
         "nodeSelectorTerms": [{"matchExpressions": [
@@ -506,6 +506,8 @@ def pinned_to_ssd(berth):
     create(berth, [owned("pinned", "node-1", "pinned", uid=replicaset(berth, "pinned"),
                          affinity=affinity)])
     berth.kubectl("label", "node", "node-1", "disktype-")
+    # Another node would take it: the strategy evicts only pods that fit elsewhere.
+    berth.kubectl("label", "node", "node-2", "disktype=ssd")
 
 
 def test_the_seeds_descheduler_job_completes_as_its_service_account(cluster, tmp_path):

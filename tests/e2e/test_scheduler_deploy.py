@@ -134,9 +134,12 @@ def test_the_deploy_dirs_scheduler_runs_in_pods_as_its_service_account(berth_fac
     assert not b.kubectl_json("get", "pod", "after", "-n", "apps")["spec"].get("nodeName")
 
 
-#: Seed 16.4.2's ServiceAccount and binding, as written; its Deployment with the image's
-#: command spelled out (`ADD <binary> /usr/local/bin/kube-scheduler`), one replica and no
-#: Lease (upstream's system:kube-scheduler may renew only the `kube-scheduler` Lease).
+#: Seed 16.4.2's ServiceAccount and binding, as written, plus the binding to
+#: system:volume-scheduler that upstream's "Configure Multiple Schedulers" adds (the scheduler
+#: watches StorageClasses, which system:kube-scheduler does not grant, upstream as in berth);
+#: its Deployment with the image's command spelled out (`ADD <binary>
+#: /usr/local/bin/kube-scheduler`), one replica and no Lease (upstream's
+#: system:kube-scheduler may renew only the `kube-scheduler` Lease).
 SEED_16_4_2 = """\
 apiVersion: v1
 kind: ServiceAccount
@@ -155,6 +158,19 @@ subjects:
 roleRef:
   kind: ClusterRole
   name: system:kube-scheduler
+  apiGroup: rbac.authorization.k8s.io
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: custom-scheduler-as-volume-scheduler
+subjects:
+- kind: ServiceAccount
+  name: custom-scheduler
+  namespace: kube-system
+roleRef:
+  kind: ClusterRole
+  name: system:volume-scheduler
   apiGroup: rbac.authorization.k8s.io
 ---
 apiVersion: apps/v1
