@@ -511,9 +511,10 @@ impl Verifier {
         if meta_str(&sa, "uid") != s.uid {
             return false;
         }
+        let now = self.clock.now();
         let same = |plural: &str, ns: Option<&str>, name: &str, uid: &str| {
             self.object(plural, ns, name)
-                .is_some_and(|o| meta_str(&o, "uid") == uid && deletion_pending(&o).is_none())
+                .is_some_and(|o| meta_str(&o, "uid") == uid && !deleted_long_ago(&o, now))
         };
         let bound_ok = match &s.bound {
             None => true,
@@ -541,9 +542,14 @@ impl Verifier {
     }
 }
 
-/// An object's `deletionTimestamp`, if it is being deleted.
-fn deletion_pending(o: &Value) -> Option<&str> {
-    o["metadata"]["deletionTimestamp"].as_str()
+/// Whether `o` was due to be deleted more than the leeway ago: upstream keeps a bound token
+/// working through the object's graceful deletion (its `deletionTimestamp` is when the grace
+/// period ends) and for the leeway after.
+fn deleted_long_ago(o: &Value, now: DateTime<Utc>) -> bool {
+    o["metadata"]["deletionTimestamp"]
+        .as_str()
+        .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+        .is_some_and(|t| t.with_timezone(&Utc) < now - chrono::Duration::seconds(LEEWAY_SECONDS))
 }
 
 /// Whether the legacy Secret `o` is still the token's: its annotations name the

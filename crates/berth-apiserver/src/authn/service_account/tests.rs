@@ -256,3 +256,17 @@ proptest! {
         prop_assert!(v.authenticate(&jwtish).is_none());
     }
 }
+
+#[test]
+fn a_pod_being_deleted_keeps_its_tokens_until_the_grace_period_and_leeway_end() {
+    let pod = |ts: &str| serde_json::json!({"metadata": {"deletionTimestamp": ts}});
+    let now = at(1000);
+    let ts = |s: i64| berth_core::clock::timestamp(at(s));
+    assert!(
+        !deleted_long_ago(&pod(&ts(1030)), now),
+        "grace period running"
+    );
+    assert!(!deleted_long_ago(&pod(&ts(950)), now), "within the leeway");
+    assert!(deleted_long_ago(&pod(&ts(900)), now));
+    assert!(!deleted_long_ago(&serde_json::json!({"metadata": {}}), now));
+}
