@@ -80,7 +80,7 @@ impl Keys {
                 let pem = key
                     .to_pkcs8_pem(LineEnding::LF)
                     .map_err(|e| err(e.to_string()))?;
-                crate::tls::write_private(path, &pem).map_err(|e| err(e.to_string()))?;
+                write_private(path, pem.as_bytes()).map_err(|e| err(e.to_string()))?;
                 key
             }
             Err(e) => return Err(err(e.to_string())),
@@ -128,6 +128,19 @@ impl Keys {
             .ok()
             .map(|d| d.claims)
     }
+}
+
+/// Writes a new file readable by its owner only (created 0600, never loosened).
+fn write_private(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)?;
+    file.write_all(contents)?;
+    file.sync_all()
 }
 
 /// A name and uid, as the `kubernetes.io` claims refer to objects.
