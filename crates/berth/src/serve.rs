@@ -231,6 +231,7 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
             });
         (sign, creds.ca_pem.clone())
     });
+    let accounts = ServiceAccounts { tokens, connect };
     // With etcd, several replicas serve one cluster: only the Lease holder runs the loops.
     if args.etcd.enabled() {
         let (args, elector_client, elector_clock) = (args.clone(), client.clone(), clock.clone());
@@ -245,8 +246,7 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
                     policy,
                     master_disable,
                     descheduler_policy,
-                    tokens.clone(),
-                    connect.clone(),
+                    accounts.clone(),
                 )
             })?;
         return Ok(Running { kubeconfig, url });
@@ -259,14 +259,23 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
         policy,
         master_disable,
         descheduler_policy,
-        tokens,
-        connect,
+        accounts,
     )
     .await?;
     Ok(Running { kubeconfig, url })
 }
 
+/// What acts on behalf of ServiceAccounts: the tokens controller's signer and the cluster CA,
+/// and how in-pod programs get a client as their pod's account.
+#[derive(Clone)]
+struct ServiceAccounts {
+    tokens: Option<(berth_controllers::serviceaccount_token::Signer, String)>,
+    connect: berth_kubelet::commands::Connect,
+}
+
 /// The simulated nodes, the controllers and the scheduler.
+// Each argument is one start-time input of a different loop; grouping them would only rename.
+#[allow(clippy::too_many_arguments)]
 async fn start_loops(
     args: ServeArgs,
     client: kube::Client,
@@ -275,9 +284,9 @@ async fn start_loops(
     policy: berth_scheduler::policy::Policy,
     master_disable: bool,
     descheduler_policy: Option<berth_descheduler::Policy>,
-    tokens: Option<(berth_controllers::serviceaccount_token::Signer, String)>,
-    connect: berth_kubelet::commands::Connect,
+    accounts: ServiceAccounts,
 ) -> anyhow::Result<()> {
+    let ServiceAccounts { tokens, connect } = accounts;
     if !nodes.is_empty() {
         berth_kubelet::Kubelet::new(client.clone(), nodes)
             .housekeeping_interval(args.housekeeping_interval)
