@@ -397,3 +397,31 @@ def test_readyz_and_livez_list_their_checks_when_verbose(berth):
     assert berth.kubectl("get", "--raw", "/readyz/etcd").stdout == "ok"
     excluded = berth.kubectl("get", "--raw", "/readyz?verbose&exclude=etcd").stdout
     assert "[+]etcd excluded: ok" in excluded.splitlines()
+
+
+RFC1123 = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
+           "'-' or '.', and must start and end with an alphanumeric character")
+
+
+def test_generate_name_is_validated_as_a_name_prefix(berth, raw, ns):
+    """As upstream: a trailing '-' is masked (`foo-` is fine); `foo.` and `Foo-` are 422 on
+    metadata.generateName (and `Foo-` on the generated name too), and nothing is stored."""
+
+    def create(prefix):
+        body = json.dumps({"apiVersion": "v1", "kind": "ConfigMap",
+                           "metadata": {"generateName": prefix}})
+        return raw.request("POST", f"/api/v1/namespaces/{ns}/configmaps", body)
+
+    ok = create("foo-")
+    assert ok.status_code == 201 and ok.json()["metadata"]["name"].startswith("foo-")
+    for prefix in ["foo.", "Foo-"]:
+        r = create(prefix)
+        assert r.status_code == 422, r.text
+        status = r.json()
+        assert status["reason"] == "Invalid"
+        causes = {c["field"]: c for c in status["details"]["causes"]}
+        assert causes["metadata.generateName"]["message"].startswith(
+            f'Invalid value: "{prefix}": {RFC1123}'), causes
+    names = [c["metadata"]["name"] for c in
+             berth.kubectl_json("get", "configmaps", "-n", ns)["items"]]
+    assert not [n for n in names if n.startswith(("foo.", "Foo-"))]

@@ -324,9 +324,40 @@ def test_a_bad_policy_file_names_the_field_and_evicts_nothing(cluster, tmp_path)
     assert live_pods(cluster) == ["web-0", "web-1"]
 
 
+#: Seed 16.3.2's ClusterRole, as written (rbac v1beta1): what the descheduler may do.
+SEED_CLUSTER_ROLE = """\
+kind: ClusterRole
+apiVersion: rbac.authorization.k8s.io/v1beta1
+metadata:
+  name: descheduler-cluster-role
+rules:
+- apiGroups: [""]
+  resources: ["nodes"]
+  verbs: ["get", "watch", "list"]
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["get", "watch", "list", "delete"]
+- apiGroups: [""]
+  resources: ["pods/eviction"]
+  verbs: ["create"]
+"""
+
+
+def grant_seed_descheduler_role(berth, bind=True):
+    """Seed 16.3.2: the ClusterRole, the ServiceAccount and (with `bind`) the binding; a
+    descheduler pod runs as its ServiceAccount, with exactly these rights."""
+    berth.kubectl("create", "-f", "-", stdin=SEED_CLUSTER_ROLE)
+    berth.kubectl("create", "sa", "descheduler-sa", "-n", "kube-system")
+    if bind:
+        berth.kubectl("create", "clusterrolebinding", "descheduler-cluster-role-binding",
+                      "--clusterrole=descheduler-cluster-role",
+                      "--serviceaccount=kube-system:descheduler-sa")
+
+
 def test_a_bare_pod_running_bin_descheduler_succeeds_and_evicts(cluster):
     uid = replicaset(cluster, "web")
     create(cluster, [owned(f"web-{i}", "node-1", "web", uid=uid) for i in range(3)])
+    grant_seed_descheduler_role(cluster)
     cluster.kubectl("create", "configmap", "descheduler-policy-configmap", "-n", "kube-system",
                     "--from-literal=policy.yaml=" + ALL_BUT_LNU)
     cluster.kubectl("apply", "-f", "-", stdin={
@@ -334,7 +365,7 @@ def test_a_bare_pod_running_bin_descheduler_succeeds_and_evicts(cluster):
         "metadata": {"name": "descheduler-pod", "namespace": "kube-system",
                      "annotations": {"scheduler.alpha.kubernetes.io/critical-pod": "true"}},
         "spec": {
-            "nodeName": "node-3", "restartPolicy": "Never",
+            "nodeName": "node-3", "restartPolicy": "Never", "serviceAccountName": "descheduler-sa",
             "containers": [{
                 "name": "descheduler",
                 "image": "registry.access.redhat.com/openshift3/ose-descheduler",
@@ -396,3 +427,118 @@ def test_serve_refuses_a_bad_descheduler_policy(tmp_path):
                        capture_output=True, text=True, timeout=60)
     assert r.returncode != 0
     assert "bad.yaml: strategy RemoveDuplicates: field enabled" in r.stderr, r.stderr
+
+
+#: Seed 16.3.3's policy file, as written.
+SEED_POLICY = """\
+apiVersion: "descheduler/v1alpha1"
+kind: "DeschedulerPolicy"
+strategies:
+  "RemovePodsViolatingNodeAffinity":
+    enabled: true
+    params:
+      nodeAffinityType:
+      - "requiredDuringSchedulingIgnoredDuringExecution"
+"""
+
+#: Seed 16.3.5's Job, as written.
+SEED_JOB = """\
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: descheduler-job
+  namespace: kube-system
+spec:
+  parallelism: 1
+  completions: 1
+  template:
+    metadata:
+      name: descheduler-pod
+      annotations:
+        scheduler.alpha.kubernetes.io/critical-pod: "true"
+    spec:
+        containers:
+        - name: descheduler
+          image: registry.access.redhat.com/openshift3/ose-descheduler
+          volumeMounts:
+          - mountPath: /policy-dir
+            name: policy-volume
+          command:
+          - "/bin/sh"
+          - "-ec"
+          - |
+            /bin/descheduler --policy-config-file /policy-dir/policy.yaml
+        restartPolicy: "Never"
+        serviceAccountName: descheduler-sa
+        volumes:
+        - name: policy-volume
+          configMap:
+            name: descheduler-policy-configmap
+"""
+
+
+def job_pod(berth, job):
+    items = berth.kubectl_json("get", "pods", "-n", "kube-system", "-l", f"job-name={job}")
+    return items["items"][0] if items["items"] else None
+
+
+def seed_16_3(berth, tmp_path, job=SEED_JOB, bind=True):
+    """Seed 16.3.2-16.3.6 through kubectl (`oc` read as `kubectl`; the seed's
+    `oc create sa descheduler-sa.yaml` names the account its Job and binding use,
+    descheduler-sa)."""
+    grant_seed_descheduler_role(berth, bind)
+    policy_dir = tmp_path / "policy-dir"
+    policy_dir.mkdir()
+    (policy_dir / "policy.yaml").write_text(SEED_POLICY)
+    berth.kubectl("create", "configmap", "descheduler-policy-configmap", "-n", "kube-system",
+                  f"--from-file={policy_dir / 'policy.yaml'}")
+    (tmp_path / "descheduler-job.yaml").write_text(job)
+    berth.kubectl("create", "-f", str(tmp_path / "descheduler-job.yaml"))
+
+
+def pinned_to_ssd(berth):
+    """A controller-owned pod on node-1 that requires `disktype=ssd`, then the label moved to
+    node-2: the seed's RemovePodsViolatingNodeAffinity case."""
+    berth.kubectl("label", "node", "node-1", "disktype=ssd")
+    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [
+            {"key": "disktype", "operator": "In", "values": ["ssd"]}]}]}}}
+    create(berth, [owned("pinned", "node-1", "pinned", uid=replicaset(berth, "pinned"),
+                         affinity=affinity)])
+    berth.kubectl("label", "node", "node-1", "disktype-")
+    # Another node would take it: the strategy evicts only pods that fit elsewhere.
+    berth.kubectl("label", "node", "node-2", "disktype=ssd")
+
+
+def test_the_seeds_descheduler_job_completes_as_its_service_account(cluster, tmp_path):
+    pinned_to_ssd(cluster)
+    seed_16_3(cluster, tmp_path)
+    eventually(lambda: cluster.kubectl_json("get", "job", "descheduler-job", "-n",
+                                            "kube-system")["status"].get("succeeded") == 1,
+               timeout=120, what="the seed's descheduler Job to complete")
+    eventually(lambda: live_pods(cluster) == [], what="the pod violating node affinity evicted")
+    # The eviction was the Job pod's ServiceAccount's: its token names the pod.
+    p = job_pod(cluster, "descheduler-job")
+    assert p["spec"]["serviceAccountName"] == "descheduler-sa"
+    log = cluster.kubectl("logs", "-n", "kube-system", p["metadata"]["name"]).stdout
+    assert "RemovePodsViolatingNodeAffinity" in log, log
+
+
+def test_without_the_binding_the_seeds_job_fails_with_a_403(cluster, tmp_path):
+    pinned_to_ssd(cluster)
+    # The seed's procedure without step 3 (the binding); one try, so one pod to look at.
+    job = SEED_JOB.replace("  parallelism: 1\n", "  parallelism: 1\n  backoffLimit: 0\n")
+    seed_16_3(cluster, tmp_path, job=job, bind=False)
+
+    def finished():
+        p = job_pod(cluster, "descheduler-job")
+        return p if p and p["status"].get("phase") in ("Succeeded", "Failed") else None
+
+    p = eventually(finished, timeout=120, what="the descheduler pod to finish")
+    assert p["status"]["phase"] == "Failed"
+    state = p["status"]["containerStatuses"][0]["state"]["terminated"]
+    who = "system:serviceaccount:kube-system:descheduler-sa"
+    assert who in state["message"] and "forbidden" in state["message"], state
+    log = cluster.kubectl("logs", "-n", "kube-system", p["metadata"]["name"]).stdout
+    assert who in log and "forbidden" in log, log
+    assert live_pods(cluster) == ["pinned"]

@@ -239,6 +239,13 @@ pub static RESOURCES: &[ResourceType] = &[
     },
     ResourceType {
         short_names: &["sa"],
+        subresources: &[Subresource {
+            name: "token",
+            group: "authentication.k8s.io",
+            version: "v1",
+            kind: "TokenRequest",
+            verbs: CREATE_ONLY,
+        }],
         table: TableKind::ServiceAccount,
         ..base(
             "",

@@ -27,6 +27,10 @@ pub struct Inner {
     pub caches: Arc<crate::Caches>,
     /// Service cluster IPs and node ports (`--service-cluster-ip-range`, `--service-node-port-range`).
     pub services: Arc<crate::service_allocation::ServiceAllocator>,
+    /// The key ServiceAccount tokens are signed with; `None` serves no TokenRequest.
+    pub service_account_keys: Option<Arc<crate::authn::service_account::Keys>>,
+    /// The audiences of a token requested without any (upstream's `--api-audiences`).
+    pub api_audiences: Vec<String>,
 }
 
 pub type Ctx = Arc<Inner>;

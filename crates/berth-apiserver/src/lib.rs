@@ -99,6 +99,32 @@ pub struct ApiServer {
     rbac_following: Arc<std::sync::atomic::AtomicBool>,
     /// `--token-auth-file`: token → user.
     tokens: Arc<std::collections::HashMap<String, user::UserInfo>>,
+    /// The ServiceAccount token signing key (`<data-dir>/sa.key`).
+    service_account_keys: Option<Arc<authn::service_account::Keys>>,
+}
+
+/// Signs legacy ServiceAccount tokens for the token controller (upstream gives
+/// kube-controller-manager the private key; berth's controllers get this handle instead).
+#[derive(Clone)]
+pub struct LegacyTokenSigner(Arc<authn::service_account::Keys>);
+
+impl LegacyTokenSigner {
+    /// A token for ServiceAccount `name` (uid `uid`) of `namespace`, kept in Secret `secret`.
+    pub fn sign(
+        &self,
+        namespace: &str,
+        name: &str,
+        uid: &str,
+        secret: &str,
+    ) -> Result<String, String> {
+        let sa = authn::service_account::Ref {
+            name: name.into(),
+            uid: uid.into(),
+        };
+        self.0.sign(&authn::service_account::Claims::legacy(
+            namespace, &sa, secret,
+        ))
+    }
 }
 
 /// What the handlers keep decoded or encoded between requests: one per server, shared by all
@@ -133,7 +159,32 @@ impl ApiServer {
             rbac,
             rbac_following: Default::default(),
             tokens: Default::default(),
+            service_account_keys: None,
         }
+    }
+
+    /// The same server issuing and accepting ServiceAccount tokens signed with the RSA key at
+    /// `path`, created (owner-only) at the first start and kept, so tokens outlive restarts.
+    pub fn with_service_account_key_file(
+        mut self,
+        path: &std::path::Path,
+    ) -> Result<ApiServer, authn::service_account::KeyError> {
+        self.service_account_keys = Some(Arc::new(authn::service_account::Keys::load_or_create(
+            path,
+        )?));
+        Ok(self)
+    }
+
+    /// The same server with an in-memory ServiceAccount signing key (tests).
+    pub fn with_service_account_keys(mut self, keys: authn::service_account::Keys) -> ApiServer {
+        self.service_account_keys = Some(Arc::new(keys));
+        self
+    }
+
+    /// Signs a legacy ServiceAccount token (what the token controller puts in a
+    /// `kubernetes.io/service-account-token` Secret), if the server has a signing key.
+    pub fn legacy_token_signer(&self) -> Option<LegacyTokenSigner> {
+        self.service_account_keys.clone().map(LegacyTokenSigner)
     }
 
     /// The same server also accepting the bearer tokens of an upstream static token file
@@ -195,6 +246,8 @@ impl ApiServer {
             admission: self.admission.clone(),
             caches: self.caches.clone(),
             services: self.services.clone(),
+            service_account_keys: self.service_account_keys.clone(),
+            api_audiences: vec![authn::service_account::ISSUER.to_string()],
         })
     }
 
@@ -217,6 +270,14 @@ impl ApiServer {
         server::router(self.ctx(Some(authn::Authenticator {
             admin_token: token,
             tokens: (*self.tokens).clone(),
+            service_accounts: self.service_account_keys.clone().map(|keys| {
+                Arc::new(authn::service_account::Verifier::new(
+                    keys,
+                    self.store.clone(),
+                    self.clock.clone(),
+                    vec![authn::service_account::ISSUER.to_string()],
+                ))
+            }),
         })))
     }
 

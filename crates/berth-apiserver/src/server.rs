@@ -280,6 +280,9 @@ async fn route(ctx: &Ctx, req: Request, user: Arc<UserInfo>) -> ApiResult<Respon
         ("pods", Some("eviction"), &Method::POST) => {
             return subresources::eviction::evict(ctx, &req).await
         }
+        ("serviceaccounts", Some("token"), &Method::POST) => {
+            return subresources::token::create(ctx, &req).await
+        }
         _ => {}
     }
     // Kinds with handlers of their own.

@@ -43,6 +43,7 @@ pub mod owned_pods;
 pub mod podgc;
 pub mod replicaset;
 pub mod serviceaccount;
+pub mod serviceaccount_token;
 pub mod statefulset;
 pub mod taint_manager;
 mod wait;

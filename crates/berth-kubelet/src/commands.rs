@@ -8,13 +8,18 @@
 //! `/bin/sh -c` (or `-ec`, `-xc`, …) script is split into words, so the seed's
 //! `/bin/sh -ec "/bin/descheduler --policy-config-file /policy-dir/policy.yaml"` is recognised.
 //! The program sees the files of the container's ConfigMap volumes at their mount paths.
-//! There is no per-pod identity yet (berth has no ServiceAccount tokens): programs use the
-//! kubelet's in-process client.
+//!
+//! With a [`Connect`] hook (what `berth serve` gives), a program acts as its pod's
+//! ServiceAccount: the kubelet asks for a token bound to the pod (TokenRequest, as a kubelet
+//! mounts one) and the hook turns it into a client of the API server's network listener, so
+//! the program has exactly the permissions RBAC grants that account, and its token dies with
+//! the pod. Without the hook, programs use the kubelet's own client.
 
 use berth_core::clock::Clock;
 use futures::future::BoxFuture;
-use k8s_openapi::api::core::v1::{ConfigMap, Container, Pod};
-use kube::api::{Api, Patch, PatchParams};
+use k8s_openapi::api::authentication::v1::{BoundObjectReference, TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::core::v1::{ConfigMap, Container, Pod, ServiceAccount};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::ResourceExt;
 use serde_json::json;
 use std::collections::{BTreeMap, HashSet};
@@ -30,18 +35,56 @@ pub struct Invocation {
     pub pod: Arc<Pod>,
     /// A client to the cluster.
     pub client: kube::Client,
+    /// Turns `true` when the pod is deleted: a long-running program stops then (it is dropped
+    /// [`STOP_GRACE`] later if it has not).
+    pub stopped: tokio::sync::watch::Receiver<bool>,
 }
+
+/// How long a program may take to stop once its pod is deleted.
+pub const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+/// How many times a token is asked for an account that does not exist (yet).
+const TOKEN_ATTEMPTS: usize = 10;
+/// How often a running program's pod is looked at to see whether it was deleted.
+const POD_CHECK: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// A program: `Ok(message)` exits 0, `Err(message)` exits 1; the message becomes the
 /// container's termination message.
 pub type Program =
     Arc<dyn Fn(Invocation) -> BoxFuture<'static, Result<String, String>> + Send + Sync>;
 
+/// Turns a bearer token into a client of the cluster (its URL and CA are the hook's).
+pub type Connect =
+    Arc<dyn Fn(String) -> BoxFuture<'static, Result<kube::Client, String>> + Send + Sync>;
+
+/// How long a program's token lasts. It is bound to the pod, so it stops working when the pod
+/// is deleted; the long life stands in for the kubelet's token refresh, which berth's
+/// programs (holding one client for their whole run) do not do.
+const PROGRAM_TOKEN_SECONDS: i64 = 1 << 32;
+
+/// What each pod's program printed when it ended (its result's message), by `namespace/name`.
+#[derive(Clone, Default)]
+pub struct ProgramOutput(Arc<Mutex<std::collections::HashMap<String, String>>>);
+
+impl ProgramOutput {
+    /// What the program of pod `key` (`namespace/name`) printed, once it ended.
+    pub fn get(&self, key: &str) -> Option<String> {
+        self.0.lock().ok()?.get(key).cloned()
+    }
+
+    fn record(&self, key: String, text: String) {
+        if let Ok(mut m) = self.0.lock() {
+            m.insert(key, text);
+        }
+    }
+}
+
 /// The programs berth runs in process, by the path a container names them with.
 #[derive(Clone, Default)]
 pub struct Commands {
     programs: Vec<(String, Program)>,
     started: Arc<Mutex<HashSet<String>>>,
+    connect: Option<Connect>,
+    output: ProgramOutput,
 }
 
 impl Commands {
@@ -52,10 +95,31 @@ impl Commands {
         self
     }
 
-    fn find(&self, argv0: &str) -> Option<Program> {
-        self.programs.iter().find_map(|(path, p)| {
+    /// Programs act as their pod's ServiceAccount, through clients `connect` makes from a
+    /// token bound to the pod.
+    pub fn connect_as_service_account(mut self, connect: Connect) -> Commands {
+        self.connect = Some(connect);
+        self
+    }
+
+    /// What the programs printed, for the node's `/containerLogs`.
+    pub fn output(&self) -> ProgramOutput {
+        self.output.clone()
+    }
+
+    /// The program `argv` runs: registered as its path (or file name), optionally followed by
+    /// the subcommand it must name (`berth scheduler`).
+    fn find(&self, argv: &[String]) -> Option<Program> {
+        self.programs.iter().find_map(|(registered, p)| {
+            let mut words = registered.split(' ');
+            let path = words.next()?;
             let base = path.rsplit('/').next().unwrap_or(path);
-            (argv0 == path || argv0 == base).then(|| p.clone())
+            let argv0 = argv.first()?;
+            let program = argv0 == path || argv0 == base || argv0.rsplit('/').next() == Some(base);
+            let subcommand = words
+                .enumerate()
+                .all(|(i, w)| argv.get(i + 1).map(String::as_str) == Some(w));
+            (program && subcommand).then(|| p.clone())
         })
     }
 
@@ -73,7 +137,7 @@ impl Commands {
         }
         let container = &spec.containers[0];
         let Some(argv) = argv(container) else { return };
-        let Some(program) = argv.first().and_then(|a| self.find(a)) else {
+        let Some(program) = self.find(&argv) else {
             return;
         };
         let uid = pod.uid().unwrap_or_default();
@@ -86,24 +150,138 @@ impl Commands {
         }
         let (client, pod, clock) = (client.clone(), pod.clone(), clock.clone());
         let container = container.clone();
+        let connect = self.connect.clone();
+        let output = self.output.clone();
         tokio::spawn(async move {
             let files = mounted_files(&client, &pod, &container).await;
             let started_at = clock.timestamp();
-            let result = program(Invocation {
-                argv,
-                files,
-                pod: pod.clone(),
-                client: client.clone(),
-            })
-            .await;
+            let program_client = match &connect {
+                None => Ok(client.clone()),
+                Some(connect) => match pod_token(&client, &pod).await {
+                    Ok(token) => connect(token).await,
+                    Err(e) => Err(e),
+                },
+            };
+            let (stop, stopped) = tokio::sync::watch::channel(false);
+            let watching = tokio::spawn(watch_deletion(client.clone(), pod.clone(), stop));
+            let run = async {
+                match program_client {
+                    Ok(program_client) => {
+                        program(Invocation {
+                            argv,
+                            files,
+                            pod: pod.clone(),
+                            client: program_client,
+                            stopped: stopped.clone(),
+                        })
+                        .await
+                    }
+                    Err(e) => Err(e),
+                }
+            };
+            let mut deleted = stopped.clone();
+            let result = tokio::select! {
+                r = run => r,
+                _ = async {
+                    let _ = deleted.wait_for(|gone| *gone).await;
+                    tokio::time::sleep(STOP_GRACE).await;
+                } => Ok(String::new()),
+            };
+            watching.abort();
+            if *stopped.borrow() {
+                return;
+            }
+            let printed = match &result {
+                Ok(m) => m.clone(),
+                Err(e) => format!("error: {e}"),
+            };
+            output.record(
+                format!("{}/{}", pod.namespace().unwrap_or_default(), pod.name_any()),
+                printed,
+            );
             terminate(&client, &pod, &container.name, result, &started_at, &clock).await;
         });
     }
 }
 
-/// The argv a container runs, with a `sh -c` script split into words.
+/// Sends `true` once the pod is deleted (gone, being deleted, or replaced by another of its name).
+async fn watch_deletion(
+    client: kube::Client,
+    pod: Arc<Pod>,
+    stop: tokio::sync::watch::Sender<bool>,
+) {
+    let ns = pod.namespace().unwrap_or_else(|| "default".into());
+    let api: Api<Pod> = Api::namespaced(client, &ns);
+    loop {
+        tokio::time::sleep(POD_CHECK).await;
+        let gone = match api.get_opt(&pod.name_any()).await {
+            Ok(None) => true,
+            Ok(Some(now)) => {
+                now.metadata.deletion_timestamp.is_some() || now.metadata.uid != pod.metadata.uid
+            }
+            Err(_) => false,
+        };
+        if gone {
+            let _ = stop.send(true);
+            return;
+        }
+    }
+}
+
+/// A token for the pod's ServiceAccount, bound to the pod (what the kubelet mounts).
+async fn pod_token(client: &kube::Client, pod: &Pod) -> Result<String, String> {
+    let ns = pod.namespace().unwrap_or_else(|| "default".into());
+    let account = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.service_account_name.clone())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "default".into());
+    let request = TokenRequest {
+        spec: TokenRequestSpec {
+            audiences: Vec::new(),
+            expiration_seconds: Some(PROGRAM_TOKEN_SECONDS),
+            bound_object_ref: Some(BoundObjectReference {
+                api_version: Some("v1".into()),
+                kind: Some("Pod".into()),
+                name: pod.metadata.name.clone(),
+                uid: pod.metadata.uid.clone(),
+            }),
+        },
+        ..TokenRequest::default()
+    };
+    let api = Api::<ServiceAccount>::namespaced(client.clone(), &ns);
+    let mut attempts = 0;
+    let answer = loop {
+        match api
+            .create_token_request(&account, &PostParams::default(), &request)
+            .await
+        {
+            // A namespace's `default` account may not be made yet: its controller is on it.
+            Err(kube::Error::Api(e)) if e.code == 404 && attempts < TOKEN_ATTEMPTS => {
+                attempts += 1;
+                tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+            }
+            other => break other,
+        }
+    };
+    answer
+        .map_err(|e| format!("requesting a token for service account {ns}/{account}: {e}"))?
+        .status
+        .map(|s| s.token)
+        .ok_or_else(|| {
+            format!("the token request for service account {ns}/{account} returned no token")
+        })
+}
+
+/// The argv a container runs, with a `sh -c` script split into words. A container that gives
+/// only `args` runs its image's entrypoint: for berth's own image (deploy/Containerfile) that
+/// is `/usr/local/bin/berth`; other images' entrypoints are unknown.
 pub fn argv(c: &Container) -> Option<Vec<String>> {
     let mut words: Vec<String> = c.command.clone().unwrap_or_default();
+    if words.is_empty() && is_berth_image(c.image.as_deref().unwrap_or("")) {
+        words.push(BERTH_ENTRYPOINT.into());
+    }
     words.extend(c.args.clone().unwrap_or_default());
     let is_shell = words
         .first()
@@ -116,6 +294,15 @@ pub fn argv(c: &Container) -> Option<Vec<String>> {
         return split_words(words.get(2)?);
     }
     (!words.is_empty()).then_some(words)
+}
+
+const BERTH_ENTRYPOINT: &str = "/usr/local/bin/berth";
+
+/// Whether `image` is berth's (`.../berth:tag`, `berth@sha256:...`).
+fn is_berth_image(image: &str) -> bool {
+    let name = image.rsplit('/').next().unwrap_or(image);
+    let name = name.split(['@', ':']).next().unwrap_or(name);
+    name == "berth"
 }
 
 /// Splits a one-command shell script into words (quotes respected); `None` for anything more
@@ -339,9 +526,35 @@ mod tests {
     #[test]
     fn a_program_is_found_by_its_path_or_file_name() {
         let p: Program = Arc::new(|_| Box::pin(async { Ok(String::new()) }));
-        let c = Commands::default().register("/bin/descheduler", p);
-        assert!(c.find("/bin/descheduler").is_some());
-        assert!(c.find("descheduler").is_some());
-        assert!(c.find("/bin/sleep").is_none());
+        let c = Commands::default()
+            .register("/bin/descheduler", p.clone())
+            .register("/usr/local/bin/berth scheduler", p);
+        let words = |w: &[&str]| w.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(c.find(&words(&["/bin/descheduler"])).is_some());
+        assert!(c.find(&words(&["descheduler", "-v"])).is_some());
+        assert!(c.find(&words(&["/bin/sleep"])).is_none());
+        assert!(c
+            .find(&words(&["berth", "scheduler", "--leader-elect"]))
+            .is_some());
+        assert!(c.find(&words(&["/opt/berth", "scheduler"])).is_some());
+        assert!(c.find(&words(&["berth", "serve"])).is_none());
+        assert!(c.find(&words(&["berth"])).is_none());
+    }
+
+    #[test]
+    fn berths_image_runs_its_entrypoint_with_the_args() {
+        let mut c = container(&[], &["scheduler", "--scheduler-name=custom-scheduler"]);
+        c.command = None;
+        c.image = Some("<registry>/<namespace>/berth:<tag>".into());
+        assert_eq!(
+            argv(&c).unwrap(),
+            [
+                BERTH_ENTRYPOINT,
+                "scheduler",
+                "--scheduler-name=custom-scheduler"
+            ]
+        );
+        c.image = Some("nginx:1.27".into());
+        assert_eq!(argv(&c).unwrap()[0], "scheduler");
     }
 }

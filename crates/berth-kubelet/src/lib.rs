@@ -169,6 +169,7 @@ impl Kubelet {
             sim.clone(),
             self.lease_renew_interval,
         ));
+        sim.show_program_output(self.commands.output());
         sim.spawn();
         tokio::spawn(endpoints::serve(listener, sim.clone()));
         let pods = PodRunner {

@@ -28,6 +28,8 @@ pub struct Sim {
     shown: Mutex<HashMap<String, Shown>>,
     /// How each node behaves (`berth.io/simulate`); absent means running.
     modes: Mutex<HashMap<String, Simulate>>,
+    /// What the programs of recognised containers printed, by pod (`kubectl logs` shows it).
+    program_output: std::sync::OnceLock<crate::commands::ProgramOutput>,
 }
 
 /// One node's housekeeping memory between passes.
@@ -54,6 +56,7 @@ impl Sim {
                 .collect(),
             shown: Mutex::new(HashMap::new()),
             modes: Mutex::new(HashMap::new()),
+            program_output: std::sync::OnceLock::new(),
         }
     }
 
@@ -161,7 +164,21 @@ impl Sim {
             .lock()
             .expect("node model");
         let p = m.pods.get(pod).ok_or_else(no_pod)?;
-        crate::logs::log(p, node, container, now, self.clock.now(), options)
+        let mut log = crate::logs::log(p, node, container, now, self.clock.now(), options)?;
+        if !options.previous {
+            if let Some(printed) = self.program_output.get().and_then(|o| o.get(pod)) {
+                for line in printed.lines() {
+                    log.push_str(line);
+                    log.push('\n');
+                }
+            }
+        }
+        Ok(log)
+    }
+
+    /// Where the programs of recognised containers leave what they printed.
+    pub fn show_program_output(&self, output: crate::commands::ProgramOutput) {
+        let _ = self.program_output.set(output);
     }
 
     /// Whether the pod (`namespace/name`) is gone from the node or has ended there.

@@ -175,7 +175,8 @@ pub fn spawn_in_process(client: kube::Client, policy: Policy, interval: Duration
 }
 
 /// The `/bin/descheduler` of simulated containers: the pod's arguments, its ConfigMap-mounted
-/// policy file, the kubelet's in-process client (berth has no ServiceAccount tokens yet).
+/// policy file, and a client acting as the pod's ServiceAccount (in `berth serve`; see
+/// `berth_kubelet::commands`), so it has exactly the rights RBAC grants that account.
 /// `--kubeconfig` is ignored in a pod, as in-cluster config would be used upstream.
 pub fn program(clock: Clock) -> berth_kubelet::commands::Program {
     std::sync::Arc::new(move |inv: berth_kubelet::commands::Invocation| {

@@ -9,6 +9,7 @@ mod kubeconfig;
 mod master_config;
 mod node;
 mod scheduler;
+mod scheduler_pod;
 mod serve;
 
 use clap::{Parser, Subcommand};

@@ -98,8 +98,10 @@ pub async fn serve_metrics(address: &str, ops: Ops) -> anyhow::Result<std::net::
     Ok(local)
 }
 
-pub async fn run(args: SchedulerArgs) -> anyhow::Result<()> {
-    let policy = load_policy(args.policy_config_file.as_deref())?;
+/// The Lease configuration the flags ask for (none with `--leader-elect=false`).
+pub(crate) fn election_config(
+    args: &SchedulerArgs,
+) -> anyhow::Result<Option<LeaderElectionConfig>> {
     let election = args.leader_elect.then(|| LeaderElectionConfig {
         namespace: args.leader_elect_resource_namespace.clone(),
         name: args
@@ -114,13 +116,24 @@ pub async fn run(args: SchedulerArgs) -> anyhow::Result<()> {
     if let Some(e) = &election {
         e.validate().map_err(|m| anyhow::anyhow!(m))?;
     }
-    let client = client(args.kubeconfig.as_deref()).await?;
-    let cfg = DriverConfig {
+    Ok(election)
+}
+
+/// The driver configuration the flags ask for.
+pub(crate) fn driver_config(args: &SchedulerArgs, policy: Policy) -> DriverConfig {
+    DriverConfig {
         policy,
         percentage_of_nodes_to_score: args.percentage_of_nodes_to_score,
         disable_preemption: args.disable_preemption,
         ..DriverConfig::named(&args.scheduler_name)
-    };
+    }
+}
+
+pub async fn run(args: SchedulerArgs) -> anyhow::Result<()> {
+    let policy = load_policy(args.policy_config_file.as_deref())?;
+    let election = election_config(&args)?;
+    let client = client(args.kubeconfig.as_deref()).await?;
+    let cfg = driver_config(&args, policy);
     let ops = Ops::new();
     if !args.metrics_bind_address.is_empty() {
         let at = serve_metrics(&args.metrics_bind_address, ops.clone()).await?;

@@ -200,6 +200,10 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
             .map_err(|e| anyhow::anyhow!("--token-auth-file: {e}"))?,
         None => server,
     };
+    // ServiceAccount tokens: signed with <data-dir>/sa.key, made at the first start and kept.
+    let server = server
+        .with_service_account_key_file(&args.data_dir.join("sa.key"))
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     tracing::info!(plugins = ?server.admission_plugins(), "admission chain");
     server.bootstrap().await.map_err(|e| {
         anyhow::anyhow!(
@@ -222,6 +226,15 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
     ));
 
     let client = kube::Client::new(server.in_process_router(), "default");
+    let connect = service_account_clients(url.clone(), creds.ca_pem.clone());
+    let tokens = server.legacy_token_signer().map(|signer| {
+        let sign: berth_controllers::serviceaccount_token::Signer =
+            std::sync::Arc::new(move |ns: &str, sa: &str, uid: &str, secret: &str| {
+                signer.sign(ns, sa, uid, secret)
+            });
+        (sign, creds.ca_pem.clone())
+    });
+    let accounts = ServiceAccounts { tokens, connect };
     // With etcd, several replicas serve one cluster: only the Lease holder runs the loops.
     if args.etcd.enabled() {
         let (args, elector_client, elector_clock) = (args.clone(), client.clone(), clock.clone());
@@ -236,6 +249,7 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
                     policy,
                     master_disable,
                     descheduler_policy,
+                    accounts.clone(),
                 )
             })?;
         return Ok(Running { kubeconfig, url });
@@ -248,12 +262,23 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
         policy,
         master_disable,
         descheduler_policy,
+        accounts,
     )
     .await?;
     Ok(Running { kubeconfig, url })
 }
 
+/// What acts on behalf of ServiceAccounts: the tokens controller's signer and the cluster CA,
+/// and how in-pod programs get a client as their pod's account.
+#[derive(Clone)]
+struct ServiceAccounts {
+    tokens: Option<(berth_controllers::serviceaccount_token::Signer, String)>,
+    connect: berth_kubelet::commands::Connect,
+}
+
 /// The simulated nodes, the controllers and the scheduler.
+// Each argument is one start-time input of a different loop; grouping them would only rename.
+#[allow(clippy::too_many_arguments)]
 async fn start_loops(
     args: ServeArgs,
     client: kube::Client,
@@ -262,26 +287,28 @@ async fn start_loops(
     policy: berth_scheduler::policy::Policy,
     master_disable: bool,
     descheduler_policy: Option<berth_descheduler::Policy>,
+    accounts: ServiceAccounts,
 ) -> anyhow::Result<()> {
+    let ServiceAccounts { tokens, connect } = accounts;
     if !nodes.is_empty() {
         berth_kubelet::Kubelet::new(client.clone(), nodes)
             .housekeeping_interval(args.housekeeping_interval)
             .lease_renew_interval(args.node_status_update_frequency)
             .clock(clock.clone())
-            .commands(berth_kubelet::commands::Commands::default().register(
-                "/bin/descheduler",
-                crate::descheduler::program(clock.clone()),
-            ))
+            .commands(programs(&clock, connect))
             .start()
             .await?;
     }
     // Node lifecycle, condition taints, the NoExecute taint manager and disruption budgets.
-    berth_controllers::Controllers::new(client.clone(), clock.clone())
+    let mut controllers = berth_controllers::Controllers::new(client.clone(), clock.clone())
         .node_monitor_grace_period(args.node_monitor_grace_period)
         .terminated_pod_gc_threshold(args.terminated_pod_gc_threshold)
         .node_monitor_period(args.zones.node_monitor_period)
-        .zones(args.zones.zones()?)
-        .spawn();
+        .zones(args.zones.zones()?);
+    if let Some((signer, ca)) = tokens {
+        controllers = controllers.service_account_tokens(signer, ca);
+    }
+    controllers.spawn();
     if let Some(policy) = descheduler_policy {
         crate::descheduler::spawn_in_process(
             client.clone(),
@@ -310,6 +337,45 @@ async fn start_loops(
         });
     }
     Ok(())
+}
+
+/// The programs simulated containers run in process (see `berth_kubelet::commands`), each as
+/// its pod's ServiceAccount.
+fn programs(
+    clock: &Clock,
+    connect: berth_kubelet::commands::Connect,
+) -> berth_kubelet::commands::Commands {
+    let mut commands = berth_kubelet::commands::Commands::default().register(
+        "/bin/descheduler",
+        crate::descheduler::program(clock.clone()),
+    );
+    for command in crate::scheduler_pod::COMMANDS {
+        commands = commands.register(command, crate::scheduler_pod::program(clock.clone()));
+    }
+    commands.connect_as_service_account(connect)
+}
+
+/// Clients of this server's network listener holding a ServiceAccount token: what programs
+/// in simulated pods act through, so RBAC sees them as their pod's ServiceAccount.
+fn service_account_clients(url: String, ca_pem: String) -> berth_kubelet::commands::Connect {
+    use base64::Engine;
+    let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem);
+    std::sync::Arc::new(move |token: String| {
+        let kubeconfig = serde_json::json!({
+            "apiVersion": "v1", "kind": "Config", "current-context": "pod",
+            "clusters": [{"name": "berth", "cluster": {"server": url, "certificate-authority-data": ca}}],
+            "users": [{"name": "pod", "user": {"token": token}}],
+            "contexts": [{"name": "pod", "context": {"cluster": "berth", "user": "pod"}}],
+        });
+        Box::pin(async move {
+            let kc = kube::config::Kubeconfig::from_yaml(&kubeconfig.to_string())
+                .map_err(|e| e.to_string())?;
+            let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+                .await
+                .map_err(|e| e.to_string())?;
+            kube::Client::try_from(config).map_err(|e| e.to_string())
+        })
+    })
 }
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {

@@ -1,11 +1,13 @@
 //! Who is asking: upstream's union of authenticators, each in its own module. A client
 //! certificate signed by berth's CA ([`x509`]) comes first, then the bearer token (the admin
-//! token, then `--token-auth-file` [`token_file`]); a request without credentials is
+//! token, then `--token-auth-file` [`token_file`], then ServiceAccount tokens
+//! [`service_account`]); a request without credentials is
 //! `system:anonymous` on the health and version paths and refused (401) elsewhere (upstream's
 //! anonymous authenticator limited to those endpoints, as its `anonymous.conditions` do), and
 //! one with a token nobody knows is refused (401).
 
 pub mod impersonation;
+pub mod service_account;
 pub mod token_file;
 pub mod x509;
 
@@ -33,6 +35,8 @@ pub struct Authenticator {
     pub admin_token: String,
     /// `--token-auth-file`: token → user.
     pub tokens: HashMap<String, UserInfo>,
+    /// ServiceAccount tokens (bound and legacy), when the server has a signing key.
+    pub service_accounts: Option<std::sync::Arc<service_account::Verifier>>,
 }
 
 /// The anonymous identity upstream gives a request without credentials.
@@ -83,10 +87,13 @@ impl Authenticator {
         if self.is_admin_token(token) {
             return Ok(UserInfo::admin());
         }
-        match self.tokens.get(token) {
-            Some(user) => Ok(authenticated(user.clone())),
-            None => Err(ApiError::Unauthorized),
+        if let Some(user) = self.tokens.get(token) {
+            return Ok(authenticated(user.clone()));
         }
+        self.service_accounts
+            .as_ref()
+            .and_then(|v| v.authenticate(token))
+            .ok_or(ApiError::Unauthorized)
     }
 
     fn is_admin_token(&self, token: &str) -> bool {
@@ -115,6 +122,7 @@ mod tests {
         Authenticator {
             admin_token: "admintoken".into(),
             tokens,
+            service_accounts: None,
         }
     }
 

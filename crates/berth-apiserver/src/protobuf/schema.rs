@@ -3978,6 +3978,47 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[F(1, "metadata", One(Msg(1)), 0)],
     ),
+    // api.authentication.v1.TokenRequest (what `kubectl create token` sends). Added by hand,
+    // as the generator's output for k8s-pb 0.9.0, until its next run.
+    M(
+        "TokenRequest",
+        Special::None,
+        &[
+            F(1, "metadata", One(Msg(1)), 0),
+            F(2, "spec", One(Msg(373)), 0),
+            F(3, "status", One(Msg(375)), 0),
+        ],
+    ),
+    // api.authentication.v1.TokenRequestSpec
+    M(
+        "TokenRequestSpec",
+        Special::None,
+        &[
+            F(1, "audiences", Many(Str), 0),
+            F(4, "expirationSeconds", One(I64), 0),
+            F(3, "boundObjectRef", One(Msg(374)), 0),
+        ],
+    ),
+    // api.authentication.v1.BoundObjectReference
+    M(
+        "BoundObjectReference",
+        Special::None,
+        &[
+            F(1, "kind", One(Str), OMIT),
+            F(2, "apiVersion", One(Str), OMIT),
+            F(3, "name", One(Str), OMIT),
+            F(4, "uid", One(Str), OMIT),
+        ],
+    ),
+    // api.authentication.v1.TokenRequestStatus
+    M(
+        "TokenRequestStatus",
+        Special::None,
+        &[
+            F(1, "token", One(Str), 0),
+            F(2, "expirationTimestamp", One(Msg(2)), 0),
+        ],
+    ),
 ];
 
 /// `(apiVersion, kind, index in MESSAGES)` of every top-level kind.
@@ -3987,6 +4028,7 @@ pub static ROOTS: &[(&str, &str, usize)] = &[
     ("apps/v1", "ReplicaSet", 129),
     ("apps/v1", "StatefulSet", 133),
     ("authentication.k8s.io/v1", "SelfSubjectReview", 371),
+    ("authentication.k8s.io/v1", "TokenRequest", 372),
     ("authorization.k8s.io/v1", "SelfSubjectAccessReview", 145),
     ("authorization.k8s.io/v1", "SelfSubjectRulesReview", 153),
     ("autoscaling/v1", "Scale", 158),

@@ -1,5 +1,5 @@
 //! Subresources with handlers of their own: `pods/binding` (and the older `bindings`),
-//! `pods/eviction`, and `<parent>/scale`. The router sends them here; `status` is the generic
+//! `pods/eviction`, `<parent>/scale` and `serviceaccounts/token`. The router sends them here; `status` is the generic
 //! update's (`crate::objects`).
 
 use crate::codec;
@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 pub mod binding;
 pub mod eviction;
 pub mod scale;
+pub mod token;
 
 pub(crate) fn success(code: u16) -> Value {
     json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": code})

@@ -23,6 +23,8 @@ pub struct Controllers {
     lifecycle: LifecycleConfig,
     monitor_period: Duration,
     terminated_pod_gc_threshold: usize,
+    /// The tokens controller's signer and CA, when legacy token Secrets are served.
+    service_account_tokens: Option<(crate::serviceaccount_token::Signer, String)>,
 }
 
 impl Controllers {
@@ -34,6 +36,7 @@ impl Controllers {
             lifecycle: LifecycleConfig::default(),
             monitor_period: Duration::from_secs(5),
             terminated_pod_gc_threshold: crate::podgc::DEFAULT_TERMINATED_THRESHOLD,
+            service_account_tokens: None,
         }
     }
 
@@ -63,6 +66,17 @@ impl Controllers {
     /// (12500; 0 keeps them all).
     pub fn terminated_pod_gc_threshold(mut self, threshold: usize) -> Controllers {
         self.terminated_pod_gc_threshold = threshold;
+        self
+    }
+
+    /// Runs the tokens controller: legacy token Secrets get tokens from `signer` and `ca`
+    /// (the cluster CA, PEM) as their `ca.crt`.
+    pub fn service_account_tokens(
+        mut self,
+        signer: crate::serviceaccount_token::Signer,
+        ca: String,
+    ) -> Controllers {
+        self.service_account_tokens = Some((signer, ca));
         self
     }
 
@@ -98,6 +112,13 @@ impl Controllers {
         // Endpoints and EndpointSlices of Services; a default ServiceAccount per namespace.
         tokio::spawn(crate::endpoints::run(self.client.clone()));
         tokio::spawn(crate::serviceaccount::run(self.client.clone()));
+        if let Some((signer, ca)) = self.service_account_tokens.clone() {
+            tokio::spawn(crate::serviceaccount_token::run(
+                self.client.clone(),
+                signer,
+                ca,
+            ));
+        }
         // Workloads: ReplicaSets and ReplicationControllers, Deployments, garbage collection.
         spawn_workloads(
             &self.client,
