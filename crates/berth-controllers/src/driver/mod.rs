@@ -98,6 +98,7 @@ impl Controllers {
         // Endpoints and EndpointSlices of Services; a default ServiceAccount per namespace.
         tokio::spawn(crate::endpoints::run(self.client.clone()));
         tokio::spawn(crate::serviceaccount::run(self.client.clone()));
+        tokio::spawn(crate::aggregation::run(self.client.clone()));
         // Workloads: ReplicaSets and ReplicationControllers, Deployments, garbage collection.
         spawn_workloads(
             &self.client,
