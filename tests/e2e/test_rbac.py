@@ -7,6 +7,7 @@ import json
 import ssl
 import stat
 import subprocess
+import time
 import urllib.error
 import urllib.request
 
@@ -329,3 +330,39 @@ def test_escalation_is_refused_unless_held_or_allowed_by_escalate_and_bind(clust
     b.kubectl("apply", "-f", "-", stdin=role_json("anything", [
         {"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]))
 
+
+def test_the_scheduler_acts_as_system_kube_scheduler(cluster):
+    b, _ = cluster
+
+    def can(*args):
+        return b.kubectl("auth", "can-i", "--as", "system:kube-scheduler", *args,
+                         check=False).stdout.strip()
+
+    assert can("create", "pods", "--subresource=binding", "-n", "default") == "yes"
+    assert can("list", "nodes") == "yes"
+    assert can("delete", "nodes") == "no"
+    assert can("create", "secrets", "-n", "default") == "no"
+
+    def node_of(name):
+        return b.kubectl_json("get", "pod", name, "-n", "default")["spec"].get("nodeName")
+
+    # The built-in scheduler binds pods through its role: without the binding, it cannot.
+    b.kubectl("create", "-f", "-", stdin=json.dumps(pod("sched-before", scheduler=None)))
+    eventually(lambda: node_of("sched-before"), what="scheduled under its role")
+    saved = b.kubectl_json("get", "clusterrolebinding", "system:kube-scheduler")
+    b.kubectl("delete", "clusterrolebinding", "system:kube-scheduler")
+    try:
+        eventually(lambda: can("create", "pods", "--subresource=binding", "-n",
+                               "default") == "no", what="binding removed")
+        b.kubectl("create", "-f", "-", stdin=json.dumps(pod("sched-denied", scheduler=None)))
+        # Its binding is refused (403), so the pod waits (the scheduler binds an unconstrained
+        # pod on an idle node at once when it may).
+        for _ in range(15):
+            assert node_of("sched-denied") is None
+            time.sleep(0.2)
+    finally:
+        for k in ("uid", "resourceVersion", "creationTimestamp", "managedFields"):
+            saved["metadata"].pop(k, None)
+        b.kubectl("create", "-f", "-", stdin=json.dumps(saved))
+    eventually(lambda: node_of("sched-denied"), timeout=120, what="scheduled again")
+    b.kubectl("delete", "pod", "sched-before", "sched-denied", "-n", "default", "--wait=false")

@@ -219,6 +219,7 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
     ));
 
     let client = kube::Client::new(server.in_process_router(), "default");
+    let identities = crate::identities::Identities::new(server.clone());
     // With etcd, several replicas serve one cluster: only the Lease holder runs the loops.
     if args.etcd.enabled() {
         let (args, elector_client, elector_clock) = (args.clone(), client.clone(), clock.clone());
@@ -228,6 +229,7 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
                 start_loops(
                     args,
                     client,
+                    identities,
                     clock,
                     nodes,
                     policy,
@@ -240,6 +242,7 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
     start_loops(
         args.clone(),
         client,
+        identities,
         clock,
         nodes,
         policy,
@@ -254,6 +257,7 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
 async fn start_loops(
     args: ServeArgs,
     client: kube::Client,
+    identities: crate::identities::Identities,
     clock: Clock,
     nodes: Vec<berth_kubelet::NodeConfig>,
     policy: berth_scheduler::policy::Policy,
@@ -299,6 +303,8 @@ async fn start_loops(
             println!("scheduler metrics at http://{at}/metrics (plain HTTP)");
         }
         ops.set_leading(true);
+        // As upstream's kube-scheduler: RBAC authorizes it by its bootstrap role.
+        let client = identities.scheduler();
         tokio::spawn(async move {
             if let Err(e) = berth_scheduler::driver::run_with(client, cfg, ops, None).await {
                 tracing::error!(error = %e, "default-scheduler stopped");

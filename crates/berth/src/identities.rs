@@ -1,0 +1,36 @@
+//! The identities berth's in-process components act under, as upstream runs them: the
+//! scheduler as `system:kube-scheduler`, so RBAC authorizes its requests by the bootstrap
+//! role `system:kube-scheduler` and a rule missing from it shows as a 403.
+
+use berth_apiserver::user::UserInfo;
+use berth_apiserver::ApiServer;
+
+/// The user the scheduler authenticates as (upstream's client certificate CN).
+pub const KUBE_SCHEDULER: &str = "system:kube-scheduler";
+
+/// Makes in-process clients that carry a component's identity.
+#[derive(Clone)]
+pub struct Identities {
+    server: ApiServer,
+}
+
+impl Identities {
+    pub fn new(server: ApiServer) -> Identities {
+        Identities { server }
+    }
+
+    /// A client acting as `name` in `groups`.
+    pub fn client(&self, name: &str, groups: &[&str]) -> kube::Client {
+        let user = UserInfo {
+            name: name.into(),
+            groups: groups.iter().map(|g| g.to_string()).collect(),
+            ..UserInfo::default()
+        };
+        kube::Client::new(self.server.in_process_router_as(user), "default")
+    }
+
+    /// The scheduler's client.
+    pub fn scheduler(&self) -> kube::Client {
+        self.client(KUBE_SCHEDULER, &[])
+    }
+}
