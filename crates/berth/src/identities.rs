@@ -12,11 +12,19 @@ pub const KUBE_SCHEDULER: &str = "system:kube-scheduler";
 #[derive(Clone)]
 pub struct Identities {
     server: ApiServer,
+    admin: kube::Client,
 }
 
 impl Identities {
-    pub fn new(server: ApiServer) -> Identities {
-        Identities { server }
+    /// Identities served by `server`; `admin` is the client of the components that still act
+    /// as the administrator (`system:masters`).
+    pub fn new(server: ApiServer, admin: kube::Client) -> Identities {
+        Identities { server, admin }
+    }
+
+    /// The administrator's client.
+    pub fn admin(&self) -> kube::Client {
+        self.admin.clone()
     }
 
     /// A client acting as `name` in `groups`.

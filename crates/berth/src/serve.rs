@@ -219,7 +219,7 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
     ));
 
     let client = kube::Client::new(server.in_process_router(), "default");
-    let identities = crate::identities::Identities::new(server.clone());
+    let identities = crate::identities::Identities::new(server.clone(), client.clone());
     // With etcd, several replicas serve one cluster: only the Lease holder runs the loops.
     if args.etcd.enabled() {
         let (args, elector_client, elector_clock) = (args.clone(), client.clone(), clock.clone());
@@ -228,7 +228,6 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
             .run_when_leading(elector_client, elector_clock, move || {
                 start_loops(
                     args,
-                    client,
                     identities,
                     clock,
                     nodes,
@@ -241,7 +240,6 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
     }
     start_loops(
         args.clone(),
-        client,
         identities,
         clock,
         nodes,
@@ -256,7 +254,6 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
 /// The simulated nodes, the controllers and the scheduler.
 async fn start_loops(
     args: ServeArgs,
-    client: kube::Client,
     identities: crate::identities::Identities,
     clock: Clock,
     nodes: Vec<berth_kubelet::NodeConfig>,
@@ -264,6 +261,7 @@ async fn start_loops(
     master_disable: bool,
     descheduler_policy: Option<berth_descheduler::Policy>,
 ) -> anyhow::Result<()> {
+    let client = identities.admin();
     if !nodes.is_empty() {
         berth_kubelet::Kubelet::new(client.clone(), nodes)
             .housekeeping_interval(args.housekeeping_interval)
