@@ -276,6 +276,7 @@ async fn start_loops(
     }
     // Node lifecycle, condition taints, the NoExecute taint manager and disruption budgets.
     berth_controllers::Controllers::new(client.clone(), clock.clone())
+        .informer_client(identities.controller_manager())
         .node_monitor_grace_period(args.node_monitor_grace_period)
         .node_monitor_period(args.zones.node_monitor_period)
         .zones(args.zones.zones()?)
