@@ -7,12 +7,13 @@ import json
 import ssl
 import stat
 import subprocess
+import time
 import urllib.error
 import urllib.request
 
 import pytest
 
-from conftest import BERTH_BIN, KUBECTL_TIMEOUT, pod
+from conftest import BERTH_BIN, KUBECTL_TIMEOUT, eventually, pod
 
 DEV_NS = "team-a"
 
@@ -229,3 +230,139 @@ def test_impersonation_is_denied_without_the_verb_and_honoured_with_it(cluster):
     # Only carol: another name is still refused.
     r = user_kubectl(b, alice, "--as", "dave", "get", "pods", "-n", DEV_NS, check=False)
     assert 'users "dave" is forbidden' in r.stderr
+
+
+def test_view_is_extended_by_a_cluster_role_labelled_to_aggregate_into_it(cluster):
+    b, alice = cluster
+    # The aggregation controller fills view from system:aggregate-to-view.
+    def view_rules():
+        return b.kubectl_json("get", "clusterrole", "view").get("rules") or []
+    eventually(lambda: any("configmaps" in r.get("resources", []) for r in view_rules()),
+               what="view aggregated")
+    b.kubectl("create", "rolebinding", "alice-views", "-n", DEV_NS, "--clusterrole=view",
+              "--user=alice")
+
+    def can(*args):
+        return user_kubectl(b, alice, "auth", "can-i", *args, check=False).stdout.strip()
+
+    eventually(lambda: can("list", "configmaps", "-n", DEV_NS) == "yes", what="view bound")
+    assert can("get", "secrets", "-n", DEV_NS) == "no"
+    b.kubectl("apply", "-f", "-", stdin=json.dumps({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": "secret-viewer",
+                     "labels": {"rbac.authorization.k8s.io/aggregate-to-view": "true"}},
+        "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}]}))
+    eventually(lambda: can("get", "secrets", "-n", DEV_NS) == "yes", what="view extended")
+    # edit and admin take view's rules too.
+    eventually(lambda: {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}
+               in (b.kubectl_json("get", "clusterrole", "admin").get("rules") or []),
+               what="admin extended")
+    b.kubectl("delete", "clusterrole", "secret-viewer")
+    eventually(lambda: can("get", "secrets", "-n", DEV_NS) == "no", what="view shrunk")
+    b.kubectl("delete", "rolebinding", "alice-views", "-n", DEV_NS)
+
+
+def role_json(name, rules, namespace=DEV_NS):
+    return json.dumps({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                       "metadata": {"name": name, "namespace": namespace}, "rules": rules})
+
+
+def binding_json(name, role, user, namespace=DEV_NS):
+    return json.dumps({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                       "metadata": {"name": name, "namespace": namespace},
+                       "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                                   "name": role},
+                       "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
+                                     "name": user}]})
+
+
+def test_escalation_is_refused_unless_held_or_allowed_by_escalate_and_bind(cluster):
+    b, alice = cluster
+    rbac = "rbac.authorization.k8s.io"
+    b.kubectl("apply", "-f", "-", stdin=role_json("rbac-writer", [
+        {"apiGroups": [rbac], "resources": ["roles", "rolebindings"],
+         "verbs": ["create", "get", "update"]}]))
+    b.kubectl("create", "rolebinding", "alice-rbac", "-n", DEV_NS, "--role=rbac-writer",
+              "--user=alice")
+    pods = [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}]
+    secrets = [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list"]}]
+
+    # A role whose rules alice holds: allowed.
+    eventually(lambda: user_kubectl(b, alice, "create", "-f", "-", stdin=role_json(
+        "pod-reader", pods), check=False).returncode == 0, what="rbac-writer bound")
+    # One she does not hold: refused in upstream's words, nothing written.
+    r = user_kubectl(b, alice, "create", "-f", "-", stdin=role_json("secret-reader", secrets),
+                     check=False)
+    assert r.returncode != 0
+    assert ('roles.rbac.authorization.k8s.io "secret-reader" is forbidden: user "alice" '
+            '(groups=["dev" "system:authenticated"]) is attempting to grant RBAC permissions '
+            'not currently held:\n{APIGroups:[""], Resources:["secrets"], '
+            'Verbs:["get" "list"]}') in r.stderr, r.stderr
+    assert b.kubectl("get", "role", "secret-reader", "-n", DEV_NS,
+                     check=False).returncode != 0
+
+    # Binding a role she holds is allowed; binding one she does not is refused.
+    b.kubectl("apply", "-f", "-", stdin=role_json("secret-reader", secrets))
+    user_kubectl(b, alice, "create", "-f", "-",
+                 stdin=binding_json("bob-pods", "pod-reader", "bob"))
+    r = user_kubectl(b, alice, "create", "-f", "-",
+                     stdin=binding_json("bob-secrets", "secret-reader", "bob"), check=False)
+    assert r.returncode != 0
+    assert ('rolebindings.rbac.authorization.k8s.io "bob-secrets" is forbidden: user "alice" '
+            '(groups=["dev" "system:authenticated"]) is attempting to grant RBAC permissions '
+            'not currently held') in r.stderr, r.stderr
+
+    # With `bind` on that role, she may bind it; with `escalate`, write any role.
+    b.kubectl("apply", "-f", "-", stdin=role_json("binder", [
+        {"apiGroups": [rbac], "resources": ["roles"], "resourceNames": ["secret-reader"],
+         "verbs": ["bind"]},
+        {"apiGroups": [rbac], "resources": ["roles"], "verbs": ["escalate"]}]))
+    b.kubectl("create", "rolebinding", "alice-binds", "-n", DEV_NS, "--role=binder",
+              "--user=alice")
+    eventually(lambda: user_kubectl(b, alice, "create", "-f", "-", stdin=binding_json(
+        "bob-secrets", "secret-reader", "bob"), check=False).returncode == 0,
+        what="bind allowed")
+    user_kubectl(b, alice, "create", "-f", "-",
+                 stdin=role_json("config-reader", [{"apiGroups": [""],
+                                                    "resources": ["configmaps"],
+                                                    "verbs": ["get"]}]))
+    # The admin (system:masters) may always.
+    b.kubectl("apply", "-f", "-", stdin=role_json("anything", [
+        {"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]))
+
+
+def test_the_scheduler_acts_as_system_kube_scheduler(cluster):
+    b, _ = cluster
+
+    def can(*args):
+        return b.kubectl("auth", "can-i", "--as", "system:kube-scheduler", *args,
+                         check=False).stdout.strip()
+
+    assert can("create", "pods", "--subresource=binding", "-n", "default") == "yes"
+    assert can("list", "nodes") == "yes"
+    assert can("delete", "nodes") == "no"
+    assert can("create", "secrets", "-n", "default") == "no"
+
+    def node_of(name):
+        return b.kubectl_json("get", "pod", name, "-n", "default")["spec"].get("nodeName")
+
+    # The built-in scheduler binds pods through its role: without the binding, it cannot.
+    b.kubectl("create", "-f", "-", stdin=json.dumps(pod("sched-before", scheduler=None)))
+    eventually(lambda: node_of("sched-before"), what="scheduled under its role")
+    saved = b.kubectl_json("get", "clusterrolebinding", "system:kube-scheduler")
+    b.kubectl("delete", "clusterrolebinding", "system:kube-scheduler")
+    try:
+        eventually(lambda: can("create", "pods", "--subresource=binding", "-n",
+                               "default") == "no", what="binding removed")
+        b.kubectl("create", "-f", "-", stdin=json.dumps(pod("sched-denied", scheduler=None)))
+        # Its binding is refused (403), so the pod waits (the scheduler binds an unconstrained
+        # pod on an idle node at once when it may).
+        for _ in range(15):
+            assert node_of("sched-denied") is None
+            time.sleep(0.2)
+    finally:
+        for k in ("uid", "resourceVersion", "creationTimestamp", "managedFields"):
+            saved["metadata"].pop(k, None)
+        b.kubectl("create", "-f", "-", stdin=json.dumps(saved))
+    eventually(lambda: node_of("sched-denied"), timeout=120, what="scheduled again")
+    b.kubectl("delete", "pod", "sched-before", "sched-denied", "-n", "default", "--wait=false")

@@ -256,17 +256,31 @@ impl ApiServer {
         server::router(self.ctx(None))
     }
 
-    /// The router for the network listener: every request is authenticated (a client
-    /// certificate, the admin `token`, a token of the token file, or anonymous) and authorized
-    /// by RBAC. The first call starts the RBAC index following the store, so it must run
-    /// inside the Tokio runtime.
-    pub fn authenticated_router(&self, token: String) -> axum::Router {
+    /// The router for an in-process component acting as `user` (the scheduler as
+    /// `system:kube-scheduler`, a controller as its ServiceAccount): the identity travels with
+    /// each request as a verified client certificate's does, and RBAC authorizes it, so a
+    /// missing rule in the component's role is a 403. Must run inside the Tokio runtime.
+    pub fn in_process_router_as(&self, user: user::UserInfo) -> axum::Router {
+        self.follow_rbac();
+        server::router(self.ctx(None)).layer(axum::Extension(authn::CertificateUser(user)))
+    }
+
+    /// Starts the RBAC index following the store, once.
+    fn follow_rbac(&self) {
         use std::sync::atomic::Ordering;
         if !self.rbac_following.swap(true, Ordering::SeqCst) {
             if let Err(e) = self.rbac.follow(&self.store) {
                 tracing::error!(error = %e, "reading the RBAC objects failed; only system:masters may act");
             }
         }
+    }
+
+    /// The router for the network listener: every request is authenticated (a client
+    /// certificate, the admin `token`, a token of the token file, or anonymous) and authorized
+    /// by RBAC. The first call starts the RBAC index following the store, so it must run
+    /// inside the Tokio runtime.
+    pub fn authenticated_router(&self, token: String) -> axum::Router {
+        self.follow_rbac();
         server::router(self.ctx(Some(authn::Authenticator {
             admin_token: token,
             tokens: (*self.tokens).clone(),

@@ -216,6 +216,7 @@ pub async fn create(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
             meta.remove(field);
         }
     }
+    crate::rbac::escalation::check(ctx, &req.user, rt, "", &obj)?;
     strategy::admit_create(
         &ctx.admission,
         &req.user,
@@ -348,6 +349,7 @@ pub async fn write_update(
         }
         meta_mut(&mut new).insert("generation".into(), json!(generation));
     }
+    crate::rbac::escalation::check(ctx, &req.user, rt, req.name(), &new)?;
     let strategy = strategy::for_type(rt);
     strategy::admit_update(&ctx.admission, &req.user, strategy, rt, old, &mut new)?;
     let _allocation =

@@ -4,6 +4,8 @@
 //! SelfSubjectRulesReview), SubjectAccessReview, `kubectl auth whoami` (SelfSubjectReview) and
 //! TokenReview. Enforcement itself is `crate::authz`.
 
+pub mod escalation;
+
 use crate::authorizer::{Attributes, Authorizer, Decision};
 use crate::authz::rule::Rule;
 use crate::codec::{self, meta_str};

@@ -69,14 +69,19 @@ async fn discard(mut body: axum::body::Body) {
 }
 
 /// Builds the router over `ctx`. Authentication and authorization apply when `ctx.authn` is
-/// set (the network listener); in-process clients act as the admin.
+/// set (the network listener); in-process clients act as the identity their router carries,
+/// or as the admin.
 pub fn router(ctx: Ctx) -> Router {
     Router::new().fallback(dispatch).with_state(ctx)
 }
 
 async fn dispatch(State(ctx): State<Ctx>, req: Request) -> Response {
     let user = match &ctx.authn {
-        None => UserInfo::admin(),
+        // In process: the component's own identity if its router carries one.
+        None => match req.extensions().get::<authn::CertificateUser>() {
+            Some(authn::CertificateUser(user)) => authn::authenticated(user.clone()),
+            None => UserInfo::admin(),
+        },
         Some(authn) => match authn.authenticate(
             req.uri().path(),
             req.headers(),

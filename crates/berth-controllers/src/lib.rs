@@ -8,7 +8,9 @@
 //! - **node lifecycle**: nodes that stopped posting status (lease or heartbeat older than the
 //!   grace period) go `Unknown` and get the `NoExecute` `unreachable`/`not-ready` taints;
 //! - **taint manager**: evicts pods from nodes with `NoExecute` taints they do not tolerate, or
-//!   tolerate only for `tolerationSeconds`.
+//!   tolerate only for `tolerationSeconds`;
+//! - **aggregation**: an aggregated ClusterRole (`admin`, `edit`, `view`) has the rules of the
+//!   ClusterRoles its `aggregationRule` selects.
 //!
 //! Each controller is a pure engine — state and `now` in, decisions out, no I/O and no clock
 //! ([`disruption::reconcile`], [`node_taints::reconcile`], [`lifecycle::Monitor`],
@@ -26,6 +28,7 @@
 //! # }
 //! ```
 
+pub mod aggregation;
 pub mod controller_revision;
 pub mod cronjob;
 pub mod daemonset;

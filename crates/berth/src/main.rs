@@ -5,6 +5,7 @@ mod controllers;
 mod descheduler;
 mod explain;
 mod ha;
+mod identities;
 mod kubeconfig;
 mod master_config;
 mod node;

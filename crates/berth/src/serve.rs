@@ -235,6 +235,7 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
         (sign, creds.ca_pem.clone())
     });
     let accounts = ServiceAccounts { tokens, connect };
+    let identities = crate::identities::Identities::new(server.clone(), client.clone());
     // With etcd, several replicas serve one cluster: only the Lease holder runs the loops.
     if args.etcd.enabled() {
         let (args, elector_client, elector_clock) = (args.clone(), client.clone(), clock.clone());
@@ -243,7 +244,7 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
             .run_when_leading(elector_client, elector_clock, move || {
                 start_loops(
                     args,
-                    client,
+                    identities,
                     clock,
                     nodes,
                     policy,
@@ -256,7 +257,7 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
     }
     start_loops(
         args.clone(),
-        client,
+        identities,
         clock,
         nodes,
         policy,
@@ -281,7 +282,7 @@ struct ServiceAccounts {
 #[allow(clippy::too_many_arguments)]
 async fn start_loops(
     args: ServeArgs,
-    client: kube::Client,
+    identities: crate::identities::Identities,
     clock: Clock,
     nodes: Vec<berth_kubelet::NodeConfig>,
     policy: berth_scheduler::policy::Policy,
@@ -290,6 +291,7 @@ async fn start_loops(
     accounts: ServiceAccounts,
 ) -> anyhow::Result<()> {
     let ServiceAccounts { tokens, connect } = accounts;
+    let client = identities.admin();
     if !nodes.is_empty() {
         berth_kubelet::Kubelet::new(client.clone(), nodes)
             .housekeeping_interval(args.housekeeping_interval)
@@ -301,6 +303,7 @@ async fn start_loops(
     }
     // Node lifecycle, condition taints, the NoExecute taint manager and disruption budgets.
     let mut controllers = berth_controllers::Controllers::new(client.clone(), clock.clone())
+        .informer_client(identities.controller_manager())
         .node_monitor_grace_period(args.node_monitor_grace_period)
         .terminated_pod_gc_threshold(args.terminated_pod_gc_threshold)
         .node_monitor_period(args.zones.node_monitor_period)
@@ -330,6 +333,8 @@ async fn start_loops(
             println!("scheduler metrics at http://{at}/metrics (plain HTTP)");
         }
         ops.set_leading(true);
+        // As upstream's kube-scheduler: RBAC authorizes it by its bootstrap role.
+        let client = identities.scheduler();
         tokio::spawn(async move {
             if let Err(e) = berth_scheduler::driver::run_with(client, cfg, ops, None).await {
                 tracing::error!(error = %e, "default-scheduler stopped");

@@ -49,7 +49,7 @@ pub fn anonymous() -> UserInfo {
 }
 
 /// Every authenticated user is in `system:authenticated` (upstream's group adder).
-fn authenticated(mut user: UserInfo) -> UserInfo {
+pub fn authenticated(mut user: UserInfo) -> UserInfo {
     if !user.in_group(SYSTEM_AUTHENTICATED) {
         user.groups.push(SYSTEM_AUTHENTICATED.into());
     }

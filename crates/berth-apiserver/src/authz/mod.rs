@@ -2,6 +2,7 @@
 //! [`index::Index`] of Roles, ClusterRoles and bindings that a watch on the store keeps current,
 //! and upstream's wording of a denial.
 
+pub mod escalation;
 pub mod index;
 pub mod rule;
 

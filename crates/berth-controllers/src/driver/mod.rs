@@ -19,6 +19,8 @@ use std::time::Duration;
 /// The controllers of `berth serve`, configured once and started together.
 pub struct Controllers {
     client: kube::Client,
+    /// What the shared informers list and watch through, if not `client`.
+    informer_client: Option<kube::Client>,
     clock: Clock,
     lifecycle: LifecycleConfig,
     monitor_period: Duration,
@@ -32,6 +34,7 @@ impl Controllers {
     pub fn new(client: kube::Client, clock: Clock) -> Controllers {
         Controllers {
             client,
+            informer_client: None,
             clock,
             lifecycle: LifecycleConfig::default(),
             monitor_period: Duration::from_secs(5),
@@ -80,9 +83,16 @@ impl Controllers {
         self
     }
 
+    /// The client the shared informers list and watch through: upstream's controller manager
+    /// does so as `system:kube-controller-manager`, whose role reads everything.
+    pub fn informer_client(mut self, client: kube::Client) -> Controllers {
+        self.informer_client = Some(client);
+        self
+    }
+
     /// Starts the watches and every controller loop in background tasks.
     pub fn spawn(self) {
-        let informers = Informers::start(&self.client);
+        let informers = Informers::start(self.informer_client.as_ref().unwrap_or(&self.client));
         let recorder = recorder::Recorder::new(self.client.clone(), self.clock.clone());
         tokio::spawn(nodes::run_condition_taints(
             self.client.clone(),
@@ -119,6 +129,7 @@ impl Controllers {
                 ca,
             ));
         }
+        tokio::spawn(crate::aggregation::run(self.client.clone()));
         // Workloads: ReplicaSets and ReplicationControllers, Deployments, garbage collection.
         spawn_workloads(
             &self.client,

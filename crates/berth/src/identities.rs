@@ -1,0 +1,52 @@
+//! The identities berth's in-process components act under, as upstream runs them: the
+//! scheduler as `system:kube-scheduler`, so RBAC authorizes its requests by the bootstrap
+//! role `system:kube-scheduler` and a rule missing from it shows as a 403; the controllers'
+//! shared informers as `system:kube-controller-manager`.
+
+use berth_apiserver::user::UserInfo;
+use berth_apiserver::ApiServer;
+
+/// The user the scheduler authenticates as (upstream's client certificate CN).
+pub const KUBE_SCHEDULER: &str = "system:kube-scheduler";
+/// The user the controller manager's shared informers authenticate as.
+pub const KUBE_CONTROLLER_MANAGER: &str = "system:kube-controller-manager";
+
+/// Makes in-process clients that carry a component's identity.
+#[derive(Clone)]
+pub struct Identities {
+    server: ApiServer,
+    admin: kube::Client,
+}
+
+impl Identities {
+    /// Identities served by `server`; `admin` is the client of the components that still act
+    /// as the administrator (`system:masters`).
+    pub fn new(server: ApiServer, admin: kube::Client) -> Identities {
+        Identities { server, admin }
+    }
+
+    /// The administrator's client.
+    pub fn admin(&self) -> kube::Client {
+        self.admin.clone()
+    }
+
+    /// A client acting as `name` in `groups`.
+    pub fn client(&self, name: &str, groups: &[&str]) -> kube::Client {
+        let user = UserInfo {
+            name: name.into(),
+            groups: groups.iter().map(|g| g.to_string()).collect(),
+            ..UserInfo::default()
+        };
+        kube::Client::new(self.server.in_process_router_as(user), "default")
+    }
+
+    /// The client the controllers' shared informers list and watch through.
+    pub fn controller_manager(&self) -> kube::Client {
+        self.client(KUBE_CONTROLLER_MANAGER, &[])
+    }
+
+    /// The scheduler's client.
+    pub fn scheduler(&self) -> kube::Client {
+        self.client(KUBE_SCHEDULER, &[])
+    }
+}
