@@ -202,7 +202,9 @@ impl Monitor {
         self.zones.values().any(|z| !z.queue.is_empty())
     }
 
-    /// One monitor pass over every node (upstream `monitorNodeHealth`).
+    /// One monitor pass over every node (upstream `monitorNodeHealth`), in three steps: the
+    /// health of every node, then each zone's state from all of them, then each node's taint
+    /// with its zone's new state (so no node is tainted at a rate its zone has already left).
     pub fn pass(&mut self, nodes: &[NodeView<'_>], now: DateTime<Utc>) -> Vec<LifecycleAction> {
         let mut actions = Vec::new();
         let names: BTreeSet<&str> = nodes
@@ -210,25 +212,31 @@ impl Monitor {
             .filter_map(|v| v.node.metadata.name.as_deref())
             .collect();
         self.health.retain(|n, _| names.contains(n.as_str()));
-        let mut edits = TaintEdits::default();
         let mut counts: BTreeMap<String, ZoneCount<'_>> = BTreeMap::new();
+        let mut observed = Vec::with_capacity(nodes.len());
         for view in nodes {
             let zone = zone_of(view.node);
-            let rate = self.config.zones.eviction_rate;
-            self.zones.entry(zone.clone()).or_insert_with(|| Zone {
-                state: ZoneState::Initial,
-                queue: TaintQueue::new(rate),
-            });
-            let (observed, current) = self.node_pass(view, now, &mut actions);
+            let (seen, current) = self.node_pass(view, now, &mut actions);
             let count = counts.entry(zone.clone()).or_default();
             if current.as_deref() == Some("True") {
                 count.ready += 1;
             } else {
                 count.not_ready.push(view.node);
             }
-            self.taint_by_ready(view.node, &zone, observed.as_deref(), now, &mut edits);
+            observed.push((view.node, zone, seen));
         }
+        let rate = self.config.zones.eviction_rate;
+        for zone in counts.keys() {
+            self.zones.entry(zone.clone()).or_insert_with(|| Zone {
+                state: ZoneState::Initial,
+                queue: TaintQueue::new(rate),
+            });
+        }
+        let mut edits = TaintEdits::default();
         self.handle_disruption(&counts, now, &mut edits, &mut actions);
+        for (node, zone, seen) in &observed {
+            self.taint_by_ready(node, zone, seen.as_deref(), now, &mut edits);
+        }
         let by_name: BTreeMap<&str, &Node> = nodes
             .iter()
             .filter_map(|v| Some((v.node.metadata.name.as_deref()?, v.node)))
