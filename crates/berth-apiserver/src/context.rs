@@ -27,6 +27,8 @@ pub struct Inner {
     pub caches: Arc<crate::Caches>,
     /// Service cluster IPs and node ports (`--service-cluster-ip-range`, `--service-node-port-range`).
     pub services: Arc<crate::service_allocation::ServiceAllocator>,
+    /// Request counts and latencies, served at `/metrics`.
+    pub metrics: Arc<crate::metrics::ApiMetrics>,
 }
 
 pub type Ctx = Arc<Inner>;

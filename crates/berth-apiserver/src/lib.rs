@@ -33,6 +33,7 @@ mod codec;
 mod context;
 mod deletion;
 mod error;
+mod metrics;
 mod metrics_api;
 mod node_proxy;
 mod objects;
@@ -58,6 +59,7 @@ mod watch;
 pub use admission::{AdmissionConfig, ConfigError as AdmissionConfigError};
 pub use berth_core::clock::Clock;
 pub use error::ApiError;
+pub use metrics::Source as MetricsSource;
 
 use admission::{AdmissionCache, Chain, Handles};
 use berth_store::Store;
@@ -98,6 +100,8 @@ pub struct ApiServer {
     rbac_following: Arc<std::sync::atomic::AtomicBool>,
     /// `--token-auth-file`: token → user.
     tokens: Arc<std::collections::HashMap<String, user::UserInfo>>,
+    /// What `/metrics` serves; shared by every router of this server.
+    metrics: Arc<metrics::ApiMetrics>,
 }
 
 /// What the handlers keep decoded or encoded between requests: one per server, shared by all
@@ -132,7 +136,14 @@ impl ApiServer {
             rbac,
             rbac_following: Default::default(),
             tokens: Default::default(),
+            metrics: Default::default(),
         }
+    }
+
+    /// Adds another in-process component's metrics (Prometheus text) to what `/metrics`
+    /// serves, rendered at each scrape.
+    pub fn add_metrics_source(&self, source: MetricsSource) {
+        self.metrics.add_source(source);
     }
 
     /// The same server also accepting the bearer tokens of an upstream static token file
@@ -194,6 +205,7 @@ impl ApiServer {
             admission: self.admission.clone(),
             caches: self.caches.clone(),
             services: self.services.clone(),
+            metrics: self.metrics.clone(),
         })
     }
 

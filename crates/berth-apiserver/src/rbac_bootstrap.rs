@@ -77,6 +77,22 @@ fn cluster_roles() -> Vec<(&'static str, Vec<Value>)> {
             )],
         ),
         (
+            "system:monitoring",
+            vec![urls(
+                &[
+                    "/healthz",
+                    "/healthz/*",
+                    "/livez",
+                    "/livez/*",
+                    "/metrics",
+                    "/metrics/slis",
+                    "/readyz",
+                    "/readyz/*",
+                ],
+                &["get"],
+            )],
+        ),
+        (
             "system:kube-scheduler",
             vec![
                 rule(&["", "events.k8s.io"], &["events"], EVENT_WRITE),
@@ -142,6 +158,7 @@ const CLUSTER_ROLE_BINDINGS: &[(&str, &str, &str)] = &[
         "Group",
         "system:unauthenticated",
     ),
+    ("system:monitoring", "Group", "system:monitoring"),
     ("system:kube-scheduler", "User", "system:kube-scheduler"),
     ("system:volume-scheduler", "User", "system:kube-scheduler"),
 ];

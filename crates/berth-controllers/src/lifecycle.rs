@@ -176,6 +176,10 @@ pub struct Monitor {
     config: LifecycleConfig,
     health: BTreeMap<String, Health>,
     zones: BTreeMap<String, Zone>,
+    /// Each zone's size and not-ready nodes at the last pass.
+    counted: Vec<crate::metrics::ZoneCount>,
+    /// The zone of each node tainted since [`Monitor::take_evictions`] was last called.
+    evictions: Vec<String>,
 }
 
 impl Monitor {
@@ -185,6 +189,8 @@ impl Monitor {
             config,
             health: BTreeMap::new(),
             zones: BTreeMap::new(),
+            counted: Vec::new(),
+            evictions: Vec::new(),
         }
     }
 
@@ -194,6 +200,17 @@ impl Monitor {
             .iter()
             .map(|(k, z)| (k.clone(), z.state))
             .collect()
+    }
+
+    /// Each zone's size and not-ready nodes as the last pass counted them.
+    pub fn zone_counts(&self) -> &[crate::metrics::ZoneCount] {
+        &self.counted
+    }
+
+    /// The zone of each node tainted `NoExecute` from a zone's queue since the last call
+    /// (upstream counts these in `node_collector_evictions_total`).
+    pub fn take_evictions(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.evictions)
     }
 
     /// Whether a zone's queue holds nodes waiting to be tainted (the driver then calls
@@ -232,6 +249,14 @@ impl Monitor {
                 queue: TaintQueue::new(rate),
             });
         }
+        self.counted = counts
+            .iter()
+            .map(|(zone, c)| crate::metrics::ZoneCount {
+                zone: zone.clone(),
+                size: c.ready + c.not_ready.len(),
+                unhealthy: c.not_ready.len(),
+            })
+            .collect();
         let mut edits = TaintEdits::default();
         self.handle_disruption(&counts, now, &mut edits, &mut actions);
         for (node, zone, seen) in &observed {
@@ -261,14 +286,21 @@ impl Monitor {
     }
 
     fn work(&mut self, nodes: &BTreeMap<&str, &Node>, now: DateTime<Utc>, edits: &mut TaintEdits) {
-        for zone in self.zones.values_mut() {
+        let evictions = &mut self.evictions;
+        for (key, zone) in self.zones.iter_mut() {
             zone.queue.work(now, |name| {
                 let Some(node) = nodes.get(name) else {
                     return true;
                 };
                 match node_condition(node, "Ready").map(|c| c.status.as_str()) {
-                    Some("False") => edits.set(node, Some(keys::NOT_READY), now),
-                    Some("Unknown") => edits.set(node, Some(keys::UNREACHABLE), now),
+                    Some("False") => {
+                        edits.set(node, Some(keys::NOT_READY), now);
+                        evictions.push(key.clone());
+                    }
+                    Some("Unknown") => {
+                        edits.set(node, Some(keys::UNREACHABLE), now);
+                        evictions.push(key.clone());
+                    }
                     Some(_) => {}
                     // No Ready condition yet: try again.
                     None => return false,

@@ -227,6 +227,7 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
             .run_when_leading(elector_client, elector_clock, move || {
                 start_loops(
                     args,
+                    server,
                     client,
                     clock,
                     nodes,
@@ -239,6 +240,7 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
     }
     start_loops(
         args.clone(),
+        server.clone(),
         client,
         clock,
         nodes,
@@ -253,6 +255,7 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
 /// The simulated nodes, the controllers and the scheduler.
 async fn start_loops(
     args: ServeArgs,
+    server: ApiServer,
     client: kube::Client,
     clock: Clock,
     nodes: Vec<berth_kubelet::NodeConfig>,
@@ -273,7 +276,12 @@ async fn start_loops(
             .await?;
     }
     // Node lifecycle, condition taints, the NoExecute taint manager and disruption budgets.
+    // The in-process components' metrics are served with the API server's at /metrics.
+    let controller_metrics = berth_controllers::metrics::ControllerMetrics::new();
+    let rendered = controller_metrics.clone();
+    server.add_metrics_source(std::sync::Arc::new(move || rendered.render()));
     berth_controllers::Controllers::new(client.clone(), clock.clone())
+        .metrics(controller_metrics)
         .node_monitor_grace_period(args.node_monitor_grace_period)
         .node_monitor_period(args.zones.node_monitor_period)
         .zones(args.zones.zones()?)
@@ -294,6 +302,8 @@ async fn start_loops(
             ..berth_scheduler::driver::DriverConfig::named("default-scheduler")
         };
         let ops = berth_scheduler::driver::Ops::new();
+        let rendered = ops.clone();
+        server.add_metrics_source(std::sync::Arc::new(move || rendered.render()));
         if let Some(address) = &args.scheduler_metrics_address {
             let at = crate::scheduler::serve_metrics(address, ops.clone()).await?;
             println!("scheduler metrics at http://{at}/metrics (plain HTTP)");

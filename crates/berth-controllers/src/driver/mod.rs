@@ -23,6 +23,7 @@ pub struct Controllers {
     lifecycle: LifecycleConfig,
     monitor_period: Duration,
     terminated_pod_gc_threshold: usize,
+    metrics: crate::metrics::ControllerMetrics,
 }
 
 impl Controllers {
@@ -34,7 +35,14 @@ impl Controllers {
             lifecycle: LifecycleConfig::default(),
             monitor_period: Duration::from_secs(5),
             terminated_pod_gc_threshold: crate::podgc::DEFAULT_TERMINATED_THRESHOLD,
+            metrics: Default::default(),
         }
+    }
+
+    /// Where the node lifecycle controller and the taint manager report their metrics.
+    pub fn metrics(mut self, metrics: crate::metrics::ControllerMetrics) -> Controllers {
+        self.metrics = metrics;
+        self
     }
 
     /// `--node-monitor-grace-period`: how long a node may go without a heartbeat or lease
@@ -82,12 +90,14 @@ impl Controllers {
             self.clock.clone(),
             self.lifecycle,
             self.monitor_period,
+            self.metrics.clone(),
         ));
         tokio::spawn(taints::run(
             self.client.clone(),
             informers.clone(),
             recorder.clone(),
             self.clock.clone(),
+            self.metrics.clone(),
         ));
         tokio::spawn(daemonsets::run(
             self.client.clone(),

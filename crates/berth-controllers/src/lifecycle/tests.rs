@@ -622,3 +622,23 @@ fn nodes_going_stale_two_passes_apart_taint_the_first_while_the_zone_is_normal()
         Some(&ZoneState::PartialDisruption)
     );
 }
+
+#[test]
+fn a_pass_counts_each_zone_and_reports_the_nodes_it_tainted() {
+    let mut m = Monitor::new(LifecycleConfig::default());
+    let nodes = [
+        zoned("a1", "a", "False", json!(null)),
+        zoned("a2", "a", "True", json!(null)),
+        zoned("b1", "b", "True", json!(null)),
+    ];
+    let acts = zone_pass(&mut m, &nodes, 0);
+    assert_eq!(tainted(&acts), ["a1"]);
+    let counts: Vec<(&str, usize, usize)> = m
+        .zone_counts()
+        .iter()
+        .map(|z| (z.zone.as_str(), z.size, z.unhealthy))
+        .collect();
+    assert_eq!(counts, [("a", 2, 1), ("b", 1, 0)]);
+    assert_eq!(m.take_evictions(), ["a"]);
+    assert!(m.take_evictions().is_empty());
+}
