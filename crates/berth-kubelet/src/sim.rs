@@ -629,7 +629,7 @@ async fn evict(
 
 /// Posts a core/v1 event from the kubelet of `host`.
 #[allow(clippy::too_many_arguments)]
-async fn post_event(
+pub(crate) async fn post_event(
     client: &kube::Client,
     clock: &Clock,
     ns: &str,
