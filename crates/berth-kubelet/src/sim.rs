@@ -210,6 +210,9 @@ impl Sim {
                     st.restarts = old.restarts;
                     st.dead_reclaimed = old.dead_reclaimed;
                     st.ended = old.ended.clone();
+                    // As the pod first arrived: bound by a scheduler, or placed by its
+                    // nodeName (PodScheduled then comes from this kubelet, not a scheduler).
+                    st.scheduled_at = old.scheduled_at;
                     st.phase = match (old.phase, st.phase) {
                         (Phase::Terminated, _) | (_, Phase::Terminated) => Phase::Terminated,
                         (Phase::Terminating, _) | (_, Phase::Terminating) => Phase::Terminating,

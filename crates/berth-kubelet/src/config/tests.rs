@@ -156,7 +156,7 @@ fn a_pool_failure_schedule_names_nodes_times_and_modes() {
         duration: None,
         mode: Simulate::Stopped,
     };
-    assert_eq!(node(&c, "small-1").failures, [all.clone()]);
+    assert_eq!(node(&c, "small-1").failures, std::slice::from_ref(&all));
     assert_eq!(
         node(&c, "small-2").failures,
         [
