@@ -253,6 +253,8 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
 }
 
 /// The simulated nodes, the controllers and the scheduler.
+// One argument per thing the loops are started from; a struct would only rename them.
+#[allow(clippy::too_many_arguments)]
 async fn start_loops(
     args: ServeArgs,
     server: ApiServer,
