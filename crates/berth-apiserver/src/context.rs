@@ -31,6 +31,8 @@ pub struct Inner {
     pub service_account_keys: Option<Arc<crate::authn::service_account::Keys>>,
     /// The audiences of a token requested without any (upstream's `--api-audiences`).
     pub api_audiences: Vec<String>,
+    /// Request counts and latencies, served at `/metrics`.
+    pub metrics: Arc<crate::metrics::ApiMetrics>,
 }
 
 pub type Ctx = Arc<Inner>;

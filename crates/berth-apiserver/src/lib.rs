@@ -34,6 +34,7 @@ mod context;
 mod deletion;
 mod error;
 mod health;
+mod metrics;
 mod metrics_api;
 mod node_proxy;
 mod objects;
@@ -59,6 +60,7 @@ mod watch;
 pub use admission::{AdmissionConfig, ConfigError as AdmissionConfigError};
 pub use berth_core::clock::Clock;
 pub use error::ApiError;
+pub use metrics::Source as MetricsSource;
 
 use admission::{AdmissionCache, Chain, Handles};
 use berth_store::Store;
@@ -101,6 +103,8 @@ pub struct ApiServer {
     tokens: Arc<std::collections::HashMap<String, user::UserInfo>>,
     /// The ServiceAccount token signing key (`<data-dir>/sa.key`).
     service_account_keys: Option<Arc<authn::service_account::Keys>>,
+    /// What `/metrics` serves; shared by every router of this server.
+    metrics: Arc<metrics::ApiMetrics>,
 }
 
 /// Signs legacy ServiceAccount tokens for the token controller (upstream gives
@@ -160,7 +164,14 @@ impl ApiServer {
             rbac_following: Default::default(),
             tokens: Default::default(),
             service_account_keys: None,
+            metrics: Default::default(),
         }
+    }
+
+    /// Adds another in-process component's metrics (Prometheus text) to what `/metrics`
+    /// serves, rendered at each scrape.
+    pub fn add_metrics_source(&self, source: MetricsSource) {
+        self.metrics.add_source(source);
     }
 
     /// The same server issuing and accepting ServiceAccount tokens signed with the RSA key at
@@ -248,6 +259,7 @@ impl ApiServer {
             services: self.services.clone(),
             service_account_keys: self.service_account_keys.clone(),
             api_audiences: vec![authn::service_account::ISSUER.to_string()],
+            metrics: self.metrics.clone(),
         })
     }
 

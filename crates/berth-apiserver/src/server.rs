@@ -9,6 +9,7 @@ use crate::authorizer::{Attributes, Authorizer, Decision};
 use crate::authz;
 use crate::context::Ctx;
 use crate::error::{ApiError, ApiResult};
+use crate::metrics::RequestLabels;
 use crate::path::{self, Route};
 use crate::request::{negotiate, Answer, ApiRequest, Query};
 use crate::response::json_response;
@@ -99,10 +100,18 @@ async fn dispatch(State(ctx): State<Ctx>, req: Request) -> Response {
     } else {
         user
     };
-    match route(&ctx, req, Arc::new(user)).await {
-        Ok(r) => r,
-        Err(e) => e.into_response(),
-    }
+    let started = berth_core::clock::Stopwatch::now();
+    let mut labels = RequestLabels::non_resource(req.method());
+    let response = {
+        let _in_flight = ctx.metrics.start(&labels);
+        match route(&ctx, req, Arc::new(user), &mut labels).await {
+            Ok(r) => r,
+            Err(e) => e.into_response(),
+        }
+    };
+    ctx.metrics
+        .observe(labels, response.status().as_u16(), started.elapsed());
+    response
 }
 
 /// Refuses (403, upstream's words) what the authorizer does not allow.
@@ -154,6 +163,33 @@ fn resource_verb(method: &Method, named: bool, watch: bool) -> &'static str {
         Method::DELETE if named => "delete",
         Method::DELETE => "deletecollection",
         _ => "",
+    }
+}
+
+/// The verb of a resource request in `apiserver_request_total` (upstream's `CleanVerb`).
+fn metrics_verb(
+    method: &Method,
+    named: bool,
+    watch: bool,
+    headers: &axum::http::HeaderMap,
+) -> &'static str {
+    let apply = || {
+        headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("application/apply-patch"))
+    };
+    match *method {
+        Method::GET | Method::HEAD if watch => "WATCH",
+        Method::GET | Method::HEAD if named => "GET",
+        Method::GET | Method::HEAD => "LIST",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::PATCH if apply() => "APPLY",
+        Method::PATCH => "PATCH",
+        Method::DELETE if named => "DELETE",
+        Method::DELETE => "DELETECOLLECTION",
+        _ => "CONNECT",
     }
 }
 
@@ -211,7 +247,13 @@ fn authorize_metrics(
     )
 }
 
-async fn route(ctx: &Ctx, req: Request, user: Arc<UserInfo>) -> ApiResult<Response> {
+/// Routes and answers one request; `labels` learns what it was, for the metrics.
+async fn route(
+    ctx: &Ctx,
+    req: Request,
+    user: Arc<UserInfo>,
+    labels: &mut RequestLabels,
+) -> ApiResult<Response> {
     let (parts, body) = req.into_parts();
     let path = parts.uri.path().to_string();
     let query = Query::parse(parts.uri.query());
@@ -230,6 +272,7 @@ async fn route(ctx: &Ctx, req: Request, user: Arc<UserInfo>) -> ApiResult<Respon
         }
     }
     if let Some(target) = node_proxy::Target::of(&path) {
+        labels.verb("CONNECT");
         authorize_proxy(ctx, &user, &method, &target)?;
         return node_proxy::handle(ctx, target, method, parts.uri.query(), headers, body).await;
     }
@@ -253,6 +296,18 @@ async fn route(ctx: &Ctx, req: Request, user: Arc<UserInfo>) -> ApiResult<Respon
         return Err(ApiError::NoRoute);
     };
     let namespace = target.namespace.as_deref().unwrap_or("");
+    labels.resource(
+        target.rt,
+        target.subresource.as_deref(),
+        target.namespace.as_deref(),
+        target.name.is_some(),
+    );
+    labels.verb(metrics_verb(
+        &method,
+        target.name.is_some(),
+        query.flag("watch"),
+        &headers,
+    ));
     authorize(
         ctx,
         &Attributes {
@@ -338,9 +393,18 @@ fn check_verb(req: &ApiRequest, method: &Method) -> ApiResult<()> {
     ))
 }
 
-/// `/version`, health checks and OpenAPI.
-fn fixed_route(_ctx: &Ctx, path: &str, _answer: Answer) -> Option<Response> {
+/// `/version`, health checks, `/metrics` and OpenAPI.
+fn fixed_route(ctx: &Ctx, path: &str, _answer: Answer) -> Option<Response> {
     let r = match path {
+        "/metrics" => (
+            StatusCode::OK,
+            [(
+                header::CONTENT_TYPE,
+                "text/plain; version=0.0.4; charset=utf-8",
+            )],
+            ctx.metrics.render(&ctx.store),
+        )
+            .into_response(),
         "/version" | "/version/" => json_response(StatusCode::OK, &version()),
         "/openapi/v2" => (
             StatusCode::OK,

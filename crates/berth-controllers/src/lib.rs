@@ -40,6 +40,7 @@ pub mod garbage_collector;
 pub(crate) mod informers;
 pub mod job;
 pub mod lifecycle;
+pub mod metrics;
 pub mod model;
 pub mod node_taints;
 pub mod owned_pods;

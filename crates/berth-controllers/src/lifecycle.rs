@@ -176,6 +176,10 @@ pub struct Monitor {
     config: LifecycleConfig,
     health: BTreeMap<String, Health>,
     zones: BTreeMap<String, Zone>,
+    /// Each zone's size and not-ready nodes at the last pass.
+    counted: Vec<crate::metrics::ZoneCount>,
+    /// The zone of each node tainted since [`Monitor::take_evictions`] was last called.
+    evictions: Vec<String>,
 }
 
 impl Monitor {
@@ -185,6 +189,8 @@ impl Monitor {
             config,
             health: BTreeMap::new(),
             zones: BTreeMap::new(),
+            counted: Vec::new(),
+            evictions: Vec::new(),
         }
     }
 
@@ -196,13 +202,26 @@ impl Monitor {
             .collect()
     }
 
+    /// Each zone's size and not-ready nodes as the last pass counted them.
+    pub fn zone_counts(&self) -> &[crate::metrics::ZoneCount] {
+        &self.counted
+    }
+
+    /// The zone of each node tainted `NoExecute` from a zone's queue since the last call
+    /// (upstream counts these in `node_collector_evictions_total`).
+    pub fn take_evictions(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.evictions)
+    }
+
     /// Whether a zone's queue holds nodes waiting to be tainted (the driver then calls
     /// [`Monitor::work_queues`] more often than it runs passes).
     pub fn has_queued(&self) -> bool {
         self.zones.values().any(|z| !z.queue.is_empty())
     }
 
-    /// One monitor pass over every node (upstream `monitorNodeHealth`).
+    /// One monitor pass over every node (upstream `monitorNodeHealth`), in three steps: the
+    /// health of every node, then each zone's state from all of them, then each node's taint
+    /// with its zone's new state (so no node is tainted at a rate its zone has already left).
     pub fn pass(&mut self, nodes: &[NodeView<'_>], now: DateTime<Utc>) -> Vec<LifecycleAction> {
         let mut actions = Vec::new();
         let names: BTreeSet<&str> = nodes
@@ -210,25 +229,39 @@ impl Monitor {
             .filter_map(|v| v.node.metadata.name.as_deref())
             .collect();
         self.health.retain(|n, _| names.contains(n.as_str()));
-        let mut edits = TaintEdits::default();
         let mut counts: BTreeMap<String, ZoneCount<'_>> = BTreeMap::new();
+        let mut observed = Vec::with_capacity(nodes.len());
         for view in nodes {
             let zone = zone_of(view.node);
-            let rate = self.config.zones.eviction_rate;
-            self.zones.entry(zone.clone()).or_insert_with(|| Zone {
-                state: ZoneState::Initial,
-                queue: TaintQueue::new(rate),
-            });
-            let (observed, current) = self.node_pass(view, now, &mut actions);
+            let (seen, current) = self.node_pass(view, now, &mut actions);
             let count = counts.entry(zone.clone()).or_default();
             if current.as_deref() == Some("True") {
                 count.ready += 1;
             } else {
                 count.not_ready.push(view.node);
             }
-            self.taint_by_ready(view.node, &zone, observed.as_deref(), now, &mut edits);
+            observed.push((view.node, zone, seen));
         }
+        let rate = self.config.zones.eviction_rate;
+        for zone in counts.keys() {
+            self.zones.entry(zone.clone()).or_insert_with(|| Zone {
+                state: ZoneState::Initial,
+                queue: TaintQueue::new(rate),
+            });
+        }
+        self.counted = counts
+            .iter()
+            .map(|(zone, c)| crate::metrics::ZoneCount {
+                zone: zone.clone(),
+                size: c.ready + c.not_ready.len(),
+                unhealthy: c.not_ready.len(),
+            })
+            .collect();
+        let mut edits = TaintEdits::default();
         self.handle_disruption(&counts, now, &mut edits, &mut actions);
+        for (node, zone, seen) in &observed {
+            self.taint_by_ready(node, zone, seen.as_deref(), now, &mut edits);
+        }
         let by_name: BTreeMap<&str, &Node> = nodes
             .iter()
             .filter_map(|v| Some((v.node.metadata.name.as_deref()?, v.node)))
@@ -253,14 +286,21 @@ impl Monitor {
     }
 
     fn work(&mut self, nodes: &BTreeMap<&str, &Node>, now: DateTime<Utc>, edits: &mut TaintEdits) {
-        for zone in self.zones.values_mut() {
+        let evictions = &mut self.evictions;
+        for (key, zone) in self.zones.iter_mut() {
             zone.queue.work(now, |name| {
                 let Some(node) = nodes.get(name) else {
                     return true;
                 };
                 match node_condition(node, "Ready").map(|c| c.status.as_str()) {
-                    Some("False") => edits.set(node, Some(keys::NOT_READY), now),
-                    Some("Unknown") => edits.set(node, Some(keys::UNREACHABLE), now),
+                    Some("False") => {
+                        edits.set(node, Some(keys::NOT_READY), now);
+                        evictions.push(key.clone());
+                    }
+                    Some("Unknown") => {
+                        edits.set(node, Some(keys::UNREACHABLE), now);
+                        evictions.push(key.clone());
+                    }
                     Some(_) => {}
                     // No Ready condition yet: try again.
                     None => return false,

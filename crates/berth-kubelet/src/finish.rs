@@ -23,6 +23,24 @@ pub const EXIT_CODE_ANNOTATION: &str = "berth.io/exit-code";
 pub const RESTART_BACKOFF_BASE: Duration = Duration::from_secs(10);
 /// The longest CrashLoopBackOff delay (upstream `MaxContainerBackOff`).
 pub const RESTART_BACKOFF_MAX: Duration = Duration::from_secs(300);
+/// A container that ran this long before it exited starts its back-off over (upstream: twice
+/// the longest back-off).
+pub const RESTART_BACKOFF_RESET: Duration = Duration::from_secs(600);
+
+/// The restarts that count towards the next back-off, of `restarts` so far, for a container
+/// that ran `ran` before exiting: none after a long enough run.
+pub fn backoff_restarts(restarts: i32, ran: Duration) -> i32 {
+    if ran >= RESTART_BACKOFF_RESET {
+        0
+    } else {
+        restarts
+    }
+}
+
+/// The `BackOff` event's message (upstream's words).
+pub fn backoff_message(container: &str, pod: &str, namespace: &str, uid: &str) -> String {
+    format!("Back-off restarting failed container {container} in pod {pod}_{namespace}({uid})")
+}
 
 /// How a pod's containers run when they finish by themselves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -328,5 +346,24 @@ mod tests {
         assert_eq!(c["state"]["running"]["startedAt"], now);
         assert_eq!(c["restartCount"], 1);
         assert_eq!(c["lastState"]["terminated"]["exitCode"], 0);
+    }
+
+    #[test]
+    fn a_long_run_starts_the_back_off_over() {
+        assert_eq!(backoff_restarts(5, Duration::from_secs(599)), 5);
+        assert_eq!(backoff_restarts(5, Duration::from_secs(600)), 0);
+        assert_eq!(
+            restart_backoff(backoff_restarts(5, Duration::from_secs(600))),
+            RESTART_BACKOFF_BASE
+        );
+        assert_eq!(restart_backoff(5), RESTART_BACKOFF_MAX);
+    }
+
+    #[test]
+    fn the_back_off_event_says_which_container_of_which_pod() {
+        assert_eq!(
+            backoff_message("c", "p", "ns", "u"),
+            "Back-off restarting failed container c in pod p_ns(u)"
+        );
     }
 }

@@ -30,6 +30,7 @@ pub mod commands;
 pub mod config;
 pub mod endpoints;
 pub mod eviction;
+pub mod failures;
 pub mod finish;
 pub mod logs;
 pub mod model;
@@ -156,6 +157,18 @@ impl Kubelet {
                     node: config.name.clone(),
                     source,
                 })?;
+        }
+        let schedule = failures::timeline(
+            self.nodes
+                .iter()
+                .map(|n| (n.name.as_str(), n.failures.as_slice())),
+        );
+        if !schedule.is_empty() {
+            tokio::spawn(failures::run(
+                self.client.clone(),
+                self.clock.clone(),
+                schedule,
+            ));
         }
         let models = self.nodes.into_iter().map(model::NodeModel::new).collect();
         let sim = Arc::new(sim::Sim::new(

@@ -90,6 +90,15 @@ pub fn log(
             format!("berth: container {container} was OOM-killed (exit code 137)"),
         ));
     } else {
+        if let Some(t) = pod.scheduled_at {
+            lines.push((
+                t.to_rfc3339_opts(chrono::SecondsFormat::Nanos, true),
+                format!(
+                    "berth: pod {name} scheduled to node {node} at {}",
+                    t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+                ),
+            ));
+        }
         let started = at(pod.started_at);
         if pod.restarts > 0 {
             lines.push((
@@ -244,5 +253,47 @@ mod tests {
         fn any_query_parses(q in ".*") {
             let _ = Options::parse(Some(&q));
         }
+    }
+
+    #[test]
+    fn a_scheduled_pod_logs_where_and_when_first() {
+        let mut p = pod(0);
+        p.scheduled_at = Some(wall() - chrono::Duration::seconds(90));
+        let log = log(
+            &p,
+            "node-1",
+            "c",
+            Duration::from_secs(60),
+            wall(),
+            &Options::default(),
+        );
+        assert_eq!(
+            log,
+            Ok(
+                "berth: pod p scheduled to node node-1 at 2025-12-31T23:59:30Z\n\
+                berth: container c (image nginx) started on node node-1\n\
+                berth: using cpu=200m memory=1073741824\n"
+                    .to_string()
+            )
+        );
+    }
+
+    #[test]
+    fn the_scheduled_time_comes_from_the_pod_scheduled_condition() {
+        let v = json!({"metadata": {"namespace": "ns", "name": "p"},
+                       "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+                       "status": {"conditions": [
+                           {"type": "PodScheduled", "status": "True",
+                            "lastTransitionTime": "2026-01-01T00:00:05Z"}]}});
+        let (p, _) = PodState::from_pod(&v, Duration::ZERO);
+        assert_eq!(p.scheduled_at, Some(wall() - chrono::Duration::seconds(55)));
+        let unscheduled = json!({"metadata": {"namespace": "ns", "name": "p"},
+                                 "spec": {"containers": []}, "status": {}});
+        assert_eq!(
+            PodState::from_pod(&unscheduled, Duration::ZERO)
+                .0
+                .scheduled_at,
+            None
+        );
     }
 }

@@ -191,11 +191,13 @@ async fn run_containers(
     clock: &Clock,
 ) {
     let mut restarts = 0;
+    let ran = Duration::from_secs(run.seconds);
     loop {
-        tokio::time::sleep(Duration::from_secs(run.seconds)).await;
+        tokio::time::sleep(ran).await;
         let Some(pod) = running(api, name, uid).await else {
             return;
         };
+        restarts = finish::backoff_restarts(restarts, ran);
         let after = finish::after_exit(policy, run.exit_code, restarts);
         let patch = finish::exited_status(&pod, run.exit_code, after, &clock.timestamp());
         if let Err(e) = api
@@ -209,6 +211,7 @@ async fn run_containers(
         let AfterExit::Restart(backoff) = after else {
             return;
         };
+        post_backoff(api, &pod, clock).await;
         tokio::time::sleep(backoff).await;
         restarts += 1;
         let Some(pod) = current(api, name, uid).await else {
@@ -222,6 +225,42 @@ async fn run_containers(
             tracing::debug!(pod = %name, error = %e, "restarting the containers failed");
             return;
         }
+    }
+}
+
+/// Records the `BackOff` warning of each of the pod's containers, as the kubelet does when it
+/// holds a restart back.
+async fn post_backoff(api: &Api<Pod>, pod: &serde_json::Value, clock: &Clock) {
+    let client = api.clone().into_client();
+    let meta = &pod["metadata"];
+    let text = |v: &serde_json::Value| v.as_str().unwrap_or("").to_string();
+    let (ns, name, uid) = (
+        text(&meta["namespace"]),
+        text(&meta["name"]),
+        text(&meta["uid"]),
+    );
+    let node = text(&pod["spec"]["nodeName"]);
+    let containers = pod["spec"]["containers"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    for c in containers {
+        let container = text(&c["name"]);
+        let involved = json!({"kind": "Pod", "apiVersion": "v1", "namespace": ns, "name": name,
+                              "uid": uid, "fieldPath": format!("spec.containers{{{container}}}")});
+        let message = finish::backoff_message(&container, &name, &ns, &uid);
+        crate::sim::post_event(
+            &client,
+            clock,
+            &ns,
+            involved,
+            "Warning",
+            "BackOff",
+            &message,
+            &node,
+            Default::default(),
+        )
+        .await;
     }
 }
 

@@ -227,6 +227,9 @@ impl Sim {
                     st.restarts = old.restarts;
                     st.dead_reclaimed = old.dead_reclaimed;
                     st.ended = old.ended.clone();
+                    // As the pod first arrived: bound by a scheduler, or placed by its
+                    // nodeName (PodScheduled then comes from this kubelet, not a scheduler).
+                    st.scheduled_at = old.scheduled_at;
                     st.phase = match (old.phase, st.phase) {
                         (Phase::Terminated, _) | (_, Phase::Terminated) => Phase::Terminated,
                         (Phase::Terminating, _) | (_, Phase::Terminating) => Phase::Terminating,
@@ -646,7 +649,7 @@ async fn evict(
 
 /// Posts a core/v1 event from the kubelet of `host`.
 #[allow(clippy::too_many_arguments)]
-async fn post_event(
+pub(crate) async fn post_event(
     client: &kube::Client,
     clock: &Clock,
     ns: &str,

@@ -3,6 +3,7 @@
 //! Lease as kube-controller-manager is, with upstream's flag names.
 
 use crate::scheduler::{client, parse_duration};
+use anyhow::Context;
 use berth_core::clock::Clock;
 use berth_scheduler::driver::{leader, LeaderElectionConfig, LeaderElector};
 use std::path::PathBuf;
@@ -41,6 +42,10 @@ pub struct ControllersArgs {
     pub node_monitor_grace_period: Duration,
     #[command(flatten)]
     pub zones: ZoneArgs,
+    /// Serve the controllers' /metrics and /healthz on this address (plain HTTP, e.g.
+    /// `127.0.0.1:10257`); empty serves none.
+    #[arg(long, default_value = "")]
+    pub metrics_bind_address: String,
 }
 
 /// The node lifecycle controller's zone flags (kube-controller-manager's names and defaults).
@@ -95,7 +100,25 @@ impl ZoneArgs {
 pub async fn run(args: ControllersArgs) -> anyhow::Result<()> {
     let client = client(args.kubeconfig.as_deref()).await?;
     let clock = Clock::system();
+    let metrics = berth_controllers::metrics::ControllerMetrics::new();
+    if !args.metrics_bind_address.is_empty() {
+        let address = &args.metrics_bind_address;
+        let listener = tokio::net::TcpListener::bind(address)
+            .await
+            .with_context(|| format!("--metrics-bind-address: listening on {address}"))?;
+        println!(
+            "serving /metrics and /healthz at http://{} (plain HTTP)",
+            listener.local_addr()?
+        );
+        let served = metrics.clone();
+        tokio::spawn(async move {
+            if let Err(e) = berth_controllers::metrics::serve(listener, served).await {
+                tracing::error!(error = %e, "serving /metrics stopped");
+            }
+        });
+    }
     let controllers = berth_controllers::Controllers::new(client.clone(), clock.clone())
+        .metrics(metrics)
         .node_monitor_grace_period(args.node_monitor_grace_period)
         .node_monitor_period(args.zones.node_monitor_period)
         .zones(args.zones.zones()?)

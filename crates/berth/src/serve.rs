@@ -244,6 +244,7 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
             .run_when_leading(elector_client, elector_clock, move || {
                 start_loops(
                     args,
+                    server,
                     identities,
                     clock,
                     nodes,
@@ -257,6 +258,7 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
     }
     start_loops(
         args.clone(),
+        server.clone(),
         identities,
         clock,
         nodes,
@@ -282,6 +284,7 @@ struct ServiceAccounts {
 #[allow(clippy::too_many_arguments)]
 async fn start_loops(
     args: ServeArgs,
+    server: ApiServer,
     identities: crate::identities::Identities,
     clock: Clock,
     nodes: Vec<berth_kubelet::NodeConfig>,
@@ -302,8 +305,13 @@ async fn start_loops(
             .await?;
     }
     // Node lifecycle, condition taints, the NoExecute taint manager and disruption budgets.
+    // The in-process components' metrics are served with the API server's at /metrics.
+    let controller_metrics = berth_controllers::metrics::ControllerMetrics::new();
+    let rendered = controller_metrics.clone();
+    server.add_metrics_source(std::sync::Arc::new(move || rendered.render()));
     let mut controllers = berth_controllers::Controllers::new(client.clone(), clock.clone())
         .informer_client(identities.controller_manager())
+        .metrics(controller_metrics)
         .node_monitor_grace_period(args.node_monitor_grace_period)
         .terminated_pod_gc_threshold(args.terminated_pod_gc_threshold)
         .node_monitor_period(args.zones.node_monitor_period)
@@ -328,6 +336,8 @@ async fn start_loops(
             ..berth_scheduler::driver::DriverConfig::named("default-scheduler")
         };
         let ops = berth_scheduler::driver::Ops::new();
+        let rendered = ops.clone();
+        server.add_metrics_source(std::sync::Arc::new(move || rendered.render()));
         if let Some(address) = &args.scheduler_metrics_address {
             let at = crate::scheduler::serve_metrics(address, ops.clone()).await?;
             println!("scheduler metrics at http://{at}/metrics (plain HTTP)");

@@ -27,6 +27,7 @@ pub struct Controllers {
     terminated_pod_gc_threshold: usize,
     /// The tokens controller's signer and CA, when legacy token Secrets are served.
     service_account_tokens: Option<(crate::serviceaccount_token::Signer, String)>,
+    metrics: crate::metrics::ControllerMetrics,
 }
 
 impl Controllers {
@@ -40,7 +41,14 @@ impl Controllers {
             monitor_period: Duration::from_secs(5),
             terminated_pod_gc_threshold: crate::podgc::DEFAULT_TERMINATED_THRESHOLD,
             service_account_tokens: None,
+            metrics: Default::default(),
         }
+    }
+
+    /// Where the node lifecycle controller and the taint manager report their metrics.
+    pub fn metrics(mut self, metrics: crate::metrics::ControllerMetrics) -> Controllers {
+        self.metrics = metrics;
+        self
     }
 
     /// `--node-monitor-grace-period`: how long a node may go without a heartbeat or lease
@@ -106,12 +114,14 @@ impl Controllers {
             self.clock.clone(),
             self.lifecycle,
             self.monitor_period,
+            self.metrics.clone(),
         ));
         tokio::spawn(taints::run(
             self.client.clone(),
             informers.clone(),
             recorder.clone(),
             self.clock.clone(),
+            self.metrics.clone(),
         ));
         tokio::spawn(daemonsets::run(
             self.client.clone(),

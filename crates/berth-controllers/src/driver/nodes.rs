@@ -72,6 +72,7 @@ pub async fn run_lifecycle(
     clock: Clock,
     config: LifecycleConfig,
     period: Duration,
+    metrics: crate::metrics::ControllerMetrics,
 ) {
     let nodes_api: Api<Node> = Api::all(client.clone());
     if !informers.nodes.synced().await || !informers.leases.synced().await {
@@ -90,6 +91,9 @@ pub async fn run_lifecycle(
                     let nodes = informers.nodes.store.state();
                     let refs: Vec<&Node> = nodes.iter().map(|n| n.as_ref()).collect();
                     let actions = monitor.work_queues(&refs, clock.now());
+                    for zone in monitor.take_evictions() {
+                        metrics.eviction(&zone);
+                    }
                     if !actions.is_empty() {
                         break Some(actions);
                     }
@@ -135,7 +139,12 @@ pub async fn run_lifecycle(
             })
             .collect();
         let now = clock.now();
-        for action in monitor.pass(&views, now) {
+        let actions = monitor.pass(&views, now);
+        metrics.zones(monitor.zone_counts());
+        for zone in monitor.take_evictions() {
+            metrics.eviction(&zone);
+        }
+        for action in actions {
             match action {
                 LifecycleAction::SetConditions {
                     node,

@@ -27,7 +27,13 @@ enum Wake {
     Timer,
 }
 
-pub async fn run(client: kube::Client, informers: Informers, recorder: Recorder, clock: Clock) {
+pub async fn run(
+    client: kube::Client,
+    informers: Informers,
+    recorder: Recorder,
+    clock: Clock,
+    metrics: crate::metrics::ControllerMetrics,
+) {
     // Subscribed before the stores are read: nothing falls in between.
     let mut node_changes = informers.nodes.subscribe();
     let mut pod_changes = informers.pods.subscribe();
@@ -38,7 +44,7 @@ pub async fn run(client: kube::Client, informers: Informers, recorder: Recorder,
     let mut actions = full_pass(&mut manager, &informers, &clock);
     let mut retry_at: Option<Instant> = None;
     loop {
-        if !execute(&client, &recorder, actions).await {
+        if !execute(&client, &recorder, &metrics, actions).await {
             retry_at = Some(clock.instant() + RETRY_FAILED_AFTER);
         }
         let deadline = manager.next_wakeup().map(|at| clock.instant_at(at));
@@ -98,7 +104,12 @@ fn full_pass(manager: &mut TaintManager, informers: &Informers, clock: &Clock) -
 }
 
 /// Carries the actions out; returns whether every deletion went through.
-async fn execute(client: &kube::Client, recorder: &Recorder, actions: Vec<TaintAction>) -> bool {
+async fn execute(
+    client: &kube::Client,
+    recorder: &Recorder,
+    metrics: &crate::metrics::ControllerMetrics,
+    actions: Vec<TaintAction>,
+) -> bool {
     let mut all_done = true;
     for action in actions {
         match action {
@@ -116,7 +127,10 @@ async fn execute(client: &kube::Client, recorder: &Recorder, actions: Vec<TaintA
                 let mut done = false;
                 for attempt in 1..=5 {
                     match api.delete(&pod.name, &params).await {
-                        Ok(_) => done = true,
+                        Ok(_) => {
+                            metrics.pod_deleted();
+                            done = true;
+                        }
                         Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => done = true,
                         Err(e) => {
                             tracing::warn!(pod = %pod.name, attempt, error = %e, "taint manager deletion failed");

@@ -92,6 +92,8 @@ pub struct NodeConfig {
     pub imagefs: Option<FsCapacity>,
     pub max_pids: i64,
     pub system_usage: SystemUsage,
+    /// When the node fails on purpose (the pool's `failures`).
+    pub failures: Vec<crate::failures::Failure>,
 }
 
 impl NodeConfig {
@@ -245,6 +247,78 @@ struct RawPool {
     #[serde(default)]
     kubelet_arguments: BTreeMap<String, Args>,
     kubelet_config: Option<Value>,
+    /// The failure schedule (see [`crate::failures`]).
+    #[serde(default)]
+    failures: Vec<RawFailure>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFailure {
+    /// One node of the pool; every node of the pool without it.
+    node: Option<String>,
+    stop: Scalar,
+    #[serde(rename = "for")]
+    duration: Option<Scalar>,
+    mode: Option<String>,
+}
+
+/// The pool's failures of each of its nodes, in the order of `names`.
+fn resolve_failures(
+    raw: &[RawFailure],
+    names: &[String],
+    err: &dyn Fn(&str, String) -> ConfigError,
+) -> Result<Vec<Vec<crate::failures::Failure>>, ConfigError> {
+    use crate::simulate::Simulate;
+    let mut out = vec![Vec::new(); names.len()];
+    for (i, f) in raw.iter().enumerate() {
+        let field = |name: &str| format!("failures[{i}].{name}");
+        let duration = |name: &str, v: &Scalar| {
+            parse_duration(&v.text()).map_err(|e| err(&field(name), e.to_string()))
+        };
+        let stop = duration("stop", &f.stop)?;
+        let lasts = f
+            .duration
+            .as_ref()
+            .map(|d| duration("for", d))
+            .transpose()?;
+        if lasts.is_some_and(|d| d.is_zero()) {
+            return Err(err(&field("for"), "must be longer than 0s".into()));
+        }
+        let mode = match f.mode.as_deref() {
+            None => Simulate::Stopped,
+            Some(m) => match Simulate::parse(m) {
+                Ok(Simulate::Running) | Err(_) => {
+                    return Err(err(
+                        &field("mode"),
+                        format!("{m:?} is not a failure (stopped, partitioned or not-ready)"),
+                    ))
+                }
+                Ok(mode) => mode,
+            },
+        };
+        let failure = crate::failures::Failure {
+            stop,
+            duration: lasts,
+            mode,
+        };
+        match &f.node {
+            None => out.iter_mut().for_each(|v| v.push(failure.clone())),
+            Some(node) => {
+                let Some(at) = names.iter().position(|n| n == node) else {
+                    return Err(err(
+                        &field("node"),
+                        format!(
+                            "no node {node:?} in this pool (its nodes: {})",
+                            names.join(", ")
+                        ),
+                    ));
+                };
+                out[at].push(failure);
+            }
+        }
+    }
+    Ok(out)
 }
 
 fn one() -> usize {
@@ -594,9 +668,12 @@ fn resolve_pool(
         .name_prefix
         .clone()
         .unwrap_or_else(|| format!("{pool_name}-"));
-    let nodes = (1..=raw.count)
-        .map(|i| {
-            let name = format!("{prefix}{i}");
+    let names: Vec<String> = (1..=raw.count).map(|i| format!("{prefix}{i}")).collect();
+    let failures = resolve_failures(&raw.failures, &names, err)?;
+    let nodes = names
+        .into_iter()
+        .zip(failures)
+        .map(|(name, failures)| {
             let mut labels = default_labels(&name);
             if let Some(zone) = &raw.zone {
                 for key in ZONE_LABELS {
@@ -622,6 +699,7 @@ fn resolve_pool(
                 imagefs,
                 max_pids: raw.max_pids.unwrap_or(DEFAULT_MAX_PIDS),
                 system_usage,
+                failures,
             }
         })
         .collect();

@@ -142,3 +142,62 @@ fn a_pool_zone_sets_both_zone_labels() {
     }
     assert!(!node(&c, "plain-1").labels.contains_key(ZONE_LABELS[0]));
 }
+
+#[test]
+fn a_pool_failure_schedule_names_nodes_times_and_modes() {
+    use crate::failures::Failure;
+    use crate::simulate::Simulate;
+    use std::time::Duration;
+    let text = "pools:\n- name: small\n  count: 3\n  failures:\n  - {node: small-2, stop: 30s, for: 60s, mode: partitioned}\n  - {stop: 5m}\n";
+    let c = parse_cluster(text).unwrap();
+    let s = |n| Duration::from_secs(n);
+    let all = Failure {
+        stop: s(300),
+        duration: None,
+        mode: Simulate::Stopped,
+    };
+    assert_eq!(node(&c, "small-1").failures, std::slice::from_ref(&all));
+    assert_eq!(
+        node(&c, "small-2").failures,
+        [
+            Failure {
+                stop: s(30),
+                duration: Some(s(60)),
+                mode: Simulate::Partitioned,
+            },
+            all
+        ]
+    );
+}
+
+#[test]
+fn bad_failure_entries_are_refused_naming_the_field() {
+    let cases = [
+        (
+            "{node: small-9, stop: 30s}",
+            "failures[0].node",
+            "no node \"small-9\"",
+        ),
+        ("{stop: soon}", "failures[0].stop", ""),
+        ("{stop: 1s, for: 0s}", "failures[0].for", "longer than 0s"),
+        (
+            "{stop: 1s, mode: running}",
+            "failures[0].mode",
+            "not a failure",
+        ),
+        (
+            "{stop: 1s, mode: exploded}",
+            "failures[0].mode",
+            "not a failure",
+        ),
+        ("{stop: 1s, when: later}", "pool", "when"),
+    ];
+    for (entry, field, reason) in cases {
+        let text = format!("pools:\n- name: small\n  count: 2\n  failures:\n  - {entry}\n");
+        let e = parse_cluster(&text).unwrap_err().to_string();
+        assert!(
+            e.starts_with(&format!("pool small: {field}: ")) && e.contains(reason),
+            "{entry}: {e}"
+        );
+    }
+}

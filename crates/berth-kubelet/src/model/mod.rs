@@ -63,6 +63,8 @@ pub struct PodState {
     pub dead_reclaimed: bool,
     /// How the pod ended on this node, for its log (`evicted: ...`, `OOM-killed ...`).
     pub ended: Option<String>,
+    /// When a scheduler bound the pod here (its `PodScheduled` condition), for its log.
+    pub scheduled_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 fn requests_of(c: &Value) -> BTreeMap<String, Quantity> {
@@ -105,6 +107,18 @@ fn containers_of(spec: &Value, key: &str) -> Vec<ContainerSpec> {
                 .map(|q| q.value()),
         })
         .collect()
+}
+
+/// When the pod's `PodScheduled` condition turned `True`.
+fn scheduled_at(pod: &Value) -> Option<chrono::DateTime<chrono::Utc>> {
+    let scheduled = pod["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == "PodScheduled" && c["status"] == "True")?;
+    let at = scheduled["lastTransitionTime"].as_str()?;
+    chrono::DateTime::parse_from_rfc3339(at)
+        .ok()
+        .map(|t| t.to_utc())
 }
 
 impl PodState {
@@ -166,6 +180,7 @@ impl PodState {
             restarts: 0,
             dead_reclaimed: false,
             ended: None,
+            scheduled_at: scheduled_at(pod),
         };
         (state, error)
     }

@@ -1,0 +1,223 @@
+//! The controllers' Prometheus metrics, under upstream's names: the node lifecycle
+//! controller's `node_collector_zone_health`, `node_collector_zone_size`,
+//! `node_collector_unhealthy_nodes_in_zone` and `node_collector_evictions_total` (one per
+//! zone), and the taint manager's `taint_eviction_controller_pod_deletions_total`.
+//!
+//! The engines count nothing themselves: their drivers report what the engines decided.
+
+use prometheus_client::encoding::text::encode;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ZoneLabel {
+    zone: String,
+}
+
+/// One zone as the last monitor pass counted it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ZoneCount {
+    /// The zone key (`region:zone`, `zone`, or empty for nodes without zone labels).
+    pub zone: String,
+    /// Nodes in the zone.
+    pub size: usize,
+    /// Nodes whose Ready condition is not `True`.
+    pub unhealthy: usize,
+}
+
+impl ZoneCount {
+    /// Upstream's zone health: the percentage of the zone's nodes that are healthy.
+    pub fn health(&self) -> f64 {
+        if self.size == 0 {
+            return 100.0;
+        }
+        100.0 * (self.size - self.unhealthy) as f64 / self.size as f64
+    }
+}
+
+struct Inner {
+    registry: Registry,
+    zone_health: Family<ZoneLabel, Gauge<f64, AtomicU64>>,
+    zone_size: Family<ZoneLabel, Gauge>,
+    unhealthy: Family<ZoneLabel, Gauge>,
+    evictions: Family<ZoneLabel, Counter>,
+    pod_deletions: Counter,
+}
+
+/// The controllers' metrics; cloning shares them.
+#[derive(Clone)]
+pub struct ControllerMetrics {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for ControllerMetrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ControllerMetrics").finish_non_exhaustive()
+    }
+}
+
+impl Default for ControllerMetrics {
+    fn default() -> Self {
+        ControllerMetrics::new()
+    }
+}
+
+impl ControllerMetrics {
+    /// Fresh metrics, registered under upstream's names.
+    pub fn new() -> ControllerMetrics {
+        let zone_health: Family<ZoneLabel, Gauge<f64, AtomicU64>> = Family::default();
+        let zone_size: Family<ZoneLabel, Gauge> = Family::default();
+        let unhealthy: Family<ZoneLabel, Gauge> = Family::default();
+        let evictions: Family<ZoneLabel, Counter> = Family::default();
+        let pod_deletions = Counter::default();
+        let mut registry = Registry::default();
+        registry.register(
+            "node_collector_zone_health",
+            "Gauge measuring percentage of healthy nodes per zone.",
+            zone_health.clone(),
+        );
+        registry.register(
+            "node_collector_zone_size",
+            "Gauge measuring number of registered Nodes per zones.",
+            zone_size.clone(),
+        );
+        registry.register(
+            "node_collector_unhealthy_nodes_in_zone",
+            "Gauge measuring number of not Ready Nodes per zones.",
+            unhealthy.clone(),
+        );
+        // prometheus-client adds `_total` to counters.
+        registry.register(
+            "node_collector_evictions",
+            "Number of Node evictions that happened since current instance of NodeController started.",
+            evictions.clone(),
+        );
+        registry.register(
+            "taint_eviction_controller_pod_deletions",
+            "Total number of Pods deleted by TaintEvictionController since its start.",
+            pod_deletions.clone(),
+        );
+        ControllerMetrics {
+            inner: Arc::new(Inner {
+                registry,
+                zone_health,
+                zone_size,
+                unhealthy,
+                evictions,
+                pod_deletions,
+            }),
+        }
+    }
+
+    /// Sets the zone gauges from a monitor pass; zones no longer seen are dropped.
+    pub fn zones(&self, zones: &[ZoneCount]) {
+        let i = &self.inner;
+        for family in [&i.zone_size, &i.unhealthy] {
+            family.clear();
+        }
+        i.zone_health.clear();
+        for z in zones {
+            let label = ZoneLabel {
+                zone: z.zone.clone(),
+            };
+            i.zone_size.get_or_create(&label).set(z.size as i64);
+            i.unhealthy.get_or_create(&label).set(z.unhealthy as i64);
+            i.zone_health.get_or_create(&label).set(z.health());
+        }
+    }
+
+    /// Counts a node tainted `NoExecute` for failing (upstream counts these as evictions).
+    pub fn eviction(&self, zone: &str) {
+        self.inner
+            .evictions
+            .get_or_create(&ZoneLabel {
+                zone: zone.to_string(),
+            })
+            .inc();
+    }
+
+    /// Counts a pod the taint manager deleted.
+    pub fn pod_deleted(&self) {
+        self.inner.pod_deletions.inc();
+    }
+
+    /// The metrics in the Prometheus text format (ends with `# EOF`).
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        if encode(&mut out, &self.inner.registry).is_err() {
+            out.clear();
+        }
+        out
+    }
+}
+
+/// Serves `/metrics` and `/healthz` over plain HTTP on `listener` (`berth controllers
+/// --metrics-bind-address`) until the process ends.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    metrics: ControllerMetrics,
+) -> std::io::Result<()> {
+    use axum::http::header;
+    use axum::routing::get;
+    let render = move || {
+        let metrics = metrics.clone();
+        async move {
+            (
+                [(
+                    header::CONTENT_TYPE,
+                    "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                )],
+                metrics.render(),
+            )
+        }
+    };
+    let app = axum::Router::new()
+        .route("/metrics", get(render))
+        .route("/healthz", get(|| async { "ok" }));
+    axum::serve(listener, app).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zones_are_reported_as_upstream_names_them() {
+        let m = ControllerMetrics::new();
+        m.zones(&[ZoneCount {
+            zone: "zone-a".into(),
+            size: 4,
+            unhealthy: 3,
+        }]);
+        m.eviction("zone-a");
+        m.pod_deleted();
+        let text = m.render();
+        for line in [
+            "node_collector_zone_size{zone=\"zone-a\"} 4",
+            "node_collector_unhealthy_nodes_in_zone{zone=\"zone-a\"} 3",
+            "node_collector_zone_health{zone=\"zone-a\"} 25.0",
+            "node_collector_evictions_total{zone=\"zone-a\"} 1",
+            "taint_eviction_controller_pod_deletions_total 1",
+        ] {
+            assert!(text.contains(line), "{line} missing in\n{text}");
+        }
+        // A zone that is gone is no longer reported.
+        m.zones(&[]);
+        assert!(!m.render().contains("node_collector_zone_size{"));
+    }
+
+    #[test]
+    fn an_empty_zone_counts_as_healthy() {
+        let z = ZoneCount {
+            zone: String::new(),
+            size: 0,
+            unhealthy: 0,
+        };
+        assert_eq!(z.health(), 100.0);
+    }
+}

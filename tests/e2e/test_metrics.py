@@ -1,0 +1,99 @@
+"""The API server's `/metrics` (issue 15, item 8): upstream's metric names, read with
+`kubectl get --raw /metrics`, authorized by RBAC as upstream (the `system:monitoring` role,
+bound to the group of that name; the admin passes), and the in-process components' metrics
+(scheduler, node lifecycle, taint manager) in the same scrape.
+"""
+
+import re
+import subprocess
+
+import pytest
+
+from conftest import BERTH_BIN, Berth, eventually, pod
+
+
+@pytest.fixture(scope="module")
+def mb(tmp_path_factory):
+    d = tmp_path_factory.mktemp("berth-metrics")
+    b = Berth.start(d / "data", nodes=2)
+    users = {}
+    for user, group in [("nobody", "dev"), ("prom", "system:monitoring")]:
+        users[user] = d / f"{user}.kubeconfig"
+        subprocess.run([str(BERTH_BIN), "kubeconfig", "--user", user, "--group", group,
+                        "--data-dir", str(b.data_dir), "-o", str(users[user])],
+                       check=True, capture_output=True, text=True)
+    yield b, users
+    b.stop()
+
+
+def raw_metrics(b, kubeconfig=None):
+    args = ["get", "--raw", "/metrics"]
+    if kubeconfig:
+        r = subprocess.run(["kubectl", "--kubeconfig", str(kubeconfig), *args],
+                           capture_output=True, text=True, timeout=60)
+        return r
+    return b.kubectl(*args)
+
+
+def sample(text, name, **labels):
+    """The value of the series `name` whose labels include `labels` (None if absent)."""
+    for line in text.splitlines():
+        if not line.startswith(name + "{") and not line.startswith(name + " "):
+            continue
+        m = re.match(r"^([^{ ]+)(?:\{(.*)\})? (\S+)$", line)
+        if not m or m.group(1) != name:
+            continue
+        have = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2) or ""))
+        if all(have.get(k) == v for k, v in labels.items()):
+            return float(m.group(3))
+    return None
+
+
+def test_admin_reads_upstream_names_and_counters_move(mb):
+    b, _ = mb
+    # The node lifecycle controller reports its zones after its first pass (5 s).
+    eventually(lambda: "node_collector_zone_size{" in raw_metrics(b).stdout,
+               what="zone sizes reported")
+    text = raw_metrics(b).stdout
+    for name in ["apiserver_request_total", "apiserver_request_duration_seconds_bucket",
+                 "apiserver_current_inflight_requests", "apiserver_storage_objects",
+                 "process_resident_memory_bytes", "scheduler_schedule_attempts_total",
+                 "node_collector_zone_size", "taint_eviction_controller_pod_deletions_total"]:
+        assert name in text, name
+    assert text.rstrip().endswith("# EOF")
+    assert text.count("# EOF") == 1
+    labels = dict(verb="LIST", resource="namespaces", scope="cluster", code="200")
+    before = sample(text, "apiserver_request_total", **labels) or 0
+    for _ in range(3):
+        b.kubectl("get", "namespaces")
+    after = sample(raw_metrics(b).stdout, "apiserver_request_total", **labels)
+    assert after is not None and after >= before + 3
+    # Stored objects: the namespaces that exist, counted from the store.
+    ns = sample(text, "apiserver_storage_objects", resource="namespaces")
+    assert ns is not None and ns >= 4
+    # A 404 is counted with its code.
+    b.kubectl("get", "pod", "no-such-pod", "-n", "default", check=False)
+    text = raw_metrics(b).stdout
+    assert sample(text, "apiserver_request_total", verb="GET", resource="pods",
+                  code="404") >= 1
+
+
+def test_the_scheduler_counts_in_the_same_scrape(mb):
+    b, _ = mb
+    b.create_namespace("metrics-sched")
+    b.kubectl("apply", "-f", "-", stdin=pod("scheduled", namespace="metrics-sched", scheduler=None))
+    eventually(lambda: sample(raw_metrics(b).stdout, "scheduler_schedule_attempts_total",
+                              result="scheduled") >= 1, what="a scheduling attempt counted")
+
+
+def test_a_user_without_the_role_gets_403_and_the_monitoring_group_reads(mb):
+    b, users = mb
+    r = raw_metrics(b, users["nobody"])
+    assert r.returncode != 0
+    assert "Forbidden" in r.stderr or "forbidden" in r.stderr, r.stderr
+    r = raw_metrics(b, users["prom"])
+    assert r.returncode == 0, r.stderr
+    assert "apiserver_request_total" in r.stdout
+    # The denial itself is counted, with its code.
+    assert sample(raw_metrics(b).stdout, "apiserver_request_total", verb="GET",
+                  code="403") >= 1
