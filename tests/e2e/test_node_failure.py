@@ -433,3 +433,44 @@ def test_kubectl_top_nodes_and_pods(fb, fns):
     # Nothing is stored for it: no stats ConfigMaps.
     cms = b.kubectl_json("get", "configmaps", "-A")["items"]
     assert not [c for c in cms if "stats" in c["metadata"]["name"]]
+
+
+def test_a_large_zone_mostly_down_is_tainted_at_the_secondary_rate(tmp_path):
+    """60 nodes in one zone (over --large-cluster-size-threshold 50), 40 of them stopped: the
+    zone is in PartialDisruption and, being large, keeps tainting at
+    --secondary-node-eviction-rate (scaled to one node per 5 s) rather than stopping."""
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text("pools:\n- name: big\n  count: 60\n  zone: zone-big\n")
+    secondary = 0.2
+    b = Berth.start(tmp_path / "data", nodes=0, args=[
+        "--cluster", cluster, "--housekeeping-interval", "1s",
+        "--node-status-update-frequency", "250ms", "--node-monitor-grace-period", "4s",
+        "--node-monitor-period", "1s", "--node-eviction-rate", "10",
+        "--secondary-node-eviction-rate", str(secondary)])
+    try:
+        eventually(lambda: len(b.kubectl_json("get", "nodes")["items"]) == 60, what="60 nodes")
+        stopped = [f"big-{i}" for i in range(1, 41)]
+        simulate(b, "stopped", *stopped)
+
+        def tainted():
+            items = b.kubectl_json("get", "nodes")["items"]
+            return sorted(when(t["timeAdded"]) for n in items
+                          for t in n["spec"].get("taints") or []
+                          if t["key"] in LIFECYCLE and t["effect"] == "NoExecute")
+
+        # The nodes fall silent over a pass or two: until 55% of the zone is not ready it is
+        # Normal and tainted at the primary rate, as upstream. From the PartialDisruption event
+        # on, the large zone goes on at the secondary rate.
+        seen = eventually(lambda: events(b, "default", "ZonePartialDisruption"), timeout=90,
+                          what="the zone in PartialDisruption")
+        assert "tainted NoExecute at the secondary rate of 0.2/s" in seen[0]["message"], seen
+        since = when(seen[0].get("firstTimestamp") or seen[0]["eventTime"][:19] + "Z")
+        later = eventually(lambda: (lambda t: t if len(t) >= 2 else None)(
+            [t for t in tainted() if t > since]), timeout=60,
+            what="two nodes tainted after the zone's PartialDisruption")
+        # One node per 1/secondary seconds (timeAdded has whole seconds), where the primary
+        # rate would taint ten a second.
+        assert (later[1] - later[0]).total_seconds() >= 1 / secondary - 1, later
+        assert len(tainted()) < len(stopped)
+    finally:
+        b.stop()
