@@ -417,6 +417,14 @@ def test_serve_runs_the_descheduler_in_process(berth_factory, tmp_path):
     b.kubectl("apply", "-f", "-",
               stdin=[owned(f"web-{i}", "node-1", "web", uid=uid) for i in range(2)])
     eventually(lambda: live_pods(b) == ["web-0"], what="the in-process descheduler to evict web-1")
+    # Its upstream metric is served with the API server's.
+    metrics = eventually(lambda: [line for line in
+                                  b.kubectl("get", "--raw", "/metrics").stdout.splitlines()
+                                  if line.startswith("descheduler_pods_evicted{")
+                                  and 'result="success"' in line],
+                         what="descheduler_pods_evicted at /metrics")
+    assert any('strategy="RemoveDuplicates"' in line and 'node="node-1"' in line
+               for line in metrics), metrics
 
 
 def test_serve_refuses_a_bad_descheduler_policy(tmp_path):

@@ -150,7 +150,13 @@ pub async fn run(args: DeschedulerArgs) -> anyhow::Result<()> {
 }
 
 /// `berth serve --descheduler-policy`: the loop in a background task, each run's table printed.
-pub fn spawn_in_process(client: kube::Client, policy: Policy, interval: Duration, clock: Clock) {
+pub fn spawn_in_process(
+    client: kube::Client,
+    policy: Policy,
+    interval: Duration,
+    clock: Clock,
+    metrics: Metrics,
+) {
     let args = DeschedulerArgs {
         kubeconfig: None,
         policy_config_file: None,
@@ -168,7 +174,7 @@ pub fn spawn_in_process(client: kube::Client, policy: Policy, interval: Duration
             tokio::time::sleep(interval).await;
         }
         let printed = |text: String| print!("{text}");
-        if let Err(e) = run_loop(client, &args, policy, clock, Metrics::default(), printed).await {
+        if let Err(e) = run_loop(client, &args, policy, clock, metrics, printed).await {
             tracing::error!(error = %e, "the in-process descheduler stopped");
         }
     });

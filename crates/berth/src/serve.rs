@@ -321,11 +321,16 @@ async fn start_loops(
     }
     controllers.spawn();
     if let Some(policy) = descheduler_policy {
+        // Its `descheduler_pods_evicted` counts are served with the others at /metrics.
+        let metrics = berth_descheduler::driver::Metrics::default();
+        let rendered = metrics.clone();
+        server.add_metrics_source(std::sync::Arc::new(move || rendered.text()));
         crate::descheduler::spawn_in_process(
             client.clone(),
             policy,
             args.descheduling_interval,
             clock.clone(),
+            metrics,
         );
     }
     if !args.disable_scheduler {
