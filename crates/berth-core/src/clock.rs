@@ -8,11 +8,15 @@
 use chrono::{DateTime, SecondsFormat, Utc};
 use tokio::time::Instant;
 
-/// Wall time anchored once, advanced by tokio's monotonic clock.
+/// Wall time anchored once, advanced by tokio's monotonic clock, `speed` times as fast when
+/// accelerated (`berth serve --time-scale`), so that minutes of cluster time (CronJob schedules,
+/// tolerationSeconds, TTLs) pass in seconds. Components wait with [`Clock::sleep`],
+/// [`Clock::interval`] and [`Clock::instant_at`], which take cluster durations and times.
 #[derive(Clone, Debug)]
 pub struct Clock {
     base_wall: DateTime<Utc>,
     base_instant: Instant,
+    speed: u32,
 }
 
 impl Clock {
@@ -21,7 +25,22 @@ impl Clock {
         Clock {
             base_wall: wall,
             base_instant: tokio_now(),
+            speed: 1,
         }
+    }
+
+    /// This clock, from now on running `speed` times as fast as tokio's (at least 1).
+    pub fn accelerated(&self, speed: u32) -> Clock {
+        Clock {
+            base_wall: self.now(),
+            base_instant: tokio_now(),
+            speed: speed.max(1),
+        }
+    }
+
+    /// How many cluster seconds pass per second of tokio's clock.
+    pub fn speed(&self) -> u32 {
+        self.speed
     }
 
     /// Anchors the clock at the system's wall time now: how a process starts its clock.
@@ -35,12 +54,37 @@ impl Clock {
     /// The current wall time.
     pub fn now(&self) -> DateTime<Utc> {
         let elapsed = tokio_now().saturating_duration_since(self.base_instant);
-        self.base_wall + chrono::Duration::from_std(elapsed).unwrap_or_default()
+        let cluster = elapsed.saturating_mul(self.speed);
+        self.base_wall + chrono::Duration::from_std(cluster).unwrap_or_default()
     }
 
     /// The current monotonic instant, for deadlines and timers (tokio's clock: paused with it).
+    /// Instants are tokio's: add cluster durations with [`Clock::instant_after`].
     pub fn instant(&self) -> Instant {
         tokio_now()
+    }
+
+    /// The tokio duration that `cluster` of cluster time takes.
+    pub fn tokio_duration(&self, cluster: std::time::Duration) -> std::time::Duration {
+        cluster / self.speed
+    }
+
+    /// The tokio instant `cluster` of cluster time from now.
+    pub fn instant_after(&self, cluster: std::time::Duration) -> Instant {
+        tokio_now() + self.tokio_duration(cluster)
+    }
+
+    /// Waits `cluster` of cluster time.
+    pub async fn sleep(&self, cluster: std::time::Duration) {
+        tokio::time::sleep(self.tokio_duration(cluster)).await;
+    }
+
+    /// Ticks every `period` of cluster time, the first tick at once (as `tokio::time::interval`).
+    pub fn interval(&self, period: std::time::Duration) -> tokio::time::Interval {
+        tokio::time::interval(
+            self.tokio_duration(period)
+                .max(std::time::Duration::from_millis(1)),
+        )
     }
 
     /// The current time as Kubernetes writes timestamps (`2026-11-22T19:59:15Z`).
@@ -57,7 +101,7 @@ impl Clock {
     pub fn instant_at(&self, at: DateTime<Utc>) -> Instant {
         let now = self.now();
         let ahead = (at - now).to_std().unwrap_or_default();
-        tokio_now() + ahead
+        self.instant_after(ahead)
     }
 }
 
@@ -126,5 +170,24 @@ mod tests {
         tokio::time::sleep(std::time::Duration::from_secs(90)).await;
         assert_eq!(clock.timestamp(), "2023-11-14T22:14:50Z");
         assert_eq!(clock.micro_timestamp(), "2023-11-14T22:14:50.000000Z");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_accelerated_clock_runs_its_waits_faster_by_its_speed() {
+        let start = DateTime::from_timestamp(1_700_000_000, 0).unwrap_or_default();
+        let clock = Clock::starting_at(start).accelerated(60);
+        let begun = tokio_now();
+        clock.sleep(std::time::Duration::from_secs(120)).await;
+        assert_eq!(tokio_now() - begun, std::time::Duration::from_secs(2));
+        assert_eq!(clock.timestamp(), "2023-11-14T22:15:20Z");
+        let in_a_minute = clock.now() + chrono::Duration::seconds(60);
+        assert_eq!(
+            clock.instant_at(in_a_minute) - tokio_now(),
+            std::time::Duration::from_secs(1)
+        );
+        let mut tick = clock.interval(std::time::Duration::from_secs(30));
+        tick.tick().await;
+        tick.tick().await;
+        assert_eq!(clock.timestamp(), "2023-11-14T22:15:50Z");
     }
 }

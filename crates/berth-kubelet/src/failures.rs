@@ -79,7 +79,7 @@ pub async fn run(client: kube::Client, clock: Clock, changes: Vec<Change>) {
     let api: Api<Node> = Api::all(client);
     let start = clock.instant();
     for change in changes {
-        tokio::time::sleep_until(start + change.at).await;
+        tokio::time::sleep_until(start + clock.tokio_duration(change.at)).await;
         let patch = serde_json::json!({"metadata": {"annotations": {
             SIMULATE_ANNOTATION: change.mode.as_str()}}});
         match api

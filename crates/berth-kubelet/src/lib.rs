@@ -307,7 +307,7 @@ async fn run_pods(runner: PodRunner) {
 async fn renew_leases(client: kube::Client, sim: Arc<sim::Sim>, every: Duration) {
     let api: Api<k8s_openapi::api::coordination::v1::Lease> =
         Api::namespaced(client, "kube-node-lease");
-    let mut tick = tokio::time::interval(every);
+    let mut tick = sim.clock().interval(every);
     loop {
         tick.tick().await;
         let renew = sim.clock().micro_timestamp();

@@ -31,7 +31,7 @@ pub async fn reconcile(client: kube::Client, pod: std::sync::Arc<Pod>, clock: Cl
             .unwrap_or(0)
             .min(grace);
         if takes > 0 {
-            tokio::time::sleep(Duration::from_secs(takes)).await;
+            clock.sleep(Duration::from_secs(takes)).await;
         }
         let dp = DeleteParams {
             grace_period_seconds: Some(0),
@@ -193,7 +193,7 @@ async fn run_containers(
     let mut restarts = 0;
     let ran = Duration::from_secs(run.seconds);
     loop {
-        tokio::time::sleep(ran).await;
+        clock.sleep(ran).await;
         let Some(pod) = running(api, name, uid).await else {
             return;
         };
@@ -212,7 +212,7 @@ async fn run_containers(
             return;
         };
         post_backoff(api, &pod, clock).await;
-        tokio::time::sleep(backoff).await;
+        clock.sleep(backoff).await;
         restarts += 1;
         let Some(pod) = current(api, name, uid).await else {
             return;

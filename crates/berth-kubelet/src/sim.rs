@@ -131,8 +131,10 @@ impl Sim {
         (!before.reaches_api() && wanted.reaches_api()).then(|| name.clone())
     }
 
+    /// Cluster time since the simulation started (pressure transition periods are in it).
     fn now(&self) -> Duration {
-        self.clock.instant().saturating_duration_since(self.origin)
+        let elapsed = self.clock.instant().saturating_duration_since(self.origin);
+        elapsed.saturating_mul(self.clock.speed())
     }
 
     /// Whether `node` is one of ours.
@@ -342,7 +344,7 @@ impl Sim {
     }
 
     async fn housekeeping_loop(self: Arc<Self>, node: String) {
-        let mut tick = tokio::time::interval(self.interval);
+        let mut tick = self.clock.interval(self.interval);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut state = PassState::default();
         loop {
@@ -577,7 +579,7 @@ async fn evict(
             .min(e.grace_period_seconds)
             .max(0) as u64;
         if takes > 0 {
-            tokio::time::sleep(Duration::from_secs(takes)).await;
+            clock.sleep(Duration::from_secs(takes)).await;
         }
         let ts = clock.timestamp();
         let v = serde_json::to_value(&pod).unwrap_or_default();

@@ -99,7 +99,7 @@ pub async fn run_loop(
         if once {
             return Ok(());
         }
-        tokio::time::sleep(args.descheduling_interval).await;
+        cfg.clock.sleep(args.descheduling_interval).await;
     }
 }
 
@@ -171,7 +171,7 @@ pub fn spawn_in_process(
     tokio::spawn(async move {
         // The cluster has only just started: the first run waits one interval.
         if !interval.is_zero() {
-            tokio::time::sleep(interval).await;
+            clock.sleep(interval).await;
         }
         let printed = |text: String| print!("{text}");
         if let Err(e) = run_loop(client, &args, policy, clock, metrics, printed).await {

@@ -44,6 +44,14 @@ pub struct ServeArgs {
     /// Terminated pods kept before pod GC deletes the oldest (0 keeps them all).
     #[arg(long, default_value_t = berth_controllers::podgc::DEFAULT_TERMINATED_THRESHOLD)]
     pub terminated_pod_gc_threshold: usize,
+    /// Run the cluster's clock this many times as fast as the machine's, for demos and tests:
+    /// with 60, a CronJob every minute runs each second, and every timer of the control plane
+    /// and the simulated nodes (leases, grace periods, tolerationSeconds, run and termination
+    /// times) passes 60 times as fast. Timestamps run ahead of the machine's clock: `kubectl
+    /// get` ages are the cluster's, while `describe` may show ages of the future as `<invalid>`.
+    /// Not with --etcd-servers.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=3600))]
+    pub time_scale: u32,
     /// The built-in scheduler never preempts lower-priority pods.
     #[arg(long)]
     pub disable_preemption: bool,
@@ -162,8 +170,11 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
     // Keys, tokens and the store live here: only the owner may look inside.
     tls::create_private_dir(&args.data_dir)
         .with_context(|| format!("creating data dir {}", args.data_dir.display()))?;
+    if args.time_scale > 1 && args.etcd.enabled() {
+        anyhow::bail!("--time-scale: replicas on etcd share one clock: the machine's; drop --time-scale or --etcd-servers");
+    }
     // One clock for every component of the process.
-    let clock = Clock::system();
+    let clock = Clock::system().accelerated(args.time_scale);
     let store = if args.etcd.enabled() {
         args.etcd.open_store().await?
     } else if args.memory_store {

@@ -79,7 +79,8 @@ pub async fn run_lifecycle(
         return;
     }
     let mut monitor = Monitor::new(config);
-    let mut tick = tokio::time::interval_at(clock.instant() + period, period);
+    let first = clock.instant_after(period);
+    let mut tick = tokio::time::interval_at(first, clock.tokio_duration(period));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         // Between passes, the zones' taint queues are worked every 100 ms while they hold nodes.

@@ -114,14 +114,15 @@ pub async fn run_with(
             },
             Some(b) = bound_rx.recv() => l.finish_binding(b),
             _ = leadership_changed(&mut l.leading) => {}
-            _ = tokio::time::sleep(wait) => {}
+            _ = l.clock.sleep(wait) => {}
         }
     }
 }
 
 impl Loop {
+    /// Cluster time since the loop started: the queue's back-offs are in cluster time.
     fn now(&self) -> Duration {
-        self.started.elapsed()
+        self.started.elapsed().saturating_mul(self.clock.speed())
     }
 
     /// Whether pods may be popped now: every informer has listed, and we lead (if electing).
