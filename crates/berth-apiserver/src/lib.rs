@@ -25,6 +25,7 @@
 //! # }
 //! ```
 
+mod access_log;
 mod admission;
 pub mod authn;
 pub mod authorizer;

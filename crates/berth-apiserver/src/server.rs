@@ -4,6 +4,7 @@
 //! `rbac` reviews, `node_proxy`) → `deletion` → `strategy` → `admission` → `context`,
 //! `response`, `request`, `codec`, `path`, `error`.
 
+use crate::access_log;
 use crate::authn;
 use crate::authorizer::{Attributes, Authorizer, Decision};
 use crate::authz;
@@ -77,6 +78,15 @@ pub fn router(ctx: Ctx) -> Router {
 }
 
 async fn dispatch(State(ctx): State<Ctx>, req: Request) -> Response {
+    let started = berth_core::clock::Stopwatch::now();
+    let access = access_log::Entry::begin(&req);
+    let refused = |e: ApiError, access: Option<access_log::Entry>| {
+        let response = e.into_response();
+        if let Some(entry) = access {
+            entry.finish("", response.status().as_u16(), started.elapsed());
+        }
+        response
+    };
     let user = match &ctx.authn {
         // In process: the component's own identity if its router carries one.
         None => match req.extensions().get::<authn::CertificateUser>() {
@@ -89,28 +99,31 @@ async fn dispatch(State(ctx): State<Ctx>, req: Request) -> Response {
             req.extensions().get::<authn::CertificateUser>(),
         ) {
             Ok(user) => user,
-            Err(e) => return e.into_response(),
+            Err(e) => return refused(e, access),
         },
     };
     let user = if authn::impersonation::requested(req.headers()) {
         match authn::impersonation::impersonate(&user, req.headers(), |a| authorize(&ctx, a)) {
             Ok(as_user) => as_user,
-            Err(e) => return e.into_response(),
+            Err(e) => return refused(e, access),
         }
     } else {
         user
     };
-    let started = berth_core::clock::Stopwatch::now();
+    let user = Arc::new(user);
     let mut labels = RequestLabels::non_resource(req.method());
     let response = {
         let _in_flight = ctx.metrics.start(&labels);
-        match route(&ctx, req, Arc::new(user), &mut labels).await {
+        match route(&ctx, req, user.clone(), &mut labels).await {
             Ok(r) => r,
             Err(e) => e.into_response(),
         }
     };
-    ctx.metrics
-        .observe(labels, response.status().as_u16(), started.elapsed());
+    let code = response.status().as_u16();
+    ctx.metrics.observe(labels, code, started.elapsed());
+    if let Some(entry) = access {
+        entry.finish(&user.name, code, started.elapsed());
+    }
     response
 }
 

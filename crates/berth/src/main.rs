@@ -53,13 +53,24 @@ enum Command {
     Bench(bench::BenchCommand),
 }
 
+/// `BERTH_LOG`: a bare level (`info`, `debug`) is berth's own logs at that level, its
+/// dependencies (hyper, rustls, h2, kube) staying at `warn`; anything else is an `EnvFilter`
+/// directive list as given (`debug,hyper=trace`). Unset or unreadable: warnings only.
+fn log_filter(spec: Option<&str>) -> tracing_subscriber::EnvFilter {
+    let directives = match spec.map(str::trim) {
+        None | Some("") => "warn".to_string(),
+        Some(level) if level.parse::<tracing::Level>().is_ok() => format!("warn,berth={level}"),
+        Some(list) => list.to_string(),
+    };
+    tracing_subscriber::EnvFilter::try_new(&directives)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"))
+}
+
 fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("BERTH_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
+        .with_env_filter(log_filter(std::env::var("BERTH_LOG").ok().as_deref()))
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let cli = Cli::parse();
     let runtime = tokio::runtime::Builder::new_multi_thread()
