@@ -59,3 +59,59 @@ def test_replication_controller_labels_and_selector_default_to_the_template(bert
     rc = berth.kubectl_json("get", "rc", "rc", "-n", ns)
     assert rc["metadata"]["labels"] == {"app": "old-web"}
     assert rc["spec"]["selector"] == {"app": "old-web"}
+
+
+def test_events_k8s_io_is_a_view_of_the_core_events(berth, ns):
+    b = berth
+    # Written through core/v1: seen through events.k8s.io/v1 with its field names.
+    b.kubectl("create", "-f", "-", stdin={
+        "apiVersion": "v1", "kind": "Event",
+        "metadata": {"name": "core-made", "namespace": ns},
+        "involvedObject": {"kind": "Pod", "name": "p", "namespace": ns},
+        "reason": "Tested", "message": "written as core/v1", "type": "Normal", "count": 2,
+        "source": {"component": "e2e"}, "firstTimestamp": "2026-01-01T00:00:00Z",
+        "lastTimestamp": "2026-01-01T00:00:00Z"})
+    viewed = b.kubectl_json("get", "events.v1.events.k8s.io", "core-made", "-n", ns)
+    assert viewed["apiVersion"] == "events.k8s.io/v1"
+    assert viewed["regarding"] == {"kind": "Pod", "name": "p", "namespace": ns}
+    assert viewed["note"] == "written as core/v1"
+    assert viewed["deprecatedCount"] == 2
+    assert viewed["deprecatedSource"] == {"component": "e2e"}
+    assert "message" not in viewed and "involvedObject" not in viewed
+
+    # Written through events.k8s.io/v1: listed as a core Event.
+    b.kubectl("create", "-f", "-", stdin={
+        "apiVersion": "events.k8s.io/v1", "kind": "Event",
+        "metadata": {"name": "v1-made", "namespace": ns},
+        "eventTime": "2026-01-01T00:00:00.000000Z", "reportingController": "e2e/tester",
+        "reportingInstance": "e2e-1", "action": "Testing", "reason": "Tested",
+        "regarding": {"kind": "Pod", "name": "p", "namespace": ns},
+        "note": "written as events.k8s.io/v1", "type": "Warning"})
+    core = {e["metadata"]["name"]: e for e in b.kubectl_json("get", "events", "-n", ns)["items"]}
+    assert set(core) >= {"core-made", "v1-made"}
+    assert core["v1-made"]["message"] == "written as events.k8s.io/v1"
+    assert core["v1-made"]["involvedObject"]["name"] == "p"
+    assert core["v1-made"]["reportingComponent"] == "e2e/tester"
+    # Both are one object: a patch through one view shows in the other.
+    b.kubectl("patch", "events.v1.events.k8s.io", "core-made", "-n", ns, "--type=merge",
+              "-p", '{"note": "patched through events.k8s.io"}')
+    assert b.kubectl_json("get", "event", "core-made", "-n", ns)["message"] == \
+        "patched through events.k8s.io"
+    b.kubectl("delete", "events.v1.events.k8s.io", "v1-made", "-n", ns)
+    assert b.kubectl("get", "event", "v1-made", "-n", ns, check=False).returncode != 0
+
+
+def test_the_access_log_names_each_request_and_dependencies_stay_quiet(berth_factory,
+                                                                      monkeypatch):
+    monkeypatch.setenv("BERTH_LOG", "debug")
+    b = berth_factory(nodes=1)
+    b.kubectl("get", "pods", "-n", "default")
+    log = b.log_path.read_text()
+    lines = [line for line in log.splitlines() if "berth::access" in line and
+             "URI=/api/v1/namespaces/default/pods" in line and "kubectl" in line]
+    assert lines, log[-3000:]
+    assert "verb=GET" in lines[-1] and "resp=200" in lines[-1]
+    assert "user=system:admin" in lines[-1]
+    # A bare level is berth's own: no debug lines from hyper, h2, rustls or kube's client.
+    for noisy in (" hyper", " h2::", " rustls::", " kube_client", " tower::"):
+        assert not any(noisy in line and "DEBUG" in line for line in log.splitlines()), noisy

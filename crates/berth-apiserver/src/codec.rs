@@ -1,10 +1,12 @@
 //! Between stored bytes, request bodies and the objects handlers work on.
 
 use crate::error::{ApiError, ApiResult};
+use crate::event_view;
 use crate::path::Target;
 use crate::request::content_type;
 use crate::strict::{self, FieldValidation};
 use axum::http::HeaderMap;
+use berth_api::registry::ResourceType;
 use berth_store::KeyValue;
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::Value;
@@ -13,6 +15,9 @@ use serde_json::Value;
 pub fn decode(kv: &KeyValue, target: &Target) -> ApiResult<Value> {
     let mut v: Value = serde_json::from_slice(&kv.value)
         .map_err(|e| ApiError::Internal(format!("stored object {} is corrupt: {e}", kv.key)))?;
+    if event_view::is_view(target.rt) {
+        event_view::to_view(&mut v);
+    }
     stamp(&mut v, kv.mod_revision, target);
     Ok(v)
 }
@@ -37,6 +42,16 @@ pub fn stamp(v: &mut Value, revision: i64, target: &Target) {
 /// The bytes stored for an object: everything but its resourceVersion, which is the store's.
 pub fn encode(v: &Value) -> bytes::Bytes {
     bytes::Bytes::from(serde_json::to_vec(&Stored(v)).unwrap_or_default())
+}
+
+/// The bytes stored for an object of `rt` as the request shows it: an `events.k8s.io` Event
+/// is stored as the core Event it is a view of.
+pub fn encode_for(v: &Value, rt: &ResourceType) -> bytes::Bytes {
+    if event_view::is_view(rt) {
+        encode(&event_view::to_core(v))
+    } else {
+        encode(v)
+    }
 }
 
 /// An object as it is stored: serialized as it is, minus `metadata.resourceVersion`.

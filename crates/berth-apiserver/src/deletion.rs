@@ -1,6 +1,6 @@
 //! Deleting objects: graceful pod termination, finalizers and namespace cascade.
 
-use crate::codec::{self, encode, meta_mut};
+use crate::codec::{self, meta_mut};
 use crate::context::Ctx;
 use crate::error::{from_store, ApiError, ApiResult};
 use crate::path;
@@ -219,7 +219,11 @@ async fn mark_deleting(
     meta.insert("deletionGracePeriodSeconds".into(), json!(grace));
     let kv = ctx
         .store
-        .update(&req.key(), encode(current), expected)
+        .update(
+            &req.key(),
+            codec::encode_for(current, req.target.rt),
+            expected,
+        )
         .await
         .map_err(|e| from_store(e, &req.resource(), req.name()))?;
     codec::stamp(current, kv.mod_revision, &req.target);

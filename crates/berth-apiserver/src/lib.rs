@@ -34,6 +34,7 @@ mod codec;
 mod context;
 mod deletion;
 mod error;
+mod event_view;
 mod health;
 mod metrics;
 mod metrics_api;

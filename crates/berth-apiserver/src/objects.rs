@@ -1,6 +1,6 @@
 //! CRUD on objects: get, list, create, update, patch, delete.
 
-use crate::codec::{self, decode, encode, meta_mut, meta_str};
+use crate::codec::{self, decode, meta_mut, meta_str};
 use crate::context::{read, Ctx};
 use crate::deletion::{delete_object, DeleteOptions};
 use crate::error::{from_store, ApiError, ApiResult};
@@ -238,7 +238,7 @@ pub async fn create(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
     }
     let kv = ctx
         .store
-        .create(&key, encode(&obj))
+        .create(&key, codec::encode_for(&obj, rt))
         .await
         .map_err(|e| from_store(e, &req.resource(), &name))?;
     codec::stamp(&mut obj, kv.mod_revision, &target);
@@ -377,7 +377,7 @@ pub async fn write_update(
     }
     let kv = ctx
         .store
-        .update(&req.key(), encode(&new), expected)
+        .update(&req.key(), codec::encode_for(&new, rt), expected)
         .await
         .map_err(|e| from_store(e, &req.resource(), req.name()))?;
     codec::stamp(&mut new, kv.mod_revision, &req.target);

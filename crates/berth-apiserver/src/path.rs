@@ -91,7 +91,8 @@ pub fn parse(path: &str) -> Option<Target> {
 
 /// The storage key prefix of a resource type (shared by all its versions).
 pub fn type_prefix(rt: &ResourceType) -> String {
-    let group = if rt.group.is_empty() {
+    // events.k8s.io Events are a view of the core ones (`event_view`): one storage.
+    let group = if rt.group.is_empty() || crate::event_view::is_view(rt) {
         "core"
     } else {
         rt.group
