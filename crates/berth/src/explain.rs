@@ -5,6 +5,7 @@
 //! per node, the failed predicates with their reasons, or each priority's score and the total.
 
 use anyhow::{bail, Context};
+use berth_scheduler::driver::published_policy;
 use berth_scheduler::{ClusterCache, Explanation, PredicateResult, Scheduler};
 use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{
@@ -29,7 +30,8 @@ pub struct ExplainPodArgs {
     /// Kubeconfig of the cluster (default: $KUBECONFIG or ~/.kube/config).
     #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
-    /// The scheduler policy file to explain with (the default policy without one).
+    /// The scheduler policy file to explain with. Without one, the policy the pod's scheduler
+    /// runs, as it published it (`kube-system/<schedulerName>-policy`).
     #[arg(long)]
     pub policy_config_file: Option<PathBuf>,
     /// Output format.
@@ -45,7 +47,6 @@ pub enum Output {
 
 pub async fn run(cmd: ExplainCommand) -> anyhow::Result<()> {
     let ExplainCommand::Pod(args) = cmd;
-    let policy = crate::scheduler::load_policy(args.policy_config_file.as_deref())?;
     let (namespace, name) = match args.pod.split_once('/') {
         Some((ns, n)) if !ns.is_empty() && !n.is_empty() => (ns.to_string(), n.to_string()),
         None if !args.pod.is_empty() => ("default".to_string(), args.pod.clone()),
@@ -57,6 +58,8 @@ pub async fn run(cmd: ExplainCommand) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("reading pod {namespace}/{name}"))?
         .with_context(|| format!("pod {namespace}/{name} not found"))?;
+    let (policy, policy_note) =
+        policy_for(&client, &pod, args.policy_config_file.as_deref()).await?;
     let mut cache = ClusterCache::new();
     load(&client, &mut cache).await?;
     let key = format!("{namespace}/{name}");
@@ -75,10 +78,62 @@ pub async fn run(cmd: ExplainCommand) -> anyhow::Result<()> {
         .map_err(|e| anyhow::anyhow!("building the scheduler: {e}"))?;
     let ex = scheduler.explain(&cache, &info);
     match args.output {
-        Output::Json => println!("{}", serde_json::to_string_pretty(&ex)?),
-        Output::Table => print!("{}", table(&ex, bound_to.as_deref())),
+        Output::Json => {
+            eprintln!("{policy_note}");
+            println!("{}", serde_json::to_string_pretty(&ex)?);
+        }
+        Output::Table => {
+            print!("{}", table(&ex, bound_to.as_deref()));
+            println!("{policy_note}");
+        }
     }
     Ok(())
+}
+
+/// The policy to explain `pod` with, and a line saying which it is: the file given, else the
+/// one the pod's scheduler published; berth's default policy for `default-scheduler` when it
+/// published none (a cluster whose scheduler is not berth's), a refusal for other schedulers.
+async fn policy_for(
+    client: &kube::Client,
+    pod: &Pod,
+    file: Option<&std::path::Path>,
+) -> anyhow::Result<(berth_scheduler::policy::Policy, String)> {
+    if let Some(path) = file {
+        let policy = crate::scheduler::load_policy(Some(path))?;
+        return Ok((policy, format!("Policy: the file {}", path.display())));
+    }
+    let scheduler = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.scheduler_name.clone())
+        .unwrap_or_else(|| "default-scheduler".into());
+    let configmap = format!(
+        "{}/{}",
+        published_policy::NAMESPACE,
+        published_policy::configmap_name(&scheduler)
+    );
+    match published_policy::read(client.clone(), &scheduler)
+        .await
+        .map_err(anyhow::Error::msg)?
+    {
+        Some(p) => Ok((
+            p.policy,
+            format!(
+                "Policy: the one {scheduler} runs (ConfigMap {configmap}, from {})",
+                p.source
+            ),
+        )),
+        None if scheduler == "default-scheduler" => Ok((
+            crate::scheduler::load_policy(None)?,
+            format!(
+                "Policy: berth's default ({scheduler} published none in ConfigMap {configmap})"
+            ),
+        )),
+        None => bail!(
+            "the pod's scheduler {scheduler:?} published no policy (no ConfigMap {configmap}): \
+             give the policy it runs with --policy-config-file"
+        ),
+    }
 }
 
 /// Lists every kind the engine reads into `cache`.

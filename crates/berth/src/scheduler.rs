@@ -66,6 +66,26 @@ pub fn load_policy(path: Option<&Path>) -> anyhow::Result<Policy> {
     }
 }
 
+/// Publishes the policy a scheduler runs for `berth explain` (`kube-system/<name>-policy`); a
+/// scheduler whose account may not write it (upstream's `system:kube-scheduler` role does not
+/// grant ConfigMaps) schedules all the same, and says so once.
+pub(crate) async fn publish_policy(
+    client: kube::Client,
+    name: &str,
+    policy: &Policy,
+    source: &str,
+) {
+    if let Err(e) = driver::published_policy::publish(client, name, policy, source).await {
+        tracing::warn!(scheduler = %name, error = %e,
+            "could not publish the running policy (berth explain will not find it)");
+    }
+}
+
+/// Where a policy came from, as published: the file's path, or `default`.
+pub(crate) fn policy_source(path: Option<&Path>) -> String {
+    path.map_or_else(|| "default".to_string(), |p| p.display().to_string())
+}
+
 /// A kube client from a kubeconfig file, or the usual inference (in-cluster inside a pod).
 pub async fn client(kubeconfig: Option<&Path>) -> anyhow::Result<kube::Client> {
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -133,6 +153,8 @@ pub async fn run(args: SchedulerArgs) -> anyhow::Result<()> {
     let policy = load_policy(args.policy_config_file.as_deref())?;
     let election = election_config(&args)?;
     let client = client(args.kubeconfig.as_deref()).await?;
+    let source = policy_source(args.policy_config_file.as_deref());
+    publish_policy(client.clone(), &args.scheduler_name, &policy, &source).await;
     let cfg = driver_config(&args, policy);
     let ops = Ops::new();
     if !args.metrics_bind_address.is_empty() {

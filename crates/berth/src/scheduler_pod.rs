@@ -73,7 +73,9 @@ async fn run_in_pod(inv: Invocation, clock: Clock) -> anyhow::Result<String> {
     if let Some(ns) = cmd.lock_object_namespace {
         args.leader_elect_resource_namespace = ns;
     }
-    let policy = match args.policy_config_file.clone().or(cmd.config) {
+    let policy_file = args.policy_config_file.clone().or(cmd.config);
+    let source = crate::scheduler::policy_source(policy_file.as_deref());
+    let policy = match policy_file {
         None => Policy::default_policy(),
         Some(path) => {
             let name = path.display().to_string();
@@ -94,6 +96,8 @@ async fn run_in_pod(inv: Invocation, clock: Clock) -> anyhow::Result<String> {
             inv.pod.metadata.uid.clone().unwrap_or_default()
         );
     }
+    crate::scheduler::publish_policy(inv.client.clone(), &args.scheduler_name, &policy, &source)
+        .await;
     let cfg = driver::DriverConfig {
         clock: clock.clone(),
         ..driver_config(&args, policy)

@@ -345,6 +345,10 @@ async fn start_loops(
         );
     }
     if !args.disable_scheduler {
+        // Published with the server's own rights: the scheduler's role grants no ConfigMaps.
+        let source = crate::scheduler::policy_source(args.policy_config_file.as_deref());
+        crate::scheduler::publish_policy(client.clone(), "default-scheduler", &policy, &source)
+            .await;
         let cfg = berth_scheduler::driver::DriverConfig {
             policy,
             disable_preemption: args.disable_preemption || master_disable,

@@ -4,12 +4,14 @@
 //! one scheduling loop owns the cache, the queue and the engine, and is the only writer of all
 //! three; binding, events and status updates go out through the API in tasks of their own, so the
 //! next pod is decided while a binding is in flight. [`leader`] elects one active replica
-//! through a Lease; [`ops`] holds the metrics and serves `/metrics`, `/healthz`, `/readyz`.
+//! through a Lease; [`published_policy`] writes the policy it runs where `berth explain` reads it;
+//! [`ops`] holds the metrics and serves `/metrics`, `/healthz`, `/readyz`.
 
 mod informers;
 pub mod leader;
 pub mod ops;
 mod preemption;
+pub mod published_policy;
 mod recorder;
 mod scheduling_loop;
 

@@ -1,0 +1,82 @@
+//! The policy a scheduler runs, published as the ConfigMap `kube-system/<scheduler>-policy`
+//! under the key `policy.cfg` (the key kube-scheduler's `--policy-configmap` read), so that
+//! `berth explain` explains a pod with the policy its scheduler really runs.
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, Patch, PatchParams};
+use serde_json::json;
+
+use crate::policy::Policy;
+
+/// Where published policies live.
+pub const NAMESPACE: &str = "kube-system";
+/// The data key holding the policy file.
+pub const KEY: &str = "policy.cfg";
+/// Where the policy came from: a file's path, or `default`.
+pub const SOURCE_ANNOTATION: &str = "berth.io/policy-source";
+const FIELD_MANAGER: &str = "berth-scheduler";
+
+/// `<scheduler>-policy`.
+pub fn configmap_name(scheduler: &str) -> String {
+    format!("{scheduler}-policy")
+}
+
+/// Writes (or overwrites) `scheduler`'s published policy.
+pub async fn publish(
+    client: kube::Client,
+    scheduler: &str,
+    policy: &Policy,
+    source: &str,
+) -> Result<(), kube::Error> {
+    let name = configmap_name(scheduler);
+    let cm = json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": NAMESPACE,
+                     "annotations": {SOURCE_ANNOTATION: source}},
+        "data": {KEY: policy.to_json()},
+    });
+    let api: Api<ConfigMap> = Api::namespaced(client, NAMESPACE);
+    api.patch(
+        &name,
+        &PatchParams::apply(FIELD_MANAGER).force(),
+        &Patch::Apply(&cm),
+    )
+    .await?;
+    Ok(())
+}
+
+/// A published policy and where it came from.
+pub struct Published {
+    /// The policy the scheduler runs.
+    pub policy: Policy,
+    /// Its file's path, or `default`.
+    pub source: String,
+}
+
+/// `scheduler`'s published policy; `Ok(None)` if it published none.
+pub async fn read(client: kube::Client, scheduler: &str) -> Result<Option<Published>, String> {
+    let name = configmap_name(scheduler);
+    let api: Api<ConfigMap> = Api::namespaced(client, NAMESPACE);
+    let found = api
+        .get_opt(&name)
+        .await
+        .map_err(|e| format!("reading ConfigMap {NAMESPACE}/{name}: {e}"))?;
+    let Some(cm) = found else {
+        return Ok(None);
+    };
+    let text = cm
+        .data
+        .as_ref()
+        .and_then(|d| d.get(KEY))
+        .ok_or_else(|| format!("ConfigMap {NAMESPACE}/{name} has no {KEY:?} key"))?;
+    let policy = Policy::from_str(text)
+        .map_err(|e| format!("ConfigMap {NAMESPACE}/{name}, key {KEY}: {e}"))?;
+    let source = cm
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(SOURCE_ANNOTATION))
+        .cloned()
+        .unwrap_or_else(|| "unknown".into());
+    Ok(Some(Published { policy, source }))
+}
