@@ -49,6 +49,16 @@ pub struct ApiBenchArgs {
     /// Print one JSON object instead of the human summary.
     #[arg(long)]
     pub json: bool,
+    /// Instead of `--pods` creates: create and delete pods for this long (`10m`) while
+    /// `--live` pods exist, printing the process's RSS (the in-process server's) as it goes.
+    #[arg(long, value_parser = berth_controllers::parse_duration)]
+    pub churn: Option<Duration>,
+    /// With --churn: how many pods stay alive.
+    #[arg(long, default_value_t = 800)]
+    pub live: usize,
+    /// With --churn: time between RSS samples.
+    #[arg(long, default_value = "30s", value_parser = berth_controllers::parse_duration)]
+    pub sample_every: Duration,
 }
 
 /// How long to wait for the watch to deliver the remaining events after the last create.
@@ -106,6 +116,23 @@ pub async fn run(args: ApiBenchArgs) -> anyhow::Result<()> {
         clients.push(api);
     }
 
+    if let Some(duration) = args.churn {
+        anyhow::ensure!(
+            args.kubeconfig.is_none(),
+            "--churn measures the in-process server's memory: drop --kubeconfig"
+        );
+        anyhow::ensure!(
+            !args.sample_every.is_zero(),
+            "--sample-every must be positive"
+        );
+        let churn = super::churn::Churn {
+            live: args.live,
+            duration,
+            sample_every: args.sample_every,
+            json: args.json,
+        };
+        return super::churn::run(clients, churn).await;
+    }
     let watcher = start_watch(Api::namespaced(client()?, &namespace), args.pods).await?;
 
     let next = Arc::new(AtomicUsize::new(0));

@@ -1,6 +1,7 @@
 //! `berth bench`: reproducible workloads that print throughput (never asserted anywhere).
 
 mod api;
+mod churn;
 mod deployments;
 mod descheduler;
 mod e2e;
