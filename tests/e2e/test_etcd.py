@@ -26,9 +26,9 @@ ELECTION = ("--leader-elect-lease-duration", "6s", "--leader-elect-renew-deadlin
             "--leader-elect-retry-period", "1s")
 
 
-def replica(data_dir, cluster, nodes=0):
+def replica(data_dir, cluster, nodes=0, extra=()):
     return Berth.start(data_dir, nodes=nodes,
-                       args=("--etcd-servers", cluster.urls, *ELECTION))
+                       args=("--etcd-servers", cluster.urls, *ELECTION, *extra))
 
 
 class Recorder:
@@ -164,3 +164,98 @@ def test_ha_kill_the_etcd_leader_then_the_leading_replica(tmp_path, cleanup):
     twice = {name: nodes for name, nodes in nodes_seen.items() if len(nodes) > 1}
     assert not twice, f"pods bound twice: {twice}"
     assert len(acknowledged) >= total - 5, "most creates were acknowledged"
+
+
+def holders(b):
+    """Every control-plane Lease in kube-system and the replica identity holding it."""
+    leases = k8s.CoordinationV1Api(b.api_client).list_namespaced_lease("kube-system").items
+    return {lease.metadata.name: lease.spec.holder_identity for lease in leases}
+
+
+def test_each_group_of_loops_is_elected_through_its_own_lease(tmp_path, cleanup):
+    cluster = EtcdCluster.start(1, tmp_path / "etcd")
+    cleanup(cluster)
+    # A never campaigns for the scheduler's Lease, so B leads the scheduler while A leads the
+    # controllers and the simulated nodes: a replica may lead some loops and not others.
+    a = replica(tmp_path / "a", cluster, nodes=2, extra=("--disable-scheduler",))
+    cleanup(a)
+    eventually(lambda: {"kube-controller-manager", LEASE} <= holders(a).keys(), timeout=30,
+               what="A leads the controllers and the simulated nodes")
+    b = replica(tmp_path / "b", cluster, nodes=2)
+    cleanup(b)
+    eventually(lambda: "kube-scheduler" in holders(b), timeout=30, what="B leads the scheduler")
+    held = holders(b)
+    print(f"Lease holders: {held}")
+    assert held["kube-controller-manager"] == held[LEASE], "one identity per replica"
+    assert held["kube-scheduler"] != held["kube-controller-manager"], \
+        "the scheduler is led by the other replica"
+
+    # The loops still meet through the API: B's scheduler binds, A's kubelets run the pods.
+    ns = f"split-{uuid.uuid4().hex[:6]}"
+    a.create_namespace(ns)
+    for i in range(4):
+        a.core.create_namespaced_pod(ns, pod(f"p-{i}", scheduler=None, resources={
+            "requests": {"cpu": "10m", "memory": "16Mi"}}))
+
+    def running():
+        pods = b.core.list_namespaced_pod(ns).items
+        return len(pods) == 4 and all(p.status.phase == "Running" for p in pods)
+
+    eventually(running, timeout=60, what="every pod bound by B and running on A's nodes")
+    ready = [n for n in b.core.list_node().items
+             if any(c.type == "Ready" and c.status == "True" for c in n.status.conditions)]
+    assert len(ready) == 2
+
+
+def watch_once(b, ns, rv):
+    """Opens a watch from `rv` and returns its first event, or the 410 it is refused with."""
+    try:
+        for event in k8s_watch.Watch().stream(b.core.list_namespaced_config_map, namespace=ns,
+                                              resource_version=rv, timeout_seconds=5):
+            if event["type"] == "ERROR":
+                return event["raw_object"].get("code")
+            return event
+    except k8s.ApiException as e:
+        return e.status
+    return None
+
+
+def test_a_compacted_resource_version_gets_410_on_every_replica_and_clients_relist(
+        tmp_path, cleanup):
+    cluster = EtcdCluster.start(1, tmp_path / "etcd")
+    cleanup(cluster)
+    compaction = ("--etcd-compaction-interval", "1s")
+    a = replica(tmp_path / "a", cluster, extra=compaction)
+    cleanup(a)
+    b = replica(tmp_path / "b", cluster, extra=compaction)
+    cleanup(b)
+    ns = f"compact-{uuid.uuid4().hex[:6]}"
+    a.create_namespace(ns)
+    old = a.core.list_namespaced_config_map(ns).metadata.resource_version
+    a.core.create_namespaced_config_map(ns, {"metadata": {"name": "first"}})
+    # A resourceVersion seen on A resumes a watch on B.
+    first = watch_once(b, ns, old)
+    assert isinstance(first, dict), f"watch on B from A's resourceVersion: {first}"
+    assert (first["type"], first["object"].metadata.name) == ("ADDED", "first")
+
+    # Writes move the revision on; after a few rounds etcd and both mirrors have compacted
+    # past `old`, and a watch from it is refused with 410 Gone on either replica.
+    def compacted_everywhere():
+        a.core.create_namespaced_config_map(
+            ns, {"metadata": {"generateName": "filler-"}})
+        return watch_once(a, ns, old) == 410 and watch_once(b, ns, old) == 410
+
+    eventually(compacted_everywhere, timeout=60, interval=1,
+               what="410 Gone for a compacted resourceVersion on both replicas")
+
+    # As a client does after 410: list again, then watch from the list's resourceVersion.
+    relisted = b.core.list_namespaced_config_map(ns)
+    assert any(cm.metadata.name == "first" for cm in relisted.items)
+    recorder = Recorder(b.core.list_namespaced_config_map, ns,
+                        relisted.metadata.resource_version,
+                        until=lambda events: any(e["object"].metadata.name == "after"
+                                                 for e in events))
+    a.core.create_namespaced_config_map(ns, {"metadata": {"name": "after"}})
+    recorder.join(timeout=30)
+    assert recorder.error is None, recorder.error
+    assert [e["object"].metadata.name for e in recorder.events] == ["after"]

@@ -139,6 +139,33 @@ impl Engine {
         self.watchers().notify(events);
     }
 
+    /// Applies changes that carry no previous values (an etcd watch without prev_kv), filling
+    /// them in from the state each change follows, and notifies watchers.
+    pub(crate) fn apply_completing(&self, events: Vec<WatchEvent>) {
+        let mut state = self.write();
+        let mut completed = Vec::with_capacity(events.len());
+        for event in events {
+            let event = state.with_prev(event);
+            state.apply(std::slice::from_ref(&event));
+            completed.push(event);
+        }
+        self.watchers().notify(&completed);
+    }
+
+    /// The live version of `key` written at exactly `revision`, if still retained.
+    pub(crate) fn written_at(&self, key: &str, revision: Revision) -> Option<KeyValue> {
+        self.read().written_at(key, revision)
+    }
+
+    /// Replaces the whole state with a fresh list (a mirror that fell behind etcd's
+    /// compaction) and ends every watch: their history is gone, so each watcher comes back
+    /// from its last revision, is told it is compacted (410 Gone at the API) and relists.
+    pub(crate) fn reset(&self, state: State) {
+        let mut current = self.write();
+        *current = state;
+        self.watchers().clear();
+    }
+
     /// Marks the engine closed and ends every watch.
     pub(crate) fn close(&self) {
         let _state = self.write();

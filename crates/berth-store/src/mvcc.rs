@@ -212,6 +212,28 @@ impl State {
         }
     }
 
+    /// `event` completed from this state as it stands before it: its previous value, and for
+    /// a deletion the deleted value and create revision. A mirror of etcd fills these in itself
+    /// rather than asking etcd to read and send every previous value with each watch event.
+    pub(crate) fn with_prev(&self, mut event: WatchEvent) -> WatchEvent {
+        let prev = self.get(&event.kv.key);
+        if event.kind == EventKind::Delete {
+            if let Some(last) = &prev {
+                event.kv.value = last.value.clone();
+                event.kv.create_revision = last.create_revision;
+            }
+        }
+        event.prev = prev;
+        event
+    }
+
+    /// The version of `key` written at exactly `revision`, if it is a live value still retained.
+    pub(crate) fn written_at(&self, key: &str, revision: Revision) -> Option<KeyValue> {
+        let versions = self.keys.get(key)?;
+        self.visible(key, versions, revision)
+            .filter(|kv| kv.mod_revision == revision)
+    }
+
     /// The logged changes after revision `after`, oldest first. `after` must not be below the
     /// compacted revision. Searched by revision, not counted, since a mirror's log may skip
     /// revisions.

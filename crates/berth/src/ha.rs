@@ -1,13 +1,14 @@
 //! Several `berth serve` replicas on one etcd: the `--etcd-*` flags that select the etcd
-//! backend, and the Lease that elects the one replica running the control loops.
+//! backend, and the Leases that elect which replica runs each group of control loops.
 //!
-//! Every replica serves the API from its own mirror of etcd. The control loops (scheduler,
-//! controllers, node lifecycle) and the simulated kubelets run only in the replica holding the
-//! Lease `kube-system/berth-control-plane`, so no two replicas ever schedule, and each node's
-//! kubelet runs in exactly one replica. When the leader dies, another replica takes the Lease
-//! once it has not moved for the lease duration and starts them; a leader that cannot renew
-//! exits at once (as kube-scheduler and kube-controller-manager do) so it has stopped before
-//! anyone may take over.
+//! Every replica serves the API from its own mirror of etcd. Each group of control loops runs
+//! only in the replica holding its own Lease in `kube-system`, named as upstream's components
+//! name theirs: `kube-scheduler` (the scheduler), `kube-controller-manager` (the controllers,
+//! node lifecycle among them), `descheduler`; the simulated kubelets run in the holder of
+//! `berth-control-plane`. A replica may lead some and not others. When a holder dies, another
+//! replica takes its Lease once it has not moved for the lease duration and starts those
+//! loops; a holder that cannot renew exits at once (as kube-scheduler and
+//! kube-controller-manager do) so it has stopped before anyone may take over.
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -18,8 +19,14 @@ use berth_apiserver::Clock;
 use berth_scheduler::driver::{leader, LeaderElectionConfig, LeaderElector};
 use berth_store::{EtcdConfig, Store};
 
-/// The Lease the replicas' control loops are elected through.
-pub const LEASE_NAME: &str = "berth-control-plane";
+/// The scheduler's Lease (upstream kube-scheduler's).
+pub const SCHEDULER_LEASE: &str = "kube-scheduler";
+/// The controllers' Lease (upstream kube-controller-manager's, which runs node lifecycle too).
+pub const CONTROLLER_MANAGER_LEASE: &str = "kube-controller-manager";
+/// The in-process descheduler's Lease (upstream descheduler's).
+pub const DESCHEDULER_LEASE: &str = "descheduler";
+/// The simulated kubelets' Lease.
+pub const KUBELETS_LEASE: &str = "berth-control-plane";
 
 /// kube-apiserver's etcd flags, and the election timings of the replicas' control loops.
 #[derive(clap::Args, Debug, Clone)]
@@ -83,48 +90,67 @@ impl EtcdArgs {
             .with_context(|| format!("opening the etcd store at {servers}"))
     }
 
-    fn election(&self) -> anyhow::Result<LeaderElectionConfig> {
-        let election = LeaderElectionConfig {
+    /// This replica's elections: one identity for all its Leases (so `kubectl get leases -n
+    /// kube-system` shows which replica leads what), with the flags' timings.
+    pub fn election(&self, client: kube::Client, clock: Clock) -> anyhow::Result<Election> {
+        let timings = LeaderElectionConfig {
             lease_duration: self.leader_elect_lease_duration,
             renew_deadline: self.leader_elect_renew_deadline,
             retry_period: self.leader_elect_retry_period,
-            ..LeaderElectionConfig::new(LEASE_NAME, &leader::default_identity())
+            ..LeaderElectionConfig::new("", &leader::default_identity())
         };
-        election.validate().map_err(anyhow::Error::msg)?;
-        Ok(election)
+        timings.validate().map_err(anyhow::Error::msg)?;
+        Ok(Election {
+            timings,
+            client,
+            clock,
+        })
     }
+}
 
-    /// Campaigns for the Lease in the background and runs `loops` once this replica leads;
-    /// exits the process if it loses the Lease.
+/// Campaigns for this replica's Leases.
+pub struct Election {
+    timings: LeaderElectionConfig,
+    client: kube::Client,
+    clock: Clock,
+}
+
+impl Election {
+    /// Campaigns for the Lease `kube-system/<lease>` in the background and runs `loops` once
+    /// this replica holds it; exits the process if it loses the Lease.
     pub fn run_when_leading<F>(
         &self,
-        client: kube::Client,
-        clock: Clock,
+        lease: &str,
+        what: &'static str,
         loops: impl FnOnce() -> F + Send + 'static,
     ) -> anyhow::Result<()>
     where
         F: Future<Output = anyhow::Result<()>> + Send + 'static,
     {
-        let election = self.election()?;
+        let election = LeaderElectionConfig {
+            name: lease.to_string(),
+            ..self.timings.clone()
+        };
         println!(
-            "control loops elected through the Lease kube-system/{LEASE_NAME} as {}",
+            "{what} elected through the Lease kube-system/{lease} as {}",
             election.identity
         );
         let (tx, mut leading) = tokio::sync::watch::channel(false);
-        let elector = LeaderElector::new(client, election, clock);
+        let elector = LeaderElector::new(self.client.clone(), election, self.clock.clone());
         tokio::spawn(async move {
             if let Err(lost) = elector.run(tx, std::future::pending()).await {
                 eprintln!("{lost}; exiting so that another replica takes over");
                 std::process::exit(1);
             }
         });
+        let lease = lease.to_string();
         tokio::spawn(async move {
             if leading.wait_for(|leading| *leading).await.is_err() {
                 return;
             }
-            println!("leading: starting the scheduler, controllers and simulated nodes");
+            println!("leading kube-system/{lease}: starting {what}");
             if let Err(e) = loops().await {
-                eprintln!("starting the control loops failed: {e:#}; exiting");
+                eprintln!("starting {what} failed: {e:#}; exiting");
                 std::process::exit(1);
             }
         });

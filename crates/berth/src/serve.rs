@@ -247,29 +247,9 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
     });
     let accounts = ServiceAccounts { tokens, connect };
     let identities = crate::identities::Identities::new(server.clone(), client.clone());
-    // With etcd, several replicas serve one cluster: only the Lease holder runs the loops.
-    if args.etcd.enabled() {
-        let (args, elector_client, elector_clock) = (args.clone(), client.clone(), clock.clone());
-        args.etcd
-            .clone()
-            .run_when_leading(elector_client, elector_clock, move || {
-                start_loops(
-                    args,
-                    server,
-                    identities,
-                    clock,
-                    nodes,
-                    policy,
-                    master_disable,
-                    descheduler_policy,
-                    accounts.clone(),
-                )
-            })?;
-        return Ok(Running { kubeconfig, url });
-    }
-    start_loops(
-        args.clone(),
-        server.clone(),
+    let loops = Loops {
+        args: args.clone(),
+        server,
         identities,
         clock,
         nodes,
@@ -277,8 +257,37 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
         master_disable,
         descheduler_policy,
         accounts,
-    )
-    .await?;
+    };
+    // With etcd, several replicas serve one cluster: each group of loops runs only in the
+    // replica holding its own Lease, as upstream's components do.
+    if args.etcd.enabled() {
+        let election = args.etcd.election(client.clone(), loops.clock.clone())?;
+        election.run_when_leading(crate::ha::KUBELETS_LEASE, "the simulated nodes", {
+            let loops = loops.clone();
+            move || loops.kubelets()
+        })?;
+        election.run_when_leading(crate::ha::CONTROLLER_MANAGER_LEASE, "the controllers", {
+            let loops = loops.clone();
+            move || loops.controllers()
+        })?;
+        if loops.descheduler_policy.is_some() {
+            election.run_when_leading(crate::ha::DESCHEDULER_LEASE, "the descheduler", {
+                let loops = loops.clone();
+                move || loops.descheduler()
+            })?;
+        }
+        if !args.disable_scheduler {
+            election.run_when_leading(crate::ha::SCHEDULER_LEASE, "the scheduler", {
+                let loops = loops.clone();
+                move || loops.scheduler()
+            })?;
+        }
+        return Ok(Running { kubeconfig, url });
+    }
+    loops.clone().kubelets().await?;
+    loops.clone().controllers().await?;
+    loops.clone().descheduler().await?;
+    loops.scheduler().await?;
     Ok(Running { kubeconfig, url })
 }
 
@@ -290,10 +299,10 @@ struct ServiceAccounts {
     connect: berth_kubelet::commands::Connect,
 }
 
-/// The simulated nodes, the controllers and the scheduler.
-// Each argument is one start-time input of a different loop; grouping them would only rename.
-#[allow(clippy::too_many_arguments)]
-async fn start_loops(
+/// Everything the control loops start from: each group of loops (simulated nodes, controllers,
+/// descheduler, scheduler) starts on its own, so that with etcd each can be elected apart.
+#[derive(Clone)]
+struct Loops {
     args: ServeArgs,
     server: ApiServer,
     identities: crate::identities::Identities,
@@ -303,75 +312,107 @@ async fn start_loops(
     master_disable: bool,
     descheduler_policy: Option<berth_descheduler::Policy>,
     accounts: ServiceAccounts,
-) -> anyhow::Result<()> {
-    let ServiceAccounts { tokens, connect } = accounts;
-    let client = identities.admin();
-    if !nodes.is_empty() {
-        berth_kubelet::Kubelet::new(client.clone(), nodes)
-            .housekeeping_interval(args.housekeeping_interval)
-            .lease_renew_interval(args.node_status_update_frequency)
-            .clock(clock.clone())
-            .commands(programs(&clock, connect))
+}
+
+impl Loops {
+    /// The simulated nodes' kubelets.
+    async fn kubelets(self) -> anyhow::Result<()> {
+        if self.nodes.is_empty() {
+            return Ok(());
+        }
+        berth_kubelet::Kubelet::new(self.identities.admin(), self.nodes)
+            .housekeeping_interval(self.args.housekeeping_interval)
+            .lease_renew_interval(self.args.node_status_update_frequency)
+            .clock(self.clock.clone())
+            .commands(programs(&self.clock, self.accounts.connect))
             .start()
             .await?;
+        Ok(())
     }
-    // Node lifecycle, condition taints, the NoExecute taint manager and disruption budgets.
-    // The in-process components' metrics are served with the API server's at /metrics.
-    let controller_metrics = berth_controllers::metrics::ControllerMetrics::new();
-    let rendered = controller_metrics.clone();
-    server.add_metrics_source(std::sync::Arc::new(move || rendered.render()));
-    let mut controllers = berth_controllers::Controllers::new(client.clone(), clock.clone())
-        .informer_client(identities.controller_manager())
-        .metrics(controller_metrics)
-        .node_monitor_grace_period(args.node_monitor_grace_period)
-        .terminated_pod_gc_threshold(args.terminated_pod_gc_threshold)
-        .node_monitor_period(args.zones.node_monitor_period)
-        .zones(args.zones.zones()?);
-    if let Some((signer, ca)) = tokens {
-        controllers = controllers.service_account_tokens(signer, ca);
+
+    /// Node lifecycle, condition taints, the NoExecute taint manager, disruption budgets and
+    /// the workload controllers: upstream's kube-controller-manager.
+    async fn controllers(self) -> anyhow::Result<()> {
+        let args = &self.args;
+        // The in-process components' metrics are served with the API server's at /metrics.
+        let controller_metrics = berth_controllers::metrics::ControllerMetrics::new();
+        let rendered = controller_metrics.clone();
+        self.server
+            .add_metrics_source(std::sync::Arc::new(move || rendered.render()));
+        let mut controllers =
+            berth_controllers::Controllers::new(self.identities.admin(), self.clock.clone())
+                .informer_client(self.identities.controller_manager())
+                .metrics(controller_metrics)
+                .node_monitor_grace_period(args.node_monitor_grace_period)
+                .terminated_pod_gc_threshold(args.terminated_pod_gc_threshold)
+                .node_monitor_period(args.zones.node_monitor_period)
+                .zones(args.zones.zones()?);
+        if let Some((signer, ca)) = self.accounts.tokens {
+            controllers = controllers.service_account_tokens(signer, ca);
+        }
+        controllers.spawn();
+        Ok(())
     }
-    controllers.spawn();
-    if let Some(policy) = descheduler_policy {
+
+    /// The in-process descheduler, if a policy was given.
+    async fn descheduler(self) -> anyhow::Result<()> {
+        let Some(policy) = self.descheduler_policy else {
+            return Ok(());
+        };
         // Its `descheduler_pods_evicted` counts are served with the others at /metrics.
         let metrics = berth_descheduler::driver::Metrics::default();
         let rendered = metrics.clone();
-        server.add_metrics_source(std::sync::Arc::new(move || rendered.text()));
+        self.server
+            .add_metrics_source(std::sync::Arc::new(move || rendered.text()));
         crate::descheduler::spawn_in_process(
-            client.clone(),
+            self.identities.admin(),
             policy,
-            args.descheduling_interval,
-            clock.clone(),
+            self.args.descheduling_interval,
+            self.clock.clone(),
             metrics,
         );
+        Ok(())
     }
-    if !args.disable_scheduler {
+
+    /// The built-in default-scheduler, unless disabled.
+    async fn scheduler(self) -> anyhow::Result<()> {
+        let args = &self.args;
+        if args.disable_scheduler {
+            return Ok(());
+        }
         // Published with the server's own rights: the scheduler's role grants no ConfigMaps.
         let source = crate::scheduler::policy_source(args.policy_config_file.as_deref());
-        crate::scheduler::publish_policy(client.clone(), "default-scheduler", &policy, &source)
-            .await;
+        crate::scheduler::publish_policy(
+            self.identities.admin(),
+            "default-scheduler",
+            &self.policy,
+            &source,
+        )
+        .await;
         let cfg = berth_scheduler::driver::DriverConfig {
-            policy,
-            disable_preemption: args.disable_preemption || master_disable,
-            clock: clock.clone(),
+            policy: self.policy,
+            disable_preemption: args.disable_preemption || self.master_disable,
+            clock: self.clock.clone(),
             ..berth_scheduler::driver::DriverConfig::named("default-scheduler")
         };
         let ops = berth_scheduler::driver::Ops::new();
         let rendered = ops.clone();
-        server.add_metrics_source(std::sync::Arc::new(move || rendered.render()));
+        self.server
+            .add_metrics_source(std::sync::Arc::new(move || rendered.render()));
         if let Some(address) = &args.scheduler_metrics_address {
             let at = crate::scheduler::serve_metrics(address, ops.clone()).await?;
             println!("scheduler metrics at http://{at}/metrics (plain HTTP)");
         }
         ops.set_leading(true);
         // As upstream's kube-scheduler: RBAC authorizes it by its bootstrap role.
-        let client = identities.scheduler();
+        let client = self.identities.scheduler();
         tokio::spawn(async move {
             if let Err(e) = berth_scheduler::driver::run_with(client, cfg, ops, None).await {
                 tracing::error!(error = %e, "default-scheduler stopped");
             }
         });
+        Ok(())
     }
-    Ok(())
 }
 
 /// The programs simulated containers run in process (see `berth_kubelet::commands`), each as

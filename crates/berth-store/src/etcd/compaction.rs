@@ -3,8 +3,9 @@
 //! one key's version; the one that wins compacts etcd to the revision seen one interval
 //! earlier. So etcd is compacted once per interval whatever the number of replicas (the winner
 //! acts as the leader for that round), and always an interval behind, which leaves every
-//! replica's mirror time to pass the compacted revision. Each mirror forgets its own history
-//! separately, when the API server's compactor calls [`crate::Store::compact`].
+//! replica's mirror time to pass the compacted revision. The winner writes the revision it
+//! compacts to in the key, and every replica's mirror forgets its history up to it, so a
+//! resourceVersion etcd has compacted gets 410 Gone on every replica, not only the winner's.
 
 use std::time::Duration;
 
@@ -14,10 +15,13 @@ use etcd_client::{Compare, CompareOp, Txn, TxnOp, TxnOpResponse};
 
 use super::config::Members;
 
+use crate::engine::Engine;
 use crate::Revision;
 
 pub(super) struct Compactor {
     members: Arc<Members>,
+    /// This replica's mirror, whose history follows etcd's compaction.
+    engine: Arc<Engine>,
     key: String,
     /// The compaction key's version this replica last saw.
     version: i64,
@@ -26,9 +30,10 @@ pub(super) struct Compactor {
 }
 
 impl Compactor {
-    pub(super) fn new(members: Arc<Members>, key: String) -> Compactor {
+    pub(super) fn new(members: Arc<Members>, engine: Arc<Engine>, key: String) -> Compactor {
         Compactor {
             members,
+            engine,
             key,
             version: 0,
             previous: None,
@@ -52,7 +57,11 @@ impl Compactor {
                 CompareOp::Equal,
                 self.version,
             )])
-            .and_then([TxnOp::put(self.key.as_str(), Vec::new(), None)])
+            .and_then([TxnOp::put(
+                self.key.as_str(),
+                self.previous.map(|r| r.to_string()).unwrap_or_default(),
+                None,
+            )])
             .or_else([TxnOp::get(self.key.as_str(), None)]);
         let (at, client) = self.members.current();
         let mut kv = client.kv_client();
@@ -67,15 +76,21 @@ impl Compactor {
         let seen = response.header().map(|header| header.revision());
         let target = std::mem::replace(&mut self.previous, seen);
         if !response.succeeded() {
-            // Another replica compacts this round; follow its count.
-            self.version = response
-                .op_responses()
-                .into_iter()
-                .find_map(|op| match op {
-                    TxnOpResponse::Get(get) => get.kvs().first().map(|kv| kv.version()),
-                    _ => None,
-                })
-                .unwrap_or(0);
+            // Another replica compacts this round; follow its count and its last compaction.
+            let last = response.op_responses().into_iter().find_map(|op| match op {
+                TxnOpResponse::Get(get) => get.kvs().first().cloned(),
+                _ => None,
+            });
+            self.version = last.as_ref().map_or(0, |kv| kv.version());
+            let compacted = last.and_then(|kv| {
+                std::str::from_utf8(kv.value())
+                    .ok()?
+                    .parse::<Revision>()
+                    .ok()
+            });
+            if let Some(compacted) = compacted {
+                self.forget_up_to(compacted);
+            }
             return;
         }
         self.version += 1;
@@ -85,6 +100,18 @@ impl Compactor {
         match kv.compact(target, None).await {
             Ok(_) => tracing::info!(revision = target, "etcd compacted"),
             Err(e) => tracing::debug!(error = %e, revision = target, "etcd compaction skipped"),
+        }
+        self.forget_up_to(target);
+    }
+
+    /// Compacts the mirror to what etcd was compacted to; a mirror not yet there catches up
+    /// at a later round.
+    fn forget_up_to(&self, revision: Revision) {
+        if revision > self.engine.compacted_revision() && revision <= self.engine.current_revision()
+        {
+            if let Err(e) = self.engine.compact(revision) {
+                tracing::debug!(error = %e, revision, "mirror compaction skipped");
+            }
         }
     }
 }

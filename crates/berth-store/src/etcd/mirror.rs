@@ -76,9 +76,10 @@ async fn load_from(client: &Client, keys: &KeyMap) -> Result<State> {
 }
 
 /// Follows the etcd watch from `from` (the revision loaded) for as long as the backend lives,
-/// watching again after a broken stream. Publishes each applied revision on `applied`; returns
-/// (dropping `applied`, which fails waiting writes) only when etcd has compacted past the
-/// mirror, which then can no longer continue.
+/// watching again after a broken stream. Publishes each applied revision on `applied`. When
+/// etcd has compacted past the mirror (it fell behind, e.g. cut off from etcd for longer than
+/// the compaction interval), it lists everything again and starts over from there, ending
+/// every watch so that their clients get 410 Gone and relist, as upstream's watch cache does.
 pub(super) async fn follow(
     members: Arc<Members>,
     keys: KeyMap,
@@ -98,15 +99,38 @@ pub(super) async fn follow(
                 requested,
                 compacted,
             }) => {
-                tracing::error!(
+                tracing::warn!(
                     requested,
                     compacted,
-                    "etcd compacted past the mirror; this server can no longer follow etcd"
+                    "etcd compacted past the mirror; listing again"
                 );
-                return;
+                from = relist(&members, &keys, &engine, &applied).await;
+                continue;
             }
             Err(e) => tracing::warn!(error = %e, from, "etcd watch broke; watching again"),
             Ok(()) => tracing::warn!(from, "etcd watch ended; watching again"),
+        }
+        tokio::time::sleep(RETRY).await;
+    }
+}
+
+/// Loads the prefix again (retrying until a member answers) into `engine` in place of what it
+/// held; returns the revision listed at.
+async fn relist(
+    members: &Members,
+    keys: &KeyMap,
+    engine: &Engine,
+    applied: &watch::Sender<Revision>,
+) -> Revision {
+    loop {
+        match load(members, keys).await {
+            Ok(state) => {
+                let revision = state.current();
+                engine.reset(state);
+                applied.send_replace(revision);
+                return revision;
+            }
+            Err(e) => tracing::warn!(error = %e, "listing etcd again failed; retrying"),
         }
         tokio::time::sleep(RETRY).await;
     }
@@ -119,10 +143,11 @@ async fn follow_once(
     applied: &watch::Sender<Revision>,
     from: &mut Revision,
 ) -> Result<()> {
+    // No prev_kv: the mirror already holds every previous value, so etcd need not read and
+    // send it with each event (see `Engine::apply_completing`).
     let options = WatchOptions::new()
         .with_prefix()
-        .with_start_revision(*from + 1)
-        .with_prev_key();
+        .with_start_revision(*from + 1);
     let mut stream = client
         .watch_client()
         .watch(keys.etcd_prefix(), Some(options))
@@ -152,7 +177,7 @@ async fn follow_once(
             .collect();
         if let Some(last) = events.last() {
             let revision = last.kv.mod_revision;
-            engine.apply(&events);
+            engine.apply_completing(events);
             *from = revision;
             applied.send_replace(revision);
         }
@@ -170,33 +195,25 @@ fn stored(keys: &KeyMap, kv: &etcd_client::KeyValue) -> Option<KeyValue> {
     })
 }
 
-/// One etcd watch event as a store event.
+/// One etcd watch event as a store event, without its previous value (the engine fills it in).
 fn change(keys: &KeyMap, event: &etcd_client::Event) -> Option<WatchEvent> {
     let kv = event.kv()?;
-    let prev = event.prev_kv().and_then(|prev| stored(keys, prev));
     match event.event_type() {
         EventType::Put => Some(WatchEvent {
             kind: EventKind::Put,
             kv: stored(keys, kv)?,
-            prev,
+            prev: None,
         }),
-        EventType::Delete => {
-            let key = keys.to_store(kv.key())?;
-            // etcd reports a deletion with the key only; the last value comes from prev_kv.
-            let last = prev.clone().unwrap_or(KeyValue {
-                key,
+        // etcd reports a deletion with the key only; the engine adds the last value.
+        EventType::Delete => Some(WatchEvent {
+            kind: EventKind::Delete,
+            kv: KeyValue {
+                key: keys.to_store(kv.key())?,
                 value: Bytes::new(),
                 create_revision: 0,
-                mod_revision: 0,
-            });
-            Some(WatchEvent {
-                kind: EventKind::Delete,
-                kv: KeyValue {
-                    mod_revision: kv.mod_revision(),
-                    ..last
-                },
-                prev,
-            })
-        }
+                mod_revision: kv.mod_revision(),
+            },
+            prev: None,
+        }),
     }
 }

@@ -75,7 +75,11 @@ impl Etcd {
         let engine = Arc::new(Engine::new(state));
         let (applied_tx, applied) = watch::channel(revision);
         if let Some(interval) = config.compaction_interval {
-            let compactor = Compactor::new(Arc::clone(&members), keys.compaction_key());
+            let compactor = Compactor::new(
+                Arc::clone(&members),
+                Arc::clone(&engine),
+                keys.compaction_key(),
+            );
             runtime.spawn(compactor.run(interval));
         }
         let mirror = runtime.spawn(mirror::follow(
@@ -86,12 +90,13 @@ impl Etcd {
             revision,
         ));
         Ok(Etcd {
-            engine,
             writer: Writer {
                 members,
                 keys: keys.clone(),
                 applied,
+                engine: Arc::clone(&engine),
             },
+            engine,
             handle: runtime.handle().clone(),
             runtime: Mutex::new(Some(runtime)),
             mirror: Mutex::new(Some(mirror)),

@@ -8,13 +8,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use etcd_client::{
-    Compare, CompareOp, DeleteOptions, PutOptions, Txn, TxnOp, TxnOpResponse, TxnResponse,
-};
+use etcd_client::{Compare, CompareOp, DeleteOptions, Txn, TxnOp, TxnOpResponse, TxnResponse};
 use tokio::sync::watch;
 
 use super::config::{etcd_error, unavailable, unsent, Members};
 use super::keys::KeyMap;
+use crate::engine::Engine;
 use crate::{Error, KeyValue, Result, Revision};
 
 /// How many times each member is tried before a write fails.
@@ -30,6 +29,9 @@ pub(crate) struct Writer {
     pub(crate) keys: KeyMap,
     /// The last revision the mirror applied.
     pub(crate) applied: watch::Receiver<Revision>,
+    /// The mirror, which supplies what etcd is not asked to send back (an update's create
+    /// revision).
+    pub(crate) engine: Arc<Engine>,
 }
 
 /// A write as the backend received it.
@@ -132,25 +134,23 @@ impl Writer {
         expected: Option<Revision>,
     ) -> Result<KeyValue> {
         let etcd_key = self.keys.to_etcd(&key)?;
-        let put = TxnOp::put(
-            etcd_key.clone(),
-            value.to_vec(),
-            Some(PutOptions::new().with_prev_key()),
-        );
+        // No prev_kv: etcd would read and send the whole previous value back only for its
+        // create revision, which the mirror has once it applies this write.
+        let put = TxnOp::put(etcd_key.clone(), value.to_vec(), None);
         let response = self.txn(guarded(&etcd_key, expected, put)).await?;
         if !response.succeeded() {
             return Err(refusal(key, expected, &response));
         }
         let revision = revision_of(&response)?;
-        let create_revision = response
-            .op_responses()
-            .into_iter()
-            .find_map(|op| match op {
-                TxnOpResponse::Put(put) => put.prev_key().map(|kv| kv.create_revision()),
-                _ => None,
-            })
+        self.caught_up(revision).await?;
+        let create_revision = self
+            .engine
+            .written_at(&key, revision)
+            .map(|kv| kv.create_revision)
             .ok_or_else(|| {
-                Error::Io("etcd answered an update without the previous value".into())
+                Error::Io(format!(
+                    "the etcd mirror no longer holds revision {revision} of {key}"
+                ))
             })?;
         Ok(KeyValue {
             key,
