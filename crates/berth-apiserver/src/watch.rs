@@ -229,6 +229,14 @@ impl WatchStream {
                 _ = &mut deadline => return,
                 _ = tx.closed() => return,
                 _ = bookmark.tick(), if self.bookmarks => {
+                    // The store hands a revision's events to watchers before that revision is
+                    // readable: with none waiting, nothing up to `current` is left for this
+                    // watch, and the bookmark may say so. An idle kind's watch then resumes
+                    // from a recent revision instead of one compacted away (410, relist).
+                    let current = self.ctx.store.current_revision();
+                    if events.is_empty() {
+                        self.last_revision = self.last_revision.max(current);
+                    }
                     let obj = json!({"kind": self.target.rt.kind, "apiVersion": self.target.rt.api_version(),
                         "metadata": {"resourceVersion": self.last_revision.to_string()}});
                     if tx.send(Ok(line(&json!({"type": "BOOKMARK", "object": obj})))).await.is_err() {
