@@ -97,3 +97,21 @@ def test_a_user_without_the_role_gets_403_and_the_monitoring_group_reads(mb):
     # The denial itself is counted, with its code.
     assert sample(raw_metrics(b).stdout, "apiserver_request_total", verb="GET",
                   code="403") >= 1
+
+
+def test_the_store_latency_is_counted_per_operation_and_resource(mb):
+    b, _ = mb
+    b.create_namespace("metrics-store")
+    b.kubectl("create", "configmap", "c", "-n", "metrics-store", "--from-literal=a=b")
+    b.kubectl("get", "configmap", "c", "-n", "metrics-store")
+    b.kubectl("get", "configmaps", "-n", "metrics-store")
+    b.kubectl("label", "configmap", "c", "-n", "metrics-store", "checked=yes")
+    b.kubectl("delete", "configmap", "c", "-n", "metrics-store")
+    text = raw_metrics(b).stdout
+    for operation in ("create", "get", "list", "update", "delete"):
+        count = sample(text, "etcd_request_duration_seconds_count", operation=operation,
+                       type="configmaps")
+        assert count is not None and count >= 1, operation
+    # Group resources are named as upstream's storage names them.
+    assert sample(text, "etcd_request_duration_seconds_count", operation="create",
+                  type="leases.coordination.k8s.io") >= 1

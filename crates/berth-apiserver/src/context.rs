@@ -39,9 +39,11 @@ pub type Ctx = Arc<Inner>;
 
 /// Reads the current stored object addressed by `req`.
 pub fn read(ctx: &Ctx, req: &ApiRequest) -> ApiResult<(Value, i64)> {
-    let kv = ctx
-        .store
-        .get(&req.key())
+    let started = berth_core::clock::Stopwatch::now();
+    let found = ctx.store.get(&req.key());
+    ctx.metrics
+        .storage_request("get", req.target.rt, started.elapsed());
+    let kv = found
         .map_err(|e| from_store(e, &req.resource(), req.name()))?
         .ok_or_else(|| req.not_found())?;
     Ok((decode(&kv, &req.target)?, kv.mod_revision))

@@ -157,11 +157,11 @@ pub async fn delete_object(
         return Ok(respond(ctx, req, StatusCode::OK, current));
     }
 
-    let kv = ctx
-        .store
-        .delete(&req.key(), expected)
-        .await
-        .map_err(|e| from_store(e, &req.resource(), req.name()))?;
+    let started = berth_core::clock::Stopwatch::now();
+    let deleted = ctx.store.delete(&req.key(), expected).await;
+    ctx.metrics
+        .storage_request("delete", req.target.rt, started.elapsed());
+    let kv = deleted.map_err(|e| from_store(e, &req.resource(), req.name()))?;
     codec::stamp(&mut current, kv.mod_revision, &req.target);
     if strategy.returns_deleted_object() {
         return Ok(respond(ctx, req, StatusCode::OK, current));

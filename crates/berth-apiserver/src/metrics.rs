@@ -1,6 +1,8 @@
 //! The API server's own Prometheus metrics at `/metrics`, under upstream's names:
 //! `apiserver_request_total`, `apiserver_request_duration_seconds`,
-//! `apiserver_current_inflight_requests`, `apiserver_storage_objects` and the process metrics;
+//! `apiserver_current_inflight_requests`, `apiserver_storage_objects`,
+//! `etcd_request_duration_seconds` (the store's latency, whichever backend) and the process
+//! metrics;
 //! followed by the metrics of the components running in the same process (`berth serve`), so
 //! one scrape sees the whole control plane.
 //!
@@ -130,9 +132,26 @@ struct KindLabel {
     request_kind: &'static str,
 }
 
+/// `etcd_request_duration_seconds`' labels: the store operation and the resource
+/// (`pods`, `deployments.apps`), as upstream's storage layer records them.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StorageLabels {
+    operation: &'static str,
+    r#type: &'static str,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ResourceLabel {
     resource: String,
+}
+
+/// A resource as upstream's storage metrics name it: `pods`, `deployments.apps`.
+fn storage_type(rt: &ResourceType) -> String {
+    if rt.group.is_empty() {
+        rt.plural.to_string()
+    } else {
+        format!("{}.{}", rt.plural, rt.group)
+    }
 }
 
 /// Metrics text of another component in the process, rendered at each scrape.
@@ -146,6 +165,9 @@ pub struct ApiMetrics {
     /// readOnly, mutating.
     inflight: [Gauge; 2],
     storage: Family<ResourceLabel, Gauge>,
+    storage_requests: Family<StorageLabels, Histogram, fn() -> Histogram>,
+    /// Each resource type's `type` label, made once (keyed by the registry entry's address).
+    storage_types: std::collections::HashMap<usize, &'static str>,
     sources: RwLock<Vec<Source>>,
 }
 
@@ -185,6 +207,16 @@ impl ApiMetrics {
                 .clone()
         });
         let storage: Family<ResourceLabel, Gauge> = Family::default();
+        let storage_requests: Family<StorageLabels, Histogram, fn() -> Histogram> =
+            Family::new_with_constructor(duration_histogram);
+        // One leaked name per registry entry: a bounded set, so labels need no allocation.
+        let storage_types = registry::RESOURCES
+            .iter()
+            .map(|rt| {
+                let name: &'static str = Box::leak(storage_type(rt).into_boxed_str());
+                (rt as *const ResourceType as usize, name)
+            })
+            .collect();
         let mut registry = Registry::default();
         // prometheus-client adds `_total` to counters.
         registry.register(
@@ -207,14 +239,35 @@ impl ApiMetrics {
             "Number of stored objects at the time of last check split by kind",
             storage.clone(),
         );
+        registry.register(
+            "etcd_request_duration_seconds",
+            "Etcd request latency in seconds for each operation and object type.",
+            storage_requests.clone(),
+        );
         ApiMetrics {
             registry,
             requests,
             durations,
             inflight,
             storage,
+            storage_requests,
+            storage_types,
             sources: RwLock::new(Vec::new()),
         }
+    }
+
+    /// Records one store operation (`get`, `list`, `create`, `update`, `delete`) on `rt`.
+    pub fn storage_request(&self, operation: &'static str, rt: &ResourceType, took: Duration) {
+        let Some(r#type) = self
+            .storage_types
+            .get(&(rt as *const ResourceType as usize))
+            .copied()
+        else {
+            return;
+        };
+        self.storage_requests
+            .get_or_create(&StorageLabels { operation, r#type })
+            .observe(took.as_secs_f64());
     }
 
     /// Counts the request as in flight (long-running ones, watches, are not, as upstream).

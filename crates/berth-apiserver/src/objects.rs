@@ -14,6 +14,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use base64::Engine;
 use berth_api::tables;
+use berth_core::clock::Stopwatch;
 use serde_json::{json, Value};
 
 pub async fn get(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
@@ -86,10 +87,10 @@ pub async fn list(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
         } else {
             (limit - items.len()).max(64)
         };
-        let r = ctx
-            .store
-            .range(&prefix, start_after.as_deref(), page, at)
-            .map_err(|e| from_store(e, &resource, ""))?;
+        let started = Stopwatch::now();
+        let r = ctx.store.range(&prefix, start_after.as_deref(), page, at);
+        ctx.metrics.storage_request("list", rt, started.elapsed());
+        let r = r.map_err(|e| from_store(e, &resource, ""))?;
         revision = r.revision;
         at = Some(r.revision);
         let mut taken = 0;
@@ -236,11 +237,10 @@ pub async fn create(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
             &warnings,
         ));
     }
-    let kv = ctx
-        .store
-        .create(&key, codec::encode_for(&obj, rt))
-        .await
-        .map_err(|e| from_store(e, &req.resource(), &name))?;
+    let started = Stopwatch::now();
+    let created = ctx.store.create(&key, codec::encode_for(&obj, rt)).await;
+    ctx.metrics.storage_request("create", rt, started.elapsed());
+    let kv = created.map_err(|e| from_store(e, &req.resource(), &name))?;
     codec::stamp(&mut obj, kv.mod_revision, &target);
     Ok(with_warnings(
         respond(ctx, req, StatusCode::CREATED, obj),
@@ -375,11 +375,13 @@ pub async fn write_update(
         codec::stamp(&mut new, kv.mod_revision, &req.target);
         return Ok(respond(ctx, req, StatusCode::OK, new));
     }
-    let kv = ctx
+    let started = Stopwatch::now();
+    let updated = ctx
         .store
         .update(&req.key(), codec::encode_for(&new, rt), expected)
-        .await
-        .map_err(|e| from_store(e, &req.resource(), req.name()))?;
+        .await;
+    ctx.metrics.storage_request("update", rt, started.elapsed());
+    let kv = updated.map_err(|e| from_store(e, &req.resource(), req.name()))?;
     codec::stamp(&mut new, kv.mod_revision, &req.target);
     Ok(respond(ctx, req, StatusCode::OK, new))
 }
