@@ -17,11 +17,19 @@ const STATUSES: &[&str] = &["False", "True", "Unknown"];
 
 /// Upstream `SetDefaults_Job` for the policy: a condition pattern without a status matches `True`.
 pub(super) fn default(spec: &mut Value) {
-    let Some(rules) = spec["podFailurePolicy"]["rules"].as_array_mut() else {
+    // `get_mut`, not `[]`: indexing a missing key mutably would insert it.
+    let Some(rules) = spec
+        .get_mut("podFailurePolicy")
+        .and_then(|p| p.get_mut("rules"))
+        .and_then(Value::as_array_mut)
+    else {
         return;
     };
     for rule in rules {
-        for pattern in rule["onPodConditions"].as_array_mut().into_iter().flatten() {
+        let patterns = rule
+            .get_mut("onPodConditions")
+            .and_then(Value::as_array_mut);
+        for pattern in patterns.into_iter().flatten() {
             if pattern.is_object() && pattern["status"].is_null() {
                 pattern["status"] = json!("True");
             }
@@ -348,6 +356,17 @@ mod tests {
                 r#"spec.podReplacementPolicy: Unsupported value: "TerminatingOrFailed": supported values: "Failed""#
             ]
         );
+    }
+
+    #[test]
+    fn defaulting_adds_nothing_to_a_job_without_a_policy() {
+        let mut s = json!({"template": {}});
+        default(&mut s);
+        assert_eq!(s, json!({"template": {}}));
+        let mut s = spec(json!({"rules": [{"action": "FailJob", "onExitCodes": {}}]}));
+        let before = s.clone();
+        default(&mut s);
+        assert_eq!(s, before);
     }
 
     #[test]
