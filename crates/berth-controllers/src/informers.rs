@@ -6,8 +6,8 @@ use berth_informers::Informer;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{
-    Container, Node, Pod, PodCondition, PodSpec, PodStatus, ReplicationController,
-    ResourceRequirements, Toleration,
+    Container, ContainerState, ContainerStateTerminated, ContainerStatus, Node, Pod, PodCondition,
+    PodSpec, PodStatus, ReplicationController, ResourceRequirements, Toleration,
 };
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -50,7 +50,8 @@ pub use crate::wait::wait;
 
 /// A pod as the controllers read it: `metadata`, `spec.nodeName`, `spec.tolerations`, the
 /// containers' and init containers' names and resources (the DaemonSet controller's fit check),
-/// `status.phase` and `status.conditions`. The rest (images, env, volumes, ...) is skipped
+/// `status.phase` and `status.conditions`, and the name and exit code of each terminated
+/// container (a Job's podFailurePolicy). The rest (images, env, volumes, ...) is skipped
 /// while decoding, which is most of a pod: a loop that needs more adds the field here.
 #[derive(Clone, Debug)]
 struct PodView(Pod);
@@ -120,11 +121,55 @@ impl<'de> serde::Deserialize<'de> for PodView {
             }
         }
         #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
         struct Status {
             #[serde(default)]
             phase: Option<String>,
             #[serde(default)]
             conditions: Option<Vec<PodCondition>>,
+            #[serde(default)]
+            container_statuses: Option<Vec<ContainerStatusView>>,
+            #[serde(default)]
+            init_container_statuses: Option<Vec<ContainerStatusView>>,
+        }
+        #[derive(serde::Deserialize)]
+        struct ContainerStatusView {
+            #[serde(default)]
+            name: String,
+            #[serde(default)]
+            state: Option<StateView>,
+        }
+        #[derive(serde::Deserialize)]
+        struct StateView {
+            #[serde(default)]
+            terminated: Option<TerminatedView>,
+        }
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct TerminatedView {
+            #[serde(default)]
+            exit_code: i32,
+        }
+        /// Only terminated containers are kept: running ones are most of a cluster's.
+        fn terminated(statuses: Option<Vec<ContainerStatusView>>) -> Option<Vec<ContainerStatus>> {
+            let kept: Vec<ContainerStatus> = statuses?
+                .into_iter()
+                .filter_map(|s| {
+                    let exit_code = s.state?.terminated?.exit_code;
+                    Some(ContainerStatus {
+                        name: s.name,
+                        state: Some(ContainerState {
+                            terminated: Some(ContainerStateTerminated {
+                                exit_code,
+                                ..ContainerStateTerminated::default()
+                            }),
+                            ..ContainerState::default()
+                        }),
+                        ..ContainerStatus::default()
+                    })
+                })
+                .collect();
+            (!kept.is_empty()).then_some(kept)
         }
         let wire = Wire::deserialize(d)?;
         Ok(PodView(Pod {
@@ -141,6 +186,8 @@ impl<'de> serde::Deserialize<'de> for PodView {
             status: wire.status.map(|s| PodStatus {
                 phase: s.phase,
                 conditions: s.conditions,
+                container_statuses: terminated(s.container_statuses),
+                init_container_statuses: terminated(s.init_container_statuses),
                 ..PodStatus::default()
             }),
         }))
@@ -170,5 +217,29 @@ mod tests {
         full.spec.as_mut().unwrap().containers[0].image = None;
         full.status.as_mut().unwrap().container_statuses = None;
         assert_eq!(Pod::from(view), full);
+    }
+
+    #[test]
+    fn a_pod_view_keeps_the_exit_codes_of_terminated_containers() {
+        let json = serde_json::json!({
+            "metadata": {"name": "p"},
+            "status": {"phase": "Failed", "containerStatuses": [
+                {"name": "c", "image": "i", "imageID": "", "ready": false, "restartCount": 0,
+                 "state": {"terminated": {"exitCode": 42, "reason": "Error"}}},
+                {"name": "d", "image": "i", "imageID": "", "ready": true, "restartCount": 0,
+                 "state": {"running": {}}}]},
+        });
+        let view: Pod = serde_json::from_value::<PodView>(json).unwrap().into();
+        let statuses = view.status.unwrap().container_statuses.unwrap();
+        assert_eq!(statuses.len(), 1);
+        assert_eq!(statuses[0].name, "c");
+        let exit = statuses[0]
+            .state
+            .as_ref()
+            .unwrap()
+            .terminated
+            .as_ref()
+            .unwrap();
+        assert_eq!(exit.exit_code, 42);
     }
 }

@@ -599,10 +599,15 @@ async fn evict(
             })
             .collect();
         let cond = |t: &str| json!({"type": t, "status": "False", "lastProbeTime": null, "lastTransitionTime": ts, "reason": "PodFailed"});
+        // As upstream's eviction manager: a Job's podFailurePolicy can tell a disruption from a
+        // failure by this condition.
+        let disruption = json!({"type": "DisruptionTarget", "status": "True", "lastProbeTime": null,
+                                "lastTransitionTime": ts, "reason": "TerminationByKubelet",
+                                "message": e.message});
         let status = json!({"status": {
             "phase": "Failed", "reason": "Evicted", "message": e.message,
             "containerStatuses": statuses,
-            "conditions": [cond("Ready"), cond("ContainersReady")],
+            "conditions": [disruption, cond("Ready"), cond("ContainersReady")],
         }});
         if let Err(err) = api
             .patch_status(name, &PatchParams::default(), &Patch::Strategic(&status))

@@ -1,7 +1,9 @@
 //! Jobs and CronJobs (batch/v1), as upstream's `registry/batch/{job,cronjob}/strategy.go` and
 //! `apis/batch/v1/defaults.go`: defaults, a Job's generated selector and pod labels, status
-//! reset on create, the pod template's `restartPolicy` (`OnFailure` or `Never`), and what an
-//! update may not change.
+//! reset on create, the pod template's `restartPolicy` (`OnFailure` or `Never`), the
+//! `podFailurePolicy` (validation in `job/failure_policy.rs`), and what an update may not change.
+
+mod failure_policy;
 
 use super::{causes, defaults::default_at, Strategy};
 use crate::codec::meta_str;
@@ -36,7 +38,12 @@ impl Strategy for Job {
     fn prepare_for_update(&self, old: &Value, new: &mut Value) -> ApiResult<()> {
         default_job_spec(&mut new["spec"]);
         let mut changed = Vec::new();
-        for field in ["selector", "completions", "completionMode"] {
+        for field in [
+            "selector",
+            "completions",
+            "completionMode",
+            "podFailurePolicy",
+        ] {
             if old["spec"].get(field) != new["spec"].get(field) {
                 changed.push(field);
             }
@@ -126,7 +133,14 @@ fn default_job_spec(spec: &mut Value) {
     default_at(spec, "backoffLimit", json!(6));
     default_at(spec, "completionMode", json!("NonIndexed"));
     default_at(spec, "suspend", json!(false));
-    default_at(spec, "podReplacementPolicy", json!("TerminatingOrFailed"));
+    // Pods are replaced only once terminal under a pod failure policy, which reads how they ended.
+    let replacement = if spec["podFailurePolicy"].is_object() {
+        "Failed"
+    } else {
+        "TerminatingOrFailed"
+    };
+    default_at(spec, "podReplacementPolicy", json!(replacement));
+    failure_policy::default(spec);
     default_at(spec, "manualSelector", Value::Null);
     if spec["manualSelector"].is_null() {
         if let Some(o) = spec.as_object_mut() {
@@ -188,6 +202,13 @@ fn validate_job_spec(spec: &Value, at: &str) -> Vec<FieldError> {
     }
     let policy = spec["template"]["spec"]["restartPolicy"].as_str();
     match policy {
+        Some(p) if spec["podFailurePolicy"].is_object() && p != "Never" => {
+            out.push(FieldError::invalid(
+                format!("{at}.template.spec.restartPolicy"),
+                p,
+                "only \"Never\" is supported when podFailurePolicy is specified",
+            ))
+        }
         Some(p) if RESTART_POLICIES.contains(&p) => {}
         Some(p) => out.push(FieldError::not_supported(
             format!("{at}.template.spec.restartPolicy"),
@@ -209,6 +230,7 @@ fn validate_job_spec(spec: &Value, at: &str) -> Vec<FieldError> {
         }
     }
     out.extend(validate_completion_mode(spec, at));
+    out.extend(failure_policy::validate(spec, at));
     if let Some(n) = spec["activeDeadlineSeconds"].as_i64().filter(|n| *n <= 0) {
         out.push(FieldError::invalid_rendered(
             format!("{at}.activeDeadlineSeconds"),
@@ -328,6 +350,28 @@ mod tests {
             "{:?}",
             causes
         );
+    }
+
+    #[test]
+    fn a_pod_failure_policy_needs_restart_policy_never_and_defaults_replacement_to_failed() {
+        let mut j = job();
+        j["spec"]["template"]["spec"]["restartPolicy"] = json!("OnFailure");
+        j["spec"]["podFailurePolicy"] = json!({"rules": [
+            {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]});
+        Job.prepare_for_create(&mut j);
+        assert_eq!(j["spec"]["podReplacementPolicy"], "Failed");
+        let rt = berth_api::registry::find("batch", "v1", "jobs").unwrap();
+        let causes = Job.validate(rt, &j, None);
+        assert_eq!(causes.len(), 1, "{causes:?}");
+        assert_eq!(causes[0].field, "spec.template.spec.restartPolicy");
+        assert_eq!(
+            causes[0].message,
+            r#"Invalid value: "OnFailure": only "Never" is supported when podFailurePolicy is specified"#
+        );
+        let mut new = j.clone();
+        new["spec"]["podFailurePolicy"]["rules"][0]["action"] = json!("Count");
+        let e = Job.prepare_for_update(&j, &mut new).unwrap_err();
+        assert!(format!("{e:?}").contains("spec.podFailurePolicy"));
     }
 
     #[test]

@@ -28,9 +28,36 @@ pub async fn evict(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
     if options.dry_run {
         return Ok(json_response(StatusCode::CREATED, &success(201)));
     }
+    let mut pod = pod;
+    if !matches!(
+        pod["status"]["phase"].as_str(),
+        Some("Succeeded" | "Failed")
+    ) && meta_str(&pod, "deletionTimestamp").is_empty()
+    {
+        mark_disruption_target(&mut pod, &ctx.clock.timestamp());
+    }
     let strategy = strategy::for_type(pod_req.target.rt);
     delete_object(ctx, &pod_req, strategy, pod, rv, &options).await?;
     Ok(json_response(StatusCode::CREATED, &success(201)))
+}
+
+/// Adds upstream's `DisruptionTarget` condition (the eviction API's reason and message), which
+/// the pod keeps while it terminates; a Job's podFailurePolicy reads it.
+fn mark_disruption_target(pod: &mut Value, now: &str) {
+    let condition = json!({"type": "DisruptionTarget", "status": "True", "lastProbeTime": null,
+                           "lastTransitionTime": now, "reason": "EvictionByEvictionAPI",
+                           "message": "Eviction API: evicting"});
+    if !pod["status"].is_object() {
+        pod["status"] = json!({});
+    }
+    let conditions = &mut pod["status"]["conditions"];
+    if !conditions.is_array() {
+        *conditions = json!([]);
+    }
+    if let Some(list) = conditions.as_array_mut() {
+        list.retain(|c| c["type"] != "DisruptionTarget");
+        list.push(condition);
+    }
 }
 
 /// Finds the budgets covering `pod`; takes one disruption from the one that does, or refuses.

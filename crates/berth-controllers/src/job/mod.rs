@@ -4,6 +4,7 @@
 //! pods; the driver (`driver.rs`) carries the decisions out.
 
 pub(crate) mod driver;
+pub mod failure_policy;
 pub mod indexed;
 pub mod sync;
 
@@ -28,35 +29,42 @@ pub struct JobSpec {
 }
 
 /// The Job's pods, counted.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PodCounts {
     /// Not finished and not being deleted.
     pub active: i32,
     pub succeeded: i32,
+    /// Failed pods that count towards `backoffLimit` (not those a `podFailurePolicy` ignores).
     pub failed: i32,
+    /// The message of a failed pod's `FailJob` rule, when one matched.
+    pub fail_job: Option<String>,
 }
 
 /// Why a Job failed, with upstream's reason and message.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Failure {
     BackoffLimitExceeded,
     DeadlineExceeded,
+    /// A failed pod matched a `FailJob` rule of the `podFailurePolicy`; the rule's message.
+    PodFailurePolicy(String),
 }
 
 impl Failure {
     /// The condition's `reason`.
-    pub fn reason(self) -> &'static str {
+    pub fn reason(&self) -> &'static str {
         match self {
             Failure::BackoffLimitExceeded => "BackoffLimitExceeded",
             Failure::DeadlineExceeded => "DeadlineExceeded",
+            Failure::PodFailurePolicy(_) => "PodFailurePolicy",
         }
     }
 
     /// The condition's `message`.
-    pub fn message(self) -> &'static str {
+    pub fn message(&self) -> &str {
         match self {
             Failure::BackoffLimitExceeded => "Job has reached the specified backoff limit",
             Failure::DeadlineExceeded => "Job was active longer than specified deadline",
+            Failure::PodFailurePolicy(message) => message,
         }
     }
 }
@@ -77,7 +85,7 @@ pub enum Step {
 }
 
 /// How many pods should be active (upstream `manageJob`'s `wantActive`).
-pub fn want_active(spec: &JobSpec, counts: PodCounts) -> i32 {
+pub fn want_active(spec: &JobSpec, counts: &PodCounts) -> i32 {
     if spec.suspend {
         return 0;
     }
@@ -107,6 +115,9 @@ pub fn step(
     last_failure: Option<DateTime<Utc>>,
     now: DateTime<Utc>,
 ) -> Step {
+    if let Some(message) = &counts.fail_job {
+        return Step::Fail(Failure::PodFailurePolicy(message.clone()));
+    }
     if counts.failed > spec.backoff_limit {
         return Step::Fail(Failure::BackoffLimitExceeded);
     }
@@ -124,7 +135,7 @@ pub fn step(
     if complete {
         return Step::Complete;
     }
-    let want = want_active(spec, counts);
+    let want = want_active(spec, &counts);
     if counts.active > want {
         return Step::Delete(counts.active - want);
     }
@@ -163,6 +174,7 @@ mod tests {
             active,
             succeeded,
             failed,
+            fail_job: None,
         }
     }
 
@@ -191,7 +203,7 @@ mod tests {
     #[test]
     fn a_work_queue_completes_when_one_succeeded_and_none_runs() {
         let s = spec(None, 3);
-        assert_eq!(want_active(&s, counts(0, 0, 0)), 3);
+        assert_eq!(want_active(&s, &counts(0, 0, 0)), 3);
         assert_eq!(step(&s, counts(2, 1, 0), None, None, now()), Step::Wait);
         assert_eq!(step(&s, counts(0, 1, 0), None, None, now()), Step::Complete);
     }
@@ -211,6 +223,20 @@ mod tests {
         assert_eq!(
             Failure::BackoffLimitExceeded.message(),
             "Job has reached the specified backoff limit"
+        );
+    }
+
+    #[test]
+    fn a_fail_job_rule_fails_the_job_before_any_backoff_limit() {
+        let mut c = counts(1, 0, 0);
+        c.fail_job = Some("Container c for pod ns/p failed with exit code 42".into());
+        let Step::Fail(failure) = step(&spec(Some(3), 2), c, None, None, now()) else {
+            panic!("the Job should fail");
+        };
+        assert_eq!(failure.reason(), "PodFailurePolicy");
+        assert_eq!(
+            failure.message(),
+            "Container c for pod ns/p failed with exit code 42"
         );
     }
 

@@ -2,6 +2,7 @@
 //! driver writes — pods to create and delete, the new `status` — as upstream's `syncJob`
 //! (NonIndexed and Indexed completion). Pure: the Job, its pods and `now` in, a [`JobSync`] out.
 
+use super::failure_policy::{matching_rule, Action};
 use super::indexed::{format_intervals, index_of, next_indexes, parse_intervals};
 use super::{step, Failure, JobSpec, PodCounts, Step};
 use crate::model::{is_deleting, to_chrono, PodRef};
@@ -94,11 +95,13 @@ pub fn sync(job: &Job, pods: &[&Pod], in_flight: &[Option<i32>], now: DateTime<U
         .filter(|p| !is_deleting(p) && !matches!(phase(p), "Succeeded" | "Failed"))
         .collect();
     let count = |ph: &str| pods.iter().filter(|p| phase(p) == ph).count() as i32;
+    let failures = Failures::of(job, pods);
     // Counted pods stay counted after they are gone (pod GC, a user's delete).
     let mut counts = PodCounts {
         active: active.len() as i32 + in_flight.len() as i32,
         succeeded: count("Succeeded").max(status.succeeded.unwrap_or(0)),
-        failed: count("Failed").max(status.failed.unwrap_or(0)),
+        failed: (failures.counted.len() as i32).max(status.failed.unwrap_or(0)),
+        fail_job: failures.fail_job,
     };
     let indexes = is_indexed(job).then(|| Indexes::of(job, &spec, pods, in_flight));
     let mut surplus = Vec::new();
@@ -118,14 +121,11 @@ pub fn sync(job: &Job, pods: &[&Pod], in_flight: &[Option<i32>], now: DateTime<U
         .as_ref()
         .map(to_chrono)
         .or((!spec.suspend).then_some(now));
-    let last_failure = pods
-        .iter()
-        .filter(|p| phase(p) == "Failed")
-        .filter_map(|p| finished(p))
-        .max();
+    let last_failure = failures.counted.iter().filter_map(|p| finished(p)).max();
     let mut out = JobSync::default();
     let mut new_conditions: Vec<Value> = Vec::new();
     let mut completion_time = status.completion_time.as_ref().map(to_chrono);
+    let (active_count, succeeded, failed) = (counts.active, counts.succeeded, counts.failed);
     match step(&spec, counts, started, last_failure, now) {
         Step::Fail(failure) => {
             out.delete = active.iter().map(|p| PodRef::of(p)).collect();
@@ -160,7 +160,7 @@ pub fn sync(job: &Job, pods: &[&Pod], in_flight: &[Option<i32>], now: DateTime<U
     let active_after = if finishing {
         0
     } else {
-        counts.active + out.create - out.delete.len() as i32
+        active_count + out.create - out.delete.len() as i32
     };
     let ready = active.iter().filter(|p| is_ready(p)).count() as i32;
     let mut conditions: Vec<Value> = conditions(job)
@@ -170,8 +170,8 @@ pub fn sync(job: &Job, pods: &[&Pod], in_flight: &[Option<i32>], now: DateTime<U
     conditions.extend(new_conditions);
     let mut next = json!({
         "active": active_after,
-        "succeeded": counts.succeeded,
-        "failed": counts.failed,
+        "succeeded": succeeded,
+        "failed": failed,
         "ready": if finishing { 0 } else { ready },
         "terminating": pods.iter().filter(|p| is_deleting(p) && !matches!(phase(p), "Succeeded" | "Failed")).count(),
         "uncountedTerminatedPods": {},
@@ -193,6 +193,42 @@ pub fn sync(job: &Job, pods: &[&Pod], in_flight: &[Option<i32>], now: DateTime<U
         out.status = Some(next);
     }
     out
+}
+
+/// The Job's failed pods as its `podFailurePolicy` reads them.
+struct Failures<'a> {
+    /// Failed pods that count towards `backoffLimit`: all of them without a policy, else those
+    /// no `Ignore` rule matched.
+    counted: Vec<&'a Pod>,
+    /// The message of the first failed pod that matched a `FailJob` rule.
+    fail_job: Option<String>,
+}
+
+impl<'a> Failures<'a> {
+    fn of(job: &Job, pods: &[&'a Pod]) -> Failures<'a> {
+        let policy = job
+            .spec
+            .as_ref()
+            .and_then(|s| s.pod_failure_policy.as_ref());
+        let mut out = Failures {
+            counted: Vec::new(),
+            fail_job: None,
+        };
+        for pod in pods.iter().copied().filter(|p| phase(p) == "Failed") {
+            let matched = policy.and_then(|policy| matching_rule(policy, pod));
+            match matched {
+                Some(m) if m.action == Action::Ignore => continue,
+                Some(m) if m.action == Action::FailJob && out.fail_job.is_none() => {
+                    out.fail_job = Some(m.message);
+                }
+                // `Count`, and `FailIndex` (per-index back-off limits are not implemented:
+                // the failure counts towards backoffLimit).
+                _ => {}
+            }
+            out.counted.push(pod);
+        }
+        out
+    }
 }
 
 /// The completion indexes of an Indexed Job's pods.

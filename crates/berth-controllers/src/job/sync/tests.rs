@@ -227,3 +227,107 @@ fn a_second_pod_of_an_index_or_one_without_an_index_is_deleted() {
     assert_eq!(deleted, vec!["b", "c"]);
     assert_eq!(s.create_indexes, vec![1]);
 }
+
+/// A failed pod whose container `c` exited `code`, with the given pod conditions.
+fn failed_with(name: &str, code: i32, conditions: Value) -> Pod {
+    let mut p = pod(name, "Failed", false, "2026-11-24T11:59:55Z");
+    let mut v = serde_json::to_value(&p).unwrap();
+    v["status"]["containerStatuses"] = json!([{"name": "c", "image": "busybox", "imageID": "",
+        "ready": false, "restartCount": 0, "state": {"terminated": {"exitCode": code}}}]);
+    if let Some(extra) = conditions.as_array() {
+        let all = v["status"]["conditions"].as_array_mut().unwrap();
+        all.extend(extra.iter().cloned());
+    }
+    p = serde_json::from_value(v).unwrap();
+    p
+}
+
+#[test]
+fn a_fail_job_exit_code_fails_the_job_at_once_with_upstreams_reason_and_message() {
+    let j = job(
+        json!({"completions": 3, "parallelism": 2, "backoffLimit": 6,
+               "podFailurePolicy": {"rules": [
+                   {"action": "FailJob", "onExitCodes": {"containerName": "c", "operator": "In", "values": [42]}}]}}),
+        json!({"startTime": "2026-11-24T11:59:00Z"}),
+    );
+    let a = failed_with("a", 42, json!([]));
+    let b = pod("b", "Running", true, "2026-11-24T11:59:40Z");
+    let s = sync(&j, &[&a, &b], &[], now());
+    assert_eq!(s.create, 0);
+    assert_eq!(s.delete.len(), 1);
+    assert_eq!(s.delete[0].name, "b");
+    let status = s.status.unwrap();
+    assert_eq!(types(&status), ["FailureTarget", "Failed"]);
+    for c in status["conditions"].as_array().unwrap() {
+        assert_eq!(c["reason"], "PodFailurePolicy");
+        assert_eq!(
+            c["message"],
+            "Container c for pod ns/a failed with exit code 42 matching FailJob rule at index 0"
+        );
+    }
+    assert_eq!(status["failed"], 1);
+}
+
+#[test]
+fn another_exit_code_counts_towards_the_backoff_limit_as_usual() {
+    let j = job(
+        json!({"completions": 1, "parallelism": 1, "backoffLimit": 0,
+               "podFailurePolicy": {"rules": [
+                   {"action": "FailJob", "onExitCodes": {"operator": "In", "values": [42]}}]}}),
+        json!({"startTime": "2026-11-24T11:59:00Z"}),
+    );
+    let a = failed_with("a", 1, json!([]));
+    let status = sync(&j, &[&a], &[], now()).status.unwrap();
+    assert_eq!(status["conditions"][1]["reason"], "BackoffLimitExceeded");
+}
+
+#[test]
+fn an_ignored_disruption_does_not_count_and_is_replaced_without_backoff() {
+    let j = job(
+        json!({"completions": 1, "parallelism": 1, "backoffLimit": 0,
+               "podFailurePolicy": {"rules": [
+                   {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]}}),
+        json!({"startTime": "2026-11-24T11:59:00Z"}),
+    );
+    let disruption = json!([{"type": "DisruptionTarget", "status": "True",
+                             "reason": "TerminationByKubelet"}]);
+    let (a, b) = (
+        failed_with("a", 137, disruption.clone()),
+        failed_with("b", 137, disruption),
+    );
+    let s = sync(&j, &[&a, &b], &[], now());
+    assert_eq!(s.create, 1);
+    let status = s.status.unwrap();
+    assert!(types(&status).is_empty());
+    assert_eq!(status["failed"], 0);
+}
+
+#[test]
+fn without_the_ignore_rule_a_disruption_counts() {
+    let j = job(
+        json!({"completions": 1, "parallelism": 1, "backoffLimit": 0}),
+        json!({"startTime": "2026-11-24T11:59:00Z"}),
+    );
+    let disruption = json!([{"type": "DisruptionTarget", "status": "True"}]);
+    let a = failed_with("a", 137, disruption);
+    let status = sync(&j, &[&a], &[], now()).status.unwrap();
+    assert_eq!(status["conditions"][1]["reason"], "BackoffLimitExceeded");
+}
+
+#[test]
+fn a_count_rule_counts_the_failure() {
+    let j = job(
+        json!({"completions": 1, "parallelism": 1, "backoffLimit": 1,
+               "podFailurePolicy": {"rules": [
+                   {"action": "Count", "onExitCodes": {"operator": "NotIn", "values": [42]}}]}}),
+        json!({"startTime": "2026-11-24T11:59:00Z"}),
+    );
+    let (a, b) = (
+        failed_with("a", 1, json!([])),
+        failed_with("b", 2, json!([])),
+    );
+    let status = sync(&j, &[&a], &[], now()).status.unwrap();
+    assert_eq!(status["failed"], 1);
+    let status = sync(&j, &[&a, &b], &[], now()).status.unwrap();
+    assert_eq!(status["conditions"][1]["reason"], "BackoffLimitExceeded");
+}
