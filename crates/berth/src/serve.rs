@@ -311,6 +311,7 @@ async fn start_loops(
     server.add_metrics_source(std::sync::Arc::new(move || rendered.render()));
     let mut controllers = berth_controllers::Controllers::new(client.clone(), clock.clone())
         .informer_client(identities.controller_manager())
+        .service_account_credentials(identities.controllers())
         .metrics(controller_metrics)
         .node_monitor_grace_period(args.node_monitor_grace_period)
         .terminated_pod_gc_threshold(args.terminated_pod_gc_threshold)

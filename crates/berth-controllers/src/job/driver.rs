@@ -11,7 +11,7 @@ use berth_informers::Informer;
 use chrono::{DateTime, Duration, Utc};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
+use kube::api::{Api, DeleteParams, PostParams, Preconditions};
 use kube::runtime::watcher;
 use serde_json::json;
 use std::collections::{BTreeMap, HashMap};
@@ -143,10 +143,7 @@ async fn carry_out(
         let api: Api<Job> = Api::namespaced(client.clone(), &ns);
         let patch = json!({"metadata": {"resourceVersion": job.metadata.resource_version},
                            "status": status});
-        match api
-            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-        {
+        match crate::update::update_status(&api, &name, &patch).await {
             Ok(_) => {}
             // A newer Job is on its way through the watch; the next pass starts from it.
             Err(kube::Error::Api(e)) if e.code == 409 || e.code == 404 => {}
