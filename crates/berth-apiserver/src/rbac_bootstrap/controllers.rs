@@ -234,6 +234,14 @@ pub fn cluster_roles() -> Vec<ClusterRole> {
             vec![rule(&[""], &["serviceaccounts"], &["create"])],
         ),
         controller(
+            "ttl-after-finished-controller",
+            vec![rule(
+                &["batch"],
+                &["jobs"],
+                &["delete", "get", "list", "watch"],
+            )],
+        ),
+        controller(
             "statefulset-controller",
             vec![
                 rule(

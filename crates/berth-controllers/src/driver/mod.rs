@@ -190,6 +190,7 @@ impl Controllers {
         );
         tokio::spawn(crate::job::driver::run(
             self.client_as("job-controller"),
+            self.client_as("ttl-after-finished-controller"),
             informers.pods.clone(),
             self.clock.clone(),
         ));
