@@ -50,10 +50,11 @@ pub mod serviceaccount;
 pub mod serviceaccount_token;
 pub mod statefulset;
 pub mod taint_manager;
+pub mod update;
 mod wait;
 
 pub use berth_core::clock::Clock;
 pub use duration::parse_duration;
 pub(crate) mod driver;
 
-pub use driver::Controllers;
+pub use driver::{Controllers, ServiceAccountCredentials};

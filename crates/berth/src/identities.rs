@@ -1,7 +1,8 @@
 //! The identities berth's in-process components act under, as upstream runs them: the
 //! scheduler as `system:kube-scheduler`, so RBAC authorizes its requests by the bootstrap
 //! role `system:kube-scheduler` and a rule missing from it shows as a 403; the controllers'
-//! shared informers as `system:kube-controller-manager`.
+//! shared informers as `system:kube-controller-manager`; each controller's writes as its
+//! ServiceAccount `system:serviceaccount:kube-system:<controller>`.
 
 use berth_apiserver::user::UserInfo;
 use berth_apiserver::ApiServer;
@@ -43,6 +44,23 @@ impl Identities {
     /// The client the controllers' shared informers list and watch through.
     pub fn controller_manager(&self) -> kube::Client {
         self.client(KUBE_CONTROLLER_MANAGER, &[])
+    }
+
+    /// What each controller writes through: a client as its ServiceAccount in `kube-system`
+    /// (upstream's `--use-service-account-credentials`), authorized by the bootstrap role
+    /// `system:controller:<controller>`.
+    pub fn controllers(&self) -> berth_controllers::ServiceAccountCredentials {
+        let this = self.clone();
+        std::sync::Arc::new(move |account: &str| {
+            this.client(
+                &format!("system:serviceaccount:kube-system:{account}"),
+                &[
+                    "system:serviceaccounts",
+                    "system:serviceaccounts:kube-system",
+                    "system:authenticated",
+                ],
+            )
+        })
     }
 
     /// The scheduler's client.

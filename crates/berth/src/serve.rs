@@ -342,6 +342,7 @@ impl Loops {
         let mut controllers =
             berth_controllers::Controllers::new(self.identities.admin(), self.clock.clone())
                 .informer_client(self.identities.controller_manager())
+                .service_account_credentials(self.identities.controllers())
                 .metrics(controller_metrics)
                 .node_monitor_grace_period(args.node_monitor_grace_period)
                 .terminated_pod_gc_threshold(args.terminated_pod_gc_threshold)

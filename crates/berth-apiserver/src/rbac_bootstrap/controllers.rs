@@ -47,7 +47,7 @@ pub fn cluster_roles() -> Vec<ClusterRole> {
                 ),
                 rule(&["batch"], &["cronjobs/status"], &["update"]),
                 rule(&["batch"], &["cronjobs/finalizers"], &["update"]),
-                rule(&[""], &["pods"], &["delete", "list"]),
+                rule(&[""], &["pods"], &["delete", "list", "watch"]),
             ],
         ),
         controller(
@@ -114,7 +114,7 @@ pub fn cluster_roles() -> Vec<ClusterRole> {
                 rule(&["apps"], &["statefulsets"], READ),
                 rule(&["policy"], &["poddisruptionbudgets/status"], &["update"]),
                 rule(&["*"], &["*/scale"], &["get"]),
-                rule(&[""], &["pods/status"], &["patch"]),
+                rule(&[""], &["pods/status"], &["patch", "update"]),
             ],
         ),
         controller(
@@ -124,7 +124,7 @@ pub fn cluster_roles() -> Vec<ClusterRole> {
                 rule(
                     &[""],
                     &["endpoints"],
-                    &["create", "delete", "get", "list", "update"],
+                    &["create", "delete", "get", "list", "update", "watch"],
                 ),
                 rule(&[""], &["endpoints/restricted"], &["create"]),
             ],
@@ -171,11 +171,12 @@ pub fn cluster_roles() -> Vec<ClusterRole> {
                 rule(
                     &[""],
                     &["nodes"],
-                    &["delete", "get", "list", "patch", "update"],
+                    &["delete", "get", "list", "patch", "update", "watch"],
                 ),
                 rule(&[""], &["nodes/status"], &["patch", "update"]),
                 rule(&[""], &["pods/status"], &["patch", "update"]),
-                rule(&[""], &["pods"], &["delete", "list"]),
+                // The taint eviction controller acts with these credentials too.
+                rule(&[""], &["pods"], &["delete", "get", "list", "watch"]),
             ],
         ),
         controller(
@@ -231,6 +232,14 @@ pub fn cluster_roles() -> Vec<ClusterRole> {
         controller(
             "service-account-controller",
             vec![rule(&[""], &["serviceaccounts"], &["create"])],
+        ),
+        controller(
+            "ttl-after-finished-controller",
+            vec![rule(
+                &["batch"],
+                &["jobs"],
+                &["delete", "get", "list", "watch"],
+            )],
         ),
         controller(
             "statefulset-controller",

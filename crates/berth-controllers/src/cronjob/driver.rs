@@ -9,7 +9,7 @@ use berth_informers::Informer;
 use chrono::{DateTime, Utc};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::Event;
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
+use kube::api::{Api, DeleteParams, PostParams, Preconditions};
 use kube::runtime::watcher;
 use serde_json::json;
 use std::collections::HashMap;
@@ -139,10 +139,7 @@ async fn carry_out(
         let api: Api<CronJob> = Api::namespaced(client.clone(), &ns);
         let patch = json!({"metadata": {"resourceVersion": cron.metadata.resource_version},
                            "status": status});
-        match api
-            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-        {
+        match crate::update::update_status(&api, &name, &patch).await {
             Ok(_) => {}
             Err(kube::Error::Api(e)) if e.code == 409 || e.code == 404 => {}
             Err(e) => tracing::warn!(cronjob = %name, error = %e, "updating cronjob status failed"),

@@ -307,19 +307,13 @@ async fn carry_out(
     let api: Api<Deployment> = Api::namespaced(client.clone(), &ns);
     if let Some(revision) = &plan.revision {
         let patch = json!({"metadata": {"annotations": {REVISION: revision}}});
-        if let Err(e) = api
-            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-        {
+        if let Err(e) = crate::update::update(&api, name, &patch).await {
             tracing::debug!(deployment = %name, error = %e, "writing revision failed");
         }
     }
     if plan.status != view.status {
         let patch = json!({"status": status_json(&plan.status)});
-        match api
-            .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-        {
+        match crate::update::update_status(&api, name, &patch).await {
             Ok(_) => {}
             Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
             Err(e) => {

@@ -8,7 +8,7 @@ use crate::model::{EventRecord, Involved};
 use crate::Clock;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Node, Pod};
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
+use kube::api::{Api, DeleteParams, PostParams, Preconditions};
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -164,10 +164,7 @@ async fn carry_out(
     if let Some(status) = sync.status {
         let api: Api<DaemonSet> = Api::namespaced(client.clone(), &ns);
         let patch = json!({"metadata": {"resourceVersion": ds.metadata.resource_version}, "status": status});
-        match api
-            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-        {
+        match crate::update::update_status(&api, &name, &patch).await {
             Ok(_) => {}
             // A newer DaemonSet is on its way through the watch; the next pass starts from it.
             Err(kube::Error::Api(e)) if e.code == 409 || e.code == 404 => {}

@@ -11,7 +11,7 @@ use chrono::{DateTime, Utc};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::Api;
 use kube::Resource;
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
@@ -200,10 +200,7 @@ async fn sync(
             let name = pdb.metadata.name.clone().unwrap_or_default();
             let api: Api<PodDisruptionBudget> = Api::namespaced(client.clone(), &ns);
             let patch = json!({"metadata": {"resourceVersion": pdb.metadata.resource_version}, "status": status});
-            match api
-                .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                .await
-            {
+            match crate::update::update_status(&api, &name, &patch).await {
                 Ok(_) => tracing::debug!(pdb = %name, namespace = %ns, "budget status updated"),
                 // An eviction (or a spec change) got there first; its watch event brings the next sync.
                 Err(kube::Error::Api(e)) if e.code == 409 || e.code == 404 => {}

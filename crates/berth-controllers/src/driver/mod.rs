@@ -16,6 +16,9 @@ use crate::Clock;
 use informers::Informers;
 use std::time::Duration;
 
+/// The node lifecycle controller's ServiceAccount: it also taints nodes by condition.
+const NODE_CONTROLLER: &str = "node-controller";
+
 /// The controllers of `berth serve`, configured once and started together.
 pub struct Controllers {
     client: kube::Client,
@@ -28,7 +31,13 @@ pub struct Controllers {
     /// The tokens controller's signer and CA, when legacy token Secrets are served.
     service_account_tokens: Option<(crate::serviceaccount_token::Signer, String)>,
     metrics: crate::metrics::ControllerMetrics,
+    /// Each controller's own client, by its ServiceAccount name in `kube-system`.
+    credentials: Option<ServiceAccountCredentials>,
 }
+
+/// Makes the client a controller writes through from its ServiceAccount name
+/// (`deployment-controller`): upstream's `--use-service-account-credentials`.
+pub type ServiceAccountCredentials = std::sync::Arc<dyn Fn(&str) -> kube::Client + Send + Sync>;
 
 impl Controllers {
     /// All controllers over `client`, reading wall time from `clock`, with upstream defaults.
@@ -42,6 +51,7 @@ impl Controllers {
             terminated_pod_gc_threshold: crate::podgc::DEFAULT_TERMINATED_THRESHOLD,
             service_account_tokens: None,
             metrics: Default::default(),
+            credentials: None,
         }
     }
 
@@ -98,102 +108,135 @@ impl Controllers {
         self
     }
 
+    /// Each controller acts as its ServiceAccount `kube-system/<name>` through the client
+    /// `credentials` makes, so RBAC authorizes it by its `system:controller:<name>` role
+    /// (upstream's `--use-service-account-credentials`); the shared informers still read
+    /// through the informer client.
+    pub fn service_account_credentials(
+        mut self,
+        credentials: ServiceAccountCredentials,
+    ) -> Controllers {
+        self.credentials = Some(credentials);
+        self
+    }
+
+    /// The client the controller named `account` (its ServiceAccount) writes through.
+    fn client_as(&self, account: &str) -> kube::Client {
+        match &self.credentials {
+            Some(make) => make(account),
+            None => self.client.clone(),
+        }
+    }
+
     /// Starts the watches and every controller loop in background tasks.
     pub fn spawn(self) {
-        let informers = Informers::start(self.informer_client.as_ref().unwrap_or(&self.client));
-        let recorder = recorder::Recorder::new(self.client.clone(), self.clock.clone());
+        let reads = self.informer_client.clone().unwrap_or(self.client.clone());
+        let informers = Informers::start(&reads);
+        let recorder_as =
+            |account: &str| recorder::Recorder::new(self.client_as(account), self.clock.clone());
+        let node_controller = self.client_as(NODE_CONTROLLER);
         tokio::spawn(nodes::run_condition_taints(
-            self.client.clone(),
+            node_controller.clone(),
             informers.clone(),
             self.clock.clone(),
         ));
         tokio::spawn(nodes::run_lifecycle(
-            self.client.clone(),
+            node_controller,
             informers.clone(),
-            recorder.clone(),
+            recorder_as(NODE_CONTROLLER),
             self.clock.clone(),
-            self.lifecycle,
+            self.lifecycle.clone(),
             self.monitor_period,
             self.metrics.clone(),
         ));
         tokio::spawn(taints::run(
-            self.client.clone(),
+            // As upstream's taint eviction controller, with the node controller's credentials.
+            self.client_as(NODE_CONTROLLER),
             informers.clone(),
-            recorder.clone(),
+            recorder_as(NODE_CONTROLLER),
             self.clock.clone(),
             self.metrics.clone(),
         ));
         tokio::spawn(daemonsets::run(
-            self.client.clone(),
+            self.client_as("daemon-set-controller"),
             informers.clone(),
-            recorder.clone(),
+            recorder_as("daemon-set-controller"),
             self.clock.clone(),
         ));
         // Endpoints and EndpointSlices of Services; a default ServiceAccount per namespace.
-        tokio::spawn(crate::endpoints::run(self.client.clone()));
-        tokio::spawn(crate::serviceaccount::run(self.client.clone()));
+        let writers = crate::endpoints::Writers {
+            endpoints: self.client_as("endpoint-controller"),
+            slices: self.client_as("endpointslice-controller"),
+        };
+        tokio::spawn(crate::endpoints::run(reads.clone(), writers));
+        tokio::spawn(crate::serviceaccount::run(
+            reads.clone(),
+            self.client_as("service-account-controller"),
+        ));
         if let Some((signer, ca)) = self.service_account_tokens.clone() {
-            tokio::spawn(crate::serviceaccount_token::run(
-                self.client.clone(),
-                signer,
-                ca,
-            ));
+            // Upstream's tokens controller runs with the controller manager's own
+            // credentials, not a ServiceAccount's.
+            tokio::spawn(crate::serviceaccount_token::run(reads.clone(), signer, ca));
         }
-        tokio::spawn(crate::aggregation::run(self.client.clone()));
+        tokio::spawn(crate::aggregation::run(
+            self.client_as("clusterrole-aggregation-controller"),
+        ));
         // Workloads: ReplicaSets and ReplicationControllers, Deployments, garbage collection.
         spawn_workloads(
-            &self.client,
+            &|account| self.client_as(account),
             &informers,
             &self.clock,
             self.terminated_pod_gc_threshold,
         );
         tokio::spawn(crate::job::driver::run(
-            self.client.clone(),
+            self.client_as("job-controller"),
+            self.client_as("ttl-after-finished-controller"),
             informers.pods.clone(),
             self.clock.clone(),
         ));
         tokio::spawn(crate::cronjob::driver::run(
-            self.client.clone(),
+            self.client_as("cronjob-controller"),
             self.clock.clone(),
         ));
         tokio::spawn(crate::statefulset::driver::run(
-            self.client.clone(),
+            self.client_as("statefulset-controller"),
             informers.stateful_sets.clone(),
             informers.pods.clone(),
         ));
         tokio::spawn(disruption::run(
-            self.client,
+            self.client_as("disruption-controller"),
             informers,
-            recorder,
-            self.clock,
+            recorder_as("disruption-controller"),
+            self.clock.clone(),
         ));
     }
 }
 
 /// The workload controllers: ReplicaSets and RCs, Deployments, garbage collection, pod GC.
 fn spawn_workloads(
-    client: &kube::Client,
+    client_as: &dyn Fn(&str) -> kube::Client,
     informers: &crate::informers::Informers,
     clock: &crate::Clock,
     terminated_pod_gc_threshold: usize,
 ) {
     tokio::spawn(crate::replicaset::driver::run(
-        client.clone(),
+        client_as("replicaset-controller"),
+        client_as("replication-controller"),
         informers.clone(),
         clock.clone(),
     ));
     tokio::spawn(crate::garbage_collector::driver::run(
-        client.clone(),
+        client_as("generic-garbage-collector"),
         informers.clone(),
     ));
     tokio::spawn(crate::podgc::driver::run(
-        client.clone(),
+        client_as("pod-garbage-collector"),
         informers.clone(),
         clock.clone(),
         terminated_pod_gc_threshold,
     ));
     tokio::spawn(crate::deployment::driver::run(
-        client.clone(),
+        client_as("deployment-controller"),
         informers.clone(),
         clock.clone(),
     ));

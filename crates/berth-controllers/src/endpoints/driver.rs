@@ -24,14 +24,22 @@ const GATHER: Duration = Duration::from_millis(20);
 /// When a pass had a failed write and nothing else changes, how soon it is tried again.
 const RETRY: Duration = Duration::from_secs(1);
 
-/// Watches what the controllers read and keeps Endpoints and EndpointSlices current.
-pub async fn run(client: kube::Client) {
+/// The clients the two controllers write through: the endpoint-controller's and the
+/// endpointslice-controller's.
+pub struct Writers {
+    pub endpoints: kube::Client,
+    pub slices: kube::Client,
+}
+
+/// Watches what the controllers read through `reads` and keeps Endpoints and EndpointSlices
+/// current.
+pub async fn run(reads: kube::Client, writers: Writers) {
     let all = watcher::Config::default;
-    let services: Informer<Service> = Informer::start(Api::all(client.clone()), all());
-    let pods: Informer<EndpointPod> = Informer::start(Api::all(client.clone()), all());
-    let endpoints: Informer<Endpoints> = Informer::start(Api::all(client.clone()), all());
+    let services: Informer<Service> = Informer::start(Api::all(reads.clone()), all());
+    let pods: Informer<EndpointPod> = Informer::start(Api::all(reads.clone()), all());
+    let endpoints: Informer<Endpoints> = Informer::start(Api::all(reads.clone()), all());
     let slices: Informer<EndpointSlice> = Informer::start(
-        Api::all(client.clone()),
+        Api::all(reads),
         all().labels(&format!("{MANAGED_BY_LABEL}={MANAGED_BY}")),
     );
     let ready = [
@@ -50,7 +58,7 @@ pub async fn run(client: kube::Client) {
         slices.changed.clone(),
     ];
     loop {
-        let failed = sync(&client, &services, &pods, &endpoints, &slices).await;
+        let failed = sync(&writers, &services, &pods, &endpoints, &slices).await;
         wait(&mut signals, failed.then_some(RETRY)).await;
     }
 }
@@ -87,7 +95,7 @@ async fn wait(signals: &mut [watch::Receiver<()>], retry: Option<Duration>) {
 
 /// One pass over every Service; `true` when a write failed.
 async fn sync(
-    client: &kube::Client,
+    writers: &Writers,
     services: &Informer<Service>,
     pods: &Informer<EndpointPod>,
     endpoints: &Informer<Endpoints>,
@@ -127,13 +135,19 @@ async fn sync(
         }
         managed_services.insert((ns.clone(), name.clone()));
         let pods = by_namespace.get(ns.as_str()).map_or(&[][..], Vec::as_slice);
-        failed |= !sync_endpoints(client, svc, pods, endpoints.store.get(&ns, &name)).await;
+        failed |= !sync_endpoints(
+            &writers.endpoints,
+            svc,
+            pods,
+            endpoints.store.get(&ns, &name),
+        )
+        .await;
         let mut owned: Vec<_> = slices.store.state_filter(|s| {
             s.metadata.namespace.as_deref() == Some(ns.as_str())
                 && label(&s.metadata, SERVICE_NAME_LABEL) == Some(name.as_str())
         });
         owned.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-        failed |= !sync_slices(client, svc, pods, &owned).await;
+        failed |= !sync_slices(&writers.slices, svc, pods, &owned).await;
     }
     // Endpoints and slices whose Service is gone (upstream's leftover cleanup; slices also
     // carry an owner reference to their Service).
@@ -143,7 +157,7 @@ async fn sync(
             ep.metadata.name.clone().unwrap_or_default(),
         );
         if !existing_services.contains(&key) {
-            let api: Api<Endpoints> = Api::namespaced(client.clone(), &key.0);
+            let api: Api<Endpoints> = Api::namespaced(writers.endpoints.clone(), &key.0);
             failed |= !deleted(api.delete(&key.1, &DeleteParams::default()).await);
         }
     }
@@ -153,7 +167,7 @@ async fn sync(
             .unwrap_or("")
             .to_string();
         if !managed_services.contains(&(ns.clone(), service)) {
-            let api: Api<EndpointSlice> = Api::namespaced(client.clone(), &ns);
+            let api: Api<EndpointSlice> = Api::namespaced(writers.slices.clone(), &ns);
             let name = slice.metadata.name.clone().unwrap_or_default();
             failed |= !deleted(api.delete(&name, &DeleteParams::default()).await);
         }

@@ -9,7 +9,7 @@
 mod driver;
 mod pod;
 
-pub use driver::run;
+pub use driver::{run, Writers};
 pub use pod::EndpointPod;
 
 use k8s_openapi::api::core::v1::{

@@ -11,7 +11,7 @@ use berth_informers::Informer;
 use chrono::{DateTime, Duration, Utc};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
+use kube::api::{Api, DeleteParams, PostParams, Preconditions};
 use kube::runtime::watcher;
 use serde_json::json;
 use std::collections::{BTreeMap, HashMap};
@@ -24,7 +24,14 @@ const IN_FLIGHT_TIMEOUT: i64 = 30;
 /// completion index in an Indexed Job).
 type InFlight = BTreeMap<String, Vec<(String, DateTime<Utc>, Option<i32>)>>;
 
-pub(crate) async fn run(client: kube::Client, mut pods: Informer<Pod>, clock: Clock) {
+/// Runs Jobs through `client` (the job-controller) and deletes finished ones past their TTL
+/// through `ttl_after_finished` (upstream's separate ttl-after-finished-controller).
+pub(crate) async fn run(
+    client: kube::Client,
+    ttl_after_finished: kube::Client,
+    mut pods: Informer<Pod>,
+    clock: Clock,
+) {
     let mut jobs: Informer<Job> =
         Informer::start(Api::all(client.clone()), watcher::Config::default());
     if !(jobs.synced().await && pods.synced().await) {
@@ -64,7 +71,7 @@ pub(crate) async fn run(client: kube::Client, mut pods: Informer<Pod>, clock: Cl
             let uid = job.metadata.uid.clone().unwrap_or_default();
             if is_finished(job) {
                 match ttl_expires_at(job) {
-                    Some(at) if at <= now => delete_job(&client, job).await,
+                    Some(at) if at <= now => delete_job(&ttl_after_finished, job).await,
                     Some(at) => later(at),
                     None => {}
                 }
@@ -143,10 +150,7 @@ async fn carry_out(
         let api: Api<Job> = Api::namespaced(client.clone(), &ns);
         let patch = json!({"metadata": {"resourceVersion": job.metadata.resource_version},
                            "status": status});
-        match api
-            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-        {
+        match crate::update::update_status(&api, &name, &patch).await {
             Ok(_) => {}
             // A newer Job is on its way through the watch; the next pass starts from it.
             Err(kube::Error::Api(e)) if e.code == 409 || e.code == 404 => {}

@@ -165,7 +165,15 @@ impl Expectations {
     }
 }
 
-pub async fn run(client: kube::Client, mut informers: Informers, clock: Clock) {
+/// Keeps ReplicaSets (written as `replica_sets`, the replicaset-controller) and
+/// ReplicationControllers (as `replication_controllers`, the replication-controller) at their
+/// replica counts.
+pub async fn run(
+    replica_sets: kube::Client,
+    replication_controllers: kube::Client,
+    mut informers: Informers,
+    clock: Clock,
+) {
     let ready = [
         informers.replica_sets.synced().await,
         informers.replication_controllers.synced().await,
@@ -199,7 +207,11 @@ pub async fn run(client: kube::Client, mut informers: Informers, clock: Clock) {
             let empty = Vec::new();
             for set in &sets {
                 let pods = by_ns.get(set.namespace.as_str()).unwrap_or(&empty);
-                sync(&client, set, pods, &mut expectations, &clock).await;
+                let client = match set.owner.kind.as_str() {
+                    "ReplicationController" => &replication_controllers,
+                    _ => &replica_sets,
+                };
+                sync(client, set, pods, &mut expectations, &clock).await;
             }
         }
         let i = &mut informers;
@@ -386,10 +398,7 @@ async fn write_status(client: &kube::Client, set: &SetObject, status: &super::St
     let api: Api<kube::core::DynamicObject> =
         Api::namespaced_with(client.clone(), &set.namespace, &ar);
     let patch = json!({"metadata": {"resourceVersion": set.resource_version}, "status": want});
-    match api
-        .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-    {
+    match crate::update::update_status(&api, name, &patch).await {
         Ok(_) => {}
         // A newer set is on its way through the watch; the next pass starts from it.
         Err(kube::Error::Api(e)) if e.code == 409 || e.code == 404 => {}

@@ -15,11 +15,12 @@ const GATHER: Duration = Duration::from_millis(20);
 /// When a create failed and nothing else changes, how soon it is tried again.
 const RETRY: Duration = Duration::from_secs(1);
 
-/// Watches namespaces and ServiceAccounts and keeps a `default` account in each namespace.
-pub async fn run(client: kube::Client) {
+/// Watches namespaces and ServiceAccounts through `reads` and keeps a `default` account in
+/// each namespace, creating it through `client`.
+pub async fn run(reads: kube::Client, client: kube::Client) {
     let all = watcher::Config::default;
-    let namespaces: Informer<NamespaceObject> = Informer::start(Api::all(client.clone()), all());
-    let accounts: Informer<ServiceAccount> = Informer::start(Api::all(client.clone()), all());
+    let namespaces: Informer<NamespaceObject> = Informer::start(Api::all(reads.clone()), all());
+    let accounts: Informer<ServiceAccount> = Informer::start(Api::all(reads), all());
     if !(namespaces.synced().await && accounts.synced().await) {
         return;
     }

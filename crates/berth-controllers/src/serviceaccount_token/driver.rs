@@ -4,7 +4,7 @@
 use super::{decide, Decision, Signer, TokenSecret, ANNOTATION_NAME, ANNOTATION_UID, SECRET_TYPE};
 use berth_informers::Informer;
 use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
-use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use kube::api::{Api, DeleteParams};
 use kube::runtime::watcher;
 use std::collections::HashMap;
 use std::time::Duration;
@@ -102,9 +102,8 @@ async fn sync(
                             "metadata": {"annotations": {ANNOTATION_UID: account_uid}},
                             "data": {"token": b64(&token), "ca.crt": b64(ca), "namespace": b64(&s.namespace)},
                         });
-                        api.patch(&s.name, &PatchParams::default(), &Patch::Merge(&patch))
-                            .await
-                            .map(|_| ())
+                        // `update`, as upstream's tokens controller and its role.
+                        crate::update::update(&api, &s.name, &patch).await
                     }
                 }
             }

@@ -168,10 +168,7 @@ async fn sync_set(
         let sets: Api<StatefulSet> = Api::namespaced(client.clone(), &ns);
         let patch = json!({"metadata": {"resourceVersion": set.metadata.resource_version},
                            "status": status});
-        match sets
-            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-        {
+        match crate::update::update_status(&sets, &name, &patch).await {
             Ok(_) => {}
             Err(kube::Error::Api(e)) if e.code == 409 || e.code == 404 => {}
             Err(e) => tracing::warn!(statefulset = %name, error = %e, "updating status failed"),
