@@ -92,6 +92,35 @@ def test_deleting_a_daemon_set_deletes_its_pods(berth, ns):
     eventually(lambda: not names(b, "pods", ns, "app=agent"), what="the daemons gone")
 
 
+def stateful_set(name, ns):
+    return {"apiVersion": "apps/v1", "kind": "StatefulSet",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {"serviceName": name, "replicas": 1,
+                     "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}},
+                                  "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}
+
+
+def revisions(b, ns):
+    items = b.kubectl_json("get", "controllerrevisions", "-n", ns)["items"]
+    return {i["metadata"]["name"]: i["metadata"].get("ownerReferences", []) for i in items}
+
+
+def test_controller_revisions_go_with_their_set_unless_orphaned(berth, ns):
+    b = berth
+    for name in ("gone", "kept"):
+        b.kubectl("apply", "-f", "-", stdin=stateful_set(name, ns))
+    eventually(lambda: {n.rsplit("-", 1)[0] for n in revisions(b, ns)} == {"gone", "kept"},
+               what="a revision per StatefulSet")
+    b.kubectl("delete", "statefulset", "gone", "-n", ns)
+    b.kubectl("delete", "statefulset", "kept", "-n", ns, "--cascade=orphan")
+    eventually(lambda: [n.rsplit("-", 1)[0] for n in revisions(b, ns)] == ["kept"],
+               what="the deleted set's revision collected")
+    # The orphaned revision stays, without its reference to the deleted set.
+    eventually(lambda: list(revisions(b, ns).values()) == [[]],
+               what="the orphaned revision released")
+
+
 @pytest.fixture(scope="module")
 def fast_berth(tmp_path_factory):
     b = Berth.start(tmp_path_factory.mktemp("berth-gc"), nodes=3)

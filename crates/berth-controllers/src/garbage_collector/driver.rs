@@ -1,5 +1,6 @@
 //! The garbage collector loop: an owner graph over the kinds the controllers watch (pods,
-//! ReplicaSets, ReplicationControllers, Deployments, StatefulSets, DaemonSets, Jobs). Dependents
+//! ReplicaSets, ReplicationControllers, Deployments, StatefulSets, DaemonSets, Jobs) and the
+//! ControllerRevisions of StatefulSets and DaemonSets. Dependents
 //! whose owners are gone are deleted (background), dependents of an owner deleted in the
 //! foreground go first and then its `foregroundDeletion` finalizer, dependents of an owner
 //! deleted with orphaning lose their reference to it and then its `orphan` finalizer goes.
@@ -10,7 +11,9 @@ use super::{
 };
 use crate::informers::{wait, Informers};
 use berth_informers::Informer;
-use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::apps::v1::{
+    ControllerRevision, DaemonSet, Deployment, ReplicaSet, StatefulSet,
+};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Pod, ReplicationController};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -121,6 +124,8 @@ fn graph<'a>(kinds: &'a [(ApiResource, Vec<&'a ObjectMeta>)]) -> Vec<Node<'a>> {
 pub async fn run(client: kube::Client, mut informers: Informers) {
     let mut jobs: Informer<Job> =
         Informer::start(Api::all(client.clone()), watcher::Config::default());
+    let mut revisions: Informer<ControllerRevision> =
+        Informer::start(Api::all(client.clone()), watcher::Config::default());
     let ready = [
         informers.pods.synced().await,
         informers.replica_sets.synced().await,
@@ -140,6 +145,7 @@ pub async fn run(client: kube::Client, mut informers: Informers) {
         let (sts_r, stss) = snapshot::<StatefulSet>(&informers.stateful_sets);
         let (ds_r, dss) = snapshot::<DaemonSet>(&informers.daemon_sets);
         let (job_r, all_jobs) = snapshot::<Job>(&jobs);
+        let (rev_r, revs) = snapshot::<ControllerRevision>(&revisions);
         let kinds = [
             (pod_r, pods.iter().map(|o| &o.metadata).collect()),
             (rs_r, rss.iter().map(|o| &o.metadata).collect()),
@@ -148,6 +154,7 @@ pub async fn run(client: kube::Client, mut informers: Informers) {
             (sts_r, stss.iter().map(|o| &o.metadata).collect()),
             (ds_r, dss.iter().map(|o| &o.metadata).collect()),
             (job_r, all_jobs.iter().map(|o| &o.metadata).collect()),
+            (rev_r, revs.iter().map(|o| &o.metadata).collect()),
         ];
         collect(&client, &graph(&kinds)).await;
         let i = &mut informers;
@@ -160,6 +167,7 @@ pub async fn run(client: kube::Client, mut informers: Informers) {
                 &mut i.stateful_sets.changed,
                 &mut i.daemon_sets.changed,
                 &mut jobs.changed,
+                &mut revisions.changed,
             ],
             None,
         )
