@@ -1,5 +1,5 @@
 """`berth explain` explains with the policy the pod's scheduler runs: the scheduler publishes it
-as `kube-system/<schedulerName>-policy`, and explain reads it when no policy file is given."""
+as `kube-system/<schedulerName>-running-policy`, and explain reads it when no policy file is given."""
 
 import json
 
@@ -15,7 +15,7 @@ def test_explain_uses_the_policy_the_running_scheduler_published(berth_factory, 
     policy = tmp_path / "policy.json"
     policy.write_text(json.dumps(POLICY))
     b = berth_factory(nodes=2, args=("--policy-config-file", str(policy)))
-    cm = b.kubectl_json("get", "configmap", "default-scheduler-policy", "-n", "kube-system")
+    cm = b.kubectl_json("get", "configmap", "default-scheduler-running-policy", "-n", "kube-system")
     assert json.loads(cm["data"]["policy.cfg"])["predicates"] == POLICY["predicates"]
     assert cm["metadata"]["annotations"]["berth.io/policy-source"] == str(policy)
 
@@ -29,7 +29,7 @@ def test_explain_uses_the_policy_the_running_scheduler_published(berth_factory, 
     assert out.returncode == 0, out.stderr
     last = out.stdout.splitlines()[-1]
     assert last == ("Policy: the one default-scheduler runs "
-                     f"(ConfigMap kube-system/default-scheduler-policy, from {policy})")
+                     f"(ConfigMap kube-system/default-scheduler-running-policy, from {policy})")
     ex = explain_json(b, ns, "anywhere")
     assert all(n["result"] == "Fit" for n in ex["nodes"]), ex
     assert node in [n["node"] for n in ex["nodes"]]
@@ -49,11 +49,11 @@ def test_a_scheduler_that_published_no_policy_is_refused_by_name(berth, ns):
     out = explain(b, ns, "elsewhere")
     assert out.returncode != 0
     assert ('the pod\'s scheduler "my-scheduler" published no policy '
-            "(no ConfigMap kube-system/my-scheduler-policy)") in out.stderr
+            "(no ConfigMap kube-system/my-scheduler-running-policy)") in out.stderr
     # The shared server runs the default policy, and says so when explaining its pods.
     b.kubectl("apply", "-f", "-", stdin=pod("here", ns))
     out = explain(b, ns, "here")
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines()[-1] == ("Policy: the one default-scheduler runs "
-                                           "(ConfigMap kube-system/default-scheduler-policy, "
+                                           "(ConfigMap kube-system/default-scheduler-running-policy, "
                                            "from default)")

@@ -72,7 +72,8 @@ def cluster(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("rbac")
     tokens = tmp / "tokens.csv"
     tokens.write_text('bobtoken,bob,1002,"qa"\n')
-    b = Berth.start(tmp / "data", nodes=1, args=("--token-auth-file", tokens))
+    b = Berth.start(tmp / "data", nodes=1, args=("--token-auth-file", tokens,
+                                                 "--use-service-account-credentials"))
     alice = tmp / "alice.kubeconfig"
     subprocess.run([str(BERTH_BIN), "kubeconfig", "--user", "alice", "--group", "dev",
                     "--data-dir", str(b.data_dir), "-o", str(alice)],

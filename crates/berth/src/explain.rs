@@ -31,7 +31,7 @@ pub struct ExplainPodArgs {
     #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
     /// The scheduler policy file to explain with. Without one, the policy the pod's scheduler
-    /// runs, as it published it (`kube-system/<schedulerName>-policy`).
+    /// runs, as it published it (`kube-system/<schedulerName>-running-policy`).
     #[arg(long)]
     pub policy_config_file: Option<PathBuf>,
     /// Output format.

@@ -66,7 +66,7 @@ pub fn load_policy(path: Option<&Path>) -> anyhow::Result<Policy> {
     }
 }
 
-/// Publishes the policy a scheduler runs for `berth explain` (`kube-system/<name>-policy`); a
+/// Publishes the policy a scheduler runs for `berth explain` (`kube-system/<name>-running-policy`); a
 /// scheduler whose account may not write it (upstream's `system:kube-scheduler` role does not
 /// grant ConfigMaps) schedules all the same, and says so once.
 pub(crate) async fn publish_policy(

@@ -44,6 +44,11 @@ pub struct ServeArgs {
     /// Terminated pods kept before pod GC deletes the oldest (0 keeps them all).
     #[arg(long, default_value_t = berth_controllers::podgc::DEFAULT_TERMINATED_THRESHOLD)]
     pub terminated_pod_gc_threshold: usize,
+    /// As kube-controller-manager's flag: each controller writes as its own ServiceAccount
+    /// `kube-system:<controller>`, authorized by its `system:controller:*` role, instead of
+    /// as the controller manager.
+    #[arg(long)]
+    pub use_service_account_credentials: bool,
     /// Run the cluster's clock this many times as fast as the machine's, for demos and tests:
     /// with 60, a CronJob every minute runs each second, and every timer of the control plane
     /// and the simulated nodes (leases, grace periods, tolerationSeconds, run and termination
@@ -342,12 +347,14 @@ impl Loops {
         let mut controllers =
             berth_controllers::Controllers::new(self.identities.admin(), self.clock.clone())
                 .informer_client(self.identities.controller_manager())
-                .service_account_credentials(self.identities.controllers())
                 .metrics(controller_metrics)
                 .node_monitor_grace_period(args.node_monitor_grace_period)
                 .terminated_pod_gc_threshold(args.terminated_pod_gc_threshold)
                 .node_monitor_period(args.zones.node_monitor_period)
                 .zones(args.zones.zones()?);
+        if args.use_service_account_credentials {
+            controllers = controllers.service_account_credentials(self.identities.controllers());
+        }
         if let Some((signer, ca)) = self.accounts.tokens {
             controllers = controllers.service_account_tokens(signer, ca);
         }

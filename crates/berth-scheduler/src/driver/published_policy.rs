@@ -1,4 +1,6 @@
-//! The policy a scheduler runs, published as the ConfigMap `kube-system/<scheduler>-policy`
+//! The policy a scheduler runs, published as the ConfigMap
+//! `kube-system/<scheduler>-running-policy` (not `<scheduler>-policy`, a name users give the
+//! ConfigMap they mount the policy file from)
 //! under the key `policy.cfg` (the key kube-scheduler's `--policy-configmap` read), so that
 //! `berth explain` explains a pod with the policy its scheduler really runs.
 
@@ -16,9 +18,9 @@ pub const KEY: &str = "policy.cfg";
 pub const SOURCE_ANNOTATION: &str = "berth.io/policy-source";
 const FIELD_MANAGER: &str = "berth-scheduler";
 
-/// `<scheduler>-policy`.
+/// `<scheduler>-running-policy`.
 pub fn configmap_name(scheduler: &str) -> String {
-    format!("{scheduler}-policy")
+    format!("{scheduler}-running-policy")
 }
 
 /// Writes (or overwrites) `scheduler`'s published policy.
