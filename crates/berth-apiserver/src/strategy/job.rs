@@ -119,7 +119,7 @@ impl Strategy for CronJob {
 }
 
 /// Upstream `SetDefaults_Job`: parallelism (and completions, when neither is set) 1,
-/// backoffLimit 6, NonIndexed completion, not suspended, pods replaced once terminating or failed.
+/// backoffLimit 6 (unlimited with a per-index limit), NonIndexed completion, not suspended, pods replaced once terminating or failed.
 fn default_job_spec(spec: &mut Value) {
     if !spec.is_object() {
         return;
@@ -130,7 +130,12 @@ fn default_job_spec(spec: &mut Value) {
         spec["completions"] = json!(1);
     }
     default_at(spec, "parallelism", json!(1));
-    default_at(spec, "backoffLimit", json!(6));
+    let backoff_limit = if spec["backoffLimitPerIndex"].is_null() {
+        6
+    } else {
+        i32::MAX
+    };
+    default_at(spec, "backoffLimit", json!(backoff_limit));
     default_at(spec, "completionMode", json!("NonIndexed"));
     default_at(spec, "suspend", json!(false));
     // Pods are replaced only once terminal under a pod failure policy, which reads how they ended.
@@ -220,7 +225,13 @@ fn validate_job_spec(spec: &Value, at: &str) -> Vec<FieldError> {
             "valid values: \"OnFailure\", \"Never\"",
         )),
     }
-    for field in ["parallelism", "completions", "backoffLimit"] {
+    for field in [
+        "parallelism",
+        "completions",
+        "backoffLimit",
+        "backoffLimitPerIndex",
+        "maxFailedIndexes",
+    ] {
         if let Some(n) = spec[field].as_i64().filter(|n| *n < 0) {
             out.push(FieldError::invalid_rendered(
                 format!("{at}.{field}"),
@@ -230,6 +241,7 @@ fn validate_job_spec(spec: &Value, at: &str) -> Vec<FieldError> {
         }
     }
     out.extend(validate_completion_mode(spec, at));
+    out.extend(validate_per_index_limits(spec, at));
     out.extend(failure_policy::validate(spec, at));
     if let Some(n) = spec["activeDeadlineSeconds"].as_i64().filter(|n| *n <= 0) {
         out.push(FieldError::invalid_rendered(
@@ -276,6 +288,35 @@ fn validate_completion_mode(spec: &Value, at: &str) -> Vec<FieldError> {
             other,
             &["Indexed", "NonIndexed"],
         )),
+    }
+    out
+}
+
+/// `backoffLimitPerIndex` needs Indexed completion; `maxFailedIndexes` needs
+/// `backoffLimitPerIndex` and at most `completions` indexes.
+fn validate_per_index_limits(spec: &Value, at: &str) -> Vec<FieldError> {
+    let mut out = Vec::new();
+    let per_index = !spec["backoffLimitPerIndex"].is_null();
+    if per_index && spec["completionMode"].as_str() != Some("Indexed") {
+        out.push(FieldError::forbidden(
+            format!("{at}.backoffLimitPerIndex"),
+            "requires indexed completion mode",
+        ));
+    }
+    if let Some(max) = spec["maxFailedIndexes"].as_i64() {
+        if !per_index {
+            out.push(FieldError::required(
+                format!("{at}.backoffLimitPerIndex"),
+                "when maxFailedIndexes is specified",
+            ));
+        }
+        if spec["completions"].as_i64().is_some_and(|c| max > c) {
+            out.push(FieldError::invalid_rendered(
+                format!("{at}.maxFailedIndexes"),
+                &max.to_string(),
+                "must be less than or equal to completions",
+            ));
+        }
     }
     out
 }
@@ -400,5 +441,39 @@ mod tests {
         assert_eq!(s["failedJobsHistoryLimit"], 1);
         assert_eq!(s["suspend"], false);
         assert_eq!(s["jobTemplate"]["spec"]["backoffLimit"], 6);
+    }
+
+    #[test]
+    fn a_per_index_backoff_limit_unlimits_backoff_limit_and_needs_indexed_completion() {
+        let rt = berth_api::registry::find("batch", "v1", "jobs").unwrap();
+        let mut j = job();
+        j["spec"]["completions"] = json!(3);
+        j["spec"]["completionMode"] = json!("Indexed");
+        j["spec"]["backoffLimitPerIndex"] = json!(1);
+        j["spec"]["maxFailedIndexes"] = json!(2);
+        Job.prepare_for_create(&mut j);
+        assert_eq!(j["spec"]["backoffLimit"], i32::MAX);
+        assert!(Job.validate(rt, &j, None).is_empty());
+
+        let mut j = job();
+        j["spec"]["backoffLimitPerIndex"] = json!(1);
+        j["spec"]["maxFailedIndexes"] = json!(5);
+        Job.prepare_for_create(&mut j);
+        let messages: Vec<String> = Job
+            .validate(rt, &j, None)
+            .into_iter()
+            .map(|c| format!("{}: {}", c.field, c.message))
+            .collect();
+        assert_eq!(
+            messages,
+            [
+                "spec.backoffLimitPerIndex: Forbidden: requires indexed completion mode",
+                "spec.maxFailedIndexes: Invalid value: 5: must be less than or equal to completions",
+            ]
+        );
+        let mut j = job();
+        j["spec"]["maxFailedIndexes"] = json!(0);
+        Job.prepare_for_create(&mut j);
+        assert_eq!(Job.validate(rt, &j, None)[0].field, "spec.backoffLimitPerIndex");
     }
 }
