@@ -474,6 +474,9 @@ mod tests {
         let mut j = job();
         j["spec"]["maxFailedIndexes"] = json!(0);
         Job.prepare_for_create(&mut j);
-        assert_eq!(Job.validate(rt, &j, None)[0].field, "spec.backoffLimitPerIndex");
+        assert_eq!(
+            Job.validate(rt, &j, None)[0].field,
+            "spec.backoffLimitPerIndex"
+        );
     }
 }

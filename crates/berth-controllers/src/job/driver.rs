@@ -2,7 +2,9 @@
 //! sync every Job — create and delete its pods, write its status — and delete finished Jobs
 //! whose `ttlSecondsAfterFinished` has passed (upstream's TTL-after-finished controller).
 
+use super::per_index::{FAILURE_COUNT_KEY, IGNORED_FAILURE_COUNT_KEY};
 use super::sync::{is_finished, sync, ttl_expires_at, JobSync};
+use super::tracking::{has_finalizer, FINALIZER};
 use crate::model::PodRef;
 use crate::owned_pods::{pod_from_template, Owner};
 use crate::wait::wait;
@@ -11,7 +13,7 @@ use berth_informers::Informer;
 use chrono::{DateTime, Duration, Utc};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, DeleteParams, PostParams, Preconditions};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::runtime::watcher;
 use serde_json::json;
 use std::collections::{BTreeMap, HashMap};
@@ -38,15 +40,20 @@ pub(crate) async fn run(
         return;
     }
     let mut in_flight = InFlight::new();
+    // Whether pods may still hold the tracking finalizer of a Job that is gone: true at start
+    // and after a pass that saw Jobs or such pods.
+    let mut orphans_possible = true;
     loop {
         let now = clock.now();
         let all_jobs: Vec<Arc<Job>> = jobs.store.state();
         // No Job, no pod to look at: most passes in a cluster without Jobs stop here.
-        let all_pods: Vec<Arc<Pod>> = if all_jobs.is_empty() {
+        let all_pods: Vec<Arc<Pod>> = if all_jobs.is_empty() && !orphans_possible {
             Vec::new()
         } else {
             pods.store.state()
         };
+        let orphans = release_orphans(client.clone(), &all_jobs, &all_pods).await;
+        orphans_possible = !all_jobs.is_empty() || orphans > 0;
         let mut by_owner: HashMap<&str, Vec<&Pod>> = HashMap::new();
         for p in &all_pods {
             let owner = p.metadata.owner_references.iter().flatten().find(|r| {
@@ -65,11 +72,14 @@ pub(crate) async fn run(
         let mut later =
             |at: DateTime<Utc>| next = Some(next.map_or(at, |n: DateTime<Utc>| n.min(at)));
         for job in &all_jobs {
-            if job.metadata.deletion_timestamp.is_some() {
-                continue;
-            }
             let uid = job.metadata.uid.clone().unwrap_or_default();
-            if is_finished(job) {
+            let mine: &[&Pod] = by_owner.get(uid.as_str()).map_or(&[], |v| v.as_slice());
+            if is_finished(job) || job.metadata.deletion_timestamp.is_some() {
+                let s = sync(job, mine, &[], now);
+                release(&Api::namespaced(client.clone(), ns_of(job)), &s.release).await;
+                if job.metadata.deletion_timestamp.is_some() {
+                    continue;
+                }
                 match ttl_expires_at(job) {
                     Some(at) if at <= now => delete_job(&ttl_after_finished, job).await,
                     Some(at) => later(at),
@@ -77,7 +87,6 @@ pub(crate) async fn run(
                 }
                 continue;
             }
-            let mine: &[&Pod] = by_owner.get(uid.as_str()).map_or(&[], |v| v.as_slice());
             let waiting = in_flight.entry(uid.clone()).or_default();
             waiting.retain(|(name, at, _)| {
                 now < *at + Duration::seconds(IN_FLIGHT_TIMEOUT)
@@ -119,11 +128,36 @@ async fn carry_out(
         .as_ref()
         .and_then(|s| serde_json::to_value(&s.template).ok())
         .unwrap_or_default();
+    // Pods are only created, deleted and released once the status that accounts for them is
+    // stored: a pod released before its uid is recorded could go uncounted.
+    if let Some(status) = s.status {
+        let api: Api<Job> = Api::namespaced(client.clone(), &ns);
+        let patch = json!({"metadata": {"resourceVersion": job.metadata.resource_version},
+                           "status": status});
+        match crate::update::update_status(&api, &name, &patch).await {
+            Ok(_) => {}
+            // A newer Job is on its way through the watch; the next pass starts from it.
+            Err(kube::Error::Api(e)) if e.code == 409 || e.code == 404 => return,
+            Err(e) => {
+                tracing::warn!(job = %name, error = %e, "updating job status failed");
+                return;
+            }
+        }
+    }
+    release(&pods, &s.release).await;
     for n in 0..s.create {
         let index = s.create_indexes.get(n as usize).copied();
         let mut pod = pod_from_template(&template, &ns, &owner, None);
+        pod["metadata"]["finalizers"] = json!([FINALIZER]);
         if let Some(i) = index {
             super::indexed::stamp(&mut pod, &name, i);
+            if let Some((counted, forgiven)) = s.index_failure_counts.get(&i) {
+                let annotations = &mut pod["metadata"]["annotations"];
+                annotations[FAILURE_COUNT_KEY] = json!(counted.to_string());
+                if *forgiven > 0 {
+                    annotations[IGNORED_FAILURE_COUNT_KEY] = json!(forgiven.to_string());
+                }
+            }
         }
         let pod: Pod = match serde_json::from_value(pod) {
             Ok(p) => p,
@@ -146,17 +180,50 @@ async fn carry_out(
     for pod in &s.delete {
         delete_pod(&pods, pod).await;
     }
-    if let Some(status) = s.status {
-        let api: Api<Job> = Api::namespaced(client.clone(), &ns);
-        let patch = json!({"metadata": {"resourceVersion": job.metadata.resource_version},
-                           "status": status});
-        match crate::update::update_status(&api, &name, &patch).await {
+}
+
+fn ns_of(job: &Job) -> &str {
+    job.metadata.namespace.as_deref().unwrap_or_default()
+}
+
+/// Removes the tracking finalizer from each pod (gone already is as good).
+async fn release(pods: &Api<Pod>, which: &[PodRef]) {
+    let patch = json!({"metadata": {"$deleteFromPrimitiveList/finalizers": [FINALIZER]}});
+    for pod in which {
+        match pods
+            .patch(
+                &pod.name,
+                &PatchParams::default(),
+                &Patch::Strategic(&patch),
+            )
+            .await
+        {
             Ok(_) => {}
-            // A newer Job is on its way through the watch; the next pass starts from it.
-            Err(kube::Error::Api(e)) if e.code == 409 || e.code == 404 => {}
-            Err(e) => tracing::warn!(job = %name, error = %e, "updating job status failed"),
+            Err(kube::Error::Api(e)) if e.code == 404 => {}
+            Err(e) => tracing::warn!(pod = %pod.name, error = %e, "releasing job pod failed"),
         }
     }
+}
+
+/// Releases pods that hold the tracking finalizer of a Job that no longer exists (upstream's
+/// orphan pod handling); returns how many it found.
+async fn release_orphans(client: kube::Client, jobs: &[Arc<Job>], pods: &[Arc<Pod>]) -> usize {
+    let mut found = 0;
+    for pod in pods.iter().filter(|p| has_finalizer(p)) {
+        let owned = pod.metadata.owner_references.iter().flatten().any(|r| {
+            r.controller == Some(true)
+                && r.kind == "Job"
+                && jobs
+                    .iter()
+                    .any(|j| j.metadata.uid.as_deref() == Some(r.uid.as_str()))
+        });
+        if !owned {
+            found += 1;
+            let ns = pod.metadata.namespace.as_deref().unwrap_or_default();
+            release(&Api::namespaced(client.clone(), ns), &[PodRef::of(pod)]).await;
+        }
+    }
+    found
 }
 
 async fn delete_pod(pods: &Api<Pod>, pod: &PodRef) {

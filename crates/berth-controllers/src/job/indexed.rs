@@ -35,7 +35,7 @@ pub fn parse_intervals(text: &str, completions: i32) -> BTreeSet<i32> {
     out
 }
 
-/// `indexes` as intervals: `{0,1,2,4}` is `0-2,4`.
+/// `indexes` as intervals: `{0,1,2,4}` is `0-2,4`, `{1,2}` is `1,2`.
 pub fn format_intervals(indexes: &BTreeSet<i32>) -> String {
     let mut parts: Vec<String> = Vec::new();
     let mut iter = indexes.iter().copied().peekable();
@@ -45,10 +45,11 @@ pub fn format_intervals(indexes: &BTreeSet<i32>) -> String {
             last += 1;
             iter.next();
         }
-        parts.push(if first == last {
-            first.to_string()
-        } else {
-            format!("{first}-{last}")
+        // Upstream writes two neighbours as a pair, not a range: `1,2`, `1-3`.
+        parts.push(match last - first {
+            0 => first.to_string(),
+            1 => format!("{first},{last}"),
+            _ => format!("{first}-{last}"),
         });
     }
     parts.join(",")
@@ -116,6 +117,7 @@ mod tests {
         assert_eq!(format_intervals(&set(&[0, 1, 2, 4])), "0-2,4");
         assert_eq!(format_intervals(&set(&[])), "");
         assert_eq!(format_intervals(&set(&[7])), "7");
+        assert_eq!(format_intervals(&set(&[1, 2, 5, 6, 7])), "1,2,5-7");
         assert_eq!(parse_intervals("0-2,4", 10), set(&[0, 1, 2, 4]));
         // Out of range and malformed parts are dropped.
         assert_eq!(parse_intervals("1,x,3-9", 5), set(&[1, 3, 4]));

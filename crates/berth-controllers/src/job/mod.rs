@@ -6,7 +6,9 @@
 pub(crate) mod driver;
 pub mod failure_policy;
 pub mod indexed;
+pub mod per_index;
 pub mod sync;
+pub mod tracking;
 
 use chrono::{DateTime, Duration, Utc};
 
@@ -47,15 +49,27 @@ pub enum Failure {
     DeadlineExceeded,
     /// A failed pod matched a `FailJob` rule of the `podFailurePolicy`; the rule's message.
     PodFailurePolicy(String),
+    /// More indexes failed than `maxFailedIndexes` allows.
+    MaxFailedIndexesExceeded,
+    /// Every index succeeded or failed, and some failed.
+    FailedIndexes,
+    /// The reason and message of a `FailureTarget` condition stored by an earlier pass.
+    Stored {
+        reason: String,
+        message: String,
+    },
 }
 
 impl Failure {
     /// The condition's `reason`.
-    pub fn reason(&self) -> &'static str {
+    pub fn reason(&self) -> &str {
         match self {
             Failure::BackoffLimitExceeded => "BackoffLimitExceeded",
             Failure::DeadlineExceeded => "DeadlineExceeded",
             Failure::PodFailurePolicy(_) => "PodFailurePolicy",
+            Failure::MaxFailedIndexesExceeded => "MaxFailedIndexesExceeded",
+            Failure::FailedIndexes => "FailedIndexes",
+            Failure::Stored { reason, .. } => reason,
         }
     }
 
@@ -65,6 +79,11 @@ impl Failure {
             Failure::BackoffLimitExceeded => "Job has reached the specified backoff limit",
             Failure::DeadlineExceeded => "Job was active longer than specified deadline",
             Failure::PodFailurePolicy(message) => message,
+            Failure::MaxFailedIndexesExceeded => {
+                "Job has exceeded the specified maximal number of failed indexes"
+            }
+            Failure::FailedIndexes => "Job has failed indexes",
+            Failure::Stored { message, .. } => message,
         }
     }
 }

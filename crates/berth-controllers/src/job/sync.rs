@@ -4,14 +4,16 @@
 
 use super::failure_policy::{matching_rule, Action};
 use super::indexed::{format_intervals, index_of, next_indexes, parse_intervals};
-use super::{step, Failure, JobSpec, PodCounts, Step};
+use super::per_index;
+use super::tracking::{has_finalizer, track, Ending};
+use super::{backoff, step, Failure, JobSpec, PodCounts, Step};
 use crate::model::{is_deleting, to_chrono, PodRef};
 use crate::owned_pods::{is_ready, phase};
 use chrono::{DateTime, Duration, Utc};
 use k8s_openapi::api::batch::v1::{Job, JobCondition};
 use k8s_openapi::api::core::v1::Pod;
 use serde_json::{json, Value};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 /// What one sync of a Job decided.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -26,6 +28,12 @@ pub struct JobSync {
     pub status: Option<Value>,
     /// When to sync again though nothing changes (a back-off or the active deadline ends).
     pub retry_at: Option<DateTime<Utc>>,
+    /// Pods whose tracking finalizer goes once `status` is stored (they are counted, or the
+    /// Job no longer needs them).
+    pub release: Vec<PodRef>,
+    /// Under a per-index back-off limit, the failure counts (counted, forgiven) each created
+    /// index's pod carries.
+    pub index_failure_counts: BTreeMap<i32, (i32, i32)>,
 }
 
 /// The reason and message of the `Complete` and `SuccessCriteriaMet` conditions.
@@ -81,11 +89,19 @@ pub fn is_indexed(job: &Job) -> bool {
     job.spec.as_ref().and_then(|s| s.completion_mode.as_deref()) == Some("Indexed")
 }
 
-/// Syncs one unfinished Job. `pods` are the pods it controls; `in_flight` the pods it created
-/// that the watch has not shown yet (they count as active), with their completion indexes.
+/// Syncs one Job. `pods` are the pods it controls; `in_flight` the pods it created that the
+/// watch has not shown yet (they count as active), with their completion indexes.
 pub fn sync(job: &Job, pods: &[&Pod], in_flight: &[Option<i32>], now: DateTime<Utc>) -> JobSync {
-    if is_finished(job) {
-        return JobSync::default();
+    if is_finished(job) || job.metadata.deletion_timestamp.is_some() {
+        // Its pods were counted (or no longer matter): nothing need hold them.
+        return JobSync {
+            release: pods
+                .iter()
+                .filter(|p| has_finalizer(p))
+                .map(|p| PodRef::of(p))
+                .collect(),
+            ..JobSync::default()
+        };
     }
     let spec = job_spec(job);
     let status = job.status.clone().unwrap_or_default();
@@ -94,27 +110,58 @@ pub fn sync(job: &Job, pods: &[&Pod], in_flight: &[Option<i32>], now: DateTime<U
         .copied()
         .filter(|p| !is_deleting(p) && !matches!(phase(p), "Succeeded" | "Failed"))
         .collect();
-    let count = |ph: &str| pods.iter().filter(|p| phase(p) == ph).count() as i32;
     let failures = Failures::of(job, pods);
-    // Counted pods stay counted after they are gone (pod GC, a user's delete).
-    let mut counts = PodCounts {
-        active: active.len() as i32 + in_flight.len() as i32,
-        succeeded: count("Succeeded").max(status.succeeded.unwrap_or(0)),
-        failed: (failures.counted.len() as i32).max(status.failed.unwrap_or(0)),
-        fail_job: failures.fail_job,
-    };
-    let indexes = is_indexed(job).then(|| Indexes::of(job, &spec, pods, in_flight));
+    let completions = spec.completions.unwrap_or(0);
+    let mut indexes = is_indexed(job).then(|| Indexes::of(job, &spec, pods, in_flight));
     let mut surplus = Vec::new();
-    if let Some(ix) = &indexes {
-        // An index counts once it succeeded; pods of finished, invalid or doubled indexes go.
-        counts.succeeded = ix.succeeded.len() as i32;
+    let mut held_by_index: BTreeMap<i32, &Pod> = BTreeMap::new();
+    if let Some(ix) = &mut indexes {
+        if let Some(limit) = per_index::limit(job) {
+            ix.failed = Some(per_index::failed_indexes(job, pods, limit, completions));
+        }
+        let settled: BTreeSet<i32> = ix.settled().collect();
+        // Pods of finished, failed, invalid or doubled indexes go.
         surplus = ix.surplus.clone();
+        for p in &active {
+            if index_of(p, completions).is_some_and(|i| ix.failed.iter().flatten().any(|f| *f == i))
+            {
+                surplus.push(PodRef::of(p));
+            }
+        }
         active.retain(|p| {
             !surplus
                 .iter()
                 .any(|s: &PodRef| Some(&s.uid) == p.metadata.uid.as_ref())
         });
-        counts.active = active.len() as i32 + in_flight.len() as i32;
+        if ix.failed.is_some() {
+            held_by_index = per_index::last_failures(job, pods, completions, &settled, &ix.active);
+        }
+    }
+    let held: HashSet<&str> = held_by_index
+        .values()
+        .filter_map(|p| p.metadata.uid.as_deref())
+        .collect();
+    let recorded_indexes = indexes
+        .as_ref()
+        .map(|ix| ix.succeeded.clone())
+        .unwrap_or_default();
+    // A Job with an interim condition stored is ending: it waits for its pods to be counted.
+    let interim = ending_condition(job);
+    let mut tally = track(
+        job,
+        pods,
+        interim.as_ref().map(|(e, _)| *e),
+        &held,
+        &recorded_indexes,
+    );
+    let mut counts = PodCounts {
+        active: active.len() as i32 + in_flight.len() as i32,
+        succeeded: tally.all_succeeded(),
+        failed: tally.all_failed(),
+        fail_job: failures.fail_job,
+    };
+    if let Some(ix) = &indexes {
+        counts.succeeded = ix.succeeded.len() as i32;
     }
     let started = status
         .start_time
@@ -123,58 +170,134 @@ pub fn sync(job: &Job, pods: &[&Pod], in_flight: &[Option<i32>], now: DateTime<U
         .or((!spec.suspend).then_some(now));
     let last_failure = failures.counted.iter().filter_map(|p| finished(p)).max();
     let mut out = JobSync::default();
-    let mut new_conditions: Vec<Value> = Vec::new();
-    let mut completion_time = status.completion_time.as_ref().map(to_chrono);
-    let (active_count, succeeded, failed) = (counts.active, counts.succeeded, counts.failed);
-    match step(&spec, counts, started, last_failure, now) {
+    let active_count = counts.active;
+    let decided = match &interim {
+        Some((Ending::Fail, Some(failure))) => Step::Fail(failure.clone()),
+        Some(_) => Step::Complete,
+        None => match step(&spec, counts, started, last_failure, now) {
+            Step::Fail(f) => Step::Fail(f),
+            other => match indexes
+                .as_ref()
+                .and_then(|ix| ix.failed_job(job, completions))
+            {
+                Some(f) => Step::Fail(f),
+                None => other,
+            },
+        },
+    };
+    let mut ending: Option<(Ending, Option<Failure>)> = None;
+    match decided {
         Step::Fail(failure) => {
             out.delete = active.iter().map(|p| PodRef::of(p)).collect();
-            new_conditions = failed_conditions(failure, now);
+            ending = Some((Ending::Fail, Some(failure)));
         }
         Step::Complete => {
             out.delete = active.iter().map(|p| PodRef::of(p)).collect();
-            new_conditions = complete_conditions(now);
-            completion_time = Some(now);
+            ending = Some((Ending::Complete, None));
         }
-        Step::Create { count, wait } if wait <= Duration::zero() => {
-            out.create = count;
-            if let (Some(ix), Some(completions)) = (&indexes, spec.completions) {
+        Step::Create { count, wait } => match (&indexes, spec.completions) {
+            (Some(ix), Some(completions)) if ix.failed.is_some() => {
+                // Each index waits out its own back-off.
+                let pending = next_indexes(
+                    completions,
+                    &ix.settled().collect(),
+                    &ix.active,
+                    completions,
+                );
+                for i in pending {
+                    let previous = held_by_index.get(&i).copied();
+                    let ready_at = previous.and_then(|p| {
+                        Some(finished(p)? + backoff(per_index::failures_before_retry(p)))
+                    });
+                    match ready_at {
+                        Some(at) if at > now => {
+                            out.retry_at =
+                                Some(out.retry_at.map_or(at, |r: DateTime<Utc>| r.min(at)))
+                        }
+                        _ if (out.create_indexes.len() as i32) < count => {
+                            out.create_indexes.push(i);
+                            out.index_failure_counts
+                                .insert(i, per_index::replacement_counts(job, previous));
+                        }
+                        _ => {}
+                    }
+                }
+                out.create = out.create_indexes.len() as i32;
+            }
+            (Some(ix), Some(completions)) if wait <= Duration::zero() => {
                 out.create_indexes = next_indexes(completions, &ix.succeeded, &ix.active, count);
                 out.create = out.create_indexes.len() as i32;
             }
-        }
-        Step::Create { wait, .. } => out.retry_at = Some(now + wait),
+            (None, _) if wait <= Duration::zero() => out.create = count,
+            _ => out.retry_at = Some(now + wait),
+        },
         Step::Delete(n) => out.delete = to_delete(&active, n),
         Step::Wait => {}
     }
     out.delete.extend(surplus);
-    if let (Some(deadline), Some(started), true) = (
-        spec.active_deadline_seconds,
-        started,
-        new_conditions.is_empty(),
-    ) {
+    if let Some((e, _)) = &ending {
+        if interim.is_none() {
+            tally = track(job, pods, Some(*e), &held, &recorded_indexes);
+        }
+    }
+    // Deleted pods are released first, so that they are not held as failures.
+    for d in &out.delete {
+        let tracked = pods
+            .iter()
+            .any(|p| p.metadata.uid.as_ref() == Some(&d.uid) && has_finalizer(p));
+        if tracked && !tally.release.contains(d) {
+            tally.release.push(d.clone());
+        }
+    }
+    if let (Some(deadline), Some(started), None) = (spec.active_deadline_seconds, started, &ending)
+    {
         let at = started + Duration::seconds(deadline);
         out.retry_at = Some(out.retry_at.map_or(at, |r| r.min(at)));
     }
-    let finishing = !new_conditions.is_empty();
+    let mut conditions: Vec<Value> = conditions(job)
+        .iter()
+        .filter_map(|c| serde_json::to_value(c).ok())
+        .collect();
+    let mut completion_time = status.completion_time.as_ref().map(to_chrono);
+    if let Some((e, failure)) = &ending {
+        let (interim_type, final_type) = match e {
+            Ending::Fail => ("FailureTarget", "Failed"),
+            Ending::Complete => ("SuccessCriteriaMet", "Complete"),
+        };
+        let (reason, message) = match failure {
+            Some(f) => (f.reason(), f.message()),
+            None => COMPLETIONS_REACHED,
+        };
+        if interim.is_none() {
+            conditions.push(condition(interim_type, reason, message, now));
+        }
+        // The final condition waits until every pod the Job held is counted.
+        if tally.settled() && tally.release.is_empty() {
+            conditions.push(condition(final_type, reason, message, now));
+            if *e == Ending::Complete {
+                completion_time = Some(now);
+            }
+        }
+    }
+    let finishing = ending.is_some();
     let active_after = if finishing {
         0
     } else {
         active_count + out.create - out.delete.len() as i32
     };
     let ready = active.iter().filter(|p| is_ready(p)).count() as i32;
-    let mut conditions: Vec<Value> = conditions(job)
-        .iter()
-        .filter_map(|c| serde_json::to_value(c).ok())
-        .collect();
-    conditions.extend(new_conditions);
+    // An empty list is written as null: the status is stored through a merge, where `[]`
+    // would be kept as such and an absent key would keep the old list.
+    let listed = |uids: &Vec<String>| (!uids.is_empty()).then(|| json!(uids));
+    let uncounted = json!({"succeeded": listed(&tally.uncounted_succeeded),
+                           "failed": listed(&tally.uncounted_failed)});
     let mut next = json!({
         "active": active_after,
-        "succeeded": succeeded,
-        "failed": failed,
+        "succeeded": tally.succeeded,
+        "failed": tally.failed,
         "ready": if finishing { 0 } else { ready },
         "terminating": pods.iter().filter(|p| is_deleting(p) && !matches!(phase(p), "Succeeded" | "Failed")).count(),
-        "uncountedTerminatedPods": {},
+        "uncountedTerminatedPods": uncounted,
     });
     if let Some(s) = started {
         next["startTime"] = json!(crate::model::timestamp(s));
@@ -183,7 +306,14 @@ pub fn sync(job: &Job, pods: &[&Pod], in_flight: &[Option<i32>], now: DateTime<U
         next["completionTime"] = json!(crate::model::timestamp(c));
     }
     if let Some(ix) = &indexes {
-        next["completedIndexes"] = json!(format_intervals(&ix.succeeded));
+        let mut done = ix.succeeded.clone();
+        done.extend(tally.new_succeeded_indexes.iter().copied());
+        // An index counts once, however many of its pods succeeded.
+        next["succeeded"] = json!(done.len());
+        next["completedIndexes"] = json!(format_intervals(&done));
+        if let Some(failed) = &ix.failed {
+            next["failedIndexes"] = json!(format_intervals(failed));
+        }
     }
     if !conditions.is_empty() {
         next["conditions"] = json!(conditions);
@@ -192,7 +322,28 @@ pub fn sync(job: &Job, pods: &[&Pod], in_flight: &[Option<i32>], now: DateTime<U
     if strip_zeros(&stored) != strip_zeros(&next) {
         out.status = Some(next);
     }
+    out.release = tally.release;
     out
+}
+
+/// The ending a Job's stored interim condition (`FailureTarget`, `SuccessCriteriaMet`) names.
+fn ending_condition(job: &Job) -> Option<(Ending, Option<Failure>)> {
+    conditions(job).iter().find_map(|c| {
+        if c.status != "True" {
+            return None;
+        }
+        match c.type_.as_str() {
+            "FailureTarget" => Some((
+                Ending::Fail,
+                Some(Failure::Stored {
+                    reason: c.reason.clone().unwrap_or_default(),
+                    message: c.message.clone().unwrap_or_default(),
+                }),
+            )),
+            "SuccessCriteriaMet" => Some((Ending::Complete, None)),
+            _ => None,
+        }
+    })
 }
 
 /// The Job's failed pods as its `podFailurePolicy` reads them.
@@ -239,6 +390,8 @@ struct Indexes {
     active: BTreeSet<i32>,
     /// Active pods to delete: no valid index, an index already completed, or a second pod of one.
     surplus: Vec<PodRef>,
+    /// Under a per-index back-off limit, the indexes that failed.
+    failed: Option<BTreeSet<i32>>,
 }
 
 impl Indexes {
@@ -270,12 +423,36 @@ impl Indexes {
             succeeded,
             active,
             surplus,
+            failed: None,
+        }
+    }
+
+    /// Indexes that need no more pods: succeeded or failed.
+    fn settled(&self) -> impl Iterator<Item = i32> + '_ {
+        self.succeeded
+            .iter()
+            .chain(self.failed.iter().flatten())
+            .copied()
+    }
+
+    /// How failed indexes fail the Job (upstream checks `maxFailedIndexes` first).
+    fn failed_job(&self, job: &Job, completions: i32) -> Option<Failure> {
+        let failed = self.failed.as_ref()?;
+        let max = job.spec.as_ref().and_then(|s| s.max_failed_indexes);
+        if max.is_some_and(|m| failed.len() as i64 > i64::from(m)) {
+            Some(Failure::MaxFailedIndexesExceeded)
+        } else if !failed.is_empty()
+            && (failed.len() + self.succeeded.len()) as i64 >= i64::from(completions)
+        {
+            Some(Failure::FailedIndexes)
+        } else {
+            None
         }
     }
 }
 
 /// When a finished pod ended: its `Ready` condition's last transition.
-fn finished(pod: &Pod) -> Option<DateTime<Utc>> {
+pub(super) fn finished(pod: &Pod) -> Option<DateTime<Utc>> {
     pod.status
         .as_ref()?
         .conditions
@@ -309,33 +486,16 @@ fn condition(type_: &str, reason: &str, message: &str, now: DateTime<Utc>) -> Va
            "lastProbeTime": at, "lastTransitionTime": at})
 }
 
-/// `FailureTarget` and `Failed`, as upstream 1.32 adds them.
-fn failed_conditions(failure: Failure, now: DateTime<Utc>) -> Vec<Value> {
-    ["FailureTarget", "Failed"]
-        .iter()
-        .map(|t| condition(t, failure.reason(), failure.message(), now))
-        .collect()
-}
-
-/// `SuccessCriteriaMet` and `Complete`, as upstream 1.32 adds them.
-fn complete_conditions(now: DateTime<Utc>) -> Vec<Value> {
-    let (reason, message) = COMPLETIONS_REACHED;
-    ["SuccessCriteriaMet", "Complete"]
-        .iter()
-        .map(|t| condition(t, reason, message, now))
-        .collect()
-}
-
-/// A status without its zero counts and empty objects, so that an unset field and its zero
-/// compare equal.
+/// A status without its zero counts, nulls and empty objects (at every level), so that an
+/// unset field and its zero compare equal.
 fn strip_zeros(v: &Value) -> Value {
     match v {
         Value::Object(m) => Value::Object(
             m.iter()
+                .map(|(k, v)| (k.clone(), strip_zeros(v)))
                 .filter(|(_, v)| {
-                    !(v.is_null() || *v == &json!(0) || *v == &json!({}) || *v == &json!([]))
+                    !(v.is_null() || *v == json!(0) || *v == json!({}) || *v == json!([]))
                 })
-                .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
         ),
         other => other.clone(),

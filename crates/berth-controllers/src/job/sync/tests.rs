@@ -17,11 +17,50 @@ fn job(spec: Value, status: Value) -> Job {
 fn pod(name: &str, phase: &str, ready: bool, transition: &str) -> Pod {
     serde_json::from_value(json!({
         "metadata": {"name": name, "namespace": "ns", "uid": format!("u-{name}"),
-                     "creationTimestamp": "2026-11-24T11:00:00Z"},
+                     "creationTimestamp": "2026-11-24T11:00:00Z",
+                     "finalizers": [super::super::tracking::FINALIZER]},
         "status": {"phase": phase, "conditions": [{"type": "Ready",
             "status": if ready { "True" } else { "False" }, "lastTransitionTime": transition}]},
     }))
     .unwrap()
+}
+
+/// The Job and its pods after the driver carried `s` out: its status stored, the released pods
+/// without their finalizer.
+fn carried_out(j: &Job, pods: &[&Pod], s: &JobSync) -> (Job, Vec<Pod>) {
+    let mut job = j.clone();
+    if let Some(status) = &s.status {
+        job.status = Some(serde_json::from_value(status.clone()).unwrap());
+    }
+    let pods = pods
+        .iter()
+        .map(|p| {
+            let mut p = (*p).clone();
+            if s.release
+                .iter()
+                .any(|r| Some(&r.uid) == p.metadata.uid.as_ref())
+            {
+                p.metadata.finalizers = None;
+            }
+            p
+        })
+        .collect();
+    (job, pods)
+}
+
+/// Syncs twice, as the driver's next pass after the first sync's writes: the status the second
+/// pass writes, with every finished pod counted.
+fn settled(j: &Job, pods: &[&Pod]) -> (JobSync, Value) {
+    let first = sync(j, pods, &[], now());
+    let (job, pods) = carried_out(j, pods, &first);
+    let refs: Vec<&Pod> = pods.iter().collect();
+    let second = sync(&job, &refs, &[], now());
+    let status = second
+        .status
+        .clone()
+        .or_else(|| first.status.clone())
+        .unwrap();
+    (first, status)
 }
 
 fn types(status: &Value) -> Vec<&str> {
@@ -59,8 +98,15 @@ fn the_last_completion_completes_the_job_with_upstreams_conditions() {
         pod("a", "Succeeded", false, "2026-11-24T11:59:30Z"),
         pod("b", "Succeeded", false, "2026-11-24T11:59:40Z"),
     );
-    let s = sync(&j, &[&a, &b], &[], now());
-    let status = s.status.unwrap();
+    let first = sync(&j, &[&a, &b], &[], now());
+    let interim = first.status.clone().unwrap();
+    assert_eq!(types(&interim), ["SuccessCriteriaMet"]);
+    assert_eq!(
+        interim["uncountedTerminatedPods"]["succeeded"],
+        json!(["u-a", "u-b"])
+    );
+    assert_eq!(first.release.len(), 2);
+    let (_, status) = settled(&j, &[&a, &b]);
     assert_eq!(types(&status), ["SuccessCriteriaMet", "Complete"]);
     assert_eq!(status["conditions"][1]["reason"], "CompletionsReached");
     assert_eq!(status["succeeded"], 2);
@@ -79,13 +125,18 @@ fn failures_past_the_backoff_limit_fail_the_job_and_delete_what_runs() {
         pod("b", "Failed", false, "2026-11-24T11:59:40Z"),
         pod("c", "Running", true, "2026-11-24T11:59:40Z"),
     );
-    let s = sync(&j, &[&a, &b, &c], &[], now());
+    let s = sync(&j, &[&a], &[], now());
+    assert_eq!(
+        s.status.unwrap()["uncountedTerminatedPods"]["failed"],
+        json!(["u-a"])
+    );
+    let (s, status) = settled(&j, &[&a, &b, &c]);
     assert_eq!(s.delete.len(), 1);
     assert_eq!(s.delete[0].name, "c");
-    let status = s.status.unwrap();
     assert_eq!(types(&status), ["FailureTarget", "Failed"]);
     assert_eq!(status["conditions"][1]["reason"], "BackoffLimitExceeded");
-    assert_eq!(status["failed"], 2);
+    // The running pod deleted as the Job failed counts as failed too, as upstream.
+    assert_eq!(status["failed"], 3);
     assert_eq!(status["active"], 0);
 }
 
@@ -120,9 +171,15 @@ fn the_active_deadline_fails_the_job_and_is_when_to_look_again() {
         Some(Utc.with_ymd_and_hms(2026, 11, 24, 12, 0, 20).unwrap())
     );
     let s = sync(&j, &[&a], &[], now() + Duration::seconds(20));
-    let status = s.status.unwrap();
-    assert_eq!(status["conditions"][1]["reason"], "DeadlineExceeded");
+    let interim = s.status.unwrap();
+    assert_eq!(types(&interim), ["FailureTarget"]);
+    assert_eq!(interim["conditions"][0]["reason"], "DeadlineExceeded");
     assert_eq!(s.delete.len(), 1);
+    assert_eq!(
+        s.release.len(),
+        1,
+        "the pod is released before it is deleted"
+    );
 }
 
 #[test]
@@ -205,7 +262,13 @@ fn an_indexed_job_completes_when_every_index_succeeded() {
     );
     let c = indexed_pod("c", "2", "Succeeded");
     let s = sync(&j, &[&c], &[], now());
-    let status = s.status.unwrap();
+    let interim = s.status.unwrap();
+    assert_eq!(interim["completedIndexes"], "0-2");
+    assert!(
+        interim["uncountedTerminatedPods"]["succeeded"].is_null(),
+        "an index is not a uid"
+    );
+    let (_, status) = settled(&j, &[&c]);
     assert_eq!(status["completedIndexes"], "0-2");
     assert_eq!(status["succeeded"], 3);
     assert!(types(&status).contains(&"Complete"));
@@ -252,11 +315,10 @@ fn a_fail_job_exit_code_fails_the_job_at_once_with_upstreams_reason_and_message(
     );
     let a = failed_with("a", 42, json!([]));
     let b = pod("b", "Running", true, "2026-11-24T11:59:40Z");
-    let s = sync(&j, &[&a, &b], &[], now());
+    let (s, status) = settled(&j, &[&a, &b]);
     assert_eq!(s.create, 0);
     assert_eq!(s.delete.len(), 1);
     assert_eq!(s.delete[0].name, "b");
-    let status = s.status.unwrap();
     assert_eq!(types(&status), ["FailureTarget", "Failed"]);
     for c in status["conditions"].as_array().unwrap() {
         assert_eq!(c["reason"], "PodFailurePolicy");
@@ -265,7 +327,8 @@ fn a_fail_job_exit_code_fails_the_job_at_once_with_upstreams_reason_and_message(
             "Container c for pod ns/a failed with exit code 42 matching FailJob rule at index 0"
         );
     }
-    assert_eq!(status["failed"], 1);
+    // The running pod deleted as the Job fails counts as failed, as upstream counts it.
+    assert_eq!(status["failed"], 2);
 }
 
 #[test]
@@ -277,7 +340,7 @@ fn another_exit_code_counts_towards_the_backoff_limit_as_usual() {
         json!({"startTime": "2026-11-24T11:59:00Z"}),
     );
     let a = failed_with("a", 1, json!([]));
-    let status = sync(&j, &[&a], &[], now()).status.unwrap();
+    let (_, status) = settled(&j, &[&a]);
     assert_eq!(status["conditions"][1]["reason"], "BackoffLimitExceeded");
 }
 
@@ -310,7 +373,7 @@ fn without_the_ignore_rule_a_disruption_counts() {
     );
     let disruption = json!([{"type": "DisruptionTarget", "status": "True"}]);
     let a = failed_with("a", 137, disruption);
-    let status = sync(&j, &[&a], &[], now()).status.unwrap();
+    let (_, status) = settled(&j, &[&a]);
     assert_eq!(status["conditions"][1]["reason"], "BackoffLimitExceeded");
 }
 
@@ -326,8 +389,87 @@ fn a_count_rule_counts_the_failure() {
         failed_with("a", 1, json!([])),
         failed_with("b", 2, json!([])),
     );
-    let status = sync(&j, &[&a], &[], now()).status.unwrap();
+    let (_, status) = settled(&j, &[&a]);
     assert_eq!(status["failed"], 1);
-    let status = sync(&j, &[&a, &b], &[], now()).status.unwrap();
+    let (_, status) = settled(&j, &[&a, &b]);
     assert_eq!(status["conditions"][1]["reason"], "BackoffLimitExceeded");
+}
+
+fn counted_pod(name: &str, index: &str, phase: &str, failures: i32) -> Pod {
+    let mut p = indexed_pod(name, index, phase);
+    p.metadata.annotations.as_mut().unwrap().insert(
+        super::super::per_index::FAILURE_COUNT_KEY.into(),
+        failures.to_string(),
+    );
+    p
+}
+
+#[test]
+fn a_per_index_limit_retries_an_index_after_its_backoff_then_fails_the_job_with_failed_indexes() {
+    let j = job(
+        json!({"completions": 3, "parallelism": 3, "completionMode": "Indexed",
+               "backoffLimitPerIndex": 1, "backoffLimit": i32::MAX}),
+        json!({"startTime": "2026-11-24T11:59:00Z"}),
+    );
+    let (a, b, c) = (
+        counted_pod("a", "0", "Failed", 0),
+        counted_pod("b", "1", "Running", 0),
+        counted_pod("c", "2", "Succeeded", 0),
+    );
+    // Index 0 failed once, 5s ago: it is retried 10s after, the new pod carrying one failure;
+    // the failed pod keeps its finalizer until then.
+    let mut a = a;
+    a.status.as_mut().unwrap().conditions.as_mut().unwrap()[0].last_transition_time =
+        Some(crate::model::to_time(now() - Duration::seconds(5)));
+    let s = sync(&j, &[&a, &b, &c], &[], now());
+    assert_eq!(s.create, 0);
+    assert!(!s.release.iter().any(|r| r.name == "a"));
+    assert_eq!(s.status.as_ref().unwrap()["failedIndexes"], "");
+    let s = sync(&j, &[&a, &b, &c], &[], now() + Duration::seconds(10));
+    assert_eq!(s.create_indexes, vec![0]);
+    assert_eq!(s.index_failure_counts[&0], (1, 0));
+    // Its second failure reaches the limit: index 0 failed, no retry; once index 1 succeeds
+    // every index is settled and the Job fails.
+    let (a2, b) = (
+        counted_pod("a2", "0", "Failed", 1),
+        counted_pod("b", "1", "Succeeded", 0),
+    );
+    let (s, status) = settled(&j, &[&a2, &b, &c]);
+    assert_eq!(s.create, 0);
+    assert_eq!(status["failedIndexes"], "0");
+    assert_eq!(status["completedIndexes"], "1,2");
+    assert_eq!(types(&status), ["FailureTarget", "Failed"]);
+    assert_eq!(status["conditions"][1]["reason"], "FailedIndexes");
+    assert_eq!(status["conditions"][1]["message"], "Job has failed indexes");
+}
+
+#[test]
+fn more_failed_indexes_than_allowed_fail_the_job_at_once() {
+    let j = job(
+        json!({"completions": 4, "parallelism": 4, "completionMode": "Indexed",
+               "backoffLimitPerIndex": 0, "maxFailedIndexes": 0, "backoffLimit": i32::MAX}),
+        json!({"startTime": "2026-11-24T11:59:00Z"}),
+    );
+    let (a, b) = (
+        counted_pod("a", "0", "Failed", 0),
+        counted_pod("b", "1", "Running", 0),
+    );
+    let (s, status) = settled(&j, &[&a, &b]);
+    assert_eq!(s.delete.len(), 1);
+    assert_eq!(
+        status["conditions"][1]["message"],
+        "Job has exceeded the specified maximal number of failed indexes"
+    );
+}
+
+#[test]
+fn a_pod_deleted_before_it_finished_is_held_and_counted_as_a_failure() {
+    let j = job(
+        json!({"completions": 1, "parallelism": 1, "backoffLimit": 3}),
+        json!({"startTime": "2026-11-24T11:59:00Z"}),
+    );
+    let mut a = pod("a", "Running", true, "2026-11-24T11:59:30Z");
+    a.metadata.deletion_timestamp = Some(crate::model::to_time(now()));
+    let (_, status) = settled(&j, &[&a]);
+    assert_eq!(status["failed"], 1);
 }
