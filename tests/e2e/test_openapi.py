@@ -56,11 +56,21 @@ def test_explain_other_groups(berth):
     assert "<map[string]Quantity>" in out
 
 
+def get(api, path, query=None, accept="application/json"):
+    """A plain GET through the Python client's authenticated transport."""
+    method, url, headers, body, _ = api.param_serialize(
+        "GET", path, query_params=query or [], header_params={"Accept": accept},
+        auth_settings=["BearerToken"])
+    resp = api.call_api(method, url, header_params=headers, body=body)
+    resp.read()
+    return resp
+
+
 def test_python_client_reads_both_documents(berth):
     api = berth.api_client
-    resp = api.call_api("/openapi/v2", "GET", auth_settings=["BearerToken"],
-                        _preload_content=False, header_params={"Accept": "application/json"})
-    v2 = json.loads(resp[0].data)
+    resp = get(api, "/openapi/v2")
+    assert resp.status == 200
+    v2 = json.loads(resp.data)
     assert v2["swagger"] == "2.0"
     pod = v2["definitions"]["io.k8s.api.core.v1.Pod"]
     assert pod["x-kubernetes-group-version-kind"] == [
@@ -68,15 +78,13 @@ def test_python_client_reads_both_documents(berth):
     containers = v2["definitions"]["io.k8s.api.core.v1.PodSpec"]["properties"]["containers"]
     assert containers["x-kubernetes-patch-merge-key"] == "name"
     assert containers["x-kubernetes-patch-strategy"] == "merge"
-    resp = api.call_api("/openapi/v3", "GET", auth_settings=["BearerToken"],
-                        _preload_content=False)
-    index = json.loads(resp[0].data)
+    index = json.loads(get(api, "/openapi/v3").data)
     url = index["paths"]["apis/apps/v1"]["serverRelativeURL"]
     path, query = url.split("?", 1)
-    resp = api.call_api(path, "GET", auth_settings=["BearerToken"], _preload_content=False,
-                        query_params=[tuple(query.split("=", 1))])
-    assert resp[2].get("Cache-Control") == "public, immutable"
-    apps = json.loads(resp[0].data)
+    resp = get(api, path, [tuple(query.split("=", 1))])
+    assert resp.status == 200
+    assert resp.getheader("Cache-Control") == "public, immutable"
+    apps = json.loads(resp.data)
     deployment = apps["components"]["schemas"]["io.k8s.api.apps.v1.Deployment"]
     assert deployment["x-kubernetes-group-version-kind"] == [
         {"group": "apps", "version": "v1", "kind": "Deployment"}]
@@ -121,9 +129,14 @@ def test_reapply_merges_lists_by_the_published_keys(berth, ns):
         {"name": "sidecar", "image": "busybox:1.36"},
     ], tolerations=[{"key": "a", "operator": "Exists", "effect": "NoSchedule"},
                     {"key": "b", "operator": "Equal", "value": "x", "effect": "NoExecute"}])
-    r = berth.kubectl("apply", "-f", "-", stdin=second)
+    # -v=8 logs the requests: the patch is computed from the apps/v1 v3 document (kubectl
+    # no longer falls back to /openapi/v2 or its compiled-in types) with the merge keys.
+    r = berth.kubectl("apply", "-f", "-", "-v=8", stdin=second)
     assert "configured" in r.stdout
-    assert "warning" not in r.stderr.lower(), r.stderr
+    assert "/openapi/v3/apis/apps/v1?hash=" in r.stderr
+    assert "/openapi/v2" not in r.stderr
+    assert "error calculating patch" not in r.stderr
+    assert "$setElementOrder/containers" in r.stderr
     got = berth.kubectl_json("get", "deployment", "web", "-n", ns)["spec"]["template"]["spec"]
     assert [(c["name"], c["image"]) for c in got["containers"]] == [
         ("app", "nginx:1.27"), ("sidecar", "busybox:1.36")]

@@ -53,12 +53,15 @@ impl Served {
 }
 
 struct Documents {
-    v2: Served,
     v3_index: Served,
     v3: BTreeMap<String, Served>,
 }
 
 static DOCUMENTS: OnceLock<Documents> = OnceLock::new();
+
+/// Apart from the v3 documents: kubectl never reads v2 as JSON, so it costs only the
+/// clients that do.
+static V2: OnceLock<Served> = OnceLock::new();
 
 fn documents() -> &'static Documents {
     DOCUMENTS.get_or_init(|| {
@@ -72,7 +75,6 @@ fn documents() -> &'static Documents {
             .collect();
         let index = index(v3.iter().map(|(path, s)| (path.as_str(), s.hash.as_str())));
         Documents {
-            v2: Served::new(&v2_document(&catalog)),
             v3_index: Served::new(&index),
             v3,
         }
@@ -81,7 +83,7 @@ fn documents() -> &'static Documents {
 
 /// `GET /openapi/v2` as JSON.
 pub fn v2() -> &'static Served {
-    &documents().v2
+    V2.get_or_init(|| Served::new(&v2_document(&Catalog::load())))
 }
 
 /// `GET /openapi/v3`: `{"paths": {"api/v1": {"serverRelativeURL": "/openapi/v3/api/v1?hash=H"}, ...}}`.

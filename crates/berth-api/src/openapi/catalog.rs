@@ -26,6 +26,9 @@ const GENERATED_REF_PREFIX: &str = "#/$defs/";
 /// Deeper than any served kind nests; guards the walk against recursive definitions.
 const MAX_DEPTH: usize = 32;
 
+/// Called with (definition, field, path from the object's root, strategy) for each list field.
+type ListVisitor<'v> = dyn FnMut(&str, &str, &[String], ListPatch) + 'v;
+
 /// One served group-version-kind and the definition that describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct KindSchema {
@@ -52,15 +55,15 @@ impl Catalog {
     /// Parses the embedded schemas and annotates them. An unreadable file (a unit test
     /// guards against it) yields an empty catalog: documents without schemas, no panic.
     pub(crate) fn load() -> Catalog {
-        let Ok(raw) = serde_json::from_str::<Value>(SCHEMAS_JSON) else {
+        let Ok(mut raw) = serde_json::from_str::<Value>(SCHEMAS_JSON) else {
             return Catalog::default();
         };
         let kinds = raw["kinds"]
             .as_array()
             .map(|ks| ks.iter().filter_map(kind_schema).collect())
             .unwrap_or_default();
-        let definitions = match raw.get("definitions") {
-            Some(Value::Object(defs)) => defs.clone().into_iter().collect(),
+        let definitions = match raw["definitions"].take() {
+            Value::Object(defs) => defs.into_iter().collect(),
             _ => BTreeMap::new(),
         };
         let mut catalog = Catalog { kinds, definitions };
@@ -132,7 +135,7 @@ impl Catalog {
         kind: &str,
         definition: &str,
         path: &mut Vec<String>,
-        visit: &mut dyn FnMut(&str, &str, &[String], ListPatch),
+        visit: &mut ListVisitor<'_>,
     ) {
         if path.len() > MAX_DEPTH {
             return;
