@@ -4,7 +4,8 @@
 //! - [`registry`]: every kind served (group, version, plural, short names, categories,
 //!   subresources, verbs, which Table columns), declared once as one table entry per kind.
 //! - [`discovery`]: aggregated (`apidiscovery.k8s.io/v2`) and legacy discovery documents.
-//! - [`openapi`]: the OpenAPI v2/v3 stubs kubectl needs for `--validate=strict`.
+//! - [`openapi`]: OpenAPI v2/v3 documents with every served kind's schema (`kubectl explain`,
+//!   server-side validation, apply patches).
 //! - [`tables`]: server-side `Table` printing (`kubectl get` columns), with upstream's pod
 //!   status, node status/roles, event and age (`HumanDuration`) formatting.
 //!

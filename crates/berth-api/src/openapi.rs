@@ -1,62 +1,146 @@
-//! OpenAPI stubs: just enough for kubectl's `--validate=strict` to hand validation to the
-//! server (api-compat §0.3, §1.3).
+//! OpenAPI v2 and v3 documents with the schemas of every served kind, for `kubectl explain`,
+//! kubectl's choice of server-side validation and its apply patches, and other clients.
 //!
-//! - `/openapi/v2` is served with Content-Type [`OPENAPI_V2_CONTENT_TYPE`] and an **empty body**
-//!   (a valid empty protobuf `Document`); this is what makes `kind: List` files work.
-//! - `/openapi/v3` is [`openapi_v3_index`]; each `serverRelativeURL` leads to
-//!   [`openapi_v3_document`], which holds one PATCH operation per kind carrying
-//!   `x-kubernetes-group-version-kind` and a `fieldValidation` parameter. No request bodies and
-//!   no schemas are published, so kubectl builds strategic merge patches from its compiled-in
-//!   types instead of looking for schemas in `components`.
+//! - [`v3_index`] is `GET /openapi/v3`: one `serverRelativeURL` per served group version,
+//!   carrying the hash of that group version's document ([`v3`]), which kubectl uses as a
+//!   cache key. Each document holds the REST operations of its kinds (PATCH with the
+//!   `fieldValidation` parameter and a strategic-merge-patch request body) and, in
+//!   `components.schemas`, the schemas of its kinds and everything they reference.
+//! - [`v2`] is `GET /openapi/v2` as JSON (Swagger 2.0): every path and definition at once.
+//!   kubectl asks for protobuf only; the server answers those requests with an empty
+//!   protobuf document ([`OPENAPI_V2_CONTENT_TYPE`]), which makes kubectl use the v3
+//!   documents (or its compiled-in types) and skip client-side validation of `kind: List`.
+//!
+//! The schemas come from `openapi/k8s-schemas.json`, generated from k8s-openapi by
+//! `tools/openapi-gen` (see [`catalog`] for what is added to them). The documents are built
+//! once, on first use, and kept as the bytes the server sends.
+
+mod catalog;
+mod operations;
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
 
 use serde_json::{json, Map, Value};
 
-use crate::registry::{self, ResourceType};
+use crate::registry;
+use catalog::{definition, Catalog, Dialect, KindSchema};
 
-/// Content-Type of `GET /openapi/v2`, served with an empty body. Must not contain `@` (Go's
-/// `mime.ParseMediaType` rejects what kubectl itself sends in Accept).
+/// Content-Type of `GET /openapi/v2` answered to a protobuf Accept, with an **empty body**
+/// (a valid empty protobuf `Document`). Must not contain `@` (Go's `mime.ParseMediaType`
+/// rejects what kubectl itself sends in Accept).
 pub const OPENAPI_V2_CONTENT_TYPE: &str =
     "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
 
-/// Body of `GET /openapi/v3`: `{"paths": {"api/v1": {"serverRelativeURL": "/openapi/v3/api/v1?hash=H"}, ...}}`,
-/// one entry per served group version. The hash is derived from the document, so it is
-/// constant for a build and changes when the document does.
-pub fn openapi_v3_index() -> Value {
-    let mut paths = Map::new();
-    for path in gv_paths() {
-        let doc = openapi_v3_document(&path).expect("every served group version has a document");
-        let url = format!("/openapi/v3/{path}?hash={}", document_hash(&doc));
-        paths.insert(path, json!({ "serverRelativeURL": url }));
+/// The Kubernetes version the documents describe, as `/version` reports it.
+const INFO: &str = "v1.32.0";
+
+/// A document as the server sends it: compact JSON and the hash clients cache it by.
+#[derive(Debug)]
+pub struct Served {
+    /// The JSON body.
+    pub body: Vec<u8>,
+    /// 16 upper-case hex digits derived from `body`.
+    pub hash: String,
+}
+
+impl Served {
+    fn new(doc: &Value) -> Served {
+        let body = doc.to_string().into_bytes();
+        let hash = hash(&body);
+        Served { body, hash }
     }
+}
+
+struct Documents {
+    v3_index: Served,
+    v3: BTreeMap<String, Served>,
+}
+
+static DOCUMENTS: OnceLock<Documents> = OnceLock::new();
+
+/// Apart from the v3 documents: kubectl never reads v2 as JSON, so it costs only the
+/// clients that do.
+static V2: OnceLock<Served> = OnceLock::new();
+
+fn documents() -> &'static Documents {
+    DOCUMENTS.get_or_init(|| {
+        let catalog = Catalog::load();
+        let v3: BTreeMap<String, Served> = gv_paths()
+            .into_iter()
+            .filter_map(|(path, g, v)| {
+                let doc = v3_document(&catalog, g, v)?;
+                Some((path, Served::new(&doc)))
+            })
+            .collect();
+        let index = index(v3.iter().map(|(path, s)| (path.as_str(), s.hash.as_str())));
+        Documents {
+            v3_index: Served::new(&index),
+            v3,
+        }
+    })
+}
+
+/// `GET /openapi/v2` as JSON.
+pub fn v2() -> &'static Served {
+    V2.get_or_init(|| Served::new(&v2_document(&Catalog::load())))
+}
+
+/// `GET /openapi/v3`: `{"paths": {"api/v1": {"serverRelativeURL": "/openapi/v3/api/v1?hash=H"}, ...}}`.
+pub fn v3_index() -> &'static Served {
+    &documents().v3_index
+}
+
+/// `GET /openapi/v3/<path>` for `path` like `api/v1` or `apis/apps/v1`, or `None` when that
+/// group version is not served.
+pub fn v3(path: &str) -> Option<&'static Served> {
+    let (group, version) = parse_gv_path(path)?;
+    documents().v3.get(&gv_path(group, version))
+}
+
+/// The body of [`v3_index`] as a value.
+pub fn openapi_v3_index() -> Value {
+    serde_json::from_slice(&v3_index().body).unwrap_or(Value::Null)
+}
+
+/// The body of [`v3`] as a value.
+pub fn openapi_v3_document(path: &str) -> Option<Value> {
+    v3(path).and_then(|s| serde_json::from_slice(&s.body).ok())
+}
+
+/// The hash of a group version's document as it appears in [`v3_index`] URLs, or `None`
+/// when `path` is not served. The server redirects requests carrying another hash.
+pub fn openapi_v3_hash(path: &str) -> Option<String> {
+    v3(path).map(|s| s.hash.clone())
+}
+
+fn index<'a>(docs: impl Iterator<Item = (&'a str, &'a str)>) -> Value {
+    let paths: Map<String, Value> = docs
+        .map(|(path, hash)| {
+            let url = format!("/openapi/v3/{path}?hash={hash}");
+            (path.to_string(), json!({ "serverRelativeURL": url }))
+        })
+        .collect();
     json!({ "paths": paths })
 }
 
-/// The hash of a group version's document as it appears in [`openapi_v3_index`] URLs, or `None`
-/// when `path` is not served. The server may redirect requests carrying another hash.
-pub fn openapi_v3_hash(path: &str) -> Option<String> {
-    openapi_v3_document(path).map(|d| document_hash(&d))
+/// Served group versions in discovery order: `("api/v1", "", "v1")`, ...
+fn gv_paths() -> Vec<(String, &'static str, &'static str)> {
+    let mut out = Vec::new();
+    for group in registry::groups() {
+        for version in registry::versions(group) {
+            out.push((gv_path(group, version), group, version));
+        }
+    }
+    out
 }
 
-/// Body of `GET /openapi/v3/<path>` for `path` like `api/v1` or `apis/apps/v1`, or `None` when
-/// that group version is not served.
-pub fn openapi_v3_document(path: &str) -> Option<Value> {
-    let (group, version) = parse_gv_path(path)?;
-    let mut paths = Map::new();
-    for rt in registry::resources_of(group, version) {
-        if !rt.allows("patch") {
-            continue;
-        }
-        paths.insert(item_path(rt), json!({ "patch": patch_operation(rt) }));
+fn gv_path(group: &str, version: &str) -> String {
+    if group.is_empty() {
+        format!("api/{version}")
+    } else {
+        format!("apis/{group}/{version}")
     }
-    if paths.is_empty() {
-        return None;
-    }
-    Some(json!({
-        "openapi": "3.0.0",
-        "info": {"title": "Kubernetes", "version": "v1.32.0"},
-        "paths": paths,
-        "components": {"schemas": {}},
-    }))
 }
 
 /// `api/v1` → `("", "v1")`, `apis/apps/v1` → `("apps", "v1")`.
@@ -70,84 +154,79 @@ fn parse_gv_path(path: &str) -> Option<(&str, &str)> {
     (!version.contains('/') && !group.is_empty()).then_some((group, version))
 }
 
-fn gv_paths() -> Vec<String> {
-    let mut out = Vec::new();
-    for group in registry::groups() {
-        for version in registry::versions(group) {
-            let path = if group.is_empty() {
-                format!("api/{version}")
-            } else {
-                format!("apis/{group}/{version}")
-            };
-            if openapi_v3_document(&path).is_some() {
-                out.push(path);
+/// One group version's document, or `None` when none of its kinds has a schema.
+fn v3_document(c: &Catalog, group: &str, version: &str) -> Option<Value> {
+    let mut roots: Vec<&KindSchema> = Vec::new();
+    let mut paths = Map::new();
+    for rt in registry::resources_of(group, version) {
+        let Some(schema) = c.kind(group, version, rt.kind) else {
+            continue;
+        };
+        paths.extend(operations::paths(rt, schema, Dialect::V3));
+        roots.push(schema);
+        // Subresource kinds (Scale, Eviction, ...) are described beside their resource.
+        roots.extend(
+            rt.subresources
+                .iter()
+                .filter_map(|s| c.kind(s.group, s.version, s.kind)),
+        );
+    }
+    if paths.is_empty() {
+        return None;
+    }
+    Some(json!({
+        "openapi": "3.0.0",
+        "info": {"title": "Kubernetes", "version": INFO},
+        "paths": paths,
+        "components": {"schemas": definitions(c, &roots, Dialect::V3)},
+    }))
+}
+
+/// The Swagger 2.0 document: every served path and every definition.
+fn v2_document(c: &Catalog) -> Value {
+    let mut paths = Map::new();
+    for rt in registry::all() {
+        if let Some(schema) = c.kind(rt.group, rt.version, rt.kind) {
+            paths.extend(operations::paths(rt, schema, Dialect::V2));
+        }
+    }
+    let roots: Vec<&KindSchema> = c.kinds.iter().collect();
+    json!({
+        "swagger": "2.0",
+        "info": {"title": "Kubernetes", "version": INFO},
+        "paths": paths,
+        "definitions": definitions(c, &roots, Dialect::V2),
+    })
+}
+
+/// The definitions `roots` need, in `dialect`, each root tagged with the
+/// `x-kubernetes-group-version-kind`s it describes.
+fn definitions(c: &Catalog, roots: &[&KindSchema], dialect: Dialect) -> Map<String, Value> {
+    let names = c.closure(roots.iter().map(|k| k.definition.as_str()));
+    let mut out = Map::new();
+    for name in names {
+        let Some(schema) = c.definitions.get(&name) else {
+            continue;
+        };
+        let mut schema = definition(&name, schema, dialect);
+        let mut gvks: Vec<Value> = Vec::new();
+        for k in roots.iter().filter(|k| k.definition == name) {
+            if !gvks.contains(&k.gvk()) {
+                gvks.push(k.gvk());
             }
         }
+        if let (false, Some(obj)) = (gvks.is_empty(), schema.as_object_mut()) {
+            obj.insert("x-kubernetes-group-version-kind".into(), Value::Array(gvks));
+        }
+        out.insert(name, schema);
     }
     out
 }
 
-fn item_path(rt: &ResourceType) -> String {
-    let prefix = rt.group_version_path();
-    if rt.namespaced {
-        format!("{prefix}/namespaces/{{namespace}}/{}/{{name}}", rt.plural)
-    } else {
-        format!("{prefix}/{}/{{name}}", rt.plural)
-    }
-}
-
-fn patch_operation(rt: &ResourceType) -> Value {
-    let query = |name: &str, ty: &str| json!({"name": name, "in": "query", "schema": {"type": ty}});
-    let path = |name: &str| json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}});
-    let mut params = vec![path("name")];
-    if rt.namespaced {
-        params.push(path("namespace"));
-    }
-    params.extend([
-        query("dryRun", "string"),
-        query("fieldManager", "string"),
-        query("fieldValidation", "string"),
-        query("force", "boolean"),
-    ]);
-    json!({
-        "operationId": operation_id(rt),
-        "x-kubernetes-action": "patch",
-        "x-kubernetes-group-version-kind": {"group": rt.group, "version": rt.version, "kind": rt.kind},
-        "parameters": params,
-        "responses": {"200": {"description": "OK"}},
-    })
-}
-
-/// Upstream-style operation id: `patchCoreV1NamespacedPod`, `patchSchedulingV1PriorityClass`.
-fn operation_id(rt: &ResourceType) -> String {
-    let group = if rt.group.is_empty() {
-        "core"
-    } else {
-        rt.group.split('.').next().unwrap_or(rt.group)
-    };
-    let scope = if rt.namespaced { "Namespaced" } else { "" };
-    format!(
-        "patch{}{}{}{}",
-        capitalize(group),
-        capitalize(rt.version),
-        scope,
-        rt.kind
-    )
-}
-
-fn capitalize(s: &str) -> String {
-    let mut chars = s.chars();
-    match chars.next() {
-        Some(c) => c.to_ascii_uppercase().to_string() + chars.as_str(),
-        None => String::new(),
-    }
-}
-
-/// FNV-1a over the compact JSON, as 16 upper-case hex digits (deterministic: `serde_json`
-/// maps are ordered).
-fn document_hash(doc: &Value) -> String {
+/// FNV-1a over the bytes, as 16 upper-case hex digits.
+fn hash(bytes: &[u8]) -> String {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in doc.to_string().bytes() {
+    for &b in bytes {
         h ^= u64::from(b);
         h = h.wrapping_mul(0x0000_0100_0000_01b3);
     }
@@ -155,69 +234,4 @@ fn document_hash(doc: &Value) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn core_document_has_pod_patch_with_gvk_and_field_validation() {
-        let doc = openapi_v3_document("api/v1").unwrap();
-        assert_eq!(doc["openapi"], "3.0.0");
-        assert_eq!(doc["components"], json!({"schemas": {}}));
-        let patch = &doc["paths"]["/api/v1/namespaces/{namespace}/pods/{name}"]["patch"];
-        assert_eq!(patch["operationId"], "patchCoreV1NamespacedPod");
-        assert_eq!(patch["x-kubernetes-action"], "patch");
-        assert_eq!(
-            patch["x-kubernetes-group-version-kind"],
-            json!({"group": "", "version": "v1", "kind": "Pod"})
-        );
-        let names: Vec<&str> = patch["parameters"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|p| p["name"].as_str().unwrap())
-            .collect();
-        for wanted in ["fieldValidation", "dryRun", "fieldManager"] {
-            assert!(names.contains(&wanted), "{wanted} missing from {names:?}");
-        }
-        assert!(patch.get("requestBody").is_none());
-        // Cluster-scoped kinds have no namespace segment.
-        assert!(doc["paths"]["/api/v1/nodes/{name}"]["patch"].is_object());
-        // Create-only bindings have no PATCH.
-        let paths = doc["paths"].as_object().unwrap();
-        assert!(!paths.keys().any(|k| k.contains("/bindings/")));
-    }
-
-    #[test]
-    fn group_documents() {
-        let doc = openapi_v3_document("apis/scheduling.k8s.io/v1beta1").unwrap();
-        let patch =
-            &doc["paths"]["/apis/scheduling.k8s.io/v1beta1/priorityclasses/{name}"]["patch"];
-        assert_eq!(patch["operationId"], "patchSchedulingV1beta1PriorityClass");
-        assert_eq!(
-            patch["x-kubernetes-group-version-kind"],
-            json!({"group": "scheduling.k8s.io", "version": "v1beta1", "kind": "PriorityClass"})
-        );
-        let apps = openapi_v3_document("/apis/apps/v1/").unwrap();
-        assert!(
-            apps["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"].is_object()
-        );
-        assert!(openapi_v3_document("apis/apps/v9").is_none());
-        assert!(openapi_v3_document("api").is_none());
-        assert!(openapi_v3_document("apis/apps").is_none());
-        assert!(openapi_v3_document("nonsense").is_none());
-    }
-
-    #[test]
-    fn index_lists_every_group_version_with_stable_hash() {
-        let index = openapi_v3_index();
-        let paths = index["paths"].as_object().unwrap();
-        assert!(paths.contains_key("api/v1"));
-        assert!(paths.contains_key("apis/policy/v1"));
-        assert!(paths.contains_key("apis/scheduling.k8s.io/v1beta1"));
-        let url = paths["api/v1"]["serverRelativeURL"].as_str().unwrap();
-        let hash = openapi_v3_hash("api/v1").unwrap();
-        assert_eq!(url, format!("/openapi/v3/api/v1?hash={hash}"));
-        assert_eq!(index, openapi_v3_index());
-        assert_eq!(OPENAPI_V2_CONTENT_TYPE.find('@'), None);
-    }
-}
+mod tests;

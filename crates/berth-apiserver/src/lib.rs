@@ -1,6 +1,6 @@
 //! berth's Kubernetes API server.
 //!
-//! It serves the Kubernetes REST API over the store of `berth-store`: discovery, OpenAPI stubs,
+//! It serves the Kubernetes REST API over the store of `berth-store`: discovery, OpenAPI v2/v3 with schemas,
 //! CRUD with optimistic concurrency, list with selectors and paging, watch, merge/JSON/strategic
 //! patches, server-side Tables, the `binding`/`eviction`/`status`/`scale` subresources, the RBAC
 //! API enforced on the network listener (`authn`: certificates, tokens, anonymous; `authz`: an
@@ -40,6 +40,7 @@ mod metrics;
 mod metrics_api;
 mod node_proxy;
 mod objects;
+mod openapi_endpoint;
 mod patch;
 mod path;
 mod protobuf;

@@ -15,12 +15,14 @@ use crate::path::{self, Route};
 use crate::request::{negotiate, Answer, ApiRequest, Query};
 use crate::response::json_response;
 use crate::user::UserInfo;
-use crate::{health, metrics_api, node_proxy, objects, rbac, subresources, watch};
+use crate::{
+    health, metrics_api, node_proxy, objects, openapi_endpoint, rbac, subresources, watch,
+};
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
-use berth_api::{discovery, openapi};
+use berth_api::discovery;
 use http_body_util::BodyExt;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -279,6 +281,10 @@ async fn route(
             authorize_path(ctx, &user, &method, &path)?;
             return Ok(r);
         }
+        if let Some(r) = openapi_endpoint::respond(&path, parts.uri.query(), &headers) {
+            authorize_path(ctx, &user, &method, &path)?;
+            return Ok(r);
+        }
         if let Some(r) = fixed_route(ctx, &path, answer) {
             authorize_path(ctx, &user, &method, &path)?;
             return Ok(r);
@@ -406,7 +412,7 @@ fn check_verb(req: &ApiRequest, method: &Method) -> ApiResult<()> {
     ))
 }
 
-/// `/version`, health checks, `/metrics` and OpenAPI.
+/// `/version` and `/metrics`.
 fn fixed_route(ctx: &Ctx, path: &str, _answer: Answer) -> Option<Response> {
     let r = match path {
         "/metrics" => (
@@ -419,21 +425,6 @@ fn fixed_route(ctx: &Ctx, path: &str, _answer: Answer) -> Option<Response> {
         )
             .into_response(),
         "/version" | "/version/" => json_response(StatusCode::OK, &version()),
-        "/openapi/v2" => (
-            StatusCode::OK,
-            [(header::CONTENT_TYPE, openapi::OPENAPI_V2_CONTENT_TYPE)],
-            Vec::<u8>::new(),
-        )
-            .into_response(),
-        "/openapi/v3" | "/openapi/v3/" => {
-            json_response(StatusCode::OK, &openapi::openapi_v3_index())
-        }
-        p if p.starts_with("/openapi/v3/") => {
-            match openapi::openapi_v3_document(p.trim_start_matches("/openapi/v3/")) {
-                Some(doc) => json_response(StatusCode::OK, &doc),
-                None => ApiError::NoRoute.into_response(),
-            }
-        }
         _ => return None,
     };
     Some(r)

@@ -18,6 +18,7 @@
 //! assert_eq!(out, json!({"spec": {}}));
 //! ```
 
+mod list_meta;
 mod schema;
 #[cfg(test)]
 mod tests;
@@ -25,6 +26,8 @@ mod tests;
 use serde_json::{Map, Value};
 
 use schema::{field, Kind, ListStrategy, Ty};
+
+pub use list_meta::{list_patch, ListPatch};
 
 /// Why a patch could not be applied (the API server answers 400 or 422).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
