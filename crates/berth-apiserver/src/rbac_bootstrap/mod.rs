@@ -159,6 +159,16 @@ fn meta(name: &str, uid: String, ts: &str) -> Value {
     })
 }
 
+/// The rules of the bootstrap ClusterRole `name` (the Node authorizer's static rules are
+/// `system:node`'s, as upstream's `NodeRules()`).
+pub fn cluster_role_rules(name: &str) -> Vec<Value> {
+    roles::cluster_roles()
+        .into_iter()
+        .find(|r| r.name == name)
+        .map(|r| r.rules)
+        .unwrap_or_default()
+}
+
 /// The bootstrap ClusterRoles, then the ClusterRoleBindings, as (plural, name, object); `uid`
 /// makes each object's uid, `ts` is the creation timestamp.
 pub fn objects(ts: &str, mut uid: impl FnMut() -> String) -> Vec<(&'static str, String, Value)> {
