@@ -163,12 +163,17 @@ impl Kubelet {
                 index: i + 1,
                 endpoint: &endpoint,
             };
-            node::register(&clients.shared(), &clients.node(&config.name), &spec, &self.clock)
-                .await
-                .map_err(|source| Error::Register {
-                    node: config.name.clone(),
-                    source,
-                })?;
+            node::register(
+                &clients.shared(),
+                &clients.node(&config.name),
+                &spec,
+                &self.clock,
+            )
+            .await
+            .map_err(|source| Error::Register {
+                node: config.name.clone(),
+                source,
+            })?;
         }
         let schedule = failures::timeline(
             self.nodes
@@ -263,11 +268,7 @@ impl PodRunner {
         self.commands.observe(&client, &pod, self.sim.clock());
         if self.sim.on_pod(&pod).await {
             pods::start_run(&client, &pod, self.sim.clock(), &self.runs);
-            tokio::spawn(pods::reconcile(
-                client,
-                pod,
-                self.sim.clock().clone(),
-            ));
+            tokio::spawn(pods::reconcile(client, pod, self.sim.clock().clone()));
         }
     }
 

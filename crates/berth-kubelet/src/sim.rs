@@ -294,8 +294,10 @@ impl Sim {
     }
 
     async fn reject(&self, pod: &Pod, node: &str, r: Rejection) {
-        let api: Api<Pod> =
-            Api::namespaced(self.clients.node(node), &pod.namespace().unwrap_or_default());
+        let api: Api<Pod> = Api::namespaced(
+            self.clients.node(node),
+            &pod.namespace().unwrap_or_default(),
+        );
         let status = json!({"status": {"phase": "Failed", "reason": r.reason, "message": r.message, "startTime": self.clock.timestamp()}});
         if let Err(e) = api
             .patch_status(

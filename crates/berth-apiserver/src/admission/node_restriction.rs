@@ -50,7 +50,10 @@ struct NodeRestriction {
     store: Store,
 }
 
-fn build(handles: &Handles, _configuration: Option<&Value>) -> Result<Box<dyn Plugin>, ConfigError> {
+fn build(
+    handles: &Handles,
+    _configuration: Option<&Value>,
+) -> Result<Box<dyn Plugin>, ConfigError> {
     Ok(Box::new(NodeRestriction {
         store: handles.store.clone(),
     }))
@@ -78,7 +81,10 @@ fn modified_labels(new: &Map<String, Value>, old: &Map<String, Value>) -> BTreeS
             .map(|(k, _)| k.clone())
             .collect::<Vec<_>>()
     };
-    changed(new, old).into_iter().chain(changed(old, new)).collect()
+    changed(new, old)
+        .into_iter()
+        .chain(changed(old, new))
+        .collect()
 }
 
 fn in_domain(domain: &str, of: &str) -> bool {
@@ -185,8 +191,14 @@ impl NodeRestriction {
                 "node {node:?} can not create pods that reference configmaps"
             ));
         }
-        let volumes = spec["volumes"].as_array().map(Vec::as_slice).unwrap_or_default();
-        if volumes.iter().any(|v| v.get("persistentVolumeClaim").is_some()) {
+        let volumes = spec["volumes"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        if volumes
+            .iter()
+            .any(|v| v.get("persistentVolumeClaim").is_some())
+        {
             return refuse(format!(
                 "node {node:?} can not create pods that reference persistentvolumeclaims"
             ));
@@ -242,7 +254,10 @@ impl NodeRestriction {
             return Err(forbidden(
                 rt,
                 name,
-                format!("is not allowed to modify labels: {}", forbidden_set.join(", ")),
+                format!(
+                    "is not allowed to modify labels: {}",
+                    forbidden_set.join(", ")
+                ),
             ));
         }
         Ok(())
@@ -272,7 +287,9 @@ fn references(spec: &Value, what: &str) -> bool {
             list(&c["env"])
                 .iter()
                 .any(|e| e["valueFrom"].get(key_ref).is_some())
-                || list(&c["envFrom"]).iter().any(|e| e.get(from_ref).is_some())
+                || list(&c["envFrom"])
+                    .iter()
+                    .any(|e| e.get(from_ref).is_some())
         });
     let pull_secrets = what == "secret" && !list(&spec["imagePullSecrets"]).is_empty();
     in_volumes || in_containers || pull_secrets
@@ -419,11 +436,16 @@ mod tests {
             r#"nodes "n2" is forbidden: node "n1" is not allowed to modify node "n2""#
         );
         let old = n("n1", json!({}));
-        let mut new = n("n1", json!({"a": "b", "node.kubernetes.io/exclude": "x", "topology.kubernetes.io/zone": "z"}));
+        let mut new = n(
+            "n1",
+            json!({"a": "b", "node.kubernetes.io/exclude": "x", "topology.kubernetes.io/zone": "z"}),
+        );
         assert!(p.admit_update(&node("n1"), nodes, &old, &mut new).is_ok());
         let admin = UserInfo::admin();
         let mut other = n("n2", json!({"node-restriction.kubernetes.io/x": "y"}));
-        assert!(p.admit_update(&admin, nodes, &n("n2", json!({})), &mut other).is_ok());
+        assert!(p
+            .admit_update(&admin, nodes, &n("n2", json!({})), &mut other)
+            .is_ok());
     }
 
     #[tokio::test]
@@ -431,7 +453,10 @@ mod tests {
         let p = plugin().await;
         let nodes = rt("", "nodes");
         let old = n("n1", json!({}));
-        let mut new = n("n1", json!({"node-restriction.kubernetes.io/x": "y", "foo.node-restriction.kubernetes.io/z": "y", "node-role.kubernetes.io/master": ""}));
+        let mut new = n(
+            "n1",
+            json!({"node-restriction.kubernetes.io/x": "y", "foo.node-restriction.kubernetes.io/z": "y", "node-role.kubernetes.io/master": ""}),
+        );
         assert_eq!(
             message(p.admit_update(&node("n1"), nodes, &old, &mut new)),
             r#"nodes "n1" is forbidden: is not allowed to modify labels: foo.node-restriction.kubernetes.io/z, node-restriction.kubernetes.io/x, node-role.kubernetes.io/master"#
@@ -452,14 +477,16 @@ mod tests {
     async fn a_node_writes_status_deletes_and_evicts_only_its_pods() {
         let p = plugin().await;
         let pods = rt("", "pods");
-        let pod = json!({"metadata": {"name": "p", "labels": {"a": "1"}}, "spec": {"nodeName": "n2"}});
+        let pod =
+            json!({"metadata": {"name": "p", "labels": {"a": "1"}}, "spec": {"nodeName": "n2"}});
         let mut new = pod.clone();
         assert_eq!(
             message(p.admit_update(&node("n1"), pods, &pod, &mut new)),
             r#"pods "p" is forbidden: node "n1" can only update pod status for pods with spec.nodeName set to itself"#
         );
         assert!(p.admit_update(&node("n2"), pods, &pod, &mut new).is_ok());
-        let mut relabelled = json!({"metadata": {"name": "p", "labels": {"a": "2"}}, "spec": {"nodeName": "n2"}});
+        let mut relabelled =
+            json!({"metadata": {"name": "p", "labels": {"a": "2"}}, "spec": {"nodeName": "n2"}});
         assert_eq!(
             message(p.admit_update(&node("n2"), pods, &pod, &mut relabelled)),
             r#"pods "p" is forbidden: node "n2" cannot update labels through pod status"#
@@ -495,7 +522,9 @@ mod tests {
                     "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": "n1", "uid": uid, "controller": true}]},
                    "spec": spec})
         };
-        assert!(p.admit_create(&n1, pods, &mut mirror("n1", "u1", json!({}))).is_ok());
+        assert!(p
+            .admit_create(&n1, pods, &mut mirror("n1", "u1", json!({})))
+            .is_ok());
         assert_eq!(
             message(p.admit_create(&n1, pods, &mut mirror("n2", "u1", json!({})))),
             r#"pods "p" is forbidden: node "n1" can only create pods with spec.nodeName set to itself"#
@@ -508,7 +537,11 @@ mod tests {
             message(p.admit_create(
                 &n1,
                 pods,
-                &mut mirror("n1", "u1", json!({"volumes": [{"name": "v", "secret": {"secretName": "s"}}]}))
+                &mut mirror(
+                    "n1",
+                    "u1",
+                    json!({"volumes": [{"name": "v", "secret": {"secretName": "s"}}]})
+                )
             )),
             r#"pods "p" is forbidden: node "n1" can not create pods that reference secrets"#
         );

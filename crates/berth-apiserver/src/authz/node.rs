@@ -152,15 +152,13 @@ impl NodeAuthorizer {
     fn pod(&self, node: &str, a: &Attributes<'_>) -> Verdict {
         match (a.subresource, a.verb) {
             ("", "get") => self.get(node, VertexKind::Pod, a),
-            ("", "list" | "watch") if !a.name.is_empty() => {
-                self.related(node, VertexKind::Pod, a)
-            }
+            ("", "list" | "watch") if !a.name.is_empty() => self.related(node, VertexKind::Pod, a),
             ("", "list" | "watch") => {
                 no_opinion("can only list/watch pods with spec.nodeName field selector")
             }
-            ("", "create" | "delete")
-            | ("status", "update" | "patch")
-            | ("eviction", "create") => Ok(()),
+            ("", "create" | "delete") | ("status", "update" | "patch") | ("eviction", "create") => {
+                Ok(())
+            }
             _ => no_opinion(""),
         }
     }
@@ -169,15 +167,10 @@ impl NodeAuthorizer {
     /// watch falls behind compaction).
     pub fn follow(&self, store: &Store) -> Result<(), berth_store::Error> {
         let this = self.clone();
-        super::follow_prefix(
-            store,
-            PODS,
-            move |kvs| this.load(kvs),
-            {
-                let this = self.clone();
-                move |kind, kv| this.event(kind, kv)
-            },
-        )
+        super::follow_prefix(store, PODS, move |kvs| this.load(kvs), {
+            let this = self.clone();
+            move |kind, kv| this.event(kind, kv)
+        })
     }
 
     fn load(&self, kvs: &[KeyValue]) {
@@ -227,10 +220,7 @@ impl NodeAuthorizer {
     #[cfg(test)]
     fn put_pod(&self, namespace: &str, name: &str, pod: serde_json::Value) {
         let pod: PodRefs = serde_json::from_value(pod).unwrap();
-        self.graph
-            .write()
-            .unwrap()
-            .apply_pod(namespace, name, &pod);
+        self.graph.write().unwrap().apply_pod(namespace, name, &pod);
     }
 }
 
@@ -354,7 +344,15 @@ mod tests {
         assert_eq!(ask(&authz, &n1, "get", "", "secrets", "dev", "s"), allow);
         assert_eq!(ask(&authz, &n1, "watch", "", "secrets", "dev", "s"), allow);
         assert_eq!(
-            ask(&authz, &n1, "create", "", "serviceaccounts/token", "dev", "sa"),
+            ask(
+                &authz,
+                &n1,
+                "create",
+                "",
+                "serviceaccounts/token",
+                "dev",
+                "sa"
+            ),
             allow
         );
         let unrelated = Some(Decision::Deny(
@@ -372,7 +370,9 @@ mod tests {
         );
         assert_eq!(
             ask(&authz, &n1, "update", "", "secrets", "dev", "s"),
-            Some(Decision::Deny("can only read resources of this type".into()))
+            Some(Decision::Deny(
+                "can only read resources of this type".into()
+            ))
         );
         assert_eq!(
             ask(&authz, &n1, "list", "", "pods", "", ""),
@@ -388,7 +388,10 @@ mod tests {
         let n1 = node("n1");
         let allow = Some(Decision::Allow);
         assert_eq!(ask(&authz, &n1, "get", "", "nodes", "", "n1"), allow);
-        assert_eq!(ask(&authz, &n1, "patch", "", "nodes/status", "", "n2"), allow);
+        assert_eq!(
+            ask(&authz, &n1, "patch", "", "nodes/status", "", "n2"),
+            allow
+        );
         assert_eq!(
             ask(&authz, &n1, "get", "", "nodes", "", "n2"),
             Some(Decision::Deny(
@@ -397,11 +400,27 @@ mod tests {
         );
         let lease = "coordination.k8s.io";
         assert_eq!(
-            ask(&authz, &n1, "patch", lease, "leases", "kube-node-lease", "n1"),
+            ask(
+                &authz,
+                &n1,
+                "patch",
+                lease,
+                "leases",
+                "kube-node-lease",
+                "n1"
+            ),
             allow
         );
         assert_eq!(
-            ask(&authz, &n1, "patch", lease, "leases", "kube-node-lease", "n2"),
+            ask(
+                &authz,
+                &n1,
+                "patch",
+                lease,
+                "leases",
+                "kube-node-lease",
+                "n2"
+            ),
             Some(Decision::Deny(
                 "can only access node lease with the same name as the requesting node".into()
             ))

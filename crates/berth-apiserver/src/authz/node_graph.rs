@@ -329,7 +329,10 @@ mod tests {
             (PersistentVolumeClaim, "data"),
         ] {
             assert!(g.has_path("n1", kind, "dev", name), "{kind:?} {name}");
-            assert!(!g.has_path("n2", kind, "dev", name), "{kind:?} {name} from n2");
+            assert!(
+                !g.has_path("n2", kind, "dev", name),
+                "{kind:?} {name} from n2"
+            );
             assert!(
                 !g.has_path("n1", kind, "other", name),
                 "{kind:?} {name} elsewhere"
@@ -354,7 +357,9 @@ mod tests {
     #[test]
     fn an_object_stays_reachable_while_any_pod_of_the_node_references_it() {
         let mut g = Graph::default();
-        let mounts = pod(json!({"nodeName": "n1", "volumes": [{"name": "v", "secret": {"secretName": "s"}}]}));
+        let mounts = pod(
+            json!({"nodeName": "n1", "volumes": [{"name": "v", "secret": {"secretName": "s"}}]}),
+        );
         g.apply_pod("dev", "a", &mounts);
         g.apply_pod("dev", "b", &mounts);
         g.remove_pod("dev", "a");
@@ -368,7 +373,8 @@ mod tests {
     #[test]
     fn a_pod_applied_again_keeps_one_set_of_edges() {
         let mut g = Graph::default();
-        let mounts = pod(json!({"nodeName": "n1", "volumes": [{"name": "v", "configMap": {"name": "cm"}}]}));
+        let mounts =
+            pod(json!({"nodeName": "n1", "volumes": [{"name": "v", "configMap": {"name": "cm"}}]}));
         g.apply_pod("dev", "a", &mounts);
         g.apply_pod("dev", "a", &mounts);
         g.remove_pod("dev", "a");
