@@ -9,6 +9,7 @@
 //! ServiceAccount in `kube-system`.
 
 pub mod controllers;
+pub mod reconcile;
 pub mod roles;
 
 use serde_json::{json, Value};
