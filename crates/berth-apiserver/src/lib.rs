@@ -338,10 +338,6 @@ impl ApiServer {
                 "value": value, "globalDefault": false, "preemptionPolicy": "PreemptLowerPriority",
                 "description": "Used for system critical pods that must not be moved from their current node."})));
         }
-        for (plural, name, obj) in rbac_bootstrap::objects(&ts, || uuid::Uuid::new_v4().to_string())
-        {
-            objects.push(((rbac::GROUP, "v1", plural), None, name, obj));
-        }
         objects.push((
             ("", "v1", "services"),
             Some("default"),
@@ -356,7 +352,63 @@ impl ApiServer {
                 Err(e) => return Err(ApiError::Internal(e.to_string())),
             }
         }
+        self.reconcile_rbac_bootstrap(&ts).await?;
         self.write_kubernetes_endpoints(&ts).await
+    }
+
+    /// Creates the bootstrap roles and bindings that are missing and reconciles the stored
+    /// ones with this version's, as upstream's `rbac/bootstrap-roles` post-start hook: one
+    /// list per kind, a write only where something is missing.
+    async fn reconcile_rbac_bootstrap(&self, ts: &str) -> Result<(), ApiError> {
+        use rbac_bootstrap::reconcile::{self, Outcome};
+        let internal = |e: berth_store::Error| ApiError::Internal(e.to_string());
+        let mut stored = std::collections::HashMap::new();
+        for plural in ["clusterroles", "clusterrolebindings"] {
+            let rt =
+                berth_api::registry::find(rbac::GROUP, "v1", plural).ok_or(ApiError::NoRoute)?;
+            let listed = self
+                .store
+                .range(&path::type_prefix(rt), None, 0, None)
+                .map_err(internal)?;
+            stored.extend(listed.kvs.into_iter().map(|kv| (kv.key.clone(), kv)));
+        }
+        for (plural, name, expected) in
+            rbac_bootstrap::objects(ts, || uuid::Uuid::new_v4().to_string())
+        {
+            let rt =
+                berth_api::registry::find(rbac::GROUP, "v1", plural).ok_or(ApiError::NoRoute)?;
+            let key = path::key(rt, None, &name);
+            let Some(kv) = stored.get(&key) else {
+                match self.store.create(&key, codec::encode(&expected)).await {
+                    Ok(_) | Err(berth_store::Error::AlreadyExists { .. }) => {}
+                    Err(e) => return Err(internal(e)),
+                }
+                continue;
+            };
+            let existing: serde_json::Value = serde_json::from_slice(&kv.value)
+                .map_err(|e| ApiError::Internal(format!("stored object {key} is corrupt: {e}")))?;
+            let outcome = if plural == "clusterroles" {
+                reconcile::role(&existing, &expected)
+            } else {
+                reconcile::binding(&existing, &expected)
+            };
+            match outcome {
+                Outcome::Unchanged => {}
+                Outcome::Protected => tracing::warn!(
+                    "skipped reconcile-protected {plural}/{name} ({}: \"false\") with missing permissions",
+                    reconcile::AUTOUPDATE
+                ),
+                Outcome::Update(obj) => {
+                    tracing::info!("reconciled bootstrap {plural}/{name}");
+                    // A concurrent writer (another replica) wins; the next start reconciles again.
+                    match self.store.update(&key, codec::encode(&obj), Some(kv.mod_revision)).await {
+                        Ok(_) | Err(berth_store::Error::Conflict { .. }) => {}
+                        Err(e) => return Err(internal(e)),
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The `kubernetes` Service in `default`: the first address of the service range, port

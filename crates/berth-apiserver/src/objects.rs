@@ -506,6 +506,8 @@ pub async fn delete(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
             });
         }
     }
+    ctx.admission
+        .admit_delete(&req.user, req.target.rt, &current)?;
     if options.dry_run {
         return Ok(respond(ctx, req, StatusCode::OK, current));
     }

@@ -32,3 +32,42 @@ impl UserInfo {
         self.groups.iter().any(|g| g == group)
     }
 }
+
+/// The group every node's kubelet is in (upstream's `system:nodes`).
+pub const SYSTEM_NODES: &str = "system:nodes";
+/// The prefix of a kubelet's user name: `system:node:<node name>`.
+pub const NODE_USER_PREFIX: &str = "system:node:";
+
+impl UserInfo {
+    /// Which node the user is the kubelet of (upstream's `NodeIdentity`): `None` for a user not
+    /// in `system:nodes`, `Some("")` for a member whose name does not name a node.
+    pub fn node_identity(&self) -> Option<&str> {
+        if !self.in_group(SYSTEM_NODES) {
+            return None;
+        }
+        Some(self.name.strip_prefix(NODE_USER_PREFIX).unwrap_or(""))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn user(name: &str, groups: &[&str]) -> UserInfo {
+        UserInfo {
+            name: name.into(),
+            groups: groups.iter().map(|g| g.to_string()).collect(),
+            ..UserInfo::default()
+        }
+    }
+
+    #[test]
+    fn a_node_is_named_system_node_and_in_system_nodes() {
+        assert_eq!(
+            user("system:node:n1", &[SYSTEM_NODES]).node_identity(),
+            Some("n1")
+        );
+        assert_eq!(user("kubelet", &[SYSTEM_NODES]).node_identity(), Some(""));
+        assert_eq!(user("system:node:n1", &[]).node_identity(), None);
+    }
+}

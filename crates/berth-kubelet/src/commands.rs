@@ -258,7 +258,10 @@ async fn pod_token(client: &kube::Client, pod: &Pod) -> Result<String, String> {
             .await
         {
             // A namespace's `default` account may not be made yet: its controller is on it.
-            Err(kube::Error::Api(e)) if e.code == 404 && attempts < TOKEN_ATTEMPTS => {
+            // A 403: the Node authorizer has not yet seen the pod bound to this node.
+            Err(kube::Error::Api(e))
+                if (e.code == 404 || e.code == 403) && attempts < TOKEN_ATTEMPTS =>
+            {
                 attempts += 1;
                 tokio::time::sleep(std::time::Duration::from_millis(500)).await;
             }
@@ -365,10 +368,19 @@ async fn mounted_files(
         else {
             continue;
         };
-        let Ok(map) = Api::<ConfigMap>::namespaced(client.clone(), &ns)
-            .get(&cm.name)
-            .await
-        else {
+        let api = Api::<ConfigMap>::namespaced(client.clone(), &ns);
+        let mut attempts = 0;
+        let got = loop {
+            match api.get(&cm.name).await {
+                // The Node authorizer has not yet seen the pod bound to this node.
+                Err(kube::Error::Api(e)) if e.code == 403 && attempts < TOKEN_ATTEMPTS => {
+                    attempts += 1;
+                    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                }
+                other => break other,
+            }
+        };
+        let Ok(map) = got else {
             continue;
         };
         let data = map.data.unwrap_or_default();

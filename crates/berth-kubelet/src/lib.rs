@@ -26,6 +26,7 @@
 //! ```
 
 pub mod allocatable;
+pub mod clients;
 pub mod commands;
 pub mod config;
 pub mod endpoints;
@@ -71,9 +72,11 @@ pub enum Error {
     },
 }
 
-/// A set of simulated nodes sharing one client.
+/// A set of simulated nodes: their shared watches read through one client; each node writes
+/// through its own ([`Kubelet::node_credentials`]).
 pub struct Kubelet {
     client: kube::Client,
+    node_credentials: Option<clients::NodeCredentials>,
     nodes: Vec<NodeConfig>,
     housekeeping_interval: Duration,
     clock: Clock,
@@ -89,6 +92,7 @@ impl Kubelet {
     pub fn new(client: kube::Client, nodes: Vec<NodeConfig>) -> Kubelet {
         Kubelet {
             client,
+            node_credentials: None,
             nodes,
             housekeeping_interval: DEFAULT_HOUSEKEEPING_INTERVAL,
             clock: Clock::system(),
@@ -103,6 +107,13 @@ impl Kubelet {
     /// `--node-monitor-grace-period`, so that healthy nodes never look silent.
     pub fn lease_renew_interval(mut self, every: Duration) -> Kubelet {
         self.lease_renew_interval = every.max(Duration::from_millis(100));
+        self
+    }
+
+    /// How each node gets its own client (`system:node:<name>`, as a kubelet's credentials);
+    /// without it the nodes write through the shared client.
+    pub fn node_credentials(mut self, credentials: clients::NodeCredentials) -> Kubelet {
+        self.node_credentials = Some(credentials);
         self
     }
 
@@ -145,18 +156,24 @@ impl Kubelet {
             host: &self.endpoint_host,
             port,
         };
+        let clients = clients::Clients::new(self.client.clone(), self.node_credentials);
         for (i, config) in self.nodes.iter().enumerate() {
             let spec = node::NodeSpec {
                 config,
                 index: i + 1,
                 endpoint: &endpoint,
             };
-            node::register(&self.client, &spec, &self.clock)
-                .await
-                .map_err(|source| Error::Register {
-                    node: config.name.clone(),
-                    source,
-                })?;
+            node::register(
+                &clients.shared(),
+                &clients.node(&config.name),
+                &spec,
+                &self.clock,
+            )
+            .await
+            .map_err(|source| Error::Register {
+                node: config.name.clone(),
+                source,
+            })?;
         }
         let schedule = failures::timeline(
             self.nodes
@@ -172,13 +189,13 @@ impl Kubelet {
         }
         let models = self.nodes.into_iter().map(model::NodeModel::new).collect();
         let sim = Arc::new(sim::Sim::new(
-            self.client.clone(),
+            clients.clone(),
             models,
             self.housekeeping_interval,
             self.clock,
         ));
         tokio::spawn(renew_leases(
-            self.client.clone(),
+            clients.clone(),
             sim.clone(),
             self.lease_renew_interval,
         ));
@@ -186,7 +203,7 @@ impl Kubelet {
         sim.spawn();
         tokio::spawn(endpoints::serve(listener, sim.clone()));
         let pods = PodRunner {
-            client: self.client.clone(),
+            clients,
             sim,
             commands: self.commands,
             runs: Arc::default(),
@@ -228,7 +245,7 @@ async fn watch_nodes(client: kube::Client, pods: PodRunner) {
 /// that was out of touch with the API.
 #[derive(Clone)]
 struct PodRunner {
-    client: kube::Client,
+    clients: clients::Clients,
     sim: Arc<sim::Sim>,
     commands: commands::Commands,
     /// Pods whose containers finish by themselves (`berth.io/run-seconds`) and are running
@@ -242,14 +259,16 @@ impl PodRunner {
         if !self.sim.owns(&pod) || !self.node_reaches_api(&pod) {
             return;
         }
-        self.commands.observe(&self.client, &pod, self.sim.clock());
+        let node = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.node_name.as_deref())
+            .unwrap_or_default();
+        let client = self.clients.node(node);
+        self.commands.observe(&client, &pod, self.sim.clock());
         if self.sim.on_pod(&pod).await {
-            pods::start_run(&self.client, &pod, self.sim.clock(), &self.runs);
-            tokio::spawn(pods::reconcile(
-                self.client.clone(),
-                pod,
-                self.sim.clock().clone(),
-            ));
+            pods::start_run(&client, &pod, self.sim.clock(), &self.runs);
+            tokio::spawn(pods::reconcile(client, pod, self.sim.clock().clone()));
         }
     }
 
@@ -262,7 +281,7 @@ impl PodRunner {
 
     /// A node back in touch: reads its pods again and forgets those deleted meanwhile.
     async fn catch_up(self, node: String) {
-        let api: Api<Pod> = Api::all(self.client.clone());
+        let api: Api<Pod> = Api::all(self.clients.shared());
         let params = kube::api::ListParams::default().fields(&format!("spec.nodeName={node}"));
         let listed = match api.list(&params).await {
             Ok(l) => l.items,
@@ -287,7 +306,7 @@ impl PodRunner {
 async fn run_pods(runner: PodRunner) {
     let config = watcher::Config::default().fields("spec.nodeName!=");
     let pods: Informer<Pod> = Informer::start_keeping::<Pod>(
-        Api::all(runner.client.clone()),
+        Api::all(runner.clients.shared()),
         config,
         Keep::Identity(pod_identity),
     );
@@ -304,9 +323,7 @@ async fn run_pods(runner: PodRunner) {
 // Leases.
 
 /// Renews the lease of every node that reaches the API, each `every`.
-async fn renew_leases(client: kube::Client, sim: Arc<sim::Sim>, every: Duration) {
-    let api: Api<k8s_openapi::api::coordination::v1::Lease> =
-        Api::namespaced(client, "kube-node-lease");
+async fn renew_leases(clients: clients::Clients, sim: Arc<sim::Sim>, every: Duration) {
     let mut tick = sim.clock().interval(every);
     loop {
         tick.tick().await;
@@ -321,6 +338,8 @@ async fn renew_leases(client: kube::Client, sim: Arc<sim::Sim>, every: Duration)
                 "metadata": {"name": node, "namespace": "kube-node-lease"},
                 "spec": {"holderIdentity": node, "leaseDurationSeconds": 40, "renewTime": renew},
             });
+            let api: Api<k8s_openapi::api::coordination::v1::Lease> =
+                Api::namespaced(clients.node(node), "kube-node-lease");
             let result = api
                 .patch(
                     node,

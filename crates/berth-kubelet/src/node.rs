@@ -81,13 +81,18 @@ impl NodeSpec<'_> {
     }
 }
 
-/// Creates the node, or refreshes its status if it already exists (a restart).
+/// Creates the node, or refreshes its status if it already exists (a restart). The node is
+/// created by `provisioner`, as an administrator provisions it: a pool's labels and taints may
+/// include ones a kubelet may not set on itself (`node-role.kubernetes.io/*`,
+/// `node-restriction.kubernetes.io/*`, which NodeRestriction refuses); its status is then
+/// written by the node's own `kubelet` client.
 pub async fn register(
-    client: &kube::Client,
+    provisioner: &kube::Client,
+    kubelet: &kube::Client,
     spec: &NodeSpec<'_>,
     clock: &Clock,
 ) -> Result<(), kube::Error> {
-    let api: Api<Node> = Api::all(client.clone());
+    let api: Api<Node> = Api::all(provisioner.clone());
     let obj = spec.object(&clock.timestamp());
     let node: Node = serde_json::from_value(obj.clone()).map_err(kube::Error::SerdeError)?;
     match api.create(&PostParams::default(), &node).await {
@@ -97,6 +102,7 @@ pub async fn register(
     }
     // The status subresource carries capacity and conditions (create ignores status upstream).
     let status = json!({"status": obj["status"]});
+    let api: Api<Node> = Api::all(kubelet.clone());
     api.patch_status(
         &spec.config.name,
         &PatchParams::default(),

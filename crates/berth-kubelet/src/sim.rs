@@ -19,7 +19,7 @@ use tokio::time::Instant;
 
 /// All simulated nodes' state.
 pub struct Sim {
-    client: kube::Client,
+    clients: crate::clients::Clients,
     clock: Clock,
     origin: Instant,
     interval: Duration,
@@ -40,13 +40,13 @@ struct PassState {
 
 impl Sim {
     pub fn new(
-        client: kube::Client,
+        clients: crate::clients::Clients,
         nodes: Vec<NodeModel>,
         interval: Duration,
         clock: Clock,
     ) -> Sim {
         Sim {
-            client,
+            clients,
             origin: clock.instant(),
             clock,
             interval,
@@ -294,8 +294,10 @@ impl Sim {
     }
 
     async fn reject(&self, pod: &Pod, node: &str, r: Rejection) {
-        let api: Api<Pod> =
-            Api::namespaced(self.client.clone(), &pod.namespace().unwrap_or_default());
+        let api: Api<Pod> = Api::namespaced(
+            self.clients.node(node),
+            &pod.namespace().unwrap_or_default(),
+        );
         let status = json!({"status": {"phase": "Failed", "reason": r.reason, "message": r.message, "startTime": self.clock.timestamp()}});
         if let Err(e) = api
             .patch_status(
@@ -323,7 +325,7 @@ impl Sim {
         let ns = pod.namespace().unwrap_or_default();
         let involved = json!({"kind": "Pod", "apiVersion": "v1", "namespace": ns, "name": pod.name_any(), "uid": pod.uid()});
         post_event(
-            &self.client,
+            &self.clients.node(node),
             &self.clock,
             &ns,
             involved,
@@ -409,7 +411,7 @@ impl Sim {
         }
         if !deleted.is_empty() {
             tracing::info!(node, images = ?deleted, "deleted unused images");
-            let api: Api<Node> = Api::all(self.client.clone());
+            let api: Api<Node> = Api::all(self.clients.node(node));
             let patch = json!({"status": {"images": images}});
             let _ = api
                 .patch_status(node, &PatchParams::default(), &Patch::Merge(&patch))
@@ -420,7 +422,7 @@ impl Sim {
                 let involved = json!({"kind": "Node", "name": node, "uid": node});
                 let msg = format!("Attempting to reclaim {}", resource.name());
                 post_event(
-                    &self.client,
+                    &self.clients.node(node),
                     &self.clock,
                     "default",
                     involved,
@@ -438,7 +440,7 @@ impl Sim {
         }
         if let Some(e) = d.eviction {
             tokio::spawn(evict(
-                self.client.clone(),
+                self.clients.node(node),
                 self.clock.clone(),
                 model.clone(),
                 node.to_string(),
@@ -457,7 +459,7 @@ impl Sim {
                        "lastHeartbeatTime": ts, "lastTransitionTime": ts})
             })
             .collect();
-        let api: Api<Node> = Api::all(self.client.clone());
+        let api: Api<Node> = Api::all(self.clients.node(node));
         let patch = json!({"status": {"conditions": conds}});
         let written = match api
             .patch_status(node, &PatchParams::default(), &Patch::Strategic(&patch))
@@ -474,7 +476,7 @@ impl Sim {
                 let involved = json!({"kind": "Node", "name": node, "uid": node});
                 let msg = format!("Node {node} status is now: {reason}");
                 post_event(
-                    &self.client,
+                    &self.clients.node(node),
                     &self.clock,
                     "default",
                     involved,
@@ -501,7 +503,7 @@ impl Sim {
         let Some((ns, name)) = key.split_once('/') else {
             return;
         };
-        let api: Api<Pod> = Api::namespaced(self.client.clone(), ns);
+        let api: Api<Pod> = Api::namespaced(self.clients.node(node), ns);
         let Ok(pod) = api.get(name).await else {
             return;
         };
@@ -542,7 +544,7 @@ impl Sim {
             "Memory cgroup out of memory: Killed process of container {container} in pod {key}"
         );
         post_event(
-            &self.client,
+            &self.clients.node(node),
             &self.clock,
             "default",
             involved,

@@ -2,7 +2,9 @@
 //! scheduler as `system:kube-scheduler`, so RBAC authorizes its requests by the bootstrap
 //! role `system:kube-scheduler` and a rule missing from it shows as a 403; the controllers'
 //! shared informers as `system:kube-controller-manager`; each controller's writes as its
-//! ServiceAccount `system:serviceaccount:kube-system:<controller>`.
+//! ServiceAccount `system:serviceaccount:kube-system:<controller>`; each simulated node's
+//! kubelet as `system:node:<name>` in `system:nodes`, judged by the Node authorizer and
+//! NodeRestriction.
 
 use berth_apiserver::user::UserInfo;
 use berth_apiserver::ApiServer;
@@ -59,6 +61,19 @@ impl Identities {
                     "system:serviceaccounts:kube-system",
                     "system:authenticated",
                 ],
+            )
+        })
+    }
+
+    /// What each simulated node writes through: a client as its kubelet,
+    /// `system:node:<name>` in `system:nodes`. Each is an in-process router carrying the
+    /// identity, made once per node: no TLS connection, nothing built per request.
+    pub fn nodes(&self) -> berth_kubelet::clients::NodeCredentials {
+        let this = self.clone();
+        std::sync::Arc::new(move |node: &str| {
+            this.client(
+                &format!("system:node:{node}"),
+                &["system:nodes", "system:authenticated"],
             )
         })
     }

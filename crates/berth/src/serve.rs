@@ -157,6 +157,15 @@ fn admission_config(args: &ServeArgs) -> anyhow::Result<berth_apiserver::Admissi
             "the --default-*-toleration-seconds flags".into(),
         );
     }
+    // On as kubeadm turns it on (`--enable-admission-plugins=NodeRestriction`): the simulated
+    // kubelets write as their nodes; a master config may still disable it by name.
+    if config.configuration("NodeRestriction").is_none() {
+        config.insert(
+            "NodeRestriction",
+            serde_json::json!({}),
+            "berth serve's default admission plugins".into(),
+        );
+    }
     Ok(config)
 }
 
@@ -326,6 +335,7 @@ impl Loops {
             return Ok(());
         }
         berth_kubelet::Kubelet::new(self.identities.admin(), self.nodes)
+            .node_credentials(self.identities.nodes())
             .housekeeping_interval(self.args.housekeeping_interval)
             .lease_renew_interval(self.args.node_status_update_frequency)
             .clock(self.clock.clone())

@@ -22,6 +22,7 @@ mod cache;
 mod config;
 mod default_toleration_seconds;
 mod namespace_lifecycle;
+mod node_restriction;
 mod node_selector;
 mod pod_node_constraints;
 mod pod_node_selector;
@@ -48,6 +49,7 @@ pub use priority::{
 pub const PLUGINS: &[Registration] = &[
     namespace_lifecycle::REGISTRATION,
     service_account::REGISTRATION,
+    node_restriction::REGISTRATION,
     pod_node_constraints::REGISTRATION,
     pod_node_selector::REGISTRATION,
     project_node_selector::REGISTRATION,
@@ -77,6 +79,22 @@ pub trait Plugin: Send + Sync {
         _old: &Value,
         _new: &mut Value,
     ) -> ApiResult<()> {
+        Ok(())
+    }
+
+    /// Admission of the deletion of `existing` (upstream's DELETE operation), which only
+    /// plugins limiting who may act on which object look at.
+    fn admit_delete(
+        &self,
+        _user: &UserInfo,
+        _rt: &ResourceType,
+        _existing: &Value,
+    ) -> ApiResult<()> {
+        Ok(())
+    }
+
+    /// Admission of an eviction (`pods/eviction`) of `pod`.
+    fn admit_eviction(&self, _user: &UserInfo, _rt: &ResourceType, _pod: &Value) -> ApiResult<()> {
         Ok(())
     }
 }
@@ -164,6 +182,27 @@ impl Chain {
     ) -> ApiResult<()> {
         for (_, plugin) in &self.plugins {
             plugin.admit_update(user, rt, old, new)?;
+        }
+        Ok(())
+    }
+
+    /// Runs every plugin on a deletion of `existing`; the first refusal wins.
+    pub fn admit_delete(
+        &self,
+        user: &UserInfo,
+        rt: &ResourceType,
+        existing: &Value,
+    ) -> ApiResult<()> {
+        for (_, plugin) in &self.plugins {
+            plugin.admit_delete(user, rt, existing)?;
+        }
+        Ok(())
+    }
+
+    /// Runs every plugin on an eviction of `pod`; the first refusal wins.
+    pub fn admit_eviction(&self, user: &UserInfo, rt: &ResourceType, pod: &Value) -> ApiResult<()> {
+        for (_, plugin) in &self.plugins {
+            plugin.admit_eviction(user, rt, pod)?;
         }
         Ok(())
     }

@@ -1,9 +1,12 @@
 //! RBAC enforced: the authorizer every request and the admission plugins ask, built from an
 //! [`index::Index`] of Roles, ClusterRoles and bindings that a watch on the store keeps current,
-//! and upstream's wording of a denial.
+//! and upstream's wording of a denial. Nodes' kubelets are asked of the [`node`] authorizer
+//! first, as upstream's `--authorization-mode=Node,RBAC`.
 
 pub mod escalation;
 pub mod index;
+pub mod node;
+pub mod node_graph;
 pub mod rule;
 
 use crate::authorizer::{Attributes, Authorizer, Decision};
@@ -15,11 +18,13 @@ use std::sync::{Arc, RwLock};
 /// Where every RBAC object is stored (all four kinds, every version).
 const PREFIX: &str = "/registry/rbac.authorization.k8s.io/";
 
-/// The RBAC authorizer: members of `system:masters` may do everything (upstream's privileged
-/// group authorizer, which runs before RBAC); everyone else what their bindings grant.
+/// The authorizers in upstream's order: members of `system:masters` may do everything
+/// (upstream's privileged group authorizer); a node what the Node authorizer allows it;
+/// everyone what their RBAC bindings grant.
 #[derive(Clone, Default)]
 pub struct Rbac {
     index: Arc<RwLock<Index>>,
+    nodes: node::NodeAuthorizer,
 }
 
 impl Authorizer for Rbac {
@@ -27,13 +32,59 @@ impl Authorizer for Rbac {
         if a.user.in_group(SYSTEM_MASTERS) {
             return Decision::Allow;
         }
+        // The Node authorizer's reason for not allowing is what a denial shows.
+        let node_reason = match self.nodes.authorize(a) {
+            Some(Decision::Allow) => return Decision::Allow,
+            Some(Decision::Deny(reason)) => reason,
+            None => String::new(),
+        };
         let index = self.index.read().unwrap_or_else(|e| e.into_inner());
         if index.any_rule(a.user, a.namespace, |r| r.allows(a)) {
             Decision::Allow
         } else {
-            Decision::Deny(String::new())
+            Decision::Deny(node_reason)
         }
     }
+}
+
+/// Lists the keys under `prefix` into `load`, then feeds each change to `event` in a task,
+/// listing again if the watch falls behind compaction: how an authorizer's index follows the
+/// store.
+fn follow_prefix(
+    store: &Store,
+    prefix: &'static str,
+    load: impl Fn(&[berth_store::KeyValue]) + Send + 'static,
+    event: impl Fn(EventKind, &berth_store::KeyValue) + Send + 'static,
+) -> Result<(), berth_store::Error> {
+    let listed = store.range(prefix, None, 0, None)?;
+    load(&listed.kvs);
+    let store = store.clone();
+    tokio::spawn(async move {
+        let mut after = listed.revision;
+        loop {
+            let mut events = match store.watch(prefix, after) {
+                Ok(events) => events,
+                Err(berth_store::Error::Closed) => return,
+                // Fell behind compaction: start over from a fresh list.
+                Err(e) => {
+                    tracing::warn!(error = %e, prefix, "authorizer watch failed; relisting");
+                    match store.range(prefix, None, 0, None) {
+                        Ok(listed) => {
+                            load(&listed.kvs);
+                            after = listed.revision;
+                        }
+                        Err(_) => return,
+                    }
+                    continue;
+                }
+            };
+            while let Some(e) = events.recv().await {
+                after = e.kv.mod_revision;
+                event(e.kind, &e.kv);
+            }
+        }
+    });
+    Ok(())
 }
 
 /// The index key of a storage key `/registry/rbac.authorization.k8s.io/<plural>/[<ns>/]<name>`.
@@ -64,41 +115,23 @@ impl Rbac {
         index.rules_for(user, namespace)
     }
 
-    /// Loads every RBAC object of `store` into the index, then follows the store's changes in
-    /// a task (relisting if the watch falls behind compaction).
+    /// Loads every RBAC object of `store` into the index and every pod into the Node
+    /// authorizer's graph, then follows the store's changes in tasks.
     pub fn follow(&self, store: &Store) -> Result<(), berth_store::Error> {
-        let revision = self.load(store)?;
-        let (store, this) = (store.clone(), self.clone());
-        tokio::spawn(async move {
-            let mut after = revision;
-            loop {
-                let mut events = match store.watch(PREFIX, after) {
-                    Ok(events) => events,
-                    Err(berth_store::Error::Closed) => return,
-                    // Fell behind compaction: start over from a fresh list.
-                    Err(e) => {
-                        tracing::warn!(error = %e, "RBAC watch failed; relisting");
-                        match this.load(&store) {
-                            Ok(rev) => after = rev,
-                            Err(_) => return,
-                        }
-                        continue;
-                    }
-                };
-                while let Some(e) = events.recv().await {
-                    after = e.kv.mod_revision;
-                    this.event(e.kind, &e.kv);
-                }
-            }
-        });
-        Ok(())
+        let (this, that) = (self.clone(), self.clone());
+        follow_prefix(
+            store,
+            PREFIX,
+            move |kvs| this.load(kvs),
+            move |kind, kv| that.event(kind, kv),
+        )?;
+        self.nodes.follow(store)
     }
 
-    /// Replaces the index with the store's current RBAC objects; returns the revision read.
-    fn load(&self, store: &Store) -> Result<i64, berth_store::Error> {
-        let listed = store.range(PREFIX, None, 0, None)?;
+    /// Replaces the index with `kvs`, the store's RBAC objects.
+    fn load(&self, kvs: &[berth_store::KeyValue]) {
         let mut index = Index::default();
-        for kv in &listed.kvs {
+        for kv in kvs {
             if let (Some(key), Ok(obj)) = (
                 object_key(&kv.key),
                 serde_json::from_slice::<serde_json::Value>(&kv.value),
@@ -107,7 +140,6 @@ impl Rbac {
             }
         }
         *self.index.write().unwrap_or_else(|e| e.into_inner()) = index;
-        Ok(listed.revision)
     }
 
     fn event(&self, kind: EventKind, kv: &berth_store::KeyValue) {

@@ -9,6 +9,7 @@
 //! ServiceAccount in `kube-system`.
 
 pub mod controllers;
+pub mod reconcile;
 pub mod roles;
 
 use serde_json::{json, Value};
@@ -157,6 +158,16 @@ fn meta(name: &str, uid: String, ts: &str) -> Value {
         "labels": {"kubernetes.io/bootstrapping": "rbac-defaults"},
         "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"},
     })
+}
+
+/// The rules of the bootstrap ClusterRole `name` (the Node authorizer's static rules are
+/// `system:node`'s, as upstream's `NodeRules()`).
+pub fn cluster_role_rules(name: &str) -> Vec<Value> {
+    roles::cluster_roles()
+        .into_iter()
+        .find(|r| r.name == name)
+        .map(|r| r.rules)
+        .unwrap_or_default()
 }
 
 /// The bootstrap ClusterRoles, then the ClusterRoleBindings, as (plural, name, object); `uid`

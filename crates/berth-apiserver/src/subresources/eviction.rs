@@ -19,6 +19,8 @@ pub async fn evict(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
     let name = req.name().to_string();
     let pod_req = pod_request(req, &name)?;
     let (pod, rv) = read(ctx, &pod_req)?;
+    ctx.admission
+        .admit_eviction(&req.user, pod_req.target.rt, &pod)?;
     let namespace = req.target.namespace.clone().unwrap_or_default();
     let options = DeleteOptions::from_value(&eviction["deleteOptions"], &req.query)?;
     let running = pod["status"]["phase"] == "Running";

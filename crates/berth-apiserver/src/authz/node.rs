@@ -1,0 +1,459 @@
+//! The Node authorizer (upstream's `--authorization-mode=Node`, asked before RBAC): a kubelet
+//! (`system:node:<name>` in `system:nodes`) reads and writes its own Node and Lease, gets the
+//! pods bound to it and writes their status, and gets the Secrets, ConfigMaps,
+//! PersistentVolumeClaims and ServiceAccount tokens those pods reference, decided from a
+//! [`Graph`] a watch on the stored pods keeps current. Everything else a node asks is judged
+//! by the static rules of the bootstrap role `system:node`, which upstream leaves unbound.
+//!
+//! The authorizer never denies: a request it does not allow goes on to RBAC, and the reason it
+//! gives is appended to the denial, as upstream's union of authorizers words it.
+
+use super::node_graph::{Graph, PodRefs, VertexKind};
+use super::rule::Rule;
+use crate::authorizer::{Attributes, Decision};
+use berth_store::{EventKind, KeyValue, Store};
+use std::sync::{Arc, RwLock};
+
+/// Where pods are stored: `/registry/core/pods/<namespace>/<name>`.
+const PODS: &str = "/registry/core/pods/";
+/// The namespace of the nodes' Leases.
+const NODE_LEASE_NAMESPACE: &str = "kube-node-lease";
+
+/// The Node authorizer: the graph of what each node reaches and the static node rules.
+#[derive(Clone)]
+pub struct NodeAuthorizer {
+    graph: Arc<RwLock<Graph>>,
+    rules: Arc<Vec<Rule>>,
+}
+
+impl Default for NodeAuthorizer {
+    fn default() -> NodeAuthorizer {
+        let rules = crate::rbac_bootstrap::cluster_role_rules("system:node")
+            .iter()
+            .map(Rule::from_json)
+            .collect();
+        NodeAuthorizer {
+            graph: Arc::default(),
+            rules: Arc::new(rules),
+        }
+    }
+}
+
+/// A decision that is not a denial: another authorizer may still allow.
+type Verdict = Result<(), String>;
+
+fn no_opinion(reason: impl Into<String>) -> Verdict {
+    Err(reason.into())
+}
+
+impl NodeAuthorizer {
+    /// `None` when the requester is not a node; otherwise `Allow`, or `Deny` with the reason
+    /// (upstream's "no opinion", which RBAC may still overrule).
+    pub fn authorize(&self, a: &Attributes<'_>) -> Option<Decision> {
+        let node = a.user.node_identity()?;
+        let verdict = if node.is_empty() {
+            no_opinion(format!("unknown node for user {:?}", a.user.name))
+        } else {
+            self.authorize_node(node, a)
+        };
+        Some(match verdict {
+            Ok(()) => Decision::Allow,
+            Err(reason) => Decision::Deny(reason),
+        })
+    }
+
+    fn authorize_node(&self, node: &str, a: &Attributes<'_>) -> Verdict {
+        if a.path.is_empty() {
+            match (a.api_group, a.resource) {
+                ("", "secrets") => return self.read_namespaced(node, VertexKind::Secret, a),
+                ("", "configmaps") => return self.read_namespaced(node, VertexKind::ConfigMap, a),
+                ("", "persistentvolumeclaims") if a.subresource == "status" => {
+                    return match a.verb {
+                        "update" | "patch" => {
+                            self.related(node, VertexKind::PersistentVolumeClaim, a)
+                        }
+                        _ => no_opinion("can only get/update/patch this type"),
+                    }
+                }
+                ("", "persistentvolumeclaims") => {
+                    return self.get(node, VertexKind::PersistentVolumeClaim, a)
+                }
+                // berth keeps no PersistentVolume edges: no node reaches one.
+                ("", "persistentvolumes") => {
+                    return match a.verb {
+                        "get" => no_opinion(no_relationship(node)),
+                        _ => no_opinion("can only get individual resources of this type"),
+                    }
+                }
+                ("", "serviceaccounts") => return self.create_token(node, a),
+                ("coordination.k8s.io", "leases") => return lease(node, a),
+                ("", "nodes") => return own_node(node, a),
+                ("", "pods") => return self.pod(node, a),
+                _ => {}
+            }
+        }
+        if self.rules.iter().any(|r| r.allows(a)) {
+            Ok(())
+        } else {
+            no_opinion("")
+        }
+    }
+
+    /// Secrets and ConfigMaps: get, list or watch of one object a pod of the node references.
+    fn read_namespaced(&self, node: &str, kind: VertexKind, a: &Attributes<'_>) -> Verdict {
+        if !matches!(a.verb, "get" | "list" | "watch") {
+            return no_opinion("can only read resources of this type");
+        }
+        if !a.subresource.is_empty() {
+            return no_opinion("cannot read subresource");
+        }
+        if a.namespace.is_empty() {
+            return no_opinion("can only read namespaced object of this type");
+        }
+        self.related(node, kind, a)
+    }
+
+    fn get(&self, node: &str, kind: VertexKind, a: &Attributes<'_>) -> Verdict {
+        if a.verb != "get" {
+            return no_opinion("can only get individual resources of this type");
+        }
+        if !a.subresource.is_empty() {
+            return no_opinion("cannot get subresource");
+        }
+        self.related(node, kind, a)
+    }
+
+    fn related(&self, node: &str, kind: VertexKind, a: &Attributes<'_>) -> Verdict {
+        if a.name.is_empty() {
+            return no_opinion("No Object name found");
+        }
+        let graph = self.graph.read().unwrap_or_else(|e| e.into_inner());
+        if graph.has_path(node, kind, a.namespace, a.name) {
+            Ok(())
+        } else {
+            no_opinion(no_relationship(node))
+        }
+    }
+
+    /// `serviceaccounts/token`: the token of an account a pod of the node runs as.
+    fn create_token(&self, node: &str, a: &Attributes<'_>) -> Verdict {
+        if a.verb != "create" || a.name.is_empty() {
+            return no_opinion("can only create tokens for individual service accounts");
+        }
+        if a.subresource != "token" {
+            return no_opinion("can only create token subresource of serviceaccount");
+        }
+        self.related(node, VertexKind::ServiceAccount, a)
+    }
+
+    /// Pods (upstream with `AuthorizeNodeWithSelectors`, on by default): get a pod bound to
+    /// the node; create and delete (mirror pods), write status and evict, which
+    /// NodeRestriction limits to the node's own pods.
+    fn pod(&self, node: &str, a: &Attributes<'_>) -> Verdict {
+        match (a.subresource, a.verb) {
+            ("", "get") => self.get(node, VertexKind::Pod, a),
+            ("", "list" | "watch") if !a.name.is_empty() => self.related(node, VertexKind::Pod, a),
+            ("", "list" | "watch") => {
+                no_opinion("can only list/watch pods with spec.nodeName field selector")
+            }
+            ("", "create" | "delete") | ("status", "update" | "patch") | ("eviction", "create") => {
+                Ok(())
+            }
+            _ => no_opinion(""),
+        }
+    }
+
+    /// Follows the stored pods into the graph: lists them, then watches (relisting if the
+    /// watch falls behind compaction).
+    pub fn follow(&self, store: &Store) -> Result<(), berth_store::Error> {
+        let this = self.clone();
+        super::follow_prefix(store, PODS, move |kvs| this.load(kvs), {
+            let this = self.clone();
+            move |kind, kv| this.event(kind, kv)
+        })
+    }
+
+    fn load(&self, kvs: &[KeyValue]) {
+        let mut graph = Graph::default();
+        for kv in kvs {
+            if let Some((namespace, name)) = pod_key(&kv.key) {
+                if let Ok(pod) = serde_json::from_slice::<PodRefs>(&kv.value) {
+                    graph.apply_pod(namespace, name, &pod);
+                }
+            }
+        }
+        *self.graph.write().unwrap_or_else(|e| e.into_inner()) = graph;
+    }
+
+    fn event(&self, kind: EventKind, kv: &KeyValue) {
+        let Some((namespace, name)) = pod_key(&kv.key) else {
+            return;
+        };
+        match kind {
+            EventKind::Put => {
+                // A bound pod's node and references never change: its status writes, the
+                // bulk of pod traffic, cost a lookup and no decoding.
+                if self
+                    .graph
+                    .read()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .knows_pod(namespace, name)
+                {
+                    return;
+                }
+                if let Ok(pod) = serde_json::from_slice::<PodRefs>(&kv.value) {
+                    self.graph
+                        .write()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .apply_pod(namespace, name, &pod);
+                }
+            }
+            EventKind::Delete => self
+                .graph
+                .write()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove_pod(namespace, name),
+        }
+    }
+
+    /// Takes in a stored pod directly (tests).
+    #[cfg(test)]
+    fn put_pod(&self, namespace: &str, name: &str, pod: serde_json::Value) {
+        let pod: PodRefs = serde_json::from_value(pod).unwrap();
+        self.graph.write().unwrap().apply_pod(namespace, name, &pod);
+    }
+}
+
+fn no_relationship(node: &str) -> String {
+    format!("no relationship found between node '{node}' and this object")
+}
+
+/// (namespace, name) of a stored pod's key.
+fn pod_key(key: &str) -> Option<(&str, &str)> {
+    key.strip_prefix(PODS)?.split_once('/')
+}
+
+/// Leases: the node's own, in `kube-node-lease` (any name on create, which NodeRestriction
+/// checks).
+fn lease(node: &str, a: &Attributes<'_>) -> Verdict {
+    if !matches!(a.verb, "get" | "create" | "update" | "patch" | "delete") {
+        return no_opinion("can only get, create, update, patch, or delete a node lease");
+    }
+    if a.namespace != NODE_LEASE_NAMESPACE {
+        return no_opinion(format!(
+            "can only access leases in the {NODE_LEASE_NAMESPACE:?} system namespace"
+        ));
+    }
+    if a.verb != "create" && a.name != node {
+        return no_opinion("can only access node lease with the same name as the requesting node");
+    }
+    Ok(())
+}
+
+/// Nodes: read its own; create, update and write status of any, which NodeRestriction limits
+/// to its own.
+fn own_node(node: &str, a: &Attributes<'_>) -> Verdict {
+    match (a.subresource, a.verb) {
+        ("", "create" | "update" | "patch") | ("status", "update" | "patch") => Ok(()),
+        ("", "get" | "list" | "watch") if a.name == node => Ok(()),
+        ("", "get" | "list" | "watch") if a.name.is_empty() => no_opinion(format!(
+            "node '{node}' cannot read all nodes, only its own Node object"
+        )),
+        ("", "get" | "list" | "watch") => no_opinion(format!(
+            "node '{node}' cannot read '{}', only its own Node object",
+            a.name
+        )),
+        _ => no_opinion(""),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::user::UserInfo;
+    use serde_json::json;
+
+    fn node(name: &str) -> UserInfo {
+        UserInfo {
+            name: format!("system:node:{name}"),
+            groups: vec!["system:nodes".into(), "system:authenticated".into()],
+            ..UserInfo::default()
+        }
+    }
+
+    fn ask(
+        authz: &NodeAuthorizer,
+        user: &UserInfo,
+        verb: &str,
+        group: &str,
+        resource: &str,
+        namespace: &str,
+        name: &str,
+    ) -> Option<Decision> {
+        let (resource, subresource) = resource.split_once('/').unwrap_or((resource, ""));
+        authz.authorize(&Attributes {
+            user,
+            verb,
+            api_group: group,
+            resource,
+            subresource,
+            namespace,
+            name,
+            path: "",
+        })
+    }
+
+    fn with_pod() -> NodeAuthorizer {
+        let authz = NodeAuthorizer::default();
+        authz.put_pod(
+            "dev",
+            "p",
+            json!({"spec": {"nodeName": "n1", "serviceAccountName": "sa",
+                   "volumes": [{"name": "v", "secret": {"secretName": "s"}}]}}),
+        );
+        authz
+    }
+
+    #[test]
+    fn only_nodes_are_judged() {
+        let alice = UserInfo {
+            name: "system:node:n1".into(),
+            ..UserInfo::default()
+        };
+        assert_eq!(
+            ask(&with_pod(), &alice, "get", "", "pods", "dev", "p"),
+            None
+        );
+        let nameless = UserInfo {
+            name: "kubelet".into(),
+            groups: vec!["system:nodes".into()],
+            ..UserInfo::default()
+        };
+        assert_eq!(
+            ask(&with_pod(), &nameless, "get", "", "pods", "dev", "p"),
+            Some(Decision::Deny(r#"unknown node for user "kubelet""#.into()))
+        );
+    }
+
+    #[test]
+    fn a_node_reaches_its_pods_and_what_they_reference() {
+        let authz = with_pod();
+        let n1 = node("n1");
+        let allow = Some(Decision::Allow);
+        assert_eq!(ask(&authz, &n1, "get", "", "pods", "dev", "p"), allow);
+        assert_eq!(ask(&authz, &n1, "get", "", "secrets", "dev", "s"), allow);
+        assert_eq!(ask(&authz, &n1, "watch", "", "secrets", "dev", "s"), allow);
+        assert_eq!(
+            ask(
+                &authz,
+                &n1,
+                "create",
+                "",
+                "serviceaccounts/token",
+                "dev",
+                "sa"
+            ),
+            allow
+        );
+        let unrelated = Some(Decision::Deny(
+            "no relationship found between node 'n1' and this object".into(),
+        ));
+        assert_eq!(
+            ask(&authz, &n1, "get", "", "secrets", "dev", "other"),
+            unrelated
+        );
+        assert_eq!(
+            ask(&authz, &node("n2"), "get", "", "pods", "dev", "p"),
+            Some(Decision::Deny(
+                "no relationship found between node 'n2' and this object".into()
+            ))
+        );
+        assert_eq!(
+            ask(&authz, &n1, "update", "", "secrets", "dev", "s"),
+            Some(Decision::Deny(
+                "can only read resources of this type".into()
+            ))
+        );
+        assert_eq!(
+            ask(&authz, &n1, "list", "", "pods", "", ""),
+            Some(Decision::Deny(
+                "can only list/watch pods with spec.nodeName field selector".into()
+            ))
+        );
+    }
+
+    #[test]
+    fn a_node_reads_only_its_own_node_and_lease() {
+        let authz = NodeAuthorizer::default();
+        let n1 = node("n1");
+        let allow = Some(Decision::Allow);
+        assert_eq!(ask(&authz, &n1, "get", "", "nodes", "", "n1"), allow);
+        assert_eq!(
+            ask(&authz, &n1, "patch", "", "nodes/status", "", "n2"),
+            allow
+        );
+        assert_eq!(
+            ask(&authz, &n1, "get", "", "nodes", "", "n2"),
+            Some(Decision::Deny(
+                "node 'n1' cannot read 'n2', only its own Node object".into()
+            ))
+        );
+        let lease = "coordination.k8s.io";
+        assert_eq!(
+            ask(
+                &authz,
+                &n1,
+                "patch",
+                lease,
+                "leases",
+                "kube-node-lease",
+                "n1"
+            ),
+            allow
+        );
+        assert_eq!(
+            ask(
+                &authz,
+                &n1,
+                "patch",
+                lease,
+                "leases",
+                "kube-node-lease",
+                "n2"
+            ),
+            Some(Decision::Deny(
+                "can only access node lease with the same name as the requesting node".into()
+            ))
+        );
+        assert_eq!(
+            ask(&authz, &n1, "get", lease, "leases", "default", "n1"),
+            Some(Decision::Deny(
+                r#"can only access leases in the "kube-node-lease" system namespace"#.into()
+            ))
+        );
+    }
+
+    #[test]
+    fn other_requests_follow_the_system_node_rules() {
+        let authz = NodeAuthorizer::default();
+        let n1 = node("n1");
+        assert_eq!(
+            ask(&authz, &n1, "create", "", "events", "dev", ""),
+            Some(Decision::Allow)
+        );
+        assert_eq!(
+            ask(&authz, &n1, "list", "", "services", "", ""),
+            Some(Decision::Allow)
+        );
+        assert_eq!(
+            ask(&authz, &n1, "delete", "apps", "deployments", "dev", "d"),
+            Some(Decision::Deny(String::new()))
+        );
+    }
+
+    #[test]
+    fn pod_keys_name_namespace_and_pod() {
+        assert_eq!(pod_key("/registry/core/pods/dev/p"), Some(("dev", "p")));
+        assert_eq!(pod_key("/registry/core/secrets/dev/p"), None);
+    }
+}
