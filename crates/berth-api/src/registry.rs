@@ -76,6 +76,12 @@ pub enum TableKind {
     Role,
     /// `NAME ROLE AGE` + wide `USERS GROUPS SERVICEACCOUNTS` (role and cluster role bindings).
     RoleBinding,
+    /// `NAME CAPACITY ACCESS MODES RECLAIM POLICY STATUS CLAIM STORAGECLASS
+    /// VOLUMEATTRIBUTESCLASS REASON AGE` + wide `VOLUMEMODE`.
+    PersistentVolume,
+    /// `NAME STATUS VOLUME CAPACITY ACCESS MODES STORAGECLASS VOLUMEATTRIBUTESCLASS AGE` + wide
+    /// `VOLUMEMODE`.
+    PersistentVolumeClaim,
 }
 
 /// One kind the API server serves, with everything discovery and printing need to know.
@@ -272,6 +278,7 @@ pub static RESOURCES: &[ResourceType] = &[
     },
     ResourceType {
         short_names: &["pv"],
+        table: TableKind::PersistentVolume,
         subresources: &[status("", "v1", "PersistentVolume")],
         ..base(
             "",
@@ -284,6 +291,7 @@ pub static RESOURCES: &[ResourceType] = &[
     },
     ResourceType {
         short_names: &["pvc"],
+        table: TableKind::PersistentVolumeClaim,
         subresources: &[status("", "v1", "PersistentVolumeClaim")],
         ..base(
             "",

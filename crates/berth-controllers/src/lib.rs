@@ -51,6 +51,7 @@ pub mod serviceaccount_token;
 pub mod statefulset;
 pub mod taint_manager;
 pub mod update;
+pub mod volume;
 mod wait;
 
 pub use berth_core::clock::Clock;

@@ -9,6 +9,7 @@
 //! * [`patch`]: strategic merge patch with per-kind list strategies and directives;
 //! * [`validation`]: upstream-exact field validation (`FieldError` with upstream messages);
 //! * [`qos`]: a pod's QoS class;
+//! * [`pod_conditions`]: pod conditions as upstream updates them, and `DisruptionTarget`'s reasons;
 //! * [`duration`]: durations in Go's `time.ParseDuration` syntax (`1h2m3.5s`, `300ms`);
 //! * [`taints`]: whether a toleration tolerates a taint;
 //! * [`clock`]: the injected wall clock, and timestamps as Kubernetes writes them.
@@ -36,6 +37,7 @@ pub mod duration;
 pub mod fields;
 pub mod labels;
 pub mod patch;
+pub mod pod_conditions;
 pub mod qos;
 pub mod quantity;
 pub mod taints;

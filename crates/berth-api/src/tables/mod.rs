@@ -9,6 +9,7 @@ mod network;
 mod node;
 mod pod;
 mod rbac;
+mod storage;
 mod workloads;
 
 use chrono::{DateTime, TimeDelta, Utc};
@@ -122,6 +123,8 @@ pub fn columns(kind: TableKind) -> &'static [Column] {
         TableKind::ControllerRevision => workloads::CONTROLLER_REVISION_COLUMNS,
         TableKind::Role => rbac::ROLE_COLUMNS,
         TableKind::RoleBinding => rbac::ROLE_BINDING_COLUMNS,
+        TableKind::PersistentVolume => storage::PERSISTENT_VOLUME_COLUMNS,
+        TableKind::PersistentVolumeClaim => storage::PERSISTENT_VOLUME_CLAIM_COLUMNS,
     }
 }
 
@@ -151,6 +154,8 @@ pub fn cells(kind: TableKind, obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
         TableKind::ControllerRevision => workloads::controller_revision_cells(obj, now),
         TableKind::Role => rbac::role_cells(obj),
         TableKind::RoleBinding => rbac::role_binding_cells(obj, now),
+        TableKind::PersistentVolume => storage::persistent_volume_cells(obj, now),
+        TableKind::PersistentVolumeClaim => storage::persistent_volume_claim_cells(obj, now),
     }
 }
 

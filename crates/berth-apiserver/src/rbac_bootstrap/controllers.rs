@@ -180,6 +180,28 @@ pub fn cluster_roles() -> Vec<ClusterRole> {
             ],
         ),
         controller(
+            "persistent-volume-binder",
+            vec![
+                rule(
+                    &[""],
+                    &["persistentvolumes"],
+                    &["create", "delete", "get", "list", "update", "watch"],
+                ),
+                rule(&[""], &["persistentvolumes/status"], &["update"]),
+                rule(
+                    &[""],
+                    &["persistentvolumeclaims"],
+                    &["get", "list", "update", "watch"],
+                ),
+                rule(&[""], &["persistentvolumeclaims/status"], &["update"]),
+                rule(
+                    &["storage.k8s.io"],
+                    &["storageclasses"],
+                    &["get", "list", "watch"],
+                ),
+            ],
+        ),
+        controller(
             "pod-garbage-collector",
             vec![
                 rule(&[""], &["pods"], &["delete", "list", "watch"]),
@@ -257,7 +279,7 @@ pub fn cluster_roles() -> Vec<ClusterRole> {
                 rule(
                     &[""],
                     &["persistentvolumeclaims"],
-                    &["create", "delete", "get", "update"],
+                    &["create", "delete", "get", "patch", "update"],
                 ),
                 rule(
                     &["apps"],

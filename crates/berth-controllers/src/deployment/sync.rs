@@ -4,6 +4,7 @@
 //! the status and conditions. Pure: the Deployment and its ReplicaSets in, a [`Plan`] out.
 
 use super::conditions::{self as cond, Condition};
+use super::proportional::{self, ScaleSet, ScaleTarget};
 use super::rolling::{max_unavailable, new_replicas, scale_down_old, IntOrPercent, SetCounts};
 use chrono::{DateTime, Duration, Utc};
 use std::collections::BTreeMap;
@@ -188,10 +189,34 @@ pub fn sync(d: &DeploymentView, sets: &[SetView], now: DateTime<Utc>) -> Plan {
     let old_active = old.iter().any(|s| s.replicas > 0);
     let new = new_index.map(|i| &sets[i]);
 
-    if d.paused {
-        // Paused: no rollout; a scale of a settled Deployment still applies.
-        if let (Some(n), false) = (new, old_active) {
-            replicas.insert(n.name.clone(), d.replicas);
+    let scale_sets: Vec<ScaleSet> = sets
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let number = |key: &str| s.annotations.get(key).and_then(|v| v.parse().ok());
+            ScaleSet {
+                name: s.name.clone(),
+                replicas: s.replicas,
+                available: s.available,
+                created: s.created,
+                desired: number(DESIRED_REPLICAS),
+                max: number(MAX_REPLICAS),
+                is_new: Some(i) == new_index,
+            }
+        })
+        .collect();
+    // Paused, or scaled since the sets were last sized: scale only, no rollout this pass
+    // (upstream's `sync`), spreading the change over the sets in proportion.
+    let rescale = d.paused || proportional::is_scaling_event(d.replicas, &scale_sets);
+    if rescale {
+        let target = ScaleTarget {
+            replicas: d.replicas,
+            max_surge: surge,
+            status_replicas: d.status.replicas,
+            rolling: matches!(d.strategy, Strategy::RollingUpdate { .. }),
+        };
+        for (name, r) in proportional::scale(&target, &scale_sets) {
+            replicas.insert(name, r);
         }
     } else {
         match &d.strategy {
@@ -265,6 +290,13 @@ pub fn sync(d: &DeploymentView, sets: &[SetView], now: DateTime<Utc>) -> Plan {
         } else if want != s.replicas {
             // Upstream rewrites the replica annotations of an old set whenever it scales it.
             set_annotations(d, &s.annotations, s.revision)
+        } else if rescale && s.replicas > 0 {
+            // A scaling pass records the new size on every active set, which ends the event.
+            let (surge, _) = surge_and_unavailable(d);
+            let mut a = s.annotations.clone();
+            a.insert(DESIRED_REPLICAS.into(), d.replicas.to_string());
+            a.insert(MAX_REPLICAS.into(), (d.replicas + surge).to_string());
+            a
         } else {
             s.annotations.clone()
         };

@@ -200,8 +200,13 @@ impl Controllers {
         ));
         tokio::spawn(crate::statefulset::driver::run(
             self.client_as("statefulset-controller"),
+            reads.clone(),
             informers.stateful_sets.clone(),
             informers.pods.clone(),
+        ));
+        tokio::spawn(crate::volume::driver::run(
+            self.client_as("persistent-volume-binder"),
+            reads.clone(),
         ));
         tokio::spawn(disruption::run(
             self.client_as("disruption-controller"),

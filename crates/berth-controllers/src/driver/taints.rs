@@ -1,15 +1,16 @@
 //! The NoExecute taint manager loop: each node or pod change goes to the engine as it arrives
 //! (nodes first), the engine's timers wake the loop at the next deadline, and a full pass over
 //! the stores resynchronises it at start, after each relist, and
-//! to retry a deletion that failed.
+//! to retry a deletion that failed. A pod is marked `DisruptionTarget` before it is deleted.
 
 use super::recorder::Recorder;
 use crate::informers::Informers;
 use crate::taint_manager::{TaintAction, TaintManager};
 use crate::Clock;
+use berth_core::pod_conditions;
 use berth_informers::Event;
 use k8s_openapi::api::core::v1::{Node, Pod};
-use kube::api::{Api, DeleteParams, Preconditions};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -44,7 +45,7 @@ pub async fn run(
     let mut actions = full_pass(&mut manager, &informers, &clock);
     let mut retry_at: Option<Instant> = None;
     loop {
-        if !execute(&client, &recorder, &metrics, actions).await {
+        if !execute(&client, &recorder, &metrics, &clock, actions).await {
             retry_at = Some(clock.instant() + RETRY_FAILED_AFTER);
         }
         let deadline = manager.next_wakeup().map(|at| clock.instant_at(at));
@@ -108,6 +109,7 @@ async fn execute(
     client: &kube::Client,
     recorder: &Recorder,
     metrics: &crate::metrics::ControllerMetrics,
+    clock: &Clock,
     actions: Vec<TaintAction>,
 ) -> bool {
     let mut all_done = true;
@@ -126,7 +128,11 @@ async fn execute(
                 // Up to 5 tries, 10 ms apart (upstream).
                 let mut done = false;
                 for attempt in 1..=5 {
-                    match api.delete(&pod.name, &params).await {
+                    let deleted = match mark_disruption_target(&api, &pod.name, clock).await {
+                        Ok(()) => api.delete(&pod.name, &params).await.map(|_| ()),
+                        Err(e) => Err(e),
+                    };
+                    match deleted {
                         Ok(_) => {
                             metrics.pod_deleted();
                             done = true;
@@ -146,4 +152,29 @@ async fn execute(
         }
     }
     all_done
+}
+
+/// Writes `DisruptionTarget` (`DeletionByTaintManager`) into the pod's status before it is
+/// deleted, reading the pod afresh as upstream's `addConditionAndDeletePod` does.
+async fn mark_disruption_target(
+    api: &Api<Pod>,
+    name: &str,
+    clock: &Clock,
+) -> Result<(), kube::Error> {
+    let pod = api.get(name).await?;
+    let conditions = pod
+        .status
+        .as_ref()
+        .and_then(|s| serde_json::to_value(&s.conditions).ok())
+        .unwrap_or_default();
+    let wanted = pod_conditions::disruption_target(
+        pod_conditions::DELETION_BY_TAINT_MANAGER,
+        pod_conditions::TAINT_MANAGER_MESSAGE,
+    );
+    if let Some(c) = pod_conditions::update(&conditions, &wanted, &clock.timestamp()) {
+        let patch = serde_json::json!({"status": {"conditions": [c]}});
+        api.patch_status(name, &PatchParams::default(), &Patch::Strategic(&patch))
+            .await?;
+    }
+    Ok(())
 }

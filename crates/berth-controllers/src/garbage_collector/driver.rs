@@ -15,7 +15,7 @@ use k8s_openapi::api::apps::v1::{
     ControllerRevision, DaemonSet, Deployment, ReplicaSet, StatefulSet,
 };
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{Pod, ReplicationController};
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, ReplicationController};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions, PropagationPolicy};
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
@@ -126,6 +126,9 @@ pub async fn run(client: kube::Client, mut informers: Informers) {
         Informer::start(Api::all(client.clone()), watcher::Config::default());
     let mut revisions: Informer<ControllerRevision> =
         Informer::start(Api::all(client.clone()), watcher::Config::default());
+    // Claims: a StatefulSet's retention policy makes the set or a pod their owner.
+    let mut claims: Informer<PersistentVolumeClaim> =
+        Informer::start(Api::all(client.clone()), watcher::Config::default());
     let ready = [
         informers.pods.synced().await,
         informers.replica_sets.synced().await,
@@ -146,6 +149,7 @@ pub async fn run(client: kube::Client, mut informers: Informers) {
         let (ds_r, dss) = snapshot::<DaemonSet>(&informers.daemon_sets);
         let (job_r, all_jobs) = snapshot::<Job>(&jobs);
         let (rev_r, revs) = snapshot::<ControllerRevision>(&revisions);
+        let (pvc_r, pvcs) = snapshot::<PersistentVolumeClaim>(&claims);
         let kinds = [
             (pod_r, pods.iter().map(|o| &o.metadata).collect()),
             (rs_r, rss.iter().map(|o| &o.metadata).collect()),
@@ -155,6 +159,7 @@ pub async fn run(client: kube::Client, mut informers: Informers) {
             (ds_r, dss.iter().map(|o| &o.metadata).collect()),
             (job_r, all_jobs.iter().map(|o| &o.metadata).collect()),
             (rev_r, revs.iter().map(|o| &o.metadata).collect()),
+            (pvc_r, pvcs.iter().map(|o| &o.metadata).collect()),
         ];
         collect(&client, &graph(&kinds)).await;
         let i = &mut informers;
@@ -168,6 +173,7 @@ pub async fn run(client: kube::Client, mut informers: Informers) {
                 &mut i.daemon_sets.changed,
                 &mut jobs.changed,
                 &mut revisions.changed,
+                &mut claims.changed,
             ],
             None,
         )

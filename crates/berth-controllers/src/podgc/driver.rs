@@ -1,12 +1,13 @@
 //! The pod GC loop: on pod or node changes (and when a quarantine ends), collect and
-//! force-delete (grace 0) what [`super::Quarantine::collect`] picks.
+//! force-delete (grace 0) what [`super::Quarantine::collect`] picks, after writing what
+//! [`super::status_before_delete`] says into its status (as upstream, the delete waits for it).
 
-use super::{PodInfo, Quarantine};
+use super::{status_before_delete, PodInfo, Quarantine};
 use crate::informers::{wait, Informers};
 use crate::model::to_chrono;
 use crate::Clock;
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, DeleteParams, Preconditions};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
 use std::collections::{HashMap, HashSet};
 
 pub async fn run(client: kube::Client, mut informers: Informers, clock: Clock, threshold: usize) {
@@ -63,6 +64,9 @@ pub async fn run(client: kube::Client, mut informers: Informers, clock: Clock, t
             let ns = pod.metadata.namespace.clone().unwrap_or_default();
             let name = pod.metadata.name.clone().unwrap_or_default();
             let api: Api<Pod> = Api::namespaced(client.clone(), &ns);
+            if !mark_failed(&api, pod, &nodes, &clock).await {
+                continue;
+            }
             let params = DeleteParams {
                 grace_period_seconds: Some(0),
                 preconditions: Some(Preconditions {
@@ -83,5 +87,45 @@ pub async fn run(client: kube::Client, mut informers: Informers, clock: Clock, t
         // Upstream collects every 20 s; a pass at most once a second is as prompt as a user
         // notices, and keeps a busy cluster's pod churn from turning into back-to-back passes.
         tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    }
+}
+
+/// Writes the status pod GC leaves on a pod it deletes; false when that write failed (the pod is
+/// then tried again on a later pass, as upstream).
+async fn mark_failed(api: &Api<Pod>, pod: &Pod, nodes: &HashSet<&str>, clock: &Clock) -> bool {
+    let node = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.node_name.as_deref())
+        .unwrap_or("");
+    let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
+    let info = PodInfo {
+        key: String::new(),
+        node: node.to_string(),
+        terminated: matches!(phase, Some("Succeeded" | "Failed")),
+        deleting: pod.metadata.deletion_timestamp.is_some(),
+        created: None,
+    };
+    let conditions = pod
+        .status
+        .as_ref()
+        .and_then(|s| serde_json::to_value(&s.conditions).ok())
+        .unwrap_or_default();
+    let node_gone = !node.is_empty() && !nodes.contains(node);
+    let Some(patch) = status_before_delete(&info, node_gone, &conditions, &clock.timestamp())
+    else {
+        return true;
+    };
+    let name = pod.metadata.name.as_deref().unwrap_or("");
+    match api
+        .patch_status(name, &PatchParams::default(), &Patch::Strategic(&patch))
+        .await
+    {
+        Ok(_) => true,
+        Err(kube::Error::Api(e)) if e.code == 404 => true,
+        Err(e) => {
+            tracing::warn!(pod = %name, error = %e, "pod gc: marking the pod failed did not work");
+            false
+        }
     }
 }

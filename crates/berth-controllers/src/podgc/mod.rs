@@ -6,7 +6,9 @@
 
 pub(crate) mod driver;
 
+use berth_core::pod_conditions;
 use chrono::{DateTime, Duration, Utc};
+use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 /// Upstream's quarantine before a node's absence is believed.
@@ -87,6 +89,32 @@ impl Quarantine {
     }
 }
 
+/// The status patch pod GC writes to a collected pod before deleting it, as upstream's
+/// `markFailedAndDeletePodWithCondition`: none for a pod already terminated; phase `Failed`
+/// otherwise (no kubelet will ever finish it), with `DisruptionTarget` (`DeletionByPodGC`) when
+/// its node is gone. `conditions` is the pod's `status.conditions`.
+pub fn status_before_delete(
+    pod: &PodInfo,
+    node_gone: bool,
+    conditions: &Value,
+    now: &str,
+) -> Option<Value> {
+    if pod.terminated {
+        return None;
+    }
+    let mut status = json!({"phase": "Failed"});
+    if node_gone {
+        let wanted = pod_conditions::disruption_target(
+            pod_conditions::DELETION_BY_POD_GC,
+            pod_conditions::POD_GC_MESSAGE,
+        );
+        if let Some(c) = pod_conditions::update(conditions, &wanted, now) {
+            status["conditions"] = json!([c]);
+        }
+    }
+    Some(json!({ "status": status }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -147,5 +175,34 @@ mod tests {
         p.deleting = true;
         let mut q = Quarantine::default();
         assert_eq!(q.collect(&[p], &HashSet::new(), 0, at(0)), ["u"]);
+    }
+
+    const NOW: &str = "2026-01-01T00:00:00Z";
+
+    #[test]
+    fn a_pod_of_a_gone_node_is_failed_and_marked_a_disruption_target() {
+        let p = pod("b", "gone", false, 0);
+        let patch = status_before_delete(&p, true, &Value::Null, NOW).expect("a status write");
+        assert_eq!(patch["status"]["phase"], "Failed");
+        let c = &patch["status"]["conditions"][0];
+        assert_eq!(c["type"], "DisruptionTarget");
+        assert_eq!(c["status"], "True");
+        assert_eq!(c["reason"], "DeletionByPodGC");
+        assert_eq!(c["message"], "PodGC: node no longer exists");
+        assert_eq!(c["lastTransitionTime"], NOW);
+    }
+
+    #[test]
+    fn an_unscheduled_terminating_pod_is_failed_without_a_condition() {
+        let mut p = pod("u", "", false, 0);
+        p.deleting = true;
+        let patch = status_before_delete(&p, false, &Value::Null, NOW).expect("a status write");
+        assert_eq!(patch, json!({"status": {"phase": "Failed"}}));
+    }
+
+    #[test]
+    fn a_terminated_pod_is_deleted_as_it_is() {
+        let p = pod("t", "gone", true, 0);
+        assert_eq!(status_before_delete(&p, true, &Value::Null, NOW), None);
     }
 }

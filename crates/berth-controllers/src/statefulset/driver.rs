@@ -1,29 +1,39 @@
-//! The StatefulSet controller loop: on StatefulSet, pod or revision changes, sync every
-//! StatefulSet — keep its ControllerRevisions, create and delete its pods, write its status.
+//! The StatefulSet controller loop: on StatefulSet, pod, revision or claim changes, sync every
+//! StatefulSet — keep its ControllerRevisions, keep its claims' owners as its retention policy
+//! says, create each pod's claims and then the pod, delete pods, write its status.
 //! Pods have fixed names, so a create the watch has not shown yet fails with 409 on the next
 //! pass and changes nothing.
 
-use super::{sync, Revision};
+use super::claims::{self, ClaimPod};
+use super::{ordinal, sync, Revision};
 use crate::controller_revision::{self, revision_template, REVISION_HASH_LABEL};
 use crate::owned_pods::{controlled_by, Owner};
 use crate::wait::wait;
 use berth_informers::Informer;
 use k8s_openapi::api::apps::v1::{ControllerRevision, StatefulSet};
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::runtime::watcher;
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+/// `reads` lists and watches the claims (as the controller manager's shared informers do).
 pub(crate) async fn run(
     client: kube::Client,
+    reads: kube::Client,
     mut sets: Informer<StatefulSet>,
     mut pods: Informer<Pod>,
 ) {
     let mut revisions: Informer<ControllerRevision> =
         Informer::start(Api::all(client.clone()), watcher::Config::default());
-    if !(sets.synced().await && pods.synced().await && revisions.synced().await) {
+    let mut claims: Informer<PersistentVolumeClaim> =
+        Informer::start(Api::all(reads), watcher::Config::default());
+    if !(sets.synced().await
+        && pods.synced().await
+        && revisions.synced().await
+        && claims.synced().await)
+    {
         return;
     }
     loop {
@@ -34,6 +44,7 @@ pub(crate) async fn run(
             pods.store.state()
         };
         let all_revisions: Vec<Arc<ControllerRevision>> = revisions.store.state();
+        let all_claims: Vec<Arc<PersistentVolumeClaim>> = claims.store.state();
         for set in all_sets
             .iter()
             .filter(|s| s.metadata.deletion_timestamp.is_none())
@@ -57,10 +68,23 @@ pub(crate) async fn run(
                             .any(|o| o.uid == uid)
                 })
                 .collect();
-            sync_set(&client, set, &mine, &owned).await;
+            let claims_of: BTreeMap<&str, &PersistentVolumeClaim> = all_claims
+                .iter()
+                .filter(|c| c.metadata.namespace.as_deref() == ns)
+                .filter_map(|c| Some((c.metadata.name.as_deref()?, c.as_ref())))
+                .collect();
+            if !keep_claim_owners(&client, set, &mine, &claims_of).await {
+                continue;
+            }
+            sync_set(&client, set, &mine, &owned, &claims_of).await;
         }
         wait(
-            &mut [&mut sets.changed, &mut pods.changed, &mut revisions.changed],
+            &mut [
+                &mut sets.changed,
+                &mut pods.changed,
+                &mut revisions.changed,
+                &mut claims.changed,
+            ],
             None,
         )
         .await;
@@ -72,6 +96,7 @@ async fn sync_set(
     set: &StatefulSet,
     pods: &[&Pod],
     revisions: &[&ControllerRevision],
+    existing_claims: &BTreeMap<&str, &PersistentVolumeClaim>,
 ) {
     let ns = set.metadata.namespace.clone().unwrap_or_default();
     let name = set.metadata.name.clone().unwrap_or_default();
@@ -137,6 +162,16 @@ async fn sync_set(
     let s = sync(set, pods, &current, &update);
     let api: Api<Pod> = Api::namespaced(client.clone(), &ns);
     for pod in s.create {
+        let n = pod["metadata"]["name"].as_str().unwrap_or("");
+        let i = n
+            .strip_prefix(name.as_str())
+            .and_then(|r| r.strip_prefix('-'))
+            .and_then(|r| r.parse::<i32>().ok())
+            .unwrap_or(-1);
+        // Upstream creates the pod's claims first, and makes no pod while one cannot be made.
+        if !create_claims(client, set, i, existing_claims).await {
+            break;
+        }
         let pod: Pod = match serde_json::from_value(pod) {
             Ok(p) => p,
             Err(e) => {
@@ -210,4 +245,106 @@ pub(crate) async fn apply_revisions(
         let _ = api.delete(name, &DeleteParams::default()).await;
     }
     true
+}
+
+/// Creates the claims of the pod of `ordinal` that do not exist yet; false when one could not
+/// be made or is still being deleted (the pod then waits, as upstream).
+async fn create_claims(
+    client: &kube::Client,
+    set: &StatefulSet,
+    ordinal: i32,
+    existing: &BTreeMap<&str, &PersistentVolumeClaim>,
+) -> bool {
+    let ns = set.metadata.namespace.clone().unwrap_or_default();
+    let api: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), &ns);
+    for mut claim in claims::claims_for(set, ordinal) {
+        let claim_name = claim["metadata"]["name"].as_str().unwrap_or("").to_string();
+        if let Some(c) = existing.get(claim_name.as_str()) {
+            if c.metadata.deletion_timestamp.is_some() {
+                tracing::info!(claim = %claim_name, "claim is being deleted; the pod waits");
+                return false;
+            }
+            continue;
+        }
+        let pod = ClaimPod {
+            name: "",
+            uid: "",
+            scaled_down: false,
+        };
+        if let Some(refs) = claims::owner_references(set, &pod, &serde_json::Value::Null) {
+            claim["metadata"]["ownerReferences"] = refs;
+        }
+        let claim: PersistentVolumeClaim = match serde_json::from_value(claim) {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::warn!(claim = %claim_name, error = %e, "claim template unusable");
+                return false;
+            }
+        };
+        match api.create(&PostParams::default(), &claim).await {
+            Ok(_) => tracing::info!(claim = %claim_name, "created claim"),
+            Err(kube::Error::Api(e)) if e.code == 409 => {}
+            Err(e) => {
+                tracing::warn!(claim = %claim_name, error = %e, "creating claim failed");
+                return false;
+            }
+        }
+    }
+    true
+}
+
+/// Brings the owners of the set's pods' claims in line with its retention policy, before any
+/// pod is deleted (so a scaled-down pod owns its claims by the time it goes, as upstream).
+/// False when a write failed: the set waits for the next pass.
+async fn keep_claim_owners(
+    client: &kube::Client,
+    set: &StatefulSet,
+    pods: &[&Pod],
+    existing: &BTreeMap<&str, &PersistentVolumeClaim>,
+) -> bool {
+    let set_name = set.metadata.name.clone().unwrap_or_default();
+    let ns = set.metadata.namespace.clone().unwrap_or_default();
+    let replicas = set.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+    let api: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), &ns);
+    let mut ok = true;
+    for pod in pods {
+        let Some(i) = ordinal(&set_name, pod) else {
+            continue;
+        };
+        let owner = ClaimPod {
+            name: pod.metadata.name.as_deref().unwrap_or(""),
+            uid: pod.metadata.uid.as_deref().unwrap_or(""),
+            scaled_down: i >= replicas,
+        };
+        for wanted in claims::claims_for(set, i) {
+            let Some(claim) = wanted["metadata"]["name"]
+                .as_str()
+                .and_then(|n| existing.get(n))
+            else {
+                continue;
+            };
+            if claim.metadata.deletion_timestamp.is_some() {
+                continue;
+            }
+            let refs = serde_json::to_value(&claim.metadata.owner_references).unwrap_or_default();
+            let Some(refs) = claims::owner_references(set, &owner, &refs) else {
+                continue;
+            };
+            let patch = json!({"metadata": {"ownerReferences": refs,
+                                            "resourceVersion": claim.metadata.resource_version}});
+            let claim_name = claim.metadata.name.as_deref().unwrap_or("");
+            match api
+                .patch(claim_name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+            {
+                Ok(_) => {}
+                Err(kube::Error::Api(e)) if e.code == 404 => {}
+                Err(e) => {
+                    tracing::warn!(claim = %claim_name, error = %e, "updating claim owners failed");
+                    ok = false;
+                }
+            }
+        }
+    }
+    ok
 }

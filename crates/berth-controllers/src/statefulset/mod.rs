@@ -1,12 +1,13 @@
-//! The StatefulSet controller, as upstream's `pkg/controller/statefulset` (without volume claim
-//! templates): pods named `<set>-<ordinal>` with a stable hostname, made from the revision their
+//! The StatefulSet controller, as upstream's `pkg/controller/statefulset`: pods named `<set>-<ordinal>` with a stable hostname, made from the revision their
 //! ordinal should run. `OrderedReady` creates one pod at a time in ordinal order, each after the
 //! ones before are Running and Ready, and scales down from the highest ordinal, one at a time;
 //! `Parallel` creates and deletes them all at once. `RollingUpdate` replaces pods at or above
 //! `partition` whose revision is not the update revision, highest ordinal first, one at a time
-//! while every pod is healthy; `OnDelete` leaves that to the user. Pure: [`sync`]; the driver
-//! (`driver.rs`) keeps the revisions and carries the decisions out.
+//! while every pod is healthy; `OnDelete` leaves that to the user. Each pod's
+//! `volumeClaimTemplates` claims and their retention policy: [`claims`]. Pure: [`sync`]; the
+//! driver (`driver.rs`) keeps the revisions and claims and carries the decisions out.
 
+pub mod claims;
 pub(crate) mod driver;
 
 use crate::controller_revision::REVISION_HASH_LABEL;
@@ -78,6 +79,7 @@ pub fn new_pod(set: &StatefulSet, ordinal: i32, revision: &Revision) -> Value {
     labels[REVISION_HASH_LABEL] = json!(revision.name);
     labels[POD_NAME_LABEL] = json!(name);
     labels[POD_INDEX_LABEL] = json!(ordinal.to_string());
+    claims::add_volumes(&mut pod, set, ordinal);
     pod["spec"]["hostname"] = json!(name);
     if let Some(service) = set
         .spec

@@ -1,6 +1,7 @@
 //! Carrying out preemption (scheduler.md §7.7): after an unschedulable decision, run the engine
 //! ([`Scheduler::preempt`]); nominate the preemptor (`status.nominatedNodeName`), delete the
-//! victims gracefully with their own grace period and a `Preempted` event each, and clear the
+//! victims gracefully with their own grace period (each first marked `DisruptionTarget`, reason
+//! `PreemptionByScheduler`) and a `Preempted` event each, and clear the
 //! nominations of lower-priority pods nominated to that node.
 //!
 //! Also keeps what preemption and the two-pass filter read: the pending pods nominated to nodes
@@ -17,6 +18,7 @@ use crate::model::Pod;
 use crate::preemption::{Pdb, PreemptionInput, PreemptionOutcome};
 use crate::{ClusterCache, FitError, Nominated, PodInfo, Scheduler};
 use berth_core::clock::Clock;
+use berth_core::pod_conditions;
 use berth_informers::{Event as InformerEvent, Informer};
 use k8s_openapi::api::core::v1::{Event, ObjectReference, Pod as KPod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -140,6 +142,11 @@ impl Preemption {
                         };
                         let vapi: Api<KPod> = Api::namespaced(client.clone(), ns);
                         let victim = vapi.get_opt(vname).await.ok().flatten();
+                        if let Some(victim) = &victim {
+                            if !mark_disruption_target(&vapi, victim, &component, &clock).await {
+                                continue;
+                            }
+                        }
                         match vapi.delete(vname, &DeleteParams::default()).await {
                             Ok(_) => {
                                 if let Some(victim) = victim {
@@ -175,6 +182,41 @@ async fn set_nominated(api: &Api<KPod>, name: &str, node: Option<&str>) {
         .await
     {
         tracing::debug!(pod = %name, error = %e, "setting nominatedNodeName failed");
+    }
+}
+
+/// Writes upstream's `DisruptionTarget` condition (`PreemptionByScheduler`) into the victim's
+/// status before it is deleted, as upstream's `prepareCandidate` does; false when that write
+/// failed, in which case the victim is left alone (as upstream, which gives up on the candidate).
+async fn mark_disruption_target(
+    api: &Api<KPod>,
+    victim: &KPod,
+    scheduler_name: &str,
+    clock: &Clock,
+) -> bool {
+    let conditions = victim
+        .status
+        .as_ref()
+        .and_then(|s| serde_json::to_value(&s.conditions).ok())
+        .unwrap_or_default();
+    let wanted = pod_conditions::disruption_target(
+        pod_conditions::PREEMPTION_BY_SCHEDULER,
+        &pod_conditions::preemption_message(scheduler_name),
+    );
+    let Some(condition) = pod_conditions::update(&conditions, &wanted, &clock.timestamp()) else {
+        return true;
+    };
+    let name = victim.metadata.name.as_deref().unwrap_or("");
+    let patch = json!({"status": {"conditions": [condition]}});
+    match api
+        .patch_status(name, &PatchParams::default(), &Patch::Strategic(&patch))
+        .await
+    {
+        Ok(_) => true,
+        Err(e) => {
+            tracing::warn!(victim = %name, error = %e, "marking the victim DisruptionTarget failed");
+            false
+        }
     }
 }
 
