@@ -176,7 +176,7 @@ impl NodeAuthorizer {
     fn load(&self, kvs: &[KeyValue]) {
         let mut graph = Graph::default();
         for kv in kvs {
-            if let Some((namespace, name)) = pod_key(&kv.key) {
+            if let Some((namespace, name)) = pod_key(&kv.key).filter(|_| names_a_node(&kv.value)) {
                 if let Ok(pod) = serde_json::from_slice::<PodRefs>(&kv.value) {
                     graph.apply_pod(namespace, name, &pod);
                 }
@@ -191,6 +191,11 @@ impl NodeAuthorizer {
         };
         match kind {
             EventKind::Put => {
+                // An unbound pod links nothing (and a bound one never becomes unbound): pod
+                // creates cost a byte scan, not a decode.
+                if !names_a_node(&kv.value) {
+                    return;
+                }
                 // A bound pod's node and references never change: its status writes, the
                 // bulk of pod traffic, cost a lookup and no decoding.
                 if self
@@ -222,6 +227,13 @@ impl NodeAuthorizer {
         let pod: PodRefs = serde_json::from_value(pod).unwrap();
         self.graph.write().unwrap().apply_pod(namespace, name, &pod);
     }
+}
+
+/// Whether a stored pod's JSON may name a node. serde_json writes keys verbatim, so a pod
+/// without the key is unbound; a label or annotation mentioning it only costs a decode.
+fn names_a_node(value: &[u8]) -> bool {
+    const KEY: &[u8] = b"\"nodeName\"";
+    value.windows(KEY.len()).any(|w| w == KEY)
 }
 
 fn no_relationship(node: &str) -> String {
@@ -272,6 +284,25 @@ mod tests {
     use super::*;
     use crate::user::UserInfo;
     use serde_json::json;
+
+    #[test]
+    fn only_a_pod_that_names_a_node_is_decoded() {
+        let unbound = serde_json::to_vec(&json!({"metadata": {"name": "p"}, "spec": {}})).unwrap();
+        let bound = serde_json::to_vec(&json!({"spec": {"nodeName": "n1"}})).unwrap();
+        assert!(!names_a_node(&unbound));
+        assert!(names_a_node(&bound));
+        let authz = NodeAuthorizer::default();
+        let kv = |value: Vec<u8>| KeyValue {
+            key: format!("{PODS}ns/p"),
+            value: value.into(),
+            create_revision: 1,
+            mod_revision: 1,
+        };
+        authz.event(EventKind::Put, &kv(unbound));
+        assert!(!authz.graph.read().unwrap().knows_pod("ns", "p"));
+        authz.event(EventKind::Put, &kv(bound));
+        assert!(authz.graph.read().unwrap().knows_pod("ns", "p"));
+    }
 
     fn node(name: &str) -> UserInfo {
         UserInfo {
