@@ -425,3 +425,56 @@ def test_generate_name_is_validated_as_a_name_prefix(berth, raw, ns):
     names = [c["metadata"]["name"] for c in
              berth.kubectl_json("get", "configmaps", "-n", ns)["items"]]
     assert not [n for n in names if n.startswith(("foo.", "Foo-"))]
+
+
+def test_unknown_fields_are_named_whatever_their_value(berth, ns):
+    cm = {"apiVersion": "v1", "kind": "ConfigMap",
+          "metadata": {"name": "typo", "labelz": {}}, "dta": {}}
+    r = berth.kubectl("create", "-f", "-", "-n", ns, stdin=cm, check=False)
+    assert r.returncode != 0
+    assert ('ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: '
+            'unknown field "dta", unknown field "metadata.labelz"') in r.stderr, r.stderr
+    bad = pod("emptytypo")
+    bad["spec"]["containerz"] = []
+    r = berth.kubectl("create", "-f", "-", "-n", ns, stdin=bad, check=False)
+    assert 'unknown field "spec.containerz"' in r.stderr, r.stderr
+    assert pod_names(berth, ns) == []
+
+
+def test_unknown_fields_are_dropped_with_a_warning_unless_strict(berth, raw, ns):
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "warned"},
+          "data": {"a": "1"}, "dta": {"b": "2"}}
+    r = berth.kubectl("create", "-f", "-", "-n", ns, "--validate=warn", stdin=cm)
+    assert 'Warning: unknown field "dta"' in r.stderr, r.stderr
+    stored = json.loads(berth.kubectl("get", "cm", "warned", "-n", ns, "-o", "json").stdout)
+    assert "dta" not in stored and stored["data"] == {"a": "1"}
+
+    berth.kubectl("create", "-f", "-", "-n", ns, stdin=pod("patched"))
+    before = berth.core.read_namespaced_pod("patched", ns).metadata.resource_version
+    path = f"/api/v1/namespaces/{ns}/pods/patched"
+    body = json.dumps({"metadata": {"labels": {"a": "b"}}, "spec": {"bogus": 1}})
+    r = raw.request("PATCH", path, body, content_type="application/merge-patch+json",
+                    fieldValidation="Strict")
+    assert_status(r, 400, "BadRequest", 'strict decoding error: unknown field "spec.bogus"')
+    assert berth.core.read_namespaced_pod("patched", ns).metadata.resource_version == before
+    r = raw.request("PATCH", path, body, content_type="application/merge-patch+json")
+    assert r.status_code == 200, r.text
+    assert r.headers["Warning"] == '299 - "unknown field \\"spec.bogus\\""'
+    assert "bogus" not in r.json()["spec"] and r.json()["metadata"]["labels"] == {"a": "b"}
+    stored = json.loads(berth.kubectl("get", "pod", "patched", "-n", ns, "-o", "json").stdout)
+    assert "bogus" not in stored["spec"]
+
+
+def test_every_kind_is_checked_against_its_schema(berth, ns):
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": "r"}, "rules": [{"verbz": ["get"], "resources": ["pods"],
+                                                  "apiGroups": [""]}]}
+    r = berth.kubectl("create", "-f", "-", "-n", ns, stdin=role, check=False)
+    assert 'unknown field "rules[0].verbz"' in r.stderr, r.stderr
+    cron = {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "c"},
+            "spec": {"schedule": "* * * * *", "jobTemplate": {"spec": {"template": {"spec": {
+                "restartPolicy": "Never", "containers": [{"name": "c", "image": "i"}]}}}},
+                "scheduel": "x"}}
+    r = berth.kubectl("create", "-f", "-", "-n", ns, stdin=cron, check=False)
+    assert 'unknown field "spec.scheduel"' in r.stderr, r.stderr
+    assert berth.kubectl("get", "roles,cronjobs", "-n", ns, "-o", "name").stdout.strip() == ""

@@ -121,14 +121,15 @@ pub fn decode_body(
         .map(|d| format!("duplicate field \"{d}\""))
         .collect();
     // Type errors are refused whatever the validation level; unknown fields depend on it.
-    match strict::schema_check(group, kind, &value) {
-        Ok(unknown) => problems.extend(unknown.iter().map(|u| format!("unknown field \"{u}\""))),
-        Err(e) => return Err(bad_body(kind, version, &e)),
+    let unknown =
+        strict::schema_check(group, kind, &value).map_err(|e| bad_body(kind, version, &e))?;
+    problems.extend(unknown.iter().map(|u| format!("unknown field \"{u}\"")));
+    if validation == FieldValidation::Strict && !problems.is_empty() {
+        return Err(strict::strict_error(kind, version, &problems));
     }
+    let mut value = value;
+    strict::prune(&mut value, &unknown);
     match validation {
-        FieldValidation::Strict if !problems.is_empty() => {
-            Err(strict::strict_error(kind, version, &problems))
-        }
         FieldValidation::Warn => Ok((value, problems)),
         _ => Ok((value, Vec::new())),
     }

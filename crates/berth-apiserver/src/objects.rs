@@ -423,24 +423,14 @@ pub async fn patch(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
         let (old, rv) = read(ctx, req)?;
         let rt = req.target.rt;
         let mut patched = apply_patch(&ctype, &old, &patch_doc, rt.kind)?;
-        check_patched(rt.group, rt.kind, &old, &patched, touched.as_deref())?;
+        let unknown = check_patched(rt.group, rt.kind, &old, &patched, touched.as_deref())?;
+        let warnings = crate::strict::settle_unknown(
+            rt,
+            req.query.field_validation()?,
+            &mut patched,
+            &unknown,
+        )?;
         strip_server_fields(&mut patched, &old);
-        if req.query.field_validation()? == crate::strict::FieldValidation::Strict {
-            let unknown =
-                crate::strict::schema_check(req.target.rt.group, req.target.rt.kind, &patched)
-                    .map_err(ApiError::BadRequest)?;
-            if !unknown.is_empty() {
-                let problems: Vec<String> = unknown
-                    .iter()
-                    .map(|u| format!("unknown field \"{u}\""))
-                    .collect();
-                return Err(crate::strict::strict_error(
-                    req.target.rt.kind,
-                    req.target.rt.version,
-                    &problems,
-                ));
-            }
-        }
         // A resourceVersion inside the patch is a precondition.
         let expected = match patched["metadata"]["resourceVersion"].as_str() {
             Some(p) if !p.is_empty() && p != rv.to_string() => {
@@ -458,7 +448,7 @@ pub async fn patch(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
         };
         match write_update(ctx, req, &old, patched, expected).await {
             Err(ApiError::Conflict { .. }) => continue,
-            other => return other,
+            other => return other.map(|response| with_warnings(response, &warnings)),
         }
     }
     Err(ApiError::Conflict {

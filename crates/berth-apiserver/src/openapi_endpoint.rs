@@ -4,8 +4,7 @@
 //! - v3 documents are addressed by hash (`?hash=H` from the index): the current hash is
 //!   answered with `Cache-Control: public, immutable`, another one with a redirect to the
 //!   current URL, as upstream does; no hash gets the document uncached.
-//! - v2 is JSON unless the client asks for protobuf (kubectl does, and only reads protobuf):
-//!   that request gets an empty protobuf document, so kubectl reads the v3 documents instead.
+//! - v2 is JSON unless the client asks for protobuf (kubectl does, and only reads protobuf).
 //! - Every document has an `ETag`; a matching `If-None-Match` is answered 304.
 
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -17,15 +16,17 @@ use crate::error::ApiError;
 /// The response to `path`, or `None` when `path` is not an OpenAPI path.
 pub fn respond(path: &str, query: Option<&str>, headers: &HeaderMap) -> Option<Response> {
     let response = match path {
-        "/openapi/v2" | "/openapi/v2/" if wants_protobuf(headers) => (
-            StatusCode::OK,
-            [(header::CONTENT_TYPE, openapi::OPENAPI_V2_CONTENT_TYPE)],
-            Vec::<u8>::new(),
-        )
-            .into_response(),
-        "/openapi/v2" | "/openapi/v2/" => document(openapi::v2(), headers, "no-cache, private"),
+        "/openapi/v2" | "/openapi/v2/" if wants_protobuf(headers) => document(
+            openapi::v2_protobuf(),
+            openapi::OPENAPI_V2_CONTENT_TYPE,
+            headers,
+            "no-cache, private",
+        ),
+        "/openapi/v2" | "/openapi/v2/" => {
+            document(openapi::v2(), JSON, headers, "no-cache, private")
+        }
         "/openapi/v3" | "/openapi/v3/" => {
-            document(openapi::v3_index(), headers, "no-cache, private")
+            document(openapi::v3_index(), JSON, headers, "no-cache, private")
         }
         p => {
             let gv = p.strip_prefix("/openapi/v3/")?;
@@ -34,15 +35,22 @@ pub fn respond(path: &str, query: Option<&str>, headers: &HeaderMap) -> Option<R
             };
             match hash_param(query) {
                 Some(h) if h != served.hash => redirect(gv, &served.hash),
-                Some(_) => document(served, headers, "public, immutable"),
-                None => document(served, headers, "no-cache, private"),
+                Some(_) => document(served, JSON, headers, "public, immutable"),
+                None => document(served, JSON, headers, "no-cache, private"),
             }
         }
     };
     Some(response)
 }
 
-fn document(served: &'static Served, headers: &HeaderMap, cache: &'static str) -> Response {
+const JSON: &str = "application/json";
+
+fn document(
+    served: &'static Served,
+    content_type: &'static str,
+    headers: &HeaderMap,
+    cache: &'static str,
+) -> Response {
     let etag = format!("\"{}\"", served.hash);
     let not_modified = headers
         .get(header::IF_NONE_MATCH)
@@ -60,10 +68,7 @@ fn document(served: &'static Served, headers: &HeaderMap, cache: &'static str) -
     (
         StatusCode::OK,
         [
-            (
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json"),
-            ),
+            (header::CONTENT_TYPE, HeaderValue::from_static(content_type)),
             (header::ETAG, etag),
             (header::CACHE_CONTROL, cache),
         ],

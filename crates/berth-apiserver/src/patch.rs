@@ -2,6 +2,7 @@
 
 use crate::codec::meta_str;
 use crate::error::{ApiError, ApiResult, Cause};
+use crate::strict::FieldPath;
 use serde_json::Value;
 
 /// Applies a patch of the given media type to `old`.
@@ -62,14 +63,15 @@ pub fn touched_fields(ctype: &str, patch: &Value) -> Option<Vec<String>> {
 /// Checks that a patch left an object its kind can hold: a JSON object, the same name and
 /// namespace, and (in the fields the patch touched: the rest is as stored, so the check costs
 /// what the patch touched) values of the schema's types. Upstream decodes the patched object
-/// into its type and answers 422 Invalid on the `patch` field when that fails.
+/// into its type and answers 422 Invalid on the `patch` field when that fails. Returns the
+/// fields the schema does not know, for field validation.
 pub fn check_patched(
     group: &str,
     kind: &str,
     old: &Value,
     patched: &Value,
     touched: Option<&[String]>,
-) -> ApiResult<()> {
+) -> ApiResult<Vec<FieldPath>> {
     let name = meta_str(old, "name");
     let invalid = |field: &str, message: String| ApiError::Invalid {
         kind: kind.into(),
@@ -115,7 +117,6 @@ pub fn check_patched(
         }
     };
     crate::strict::schema_check(group, kind, &projection)
-        .map(|_unknown| ())
         .map_err(|e| invalid("patch", format!("Invalid value: {e}")))
 }
 

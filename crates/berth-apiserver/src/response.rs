@@ -50,9 +50,9 @@ pub fn respond(ctx: &Ctx, req: &ApiRequest, code: StatusCode, v: Value) -> Respo
 /// Adds `Warning: 299 - "..."` headers, as upstream does for `fieldValidation=Warn`.
 pub fn with_warnings(mut resp: Response, warnings: &[String]) -> Response {
     for w in warnings {
-        if let Ok(v) =
-            axum::http::HeaderValue::from_str(&format!("299 - \"{}\"", w.replace('"', "'")))
-        {
+        // Quoted as an RFC 7234 warn-text, so kubectl prints the text as upstream's.
+        let text = w.replace('\\', "\\\\").replace('"', "\\\"");
+        if let Ok(v) = axum::http::HeaderValue::from_str(&format!("299 - \"{text}\"")) {
             resp.headers_mut().append("warning", v);
         }
     }
