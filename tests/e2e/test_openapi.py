@@ -23,6 +23,18 @@ def test_explain_pod_tolerations(berth):
         assert f"  {field}\t<string>" in out, out
 
 
+def test_explain_from_the_v2_document(berth):
+    # kubectl reads /openapi/v2 as protobuf for this output.
+    out = explain(berth, "pod.spec.tolerations", "--output=plaintext-openapiv2")
+    assert "KIND:     Pod" in out, out
+    assert "RESOURCE: tolerations <[]Object>" in out, out
+    assert "If specified, the pod's tolerations." in out
+    assert "tolerationSeconds\t<integer>" in out
+    out = explain(berth, "deployments.spec.strategy", "--output=plaintext-openapiv2")
+    assert "VERSION:  apps/v1" in out, out
+    assert "rollingUpdate\t<Object>" in out, out
+
+
 def test_explain_pods_with_api_version(berth):
     out = explain(berth, "pods", "--api-version=v1")
     assert "Pod is a collection of containers that can run on a host." in out

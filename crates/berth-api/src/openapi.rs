@@ -7,9 +7,8 @@
 //!   `fieldValidation` parameter and a strategic-merge-patch request body) and, in
 //!   `components.schemas`, the schemas of its kinds and everything they reference.
 //! - [`v2`] is `GET /openapi/v2` as JSON (Swagger 2.0): every path and definition at once.
-//!   kubectl asks for protobuf only; the server answers those requests with an empty
-//!   protobuf document ([`OPENAPI_V2_CONTENT_TYPE`]), which makes kubectl use the v3
-//!   documents (or its compiled-in types) and skip client-side validation of `kind: List`.
+//!   kubectl asks for it as protobuf ([`OPENAPI_V2_CONTENT_TYPE`]): [`v2_protobuf`] holds the
+//!   same definitions in gnostic's `openapi.v2.Document` (see [`v2_proto`]).
 //!
 //! The schemas come from `openapi/k8s-schemas.json`, generated from k8s-openapi by
 //! `tools/openapi-gen` (see [`catalog`] for what is added to them). The documents are built
@@ -17,6 +16,7 @@
 
 mod catalog;
 mod operations;
+mod v2_proto;
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
@@ -38,7 +38,7 @@ const INFO: &str = "v1.32.0";
 /// A document as the server sends it: compact JSON and the hash clients cache it by.
 #[derive(Debug)]
 pub struct Served {
-    /// The JSON body.
+    /// The body: JSON, or protobuf for [`v2_protobuf`].
     pub body: Vec<u8>,
     /// 16 upper-case hex digits derived from `body`.
     pub hash: String,
@@ -46,7 +46,10 @@ pub struct Served {
 
 impl Served {
     fn new(doc: &Value) -> Served {
-        let body = doc.to_string().into_bytes();
+        Served::of(doc.to_string().into_bytes())
+    }
+
+    fn of(body: Vec<u8>) -> Served {
         let hash = hash(&body);
         Served { body, hash }
     }
@@ -84,6 +87,13 @@ fn documents() -> &'static Documents {
 /// `GET /openapi/v2` as JSON.
 pub fn v2() -> &'static Served {
     V2.get_or_init(|| Served::new(&v2_document(&Catalog::load())))
+}
+
+static V2_PROTOBUF: OnceLock<Served> = OnceLock::new();
+
+/// `GET /openapi/v2` as kubectl asks for it: the definitions of [`v2`] as protobuf.
+pub fn v2_protobuf() -> &'static Served {
+    V2_PROTOBUF.get_or_init(|| Served::of(v2_proto::encode(&v2_document(&Catalog::load()))))
 }
 
 /// `GET /openapi/v3`: `{"paths": {"api/v1": {"serverRelativeURL": "/openapi/v3/api/v1?hash=H"}, ...}}`.

@@ -3,6 +3,7 @@
 //! clients rely on and k8s-openapi does not carry:
 //!
 //! - `x-kubernetes-group-version-kind` on each kind's definition (the caller picks which);
+//! - `metadata` not required, as upstream's documents have it;
 //! - on every list field, the patch strategy of berth's own strategic merge patch
 //!   ([`berth_core::patch::list_patch`]) as `x-kubernetes-patch-strategy`/`-patch-merge-key`
 //!   and `x-kubernetes-list-type`/`-list-map-keys`: `kubectl apply` computes its patch from
@@ -68,7 +69,25 @@ impl Catalog {
         };
         let mut catalog = Catalog { kinds, definitions };
         catalog.annotate_lists();
+        catalog.unrequire_metadata();
         catalog
+    }
+
+    /// k8s-openapi holds every object's `metadata` as required, upstream's documents never
+    /// do; kubectl's client-side validation (from the v2 document) would refuse a body
+    /// without it, such as the `TokenReview` that `kubectl create -f` sends.
+    fn unrequire_metadata(&mut self) {
+        for schema in self.definitions.values_mut() {
+            let Some(required) = schema.get_mut("required").and_then(Value::as_array_mut) else {
+                continue;
+            };
+            required.retain(|field| field != "metadata");
+            if required.is_empty() {
+                if let Some(object) = schema.as_object_mut() {
+                    object.remove("required");
+                }
+            }
+        }
     }
 
     /// The schema of `group`/`version`/`kind`, if served.

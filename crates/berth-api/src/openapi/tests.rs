@@ -158,3 +158,25 @@ fn v2_has_every_definition_with_gvks_and_patch_consumes() {
         assert!(defs.get(name).is_some(), "{name} is referenced but missing");
     }
 }
+
+#[test]
+fn metadata_is_never_required_as_upstream_documents_it() {
+    let v2: Value = serde_json::from_slice(&v2().body).unwrap();
+    let defs = &v2["definitions"];
+    assert_eq!(
+        defs["io.k8s.api.authentication.v1.TokenReview"]["required"],
+        json!(["spec"])
+    );
+    assert!(defs["io.k8s.api.core.v1.Pod"].get("required").is_none());
+    assert_eq!(
+        defs["io.k8s.api.core.v1.Container"]["required"],
+        json!(["name"])
+    );
+}
+
+#[test]
+fn v2_as_protobuf_is_served_and_cached() {
+    let proto = v2_protobuf();
+    assert!(proto.body.len() > 100_000, "{}", proto.body.len());
+    assert!(std::ptr::eq(proto, v2_protobuf()));
+}
