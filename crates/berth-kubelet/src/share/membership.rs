@@ -188,7 +188,7 @@ mod tests {
             renew_time: "yesterday".into(),
             ..record("a", at(0))
         };
-        m.observe(&[r.clone()], at(0), LEASE);
+        m.observe(std::slice::from_ref(&r), at(0), LEASE);
         assert!(m.live(at(0), LEASE).is_empty());
         // It becomes live once we see it change.
         let renewed = Record {
