@@ -248,3 +248,24 @@ impl Election {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{parse_replica_id, replica_id_of};
+
+    #[test]
+    fn the_default_replica_id_is_the_host_name_fit_for_a_lease_name_and_the_port() {
+        assert_eq!(replica_id_of("berth-a\n", 6443), "berth-a-6443");
+        assert_eq!(replica_id_of("My_Host.lan", 6444), "my-host.lan-6444");
+        assert_eq!(replica_id_of("", 6445), "berth-6445");
+        assert_eq!(replica_id_of("__", 6445), "berth-6445");
+    }
+
+    #[test]
+    fn a_replica_id_given_must_make_a_lease_name() {
+        assert_eq!(parse_replica_id("replica-a"), Ok("replica-a".into()));
+        for bad in ["", "Replica", "a_b", "-a", "a-", "a/b"] {
+            assert!(parse_replica_id(bad).is_err(), "{bad:?}");
+        }
+    }
+}
