@@ -38,6 +38,7 @@ pub mod model;
 mod node;
 pub mod oom;
 mod pods;
+pub mod share;
 pub mod sim;
 pub mod simulate;
 pub mod status;
@@ -83,6 +84,7 @@ pub struct Kubelet {
     endpoint_host: String,
     commands: commands::Commands,
     lease_renew_interval: Duration,
+    sharing: Option<share::Sharing>,
 }
 
 /// Upstream's housekeeping interval.
@@ -99,7 +101,16 @@ impl Kubelet {
             endpoint_host: "127.0.0.1".into(),
             commands: commands::Commands::default(),
             lease_renew_interval: DEFAULT_LEASE_RENEW_INTERVAL,
+            sharing: None,
         }
+    }
+
+    /// Shares the nodes with the other replicas on the same etcd ([`share`]): each node's
+    /// kubelet runs here only while this replica holds the node's Lease. Without it, every
+    /// node runs here (the embedded shape).
+    pub fn shared(mut self, sharing: share::Sharing) -> Kubelet {
+        self.sharing = Some(sharing);
+        self
     }
 
     /// How often each node renews its lease (upstream: 10s, a quarter of the lease; the
@@ -157,11 +168,23 @@ impl Kubelet {
             port,
         };
         let clients = clients::Clients::new(self.client.clone(), self.node_credentials);
-        for (i, config) in self.nodes.iter().enumerate() {
+        let hosted = Arc::new(match self.sharing {
+            Some(_) => share::Hosted::none(),
+            None => share::Hosted::every(),
+        });
+        // Shared nodes register as this replica takes them, and the failure schedule runs in
+        // one replica (see `berth serve`).
+        let registered = if hosted.shared() {
+            &[][..]
+        } else {
+            &self.nodes[..]
+        };
+        for (i, config) in registered.iter().enumerate() {
             let spec = node::NodeSpec {
                 config,
                 index: i + 1,
                 endpoint: &endpoint,
+                replica: None,
             };
             node::register(
                 &clients.shared(),
@@ -176,7 +199,7 @@ impl Kubelet {
             })?;
         }
         let schedule = failures::timeline(
-            self.nodes
+            registered
                 .iter()
                 .map(|n| (n.name.as_str(), n.failures.as_slice())),
         );
@@ -187,17 +210,22 @@ impl Kubelet {
                 schedule,
             ));
         }
+        let configs = self.nodes.clone();
         let models = self.nodes.into_iter().map(model::NodeModel::new).collect();
         let sim = Arc::new(sim::Sim::new(
             clients.clone(),
             models,
             self.housekeeping_interval,
             self.clock,
+            hosted.clone(),
         ));
+        let leases = Arc::new(share::NodeLeases::default());
+        let holder = self.sharing.as_ref().map(|s| s.replica.clone());
         tokio::spawn(renew_leases(
             clients.clone(),
             sim.clone(),
             self.lease_renew_interval,
+            holder.map(|h| (h, leases.clone())),
         ));
         sim.show_program_output(self.commands.output());
         sim.spawn();
@@ -209,7 +237,27 @@ impl Kubelet {
             runs: Arc::default(),
         };
         tokio::spawn(watch_nodes(self.client.clone(), pods.clone()));
-        tokio::spawn(run_pods(pods));
+        tokio::spawn(run_pods(pods.clone()));
+        if let Some(sharing) = self.sharing {
+            let names = configs.iter().map(|c| c.name.clone()).collect();
+            let clock = pods.sim.clock().clone();
+            let host = Arc::new(Homes {
+                pods,
+                configs,
+                endpoint_host: self.endpoint_host,
+                port,
+                replica: sharing.replica.clone(),
+            });
+            tokio::spawn(share::run(
+                sharing,
+                self.client.clone(),
+                names,
+                hosted,
+                leases,
+                host,
+                clock,
+            ));
+        }
         Ok(())
     }
 
@@ -220,6 +268,62 @@ impl Kubelet {
                 tracing::error!(error = %e, "simulated nodes failed to start");
             }
         });
+    }
+}
+
+/// Starting and stopping the kubelets of shared nodes in this replica.
+struct Homes {
+    pods: PodRunner,
+    configs: Vec<NodeConfig>,
+    endpoint_host: String,
+    port: u16,
+    replica: String,
+}
+
+impl share::Host for Homes {
+    fn start(&self, name: String) -> futures::future::BoxFuture<'static, bool> {
+        let found = self
+            .configs
+            .iter()
+            .enumerate()
+            .find(|(_, c)| c.name == name);
+        let Some((i, config)) = found.map(|(i, c)| (i, c.clone())) else {
+            return Box::pin(std::future::ready(false));
+        };
+        let (pods, host, port, replica) = (
+            self.pods.clone(),
+            self.endpoint_host.clone(),
+            self.port,
+            self.replica.clone(),
+        );
+        Box::pin(async move {
+            let endpoint = node::Endpoint { host: &host, port };
+            let spec = node::NodeSpec {
+                config: &config,
+                index: i + 1,
+                endpoint: &endpoint,
+                replica: Some(&replica),
+            };
+            let clients = &pods.clients;
+            let clock = pods.sim.clock().clone();
+            if let Err(e) =
+                node::register(&clients.shared(), &clients.node(&name), &spec, &clock).await
+            {
+                tracing::warn!(node = %name, error = %e, "starting the kubelet of a node taken over failed");
+                return false;
+            }
+            pods.sim.run_here(&name);
+            pods.catch_up(name).await;
+            true
+        })
+    }
+
+    fn stop(&self, node: &str) {
+        self.pods.sim.stop_here(node);
+    }
+
+    fn client(&self, node: &str) -> kube::Client {
+        self.pods.clients.node(node)
     }
 }
 
@@ -267,7 +371,13 @@ impl PodRunner {
         let client = self.clients.node(node);
         self.commands.observe(&client, &pod, self.sim.clock());
         if self.sim.on_pod(&pod).await {
-            pods::start_run(&client, &pod, self.sim.clock(), &self.runs);
+            pods::start_run(
+                &client,
+                &pod,
+                self.sim.clock(),
+                &self.runs,
+                self.sim.hosted(),
+            );
             tokio::spawn(pods::reconcile(client, pod, self.sim.clock().clone()));
         }
     }
@@ -322,15 +432,35 @@ async fn run_pods(runner: PodRunner) {
 
 // Leases.
 
-/// Renews the lease of every node that reaches the API, each `every`.
-async fn renew_leases(clients: clients::Clients, sim: Arc<sim::Sim>, every: Duration) {
+/// Renews the lease of every node that reaches the API and runs here, each `every`; shared
+/// nodes name the replica as holder, and a lease taken by another replica stops the kubelet.
+async fn renew_leases(
+    clients: clients::Clients,
+    sim: Arc<sim::Sim>,
+    every: Duration,
+    shared: Option<(String, Arc<share::NodeLeases>)>,
+) {
     let mut tick = sim.clock().interval(every);
     loop {
         tick.tick().await;
         let renew = sim.clock().micro_timestamp();
         for node in sim.node_names() {
             // A stopped or partitioned node's renewals never arrive.
-            if !sim.mode(node).reaches_api() {
+            if !sim.mode(node).reaches_api() || !sim.runs_here(node) {
+                continue;
+            }
+            if let Some((replica, leases)) = &shared {
+                match leases
+                    .renew(&clients.node(node), node, replica, &renew)
+                    .await
+                {
+                    Ok(share::Renewed::Yes) => {}
+                    Ok(share::Renewed::Lost(holder)) => {
+                        tracing::warn!(node = %node, holder = %holder, "the node Lease was taken by another replica: stopped its kubelet here");
+                        sim.stop_here(node);
+                    }
+                    Err(e) => tracing::debug!(node = %node, error = %e, "lease renewal failed"),
+                }
                 continue;
             }
             let lease = serde_json::json!({

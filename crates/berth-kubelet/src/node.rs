@@ -14,6 +14,9 @@ pub struct NodeSpec<'a> {
     pub index: usize,
     /// Where its kubelet endpoints answer.
     pub endpoint: &'a Endpoint<'a>,
+    /// The replica running its kubelet, when the kubelets are shared among replicas: part of
+    /// its `bootID`, which changes when the kubelet moves, as after a reboot.
+    pub replica: Option<&'a str>,
 }
 
 /// The listener of the kubelet endpoints, shared by every simulated node of the process.
@@ -40,6 +43,13 @@ impl NodeSpec<'_> {
     /// The node's internal IP: 10.0.x.y from its index.
     pub fn internal_ip(&self) -> String {
         format!("10.0.{}.{}", (self.index / 250) % 250, self.index % 250 + 1)
+    }
+
+    fn boot_id(&self) -> String {
+        match self.replica {
+            Some(r) => format!("berth-{}@{r}", self.config.name),
+            None => format!("berth-{}", self.config.name),
+        }
     }
 
     fn object(&self, now: &str) -> serde_json::Value {
@@ -71,7 +81,7 @@ impl NodeSpec<'_> {
                               {"type": "InternalDNS", "address": self.endpoint.host}],
                 "daemonEndpoints": {"kubeletEndpoint": {"Port": self.endpoint.port}},
                 "nodeInfo": {
-                    "machineID": format!("berth-{}", c.name), "systemUUID": format!("berth-{}", c.name), "bootID": format!("berth-{}", c.name),
+                    "machineID": format!("berth-{}", c.name), "systemUUID": format!("berth-{}", c.name), "bootID": self.boot_id(),
                     "kernelVersion": "6.1.0-berth", "osImage": "berth simulated node", "containerRuntimeVersion": "berth://0.1.0",
                     "kubeletVersion": "v1.32.0-berth", "kubeProxyVersion": "v1.32.0-berth", "operatingSystem": "linux", "architecture": "amd64",
                 },

@@ -150,6 +150,7 @@ pub fn start_run(
     pod: &Pod,
     clock: &Clock,
     runs: &Arc<Mutex<HashSet<String>>>,
+    hosted: Arc<crate::share::Hosted>,
 ) {
     let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
     if pod.metadata.deletion_timestamp.is_some() || matches!(phase, Some("Succeeded" | "Failed")) {
@@ -174,8 +175,15 @@ pub fn start_run(
         .and_then(|s| s.restart_policy.clone())
         .unwrap_or_else(|| "Always".into());
     let (name, clock, runs) = (pod.name_any(), clock.clone(), runs.clone());
+    let node = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.node_name.clone())
+        .unwrap_or_default();
+    // A run whose node moved to another replica stops here; the new owner runs it on.
+    let here = move || hosted.runs(&node);
     tokio::spawn(async move {
-        run_containers(&api, &name, &uid, run, &policy, &clock).await;
+        run_containers(&api, &name, &uid, run, &policy, &clock, &here).await;
         runs.lock().expect("runs").remove(&uid);
     });
 }
@@ -189,11 +197,15 @@ async fn run_containers(
     run: Run,
     policy: &str,
     clock: &Clock,
+    here: &(dyn Fn() -> bool + Send + Sync),
 ) {
     let mut restarts = 0;
     let ran = Duration::from_secs(run.seconds);
     loop {
         clock.sleep(ran).await;
+        if !here() {
+            return;
+        }
         let Some(pod) = running(api, name, uid).await else {
             return;
         };
@@ -213,6 +225,9 @@ async fn run_containers(
         };
         post_backoff(api, &pod, clock).await;
         clock.sleep(backoff).await;
+        if !here() {
+            return;
+        }
         restarts += 1;
         let Some(pod) = current(api, name, uid).await else {
             return;

@@ -30,6 +30,8 @@ pub struct Sim {
     modes: Mutex<HashMap<String, Simulate>>,
     /// What the programs of recognised containers printed, by pod (`kubectl logs` shows it).
     program_output: std::sync::OnceLock<crate::commands::ProgramOutput>,
+    /// The nodes whose kubelets run in this process now (all, unless shared among replicas).
+    hosted: Arc<crate::share::Hosted>,
 }
 
 /// One node's housekeeping memory between passes.
@@ -44,6 +46,7 @@ impl Sim {
         nodes: Vec<NodeModel>,
         interval: Duration,
         clock: Clock,
+        hosted: Arc<crate::share::Hosted>,
     ) -> Sim {
         Sim {
             clients,
@@ -57,7 +60,30 @@ impl Sim {
             shown: Mutex::new(HashMap::new()),
             modes: Mutex::new(HashMap::new()),
             program_output: std::sync::OnceLock::new(),
+            hosted,
         }
+    }
+
+    /// The nodes whose kubelets run here now.
+    pub fn hosted(&self) -> Arc<crate::share::Hosted> {
+        self.hosted.clone()
+    }
+
+    /// Whether `node`'s kubelet runs in this process now.
+    pub fn runs_here(&self, node: &str) -> bool {
+        self.hosted.runs(node)
+    }
+
+    /// Starts running `node`'s kubelet here (a shared node this replica took).
+    pub fn run_here(&self, node: &str) {
+        self.hosted.add(node);
+    }
+
+    /// Stops `node`'s kubelet here at once and forgets its pods: should it come back, it
+    /// catches up with them from the API.
+    pub fn stop_here(&self, node: &str) {
+        self.hosted.remove(node);
+        self.forget_pods_except(node, &std::collections::HashSet::new());
     }
 
     /// How `node` behaves now (`berth.io/simulate`).
@@ -137,9 +163,9 @@ impl Sim {
         elapsed.saturating_mul(self.clock.speed())
     }
 
-    /// Whether `node` is one of ours.
+    /// Whether `node` is one of ours, its kubelet running here.
     pub fn has_node(&self, node: &str) -> bool {
-        self.nodes.contains_key(node)
+        self.nodes.contains_key(node) && self.runs_here(node)
     }
 
     /// The node's stats summary now (`/stats/summary`).
@@ -194,12 +220,12 @@ impl Sim {
         })
     }
 
-    /// Whether a node of ours runs this pod.
+    /// Whether a node of ours, its kubelet running here, runs this pod.
     pub fn owns(&self, pod: &Pod) -> bool {
         pod.spec
             .as_ref()
             .and_then(|s| s.node_name.as_ref())
-            .is_some_and(|n| self.nodes.contains_key(n))
+            .is_some_and(|n| self.has_node(n))
     }
 
     /// Takes in a pod event; admits new pods. Returns whether the pod lifecycle should proceed
@@ -358,8 +384,8 @@ impl Sim {
     async fn pass(&self, node: &str, state: &mut PassState) {
         let mode = self.mode(node);
         // A node that cannot reach the API neither reports nor evicts; a stopped one runs
-        // nothing at all.
-        if !mode.reaches_api() {
+        // nothing at all; one whose kubelet runs in another replica is that replica's.
+        if !mode.reaches_api() || !self.runs_here(node) {
             return;
         }
         let ready: Readiness = match mode {

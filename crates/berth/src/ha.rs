@@ -5,10 +5,14 @@
 //! only in the replica holding its own Lease in `kube-system`, named as upstream's components
 //! name theirs: `kube-scheduler` (the scheduler), `kube-controller-manager` (the controllers,
 //! node lifecycle among them), `descheduler`; the simulated kubelets run in the holder of
-//! `berth-control-plane`. A replica may lead some and not others. When a holder dies, another
-//! replica takes its Lease once it has not moved for the lease duration and starts those
-//! loops; a holder that cannot renew exits at once (as kube-scheduler and
-//! kube-controller-manager do) so it has stopped before anyone may take over.
+//! `berth-control-plane` (the cluster file's node failure schedule). A replica may lead some and
+//! not others. When a holder dies, another replica takes its Lease once it has not moved for
+//! the lease duration and starts those loops; a holder that cannot renew exits at once (as
+//! kube-scheduler and kube-controller-manager do) so it has stopped before anyone may take over.
+//!
+//! The simulated kubelets are shared among the replicas (`berth_kubelet::share`): each replica
+//! keeps its own Lease `kube-system/berth-replica-<id>` ([`Election::membership`]) and runs the
+//! nodes assigned to it by rendezvous hashing over the live replicas.
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -25,7 +29,8 @@ pub const SCHEDULER_LEASE: &str = "kube-scheduler";
 pub const CONTROLLER_MANAGER_LEASE: &str = "kube-controller-manager";
 /// The in-process descheduler's Lease (upstream descheduler's).
 pub const DESCHEDULER_LEASE: &str = "descheduler";
-/// The simulated kubelets' Lease.
+/// The Lease of the simulated nodes' cluster-wide part: the cluster file's failure schedule
+/// (the kubelets themselves are shared among the replicas).
 pub const KUBELETS_LEASE: &str = "berth-control-plane";
 
 /// kube-apiserver's etcd flags, and the election timings of the replicas' control loops.
@@ -60,6 +65,53 @@ pub struct EtcdArgs {
     /// With etcd: time between attempts to acquire or renew the Lease.
     #[arg(long, default_value = "2s", value_parser = berth_controllers::parse_duration)]
     pub leader_elect_retry_period: Duration,
+    /// With etcd: this replica's id among those sharing the simulated kubelets (its Lease is
+    /// `kube-system/berth-replica-<id>`; node Leases name it as holder). Unique per replica;
+    /// default: the host name and the port (`myhost-6443`).
+    #[arg(long, value_parser = parse_replica_id)]
+    pub replica_id: Option<String>,
+}
+
+/// A replica id: lowercase letters, digits, '-' and '.', as a Lease name allows.
+fn parse_replica_id(s: &str) -> Result<String, String> {
+    let ok = !s.is_empty()
+        && s.len() <= 200
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+        && s.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && s.ends_with(|c: char| c.is_ascii_alphanumeric());
+    if ok {
+        Ok(s.to_string())
+    } else {
+        Err(format!("{s:?}: a replica id is lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"))
+    }
+}
+
+/// The default replica id: the host name, made fit for a Lease name, and the port.
+pub fn default_replica_id(port: u16) -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_default();
+    replica_id_of(&host, port)
+}
+
+fn replica_id_of(host: &str, port: u16) -> String {
+    let host: String = host
+        .trim()
+        .to_ascii_lowercase()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let host = host.trim_matches(|c: char| !c.is_ascii_alphanumeric());
+    let host = if host.is_empty() { "berth" } else { host };
+    format!("{host}-{port}")
 }
 
 impl EtcdArgs {
@@ -106,6 +158,13 @@ impl EtcdArgs {
             clock,
         })
     }
+
+    /// The id of this replica, listening on `port`.
+    pub fn replica_id(&self, port: u16) -> String {
+        self.replica_id
+            .clone()
+            .unwrap_or_else(|| default_replica_id(port))
+    }
 }
 
 /// Campaigns for this replica's Leases.
@@ -116,6 +175,38 @@ pub struct Election {
 }
 
 impl Election {
+    /// Keeps this replica's own Lease `kube-system/berth-replica-<replica>` renewed, with the
+    /// flags' timings; the receiver reads `true` while it is. A renewal missing its deadline
+    /// turns it `false` (the kubelets stop) and the replica campaigns again: nobody else
+    /// campaigns for this Lease, so it is ours again as soon as the API answers.
+    pub fn membership(&self, replica: &str) -> tokio::sync::watch::Receiver<bool> {
+        let cfg = LeaderElectionConfig {
+            name: berth_kubelet::share::membership::lease_name(replica),
+            identity: replica.to_string(),
+            ..self.timings.clone()
+        };
+        println!(
+            "simulated kubelets shared among the replicas, this one as {replica} (Lease kube-system/{})",
+            cfg.name
+        );
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        let (client, clock) = (self.client.clone(), self.clock.clone());
+        tokio::spawn(async move {
+            loop {
+                let elector = LeaderElector::new(client.clone(), cfg.clone(), clock.clone());
+                if let Err(lost) = elector.run(tx.clone(), std::future::pending()).await {
+                    eprintln!("{lost}; this replica's kubelets stopped until it renews again");
+                }
+            }
+        });
+        rx
+    }
+
+    /// The timings members are judged by: (lease duration, retry period).
+    pub fn timings(&self) -> (Duration, Duration) {
+        (self.timings.lease_duration, self.timings.retry_period)
+    }
+
     /// Campaigns for the Lease `kube-system/<lease>` in the background and runs `loops` once
     /// this replica holds it; exits the process if it loses the Lease.
     pub fn run_when_leading<F>(
@@ -155,5 +246,26 @@ impl Election {
             }
         });
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{parse_replica_id, replica_id_of};
+
+    #[test]
+    fn the_default_replica_id_is_the_host_name_fit_for_a_lease_name_and_the_port() {
+        assert_eq!(replica_id_of("berth-a\n", 6443), "berth-a-6443");
+        assert_eq!(replica_id_of("My_Host.lan", 6444), "my-host.lan-6444");
+        assert_eq!(replica_id_of("", 6445), "berth-6445");
+        assert_eq!(replica_id_of("__", 6445), "berth-6445");
+    }
+
+    #[test]
+    fn a_replica_id_given_must_make_a_lease_name() {
+        assert_eq!(parse_replica_id("replica-a"), Ok("replica-a".into()));
+        for bad in ["", "Replica", "a_b", "-a", "a-", "a/b"] {
+            assert!(parse_replica_id(bad).is_err(), "{bad:?}");
+        }
     }
 }

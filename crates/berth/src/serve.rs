@@ -276,10 +276,20 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
     // replica holding its own Lease, as upstream's components do.
     if args.etcd.enabled() {
         let election = args.etcd.election(client.clone(), loops.clock.clone())?;
-        election.run_when_leading(crate::ha::KUBELETS_LEASE, "the simulated nodes", {
+        // The kubelets are shared among the replicas; the failure schedule runs in one.
+        election.run_when_leading(crate::ha::KUBELETS_LEASE, "the node failure schedule", {
             let loops = loops.clone();
-            move || loops.kubelets()
+            move || loops.failure_schedule()
         })?;
+        let replica = args.etcd.replica_id(port);
+        let (lease_duration, retry_period) = election.timings();
+        let sharing = berth_kubelet::share::Sharing {
+            member: election.membership(&replica),
+            replica,
+            lease_duration,
+            retry_period,
+        };
+        loops.clone().shared_kubelets(sharing).await?;
         election.run_when_leading(crate::ha::CONTROLLER_MANAGER_LEASE, "the controllers", {
             let loops = loops.clone();
             move || loops.controllers()
@@ -331,10 +341,45 @@ struct Loops {
 impl Loops {
     /// The simulated nodes' kubelets.
     async fn kubelets(self) -> anyhow::Result<()> {
+        self.start_kubelets(None).await
+    }
+
+    /// With etcd: the kubelets of the nodes assigned to this replica.
+    async fn shared_kubelets(self, sharing: berth_kubelet::share::Sharing) -> anyhow::Result<()> {
+        self.start_kubelets(Some(sharing)).await
+    }
+
+    /// With etcd: the cluster file's node failure schedule, in the replica leading
+    /// `berth-control-plane`.
+    async fn failure_schedule(self) -> anyhow::Result<()> {
+        let schedule = berth_kubelet::failures::timeline(
+            self.nodes
+                .iter()
+                .map(|n| (n.name.as_str(), n.failures.as_slice())),
+        );
+        if !schedule.is_empty() {
+            tokio::spawn(berth_kubelet::failures::run(
+                self.identities.admin(),
+                self.clock.clone(),
+                schedule,
+            ));
+        }
+        Ok(())
+    }
+
+    async fn start_kubelets(
+        self,
+        sharing: Option<berth_kubelet::share::Sharing>,
+    ) -> anyhow::Result<()> {
         if self.nodes.is_empty() {
             return Ok(());
         }
-        berth_kubelet::Kubelet::new(self.identities.admin(), self.nodes)
+        let kubelet = berth_kubelet::Kubelet::new(self.identities.admin(), self.nodes);
+        let kubelet = match sharing {
+            Some(sharing) => kubelet.shared(sharing),
+            None => kubelet,
+        };
+        kubelet
             .node_credentials(self.identities.nodes())
             .housekeeping_interval(self.args.housekeeping_interval)
             .lease_renew_interval(self.args.node_status_update_frequency)
