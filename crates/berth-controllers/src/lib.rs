@@ -30,6 +30,7 @@
 
 pub mod aggregation;
 pub mod controller_revision;
+pub mod create_backoff;
 pub mod cronjob;
 pub mod daemonset;
 pub mod deployment;
