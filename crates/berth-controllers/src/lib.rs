@@ -46,6 +46,7 @@ pub mod model;
 pub mod node_taints;
 pub mod owned_pods;
 pub mod podgc;
+pub(crate) mod recorder;
 pub mod replicaset;
 pub mod serviceaccount;
 pub mod serviceaccount_token;

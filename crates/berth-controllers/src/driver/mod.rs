@@ -8,7 +8,7 @@ mod daemonsets;
 mod disruption;
 use crate::informers;
 mod nodes;
-pub(crate) mod recorder;
+use crate::recorder;
 mod taints;
 
 use crate::lifecycle::LifecycleConfig;

@@ -4,9 +4,9 @@
 
 use super::{reconcile, Plan, PodView, SetView};
 use crate::create_backoff::{self, CreateBackoff};
-use crate::driver::recorder::Recorder;
 use crate::informers::{wait, Informers};
 use crate::model::{EventRecord, Involved};
+use crate::recorder::Recorder;
 use crate::replicaset::workload::{label_of, pod_from_template, pod_view, Owner};
 use crate::Clock;
 use berth_core::labels::Selector;
