@@ -123,6 +123,29 @@ def test_token_review_answers_for_a_service_account_token(b):
         "get", "sa", "reader", "-n", NS, "-o", "jsonpath={.metadata.uid}").stdout
 
 
+def test_token_review_answers_the_audiences_asked_for_that_the_token_has(b):
+    """As upstream: status.audiences is the intersection of spec.audiences (the API server's
+    when none are given) and the token's; a token with none of them is not authenticated."""
+    api = "https://kubernetes.default.svc.cluster.local"
+    token = b.kubectl("create", "token", "reader", "-n", NS, "--audience", "vault",
+                      "--audience", api).stdout.strip()
+
+    def review_for(*audiences, token=token):
+        r = b.kubectl("create", "-f", "-", "-o", "json", stdin={
+            "apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview",
+            "spec": {"token": token, "audiences": list(audiences)}})
+        return json.loads(r.stdout)["status"]
+
+    assert review_for()["audiences"] == [api]
+    status = review_for("vault", "other")
+    assert status["authenticated"] is True and status["audiences"] == ["vault"]
+    assert review_for("other")["authenticated"] is False
+    # A token that names no audience (the admin's) is valid for the API server's.
+    admin = (b.data_dir / "token").read_text().strip()
+    assert review_for(token=admin)["audiences"] == [api]
+    assert review_for("vault", token=admin)["authenticated"] is False
+
+
 def test_a_deleted_account_or_bound_pod_ends_its_tokens(b):
     b.kubectl("create", "serviceaccount", "temp", "-n", NS)
     b.kubectl("create", "-f", "-", stdin=pod("holder", NS, node="node-1",

@@ -444,16 +444,21 @@ pub async fn review(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
         "SelfSubjectReview" => json!({"userInfo": user_info_json(&req.user)}),
         "TokenReview" => {
             let token = spec.get("token").and_then(Value::as_str).unwrap_or("");
-            let mut headers = axum::http::HeaderMap::new();
-            let user = axum::http::HeaderValue::from_str(&format!("Bearer {token}"))
-                .ok()
-                .and_then(|h| {
-                    headers.insert(axum::http::header::AUTHORIZATION, h);
-                    ctx.authn.as_ref()?.authenticate("", &headers, None).ok()
-                })
-                .filter(|_| !token.is_empty());
-            match user {
-                Some(u) => json!({"authenticated": true, "user": user_info_json(&u)}),
+            let requested: Vec<String> = spec
+                .get("audiences")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|a| a.as_str().map(str::to_string))
+                .collect();
+            let answer = ctx
+                .authn
+                .as_ref()
+                .and_then(|a| a.review(token, &requested, &ctx.api_audiences));
+            match answer {
+                Some((u, audiences)) => json!({"authenticated": true,
+                                               "user": user_info_json(&u),
+                                               "audiences": audiences}),
                 None => json!({"authenticated": false, "error": "invalid bearer token"}),
             }
         }

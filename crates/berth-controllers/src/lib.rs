@@ -30,6 +30,7 @@
 
 pub mod aggregation;
 pub mod controller_revision;
+pub mod create_backoff;
 pub mod cronjob;
 pub mod daemonset;
 pub mod deployment;
@@ -45,6 +46,7 @@ pub mod model;
 pub mod node_taints;
 pub mod owned_pods;
 pub mod podgc;
+pub(crate) mod recorder;
 pub mod replicaset;
 pub mod serviceaccount;
 pub mod serviceaccount_token;

@@ -138,6 +138,15 @@ pub enum Involved {
         name: String,
         uid: String,
     },
+    /// A workload object that creates pods (ReplicaSet, ReplicationController, StatefulSet,
+    /// Job).
+    Workload {
+        api_version: &'static str,
+        kind: &'static str,
+        namespace: String,
+        name: String,
+        uid: String,
+    },
 }
 
 /// An event a controller records (core/v1 `Event`).

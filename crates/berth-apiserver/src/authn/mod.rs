@@ -96,6 +96,37 @@ impl Authenticator {
             .ok_or(ApiError::Unauthorized)
     }
 
+    /// A TokenReview's answer for `token`: its user and the audiences it is valid for, the
+    /// intersection of `requested` (or `api_audiences` when none) with the token's own
+    /// audiences; tokens that name none (the admin's, `--token-auth-file`'s) are valid for
+    /// the API server's (upstream `WrapAudienceAgnosticToken`). None when not authenticated.
+    pub fn review(
+        &self,
+        token: &str,
+        requested: &[String],
+        api_audiences: &[String],
+    ) -> Option<(UserInfo, Vec<String>)> {
+        if token.is_empty() {
+            return None;
+        }
+        let targets = if requested.is_empty() {
+            api_audiences
+        } else {
+            requested
+        };
+        let agnostic = if self.is_admin_token(token) {
+            Some(UserInfo::admin())
+        } else {
+            self.tokens.get(token).map(|u| authenticated(u.clone()))
+        };
+        if let Some(user) = agnostic {
+            let audiences = service_account::intersect(api_audiences, targets);
+            return (!audiences.is_empty() || api_audiences.is_empty())
+                .then_some((user, audiences));
+        }
+        self.service_accounts.as_ref()?.review(token, targets)
+    }
+
     fn is_admin_token(&self, token: &str) -> bool {
         use subtle::ConstantTimeEq;
         !self.admin_token.is_empty() && token.as_bytes().ct_eq(self.admin_token.as_bytes()).into()

@@ -182,6 +182,22 @@ impl Audience {
             Audience::Many(v) => v.iter().any(|a| a == audience),
         }
     }
+
+    fn to_vec(&self) -> Vec<String> {
+        match self {
+            Audience::One(a) => vec![a.clone()],
+            Audience::Many(v) => v.clone(),
+        }
+    }
+}
+
+/// The audiences of `ours` that `theirs` also names, in `ours`' order (upstream
+/// `authenticator.Audiences.Intersect`).
+pub fn intersect(ours: &[String], theirs: &[String]) -> Vec<String> {
+    ours.iter()
+        .filter(|a| theirs.contains(a))
+        .cloned()
+        .collect()
 }
 
 /// The claims of a ServiceAccount token, bound or legacy.
@@ -479,6 +495,29 @@ impl Verifier {
             audiences,
             cache: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The user of `token` and the audiences it is valid for among `requested` (the API
+    /// server's when empty), as upstream's TokenReview answers: the token's audiences (the
+    /// API server's for a legacy token, which names none) that were requested. None when the
+    /// token is not valid for any of them.
+    pub fn review(&self, token: &str, requested: &[String]) -> Option<(UserInfo, Vec<String>)> {
+        let requested = if requested.is_empty() {
+            &self.audiences
+        } else {
+            requested
+        };
+        let claims = self.claims(token)?;
+        let subject = claims.check(self.clock.now(), requested).ok()?;
+        let token_audiences = match &claims.aud {
+            Some(aud) if claims.iss != LEGACY_ISSUER => aud.to_vec(),
+            _ => self.audiences.clone(),
+        };
+        let audiences = intersect(&token_audiences, requested);
+        if audiences.is_empty() || !self.still_valid(&subject, token) {
+            return None;
+        }
+        Some((subject.user(), audiences))
     }
 
     /// The user of `token`, if it is a valid ServiceAccount token of this server.

@@ -2,6 +2,7 @@
 //! DaemonSet; create and delete its pods and write its status.
 
 use super::recorder::Recorder;
+use crate::create_backoff::{self, CreateBackoff};
 use crate::daemonset::{fit, owned_by, reconcile, Expectations};
 use crate::informers::{wait, Informers};
 use crate::model::{EventRecord, Involved};
@@ -33,6 +34,8 @@ pub async fn run(client: kube::Client, mut informers: Informers, recorder: Recor
         return;
     }
     let mut expectations = Expectations::default();
+    // Refused creates (403, 422, quota) per DaemonSet uid, retried after a back-off.
+    let mut backoff = CreateBackoff::default();
     // The FailedPlacement reason last reported per (DaemonSet uid, node): reported again only
     // when it changes, so a full node does not get an event on every pass.
     let mut placements: BTreeMap<(String, String), String> = BTreeMap::new();
@@ -41,6 +44,7 @@ pub async fn run(client: kube::Client, mut informers: Informers, recorder: Recor
         let live: BTreeSet<String> = sets.iter().filter_map(|d| d.metadata.uid.clone()).collect();
         expectations.retain(&live);
         placements.retain(|(uid, _), _| live.contains(uid));
+        backoff.retain(|uid| live.contains(uid));
         if !sets.is_empty() {
             let nodes: Vec<Arc<Node>> = informers.nodes.store.state();
             let nodes: Vec<&Node> = nodes.iter().map(|n| n.as_ref()).collect();
@@ -69,11 +73,26 @@ pub async fn run(client: kube::Client, mut informers: Informers, recorder: Recor
                 crate::daemonset::revisions::label(&mut sync.create, &hash);
                 let failed = std::mem::take(&mut sync.failed_placements);
                 report_placements(&recorder, ds, failed, &mut placements).await;
-                carry_out(&client, ds, sync, &mut expectations, &clock).await;
+                let uid = ds.metadata.uid.as_deref().unwrap_or_default();
+                let version = ds.metadata.resource_version.as_deref();
+                let backing_off = !backoff.may_create(uid, version, clock.now());
+                if backing_off {
+                    sync.create.clear();
+                }
+                let refused =
+                    carry_out(&client, ds, sync, &mut expectations, &recorder, &clock).await;
+                if refused {
+                    backoff.failed(uid, version, clock.now());
+                } else if !backing_off {
+                    backoff.forget(uid);
+                }
             }
         }
-        let until = expectations
-            .next_retry(clock.now())
+        let now = clock.now();
+        let until = [expectations.next_retry(now), backoff.next_retry()]
+            .into_iter()
+            .flatten()
+            .min()
             .map(|at| clock.instant_at(at));
         let i = &mut informers;
         wait(
@@ -119,17 +138,21 @@ async fn report_placements(
     }
 }
 
+/// Carries out one DaemonSet's sync; true when a pod create was refused (the rest of the
+/// creates then wait for the back-off, as upstream's slow start stops at a failing batch).
 async fn carry_out(
     client: &kube::Client,
     ds: &DaemonSet,
     sync: crate::daemonset::DaemonSetSync,
     expectations: &mut Expectations,
+    recorder: &Recorder,
     clock: &Clock,
-) {
+) -> bool {
     let ns = ds.metadata.namespace.clone().unwrap_or_default();
     let name = ds.metadata.name.clone().unwrap_or_default();
     let uid = ds.metadata.uid.clone().unwrap_or_default();
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    let mut refused = false;
     for (node, pod) in sync.create {
         let pod: Pod = match serde_json::from_value(pod) {
             Ok(p) => p,
@@ -141,7 +164,20 @@ async fn carry_out(
         match pods.create(&PostParams::default(), &pod).await {
             Ok(_) => expectations.created(&uid, &node, clock.now()),
             Err(e) => {
-                tracing::warn!(daemonset = %name, node = %node, error = %e, "creating daemon pod failed")
+                tracing::warn!(daemonset = %name, node = %node, error = %e, "creating daemon pod failed");
+                let event = EventRecord {
+                    involved: Involved::DaemonSet {
+                        namespace: ns.clone(),
+                        name: name.clone(),
+                        uid: uid.clone(),
+                    },
+                    type_: "Warning",
+                    reason: create_backoff::FAILED_CREATE,
+                    message: create_backoff::error_creating(&e),
+                };
+                recorder.record(COMPONENT, &event).await;
+                refused = true;
+                break;
             }
         }
     }
@@ -173,4 +209,5 @@ async fn carry_out(
             }
         }
     }
+    refused
 }

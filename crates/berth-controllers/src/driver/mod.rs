@@ -8,7 +8,7 @@ mod daemonsets;
 mod disruption;
 use crate::informers;
 mod nodes;
-mod recorder;
+use crate::recorder;
 mod taints;
 
 use crate::lifecycle::LifecycleConfig;
@@ -203,6 +203,7 @@ impl Controllers {
             reads.clone(),
             informers.stateful_sets.clone(),
             informers.pods.clone(),
+            self.clock.clone(),
         ));
         tokio::spawn(crate::volume::driver::run(
             self.client_as("persistent-volume-binder"),

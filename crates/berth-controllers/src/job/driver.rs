@@ -5,8 +5,10 @@
 use super::per_index::{FAILURE_COUNT_KEY, IGNORED_FAILURE_COUNT_KEY};
 use super::sync::{is_finished, sync, ttl_expires_at, JobSync};
 use super::tracking::{has_finalizer, FINALIZER};
-use crate::model::PodRef;
+use crate::create_backoff::{self, CreateBackoff};
+use crate::model::{EventRecord, Involved, PodRef};
 use crate::owned_pods::{pod_from_template, Owner};
+use crate::recorder::Recorder;
 use crate::wait::wait;
 use crate::Clock;
 use berth_informers::Informer;
@@ -40,6 +42,8 @@ pub(crate) async fn run(
         return;
     }
     let mut in_flight = InFlight::new();
+    let mut backoff = CreateBackoff::default();
+    let recorder = Recorder::new(client.clone(), clock.clone());
     // Whether pods may still hold the tracking finalizer of a Job that is gone: true at start
     // and after a pass that saw Jobs or such pods.
     let mut orphans_possible = true;
@@ -64,6 +68,11 @@ pub(crate) async fn run(
             }
         }
         in_flight.retain(|uid, _| {
+            all_jobs
+                .iter()
+                .any(|j| j.metadata.uid.as_deref() == Some(uid))
+        });
+        backoff.retain(|uid| {
             all_jobs
                 .iter()
                 .any(|j| j.metadata.uid.as_deref() == Some(uid))
@@ -99,19 +108,34 @@ pub(crate) async fn run(
             if let Some(at) = s.retry_at {
                 later(at);
             }
-            carry_out(&client, job, s, waiting, now).await;
+            let retry = Retry {
+                backoff: &mut backoff,
+                recorder: &recorder,
+            };
+            carry_out(&client, job, s, waiting, now, retry).await;
         }
-        let until = next.map(|at| clock.instant_at(at));
+        let until = [next, backoff.next_retry()]
+            .into_iter()
+            .flatten()
+            .min()
+            .map(|at| clock.instant_at(at));
         wait(&mut [&mut jobs.changed, &mut pods.changed], until).await;
     }
+}
+
+/// The per-Job create back-off and how refusals are reported.
+struct Retry<'a> {
+    backoff: &'a mut CreateBackoff,
+    recorder: &'a Recorder,
 }
 
 async fn carry_out(
     client: &kube::Client,
     job: &Job,
-    s: JobSync,
+    mut s: JobSync,
     in_flight: &mut Vec<(String, DateTime<Utc>, Option<i32>)>,
     now: DateTime<Utc>,
+    retry: Retry<'_>,
 ) {
     let ns = job.metadata.namespace.clone().unwrap_or_default();
     let name = job.metadata.name.clone().unwrap_or_default();
@@ -145,6 +169,12 @@ async fn carry_out(
         }
     }
     release(&pods, &s.release).await;
+    let version = job.metadata.resource_version.as_deref();
+    let backing_off = !retry.backoff.may_create(&uid, version, now);
+    if backing_off {
+        s.create = 0;
+    }
+    let mut refused = false;
     for n in 0..s.create {
         let index = s.create_indexes.get(n as usize).copied();
         let mut pod = pod_from_template(&template, &ns, &owner, None);
@@ -173,13 +203,36 @@ async fn carry_out(
             }
             Err(e) => {
                 tracing::warn!(job = %name, error = %e, "creating job pod failed");
+                failed_create(retry.recorder, job, &e).await;
+                retry.backoff.failed(&uid, version, now);
+                refused = true;
                 break;
             }
         }
     }
+    if !refused && !backing_off {
+        retry.backoff.forget(&uid);
+    }
     for pod in &s.delete {
         delete_pod(&pods, pod).await;
     }
+}
+
+/// Records upstream's `FailedCreate` warning on the Job.
+async fn failed_create(recorder: &Recorder, job: &Job, error: &kube::Error) {
+    let event = EventRecord {
+        involved: Involved::Workload {
+            api_version: "batch/v1",
+            kind: "Job",
+            namespace: ns_of(job).to_string(),
+            name: job.metadata.name.clone().unwrap_or_default(),
+            uid: job.metadata.uid.clone().unwrap_or_default(),
+        },
+        type_: "Warning",
+        reason: create_backoff::FAILED_CREATE,
+        message: create_backoff::error_creating(error),
+    };
+    recorder.record("job-controller", &event).await;
 }
 
 fn ns_of(job: &Job) -> &str {

@@ -3,7 +3,10 @@
 //! [`SetObject`] is what the loop reads of either.
 
 use super::{reconcile, Plan, PodView, SetView};
+use crate::create_backoff::{self, CreateBackoff};
 use crate::informers::{wait, Informers};
+use crate::model::{EventRecord, Involved};
+use crate::recorder::Recorder;
 use crate::replicaset::workload::{label_of, pod_from_template, pod_view, Owner};
 use crate::Clock;
 use berth_core::labels::Selector;
@@ -183,6 +186,11 @@ pub async fn run(
         return;
     }
     let mut expectations = Expectations::default();
+    let mut backoff = CreateBackoff::default();
+    let recorders = [
+        Recorder::new(replica_sets.clone(), clock.clone()),
+        Recorder::new(replication_controllers.clone(), clock.clone()),
+    ];
     loop {
         let mut sets: Vec<SetObject> = informers
             .replica_sets
@@ -201,17 +209,24 @@ pub async fn run(
         );
         let live: BTreeSet<String> = sets.iter().map(|s| s.owner.uid.clone()).collect();
         expectations.retain(&live);
+        backoff.retain(|uid| live.contains(uid));
         if !sets.is_empty() {
             let pods: Vec<Arc<Pod>> = informers.pods.store.state();
             let by_ns = pods_by_namespace(&pods);
             let empty = Vec::new();
             for set in &sets {
                 let pods = by_ns.get(set.namespace.as_str()).unwrap_or(&empty);
-                let client = match set.owner.kind.as_str() {
-                    "ReplicationController" => &replication_controllers,
-                    _ => &replica_sets,
+                let (client, recorder) = match set.owner.kind.as_str() {
+                    "ReplicationController" => (&replication_controllers, &recorders[1]),
+                    _ => (&replica_sets, &recorders[0]),
                 };
-                sync(client, set, pods, &mut expectations, &clock).await;
+                let mut loop_state = LoopState {
+                    expectations: &mut expectations,
+                    backoff: &mut backoff,
+                    recorder,
+                    clock: &clock,
+                };
+                sync(client, set, pods, &mut loop_state).await;
             }
         }
         let i = &mut informers;
@@ -219,7 +234,15 @@ pub async fn run(
         let waiting = sets.iter().any(|s| {
             s.min_ready_seconds > 0 && s.status["availableReplicas"] != s.status["readyReplicas"]
         });
-        let until = waiting.then(|| clock.instant_at(clock.now() + chrono::Duration::seconds(1)));
+        let now = clock.now();
+        let until = [
+            waiting.then(|| now + chrono::Duration::seconds(1)),
+            backoff.next_retry(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+        .map(|at| clock.instant_at(at));
         wait(
             &mut [
                 &mut i.replica_sets.changed,
@@ -241,21 +264,38 @@ fn pods_by_namespace(pods: &[Arc<Pod>]) -> HashMap<&str, Vec<(Arc<Pod>, PodView)
     by_ns
 }
 
+/// What the loop keeps between passes, and how it records events.
+struct LoopState<'a> {
+    expectations: &'a mut Expectations,
+    backoff: &'a mut CreateBackoff,
+    recorder: &'a Recorder,
+    clock: &'a Clock,
+}
+
 async fn sync(
     client: &kube::Client,
     set: &SetObject,
     pods: &[(Arc<Pod>, PodView)],
-    expectations: &mut Expectations,
-    clock: &Clock,
+    state: &mut LoopState<'_>,
 ) {
-    let now = clock.now();
+    let now = state.clock.now();
     let seen: BTreeMap<&str, bool> = pods
         .iter()
         .map(|(_, v)| (v.name.as_str(), v.deleting))
         .collect();
-    let trusted = expectations.satisfied(&set.owner.uid, &seen, now);
-    let plan = plan(set, pods, trusted, now);
-    carry_out(client, set, pods, plan, expectations, clock).await;
+    let trusted = state.expectations.satisfied(&set.owner.uid, &seen, now);
+    let mut plan = plan(set, pods, trusted, now);
+    let uid = &set.owner.uid;
+    if trusted && plan.create_batches.is_empty() {
+        // Nothing left to create: any earlier refusal is settled.
+        state.backoff.forget(uid);
+    } else if !state
+        .backoff
+        .may_create(uid, set.resource_version.as_deref(), now)
+    {
+        plan.create_batches.clear();
+    }
+    carry_out(client, set, pods, plan, state).await;
 }
 
 /// The engine's plan for `set`; without `trusted` expectations, only adoption and status.
@@ -285,9 +325,9 @@ async fn carry_out(
     set: &SetObject,
     pods: &[(Arc<Pod>, PodView)],
     plan: Plan,
-    expectations: &mut Expectations,
-    clock: &Clock,
+    state: &mut LoopState<'_>,
 ) {
+    let (expectations, clock) = (&mut *state.expectations, state.clock);
     let api: Api<Pod> = Api::namespaced(client.clone(), &set.namespace);
     let by_name: HashMap<&str, &Pod> = pods
         .iter()
@@ -333,15 +373,21 @@ async fn carry_out(
                     Err(e) => {
                         failed = true;
                         tracing::warn!(set = %name, error = %e, "creating pod failed");
+                        failed_create(state.recorder, set, &e).await;
                     }
                 }
             }
-            // Upstream's slow start: a failing batch stops the rest (quota, admission, ...).
+            // Upstream's slow start: a failing batch stops the rest (quota, admission, ...),
+            // and the set is retried after its back-off.
             if failed {
+                let version = set.resource_version.as_deref();
+                state.backoff.failed(&set.owner.uid, version, clock.now());
                 break;
             }
+            state.backoff.forget(&set.owner.uid);
         }
     }
+    let expectations = &mut *state.expectations;
     for pod in plan.delete.iter().filter_map(|n| by_name.get(n.as_str())) {
         let pod_name = pod.metadata.name.clone().unwrap_or_default();
         let params = DeleteParams {
@@ -360,6 +406,33 @@ async fn carry_out(
         }
     }
     write_status(client, set, &plan.status).await;
+}
+
+/// Records upstream's `FailedCreate` warning on the set.
+async fn failed_create(recorder: &Recorder, set: &SetObject, error: &kube::Error) {
+    let kind = if set.owner.kind == "ReplicaSet" {
+        ("apps/v1", "ReplicaSet")
+    } else {
+        ("v1", "ReplicationController")
+    };
+    let event = EventRecord {
+        involved: Involved::Workload {
+            api_version: kind.0,
+            kind: kind.1,
+            namespace: set.namespace.clone(),
+            name: set.owner.name.clone(),
+            uid: set.owner.uid.clone(),
+        },
+        type_: "Warning",
+        reason: create_backoff::FAILED_CREATE,
+        message: create_backoff::error_creating(error),
+    };
+    let component = if set.owner.kind == "ReplicaSet" {
+        "replicaset-controller"
+    } else {
+        "replication-controller"
+    };
+    recorder.record(component, &event).await;
 }
 
 async fn patch_refs(api: &Api<Pod>, pod: &Pod, refs: Vec<Value>) {

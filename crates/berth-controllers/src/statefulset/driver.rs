@@ -2,13 +2,18 @@
 //! StatefulSet — keep its ControllerRevisions, keep its claims' owners as its retention policy
 //! says, create each pod's claims and then the pod, delete pods, write its status.
 //! Pods have fixed names, so a create the watch has not shown yet fails with 409 on the next
-//! pass and changes nothing.
+//! pass and changes nothing. A refused create (403, 422, quota) is recorded as a
+//! `FailedCreate` event and retried after the set's back-off ([`crate::create_backoff`]).
 
 use super::claims::{self, ClaimPod};
 use super::{ordinal, sync, Revision};
 use crate::controller_revision::{self, revision_template, REVISION_HASH_LABEL};
+use crate::create_backoff::{self, CreateBackoff};
+use crate::model::{EventRecord, Involved};
 use crate::owned_pods::{controlled_by, Owner};
+use crate::recorder::Recorder;
 use crate::wait::wait;
+use crate::Clock;
 use berth_informers::Informer;
 use k8s_openapi::api::apps::v1::{ControllerRevision, StatefulSet};
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
@@ -24,6 +29,7 @@ pub(crate) async fn run(
     reads: kube::Client,
     mut sets: Informer<StatefulSet>,
     mut pods: Informer<Pod>,
+    clock: Clock,
 ) {
     let mut revisions: Informer<ControllerRevision> =
         Informer::start(Api::all(client.clone()), watcher::Config::default());
@@ -36,8 +42,19 @@ pub(crate) async fn run(
     {
         return;
     }
+    let mut retry = Retry {
+        backoff: CreateBackoff::default(),
+        recorder: Recorder::new(client.clone(), clock.clone()),
+        now: clock.now(),
+    };
     loop {
+        retry.now = clock.now();
         let all_sets: Vec<Arc<StatefulSet>> = sets.store.state();
+        retry.backoff.retain(|uid| {
+            all_sets
+                .iter()
+                .any(|s| s.metadata.uid.as_deref() == Some(uid))
+        });
         let all_pods: Vec<Arc<Pod>> = if all_sets.is_empty() {
             Vec::new()
         } else {
@@ -76,8 +93,9 @@ pub(crate) async fn run(
             if !keep_claim_owners(&client, set, &mine, &claims_of).await {
                 continue;
             }
-            sync_set(&client, set, &mine, &owned, &claims_of).await;
+            sync_set(&client, set, &mine, &owned, &claims_of, &mut retry).await;
         }
+        let until = retry.backoff.next_retry().map(|at| clock.instant_at(at));
         wait(
             &mut [
                 &mut sets.changed,
@@ -85,10 +103,17 @@ pub(crate) async fn run(
                 &mut revisions.changed,
                 &mut claims.changed,
             ],
-            None,
+            until,
         )
         .await;
     }
+}
+
+/// The per-set create back-off and how refusals are reported.
+struct Retry {
+    backoff: CreateBackoff,
+    recorder: Recorder,
+    now: chrono::DateTime<chrono::Utc>,
 }
 
 async fn sync_set(
@@ -97,6 +122,7 @@ async fn sync_set(
     pods: &[&Pod],
     revisions: &[&ControllerRevision],
     existing_claims: &BTreeMap<&str, &PersistentVolumeClaim>,
+    retry: &mut Retry,
 ) {
     let ns = set.metadata.namespace.clone().unwrap_or_default();
     let name = set.metadata.name.clone().unwrap_or_default();
@@ -159,10 +185,16 @@ async fn sync_set(
             })
         })
         .unwrap_or_else(|| update.clone());
-    let s = sync(set, pods, &current, &update);
+    let mut s = sync(set, pods, &current, &update);
+    let version = set.metadata.resource_version.as_deref();
+    let backing_off = !retry.backoff.may_create(&uid, version, retry.now);
+    if backing_off {
+        s.create.clear();
+    }
     let api: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    let mut refused = false;
     for pod in s.create {
-        let n = pod["metadata"]["name"].as_str().unwrap_or("");
+        let n = pod["metadata"]["name"].as_str().unwrap_or("").to_string();
         let i = n
             .strip_prefix(name.as_str())
             .and_then(|r| r.strip_prefix('-'))
@@ -182,8 +214,18 @@ async fn sync_set(
         match api.create(&PostParams::default(), &pod).await {
             Ok(p) => tracing::info!(statefulset = %name, pod = ?p.metadata.name, "created pod"),
             Err(kube::Error::Api(e)) if e.code == 409 => {}
-            Err(e) => tracing::warn!(statefulset = %name, error = %e, "creating pod failed"),
+            Err(e) => {
+                tracing::warn!(statefulset = %name, error = %e, "creating pod failed");
+                failed_create(&retry.recorder, set, &n, &e).await;
+                retry.backoff.failed(&uid, version, retry.now);
+                refused = true;
+                // Upstream stops the pass at a pod it could not make, ordered or not.
+                break;
+            }
         }
+    }
+    if !refused && !backing_off {
+        retry.backoff.forget(&uid);
     }
     for pod in s.delete {
         let params = DeleteParams {
@@ -209,6 +251,27 @@ async fn sync_set(
             Err(e) => tracing::warn!(statefulset = %name, error = %e, "updating status failed"),
         }
     }
+}
+
+/// Records upstream's `FailedCreate` warning on the set, worded as its stateful pod control.
+async fn failed_create(recorder: &Recorder, set: &StatefulSet, pod: &str, error: &kube::Error) {
+    let name = set.metadata.name.clone().unwrap_or_default();
+    let event = EventRecord {
+        involved: Involved::Workload {
+            api_version: "apps/v1",
+            kind: "StatefulSet",
+            namespace: set.metadata.namespace.clone().unwrap_or_default(),
+            name: name.clone(),
+            uid: set.metadata.uid.clone().unwrap_or_default(),
+        },
+        type_: "Warning",
+        reason: create_backoff::FAILED_CREATE,
+        message: format!(
+            "create Pod {pod} in StatefulSet {name} failed error: {}",
+            create_backoff::api_message(error)
+        ),
+    };
+    recorder.record("statefulset-controller", &event).await;
 }
 
 /// Writes a revision plan; `false` when the update revision could not be made (the next pass

@@ -248,6 +248,37 @@ async fn a_legacy_token_lives_as_long_as_its_secret() {
     );
 }
 
+#[tokio::test]
+async fn a_token_review_answers_the_requested_audiences_the_token_has() {
+    let store = Store::memory();
+    put(
+        &store,
+        "serviceaccounts",
+        Some("kube-system"),
+        serde_json::json!({"metadata": {"name": "descheduler-sa", "namespace": "kube-system", "uid": "sa-uid"}}),
+    )
+    .await;
+    let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let token = keys()
+        .sign(&bound(None, strings(&["vault", "api", ISSUER])))
+        .unwrap();
+    let v = verifier(store.clone(), 10);
+    let audiences_of = |requested: &[&str]| v.review(&token, &strings(requested)).map(|(_, a)| a);
+    // None requested: the API server's.
+    assert_eq!(audiences_of(&[]), Some(strings(&[ISSUER])));
+    // The intersection, in the token's order.
+    assert_eq!(
+        audiences_of(&["api", "other", "vault"]),
+        Some(strings(&["vault", "api"]))
+    );
+    // Nothing in common: not authenticated.
+    assert_eq!(audiences_of(&["other"]), None);
+    assert_eq!(
+        intersect(&strings(&["a", "b"]), &strings(&["b", "c"])),
+        strings(&["b"])
+    );
+}
+
 proptest! {
     #[test]
     fn arbitrary_bearer_strings_never_panic(token in "(?s).{0,400}", jwtish in "[A-Za-z0-9_-]{0,60}\\.[A-Za-z0-9_-]{0,200}\\.[A-Za-z0-9_-]{0,60}") {

@@ -51,6 +51,16 @@ impl Recorder {
                 namespace.clone(),
                 object_ref("apps/v1", "DaemonSet", namespace, name, uid),
             ),
+            Involved::Workload {
+                api_version,
+                kind,
+                namespace,
+                name,
+                uid,
+            } => (
+                namespace.clone(),
+                object_ref(api_version, kind, namespace, name, uid),
+            ),
         };
         let now = self.clock.now();
         let seq = self.seq.fetch_add(1, Ordering::Relaxed);
