@@ -118,12 +118,6 @@ impl fmt::Display for FieldPath {
     }
 }
 
-impl PartialEq<&str> for FieldPath {
-    fn eq(&self, other: &&str) -> bool {
-        self.to_string() == *other
-    }
-}
-
 /// Removes the fields `unknown` names from `v`: decoding into upstream's types drops them, so
 /// upstream never stores a field its schema does not have (`fieldValidation=Warn|Ignore`).
 pub fn prune(v: &mut Value, unknown: &[FieldPath]) {
@@ -639,6 +633,13 @@ pub fn strict_error(kind: &str, version: &str, problems: &[String]) -> ApiError 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Paths compare with their display form, as the messages show them.
+    impl PartialEq<&str> for FieldPath {
+        fn eq(&self, other: &&str) -> bool {
+            self.to_string().as_str() == *other
+        }
+    }
 
     #[test]
     fn duplicate_keys_are_reported_with_their_path() {

@@ -86,8 +86,8 @@ struct Schema {
     required: Vec<String>,
     #[prost(message, repeated, tag = "20")]
     enumeration: Vec<Any>,
-    #[prost(message, optional, boxed, tag = "21")]
-    additional_properties: Option<Box<AdditionalPropertiesItem>>,
+    #[prost(message, optional, tag = "21")]
+    additional_properties: Option<AdditionalPropertiesItem>,
     #[prost(message, optional, tag = "22")]
     r#type: Option<TypeItem>,
     #[prost(message, optional, tag = "23")]
@@ -114,8 +114,8 @@ struct AdditionalPropertiesItem {
 
 #[derive(Clone, PartialEq, prost::Oneof)]
 enum AdditionalProperties {
-    #[prost(message, tag = "1")]
-    Schema(Schema),
+    #[prost(message, boxed, tag = "1")]
+    Schema(Box<Schema>),
     #[prost(bool, tag = "2")]
     Boolean(bool),
 }
@@ -204,10 +204,10 @@ fn schema_of(v: &Value) -> Schema {
     };
     let additional_properties = match v.get("additionalProperties") {
         Some(Value::Bool(b)) => Some(AdditionalProperties::Boolean(*b)),
-        Some(s @ Value::Object(_)) => Some(AdditionalProperties::Schema(schema_of(s))),
+        Some(s @ Value::Object(_)) => Some(AdditionalProperties::Schema(Box::new(schema_of(s)))),
         _ => None,
     }
-    .map(|oneof| Box::new(AdditionalPropertiesItem { oneof: Some(oneof) }));
+    .map(|oneof| AdditionalPropertiesItem { oneof: Some(oneof) });
     let r#type = match v.get("type") {
         Some(Value::String(t)) => Some(TypeItem {
             value: vec![t.clone()],
