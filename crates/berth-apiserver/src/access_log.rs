@@ -1,6 +1,7 @@
 //! The access log: one line per request at info level under the target `berth::access`, with
 //! what kube-apiserver's httplog prints (`"HTTP" verb=… URI=… latency=… userAgent=… resp=…`)
-//! and the user. Nothing is copied from a request while the log is off.
+//! and the user, with the credential's id when it has one (a ServiceAccount token's `JTI=…`,
+//! as upstream's audit records it), so that a token's replacement shows. Nothing is copied from a request while the log is off.
 
 use std::time::Duration;
 
@@ -34,7 +35,7 @@ impl Entry {
     }
 
     /// Writes the line once the response is known.
-    pub fn finish(self, user: &str, code: u16, took: Duration) {
+    pub fn finish(self, user: &str, credential: Option<&str>, code: u16, took: Duration) {
         // The path and query, as upstream logs them (HTTP/2 requests carry an absolute URI).
         let uri = self
             .uri
@@ -46,6 +47,7 @@ impl Entry {
             verb = %self.method,
             URI = %uri,
             user = %user,
+            credential = credential.unwrap_or(""),
             latency = ?took,
             userAgent = %self.user_agent,
             resp = code,

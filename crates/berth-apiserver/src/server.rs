@@ -85,7 +85,7 @@ async fn dispatch(State(ctx): State<Ctx>, req: Request) -> Response {
     let refused = |e: ApiError, access: Option<access_log::Entry>| {
         let response = e.into_response();
         if let Some(entry) = access {
-            entry.finish("", response.status().as_u16(), started.elapsed());
+            entry.finish("", None, response.status().as_u16(), started.elapsed());
         }
         response
     };
@@ -124,7 +124,16 @@ async fn dispatch(State(ctx): State<Ctx>, req: Request) -> Response {
     let code = response.status().as_u16();
     ctx.metrics.observe(labels, code, started.elapsed());
     if let Some(entry) = access {
-        entry.finish(&user.name, code, started.elapsed());
+        let credential = user
+            .extra
+            .get(authn::service_account::EXTRA_CREDENTIAL_ID)
+            .and_then(|ids| ids.first());
+        entry.finish(
+            &user.name,
+            credential.map(String::as_str),
+            code,
+            started.elapsed(),
+        );
     }
     response
 }

@@ -11,15 +11,15 @@
 //!
 //! With a [`Connect`] hook (what `berth serve` gives), a program acts as its pod's
 //! ServiceAccount: the kubelet asks for a token bound to the pod (TokenRequest, as a kubelet
-//! mounts one) and the hook turns it into a client of the API server's network listener, so
-//! the program has exactly the permissions RBAC grants that account, and its token dies with
-//! the pod. Without the hook, programs use the kubelet's own client.
+//! mounts one, refreshed as upstream's kubelet refreshes it: [`crate::pod_token`]) and the
+//! hook turns it into a client of the API server's network listener, so the program has
+//! exactly the permissions RBAC grants that account, and its token dies with the pod. Without the hook, programs use the kubelet's own client.
 
+use crate::pod_token::TokenSource;
 use berth_core::clock::Clock;
 use futures::future::BoxFuture;
-use k8s_openapi::api::authentication::v1::{BoundObjectReference, TokenRequest, TokenRequestSpec};
-use k8s_openapi::api::core::v1::{ConfigMap, Container, Pod, ServiceAccount};
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use k8s_openapi::api::core::v1::{ConfigMap, Container, Pod};
+use kube::api::{Api, Patch, PatchParams};
 use kube::ResourceExt;
 use serde_json::json;
 use std::collections::{BTreeMap, HashSet};
@@ -42,7 +42,8 @@ pub struct Invocation {
 
 /// How long a program may take to stop once its pod is deleted.
 pub const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
-/// How many times a token is asked for an account that does not exist (yet).
+/// How many times a mounted ConfigMap is asked for while the Node authorizer has not yet seen
+/// the pod bound to this node.
 const TOKEN_ATTEMPTS: usize = 10;
 /// How often a running program's pod is looked at to see whether it was deleted.
 const POD_CHECK: std::time::Duration = std::time::Duration::from_secs(1);
@@ -52,14 +53,11 @@ const POD_CHECK: std::time::Duration = std::time::Duration::from_secs(1);
 pub type Program =
     Arc<dyn Fn(Invocation) -> BoxFuture<'static, Result<String, String>> + Send + Sync>;
 
-/// Turns a bearer token into a client of the cluster (its URL and CA are the hook's).
+/// Turns a pod's token into a client of the cluster (its URL and CA are the hook's) that
+/// presents, on each request, the token the source holds then: the kubelet refreshes it
+/// while the program runs (see [`crate::pod_token`]).
 pub type Connect =
-    Arc<dyn Fn(String) -> BoxFuture<'static, Result<kube::Client, String>> + Send + Sync>;
-
-/// How long a program's token lasts. It is bound to the pod, so it stops working when the pod
-/// is deleted; the long life stands in for the kubelet's token refresh, which berth's
-/// programs (holding one client for their whole run) do not do.
-const PROGRAM_TOKEN_SECONDS: i64 = 1 << 32;
+    Arc<dyn Fn(TokenSource) -> BoxFuture<'static, Result<kube::Client, String>> + Send + Sync>;
 
 /// What each pod's program printed when it ended (its result's message), by `namespace/name`.
 #[derive(Clone, Default)]
@@ -155,10 +153,14 @@ impl Commands {
         tokio::spawn(async move {
             let files = mounted_files(&client, &pod, &container).await;
             let started_at = clock.timestamp();
+            let mut refreshing = None;
             let program_client = match &connect {
                 None => Ok(client.clone()),
-                Some(connect) => match pod_token(&client, &pod).await {
-                    Ok(token) => connect(token).await,
+                Some(connect) => match crate::pod_token::mount(&client, &pod, &clock).await {
+                    Ok((token, task)) => {
+                        refreshing = Some(task);
+                        connect(token).await
+                    }
                     Err(e) => Err(e),
                 },
             };
@@ -188,6 +190,9 @@ impl Commands {
                 } => Ok(String::new()),
             };
             watching.abort();
+            if let Some(task) = refreshing {
+                task.abort();
+            }
             if *stopped.borrow() {
                 return;
             }
@@ -226,55 +231,6 @@ async fn watch_deletion(
             return;
         }
     }
-}
-
-/// A token for the pod's ServiceAccount, bound to the pod (what the kubelet mounts).
-async fn pod_token(client: &kube::Client, pod: &Pod) -> Result<String, String> {
-    let ns = pod.namespace().unwrap_or_else(|| "default".into());
-    let account = pod
-        .spec
-        .as_ref()
-        .and_then(|s| s.service_account_name.clone())
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| "default".into());
-    let request = TokenRequest {
-        spec: TokenRequestSpec {
-            audiences: Vec::new(),
-            expiration_seconds: Some(PROGRAM_TOKEN_SECONDS),
-            bound_object_ref: Some(BoundObjectReference {
-                api_version: Some("v1".into()),
-                kind: Some("Pod".into()),
-                name: pod.metadata.name.clone(),
-                uid: pod.metadata.uid.clone(),
-            }),
-        },
-        ..TokenRequest::default()
-    };
-    let api = Api::<ServiceAccount>::namespaced(client.clone(), &ns);
-    let mut attempts = 0;
-    let answer = loop {
-        match api
-            .create_token_request(&account, &PostParams::default(), &request)
-            .await
-        {
-            // A namespace's `default` account may not be made yet: its controller is on it.
-            // A 403: the Node authorizer has not yet seen the pod bound to this node.
-            Err(kube::Error::Api(e))
-                if (e.code == 404 || e.code == 403) && attempts < TOKEN_ATTEMPTS =>
-            {
-                attempts += 1;
-                tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-            }
-            other => break other,
-        }
-    };
-    answer
-        .map_err(|e| format!("requesting a token for service account {ns}/{account}: {e}"))?
-        .status
-        .map(|s| s.token)
-        .ok_or_else(|| {
-            format!("the token request for service account {ns}/{account} returned no token")
-        })
 }
 
 /// The argv a container runs, with a `sh -c` script split into words. A container that gives

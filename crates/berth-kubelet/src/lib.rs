@@ -37,6 +37,7 @@ pub mod logs;
 pub mod model;
 mod node;
 pub mod oom;
+pub mod pod_token;
 mod pods;
 pub mod share;
 pub mod sim;

@@ -495,15 +495,16 @@ fn programs(
 }
 
 /// Clients of this server's network listener holding a ServiceAccount token: what programs
-/// in simulated pods act through, so RBAC sees them as their pod's ServiceAccount.
+/// in simulated pods act through, so RBAC sees them as their pod's ServiceAccount. Each request
+/// carries the token the kubelet holds for the pod at that moment (it is refreshed).
 fn service_account_clients(url: String, ca_pem: String) -> berth_kubelet::commands::Connect {
     use base64::Engine;
     let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem);
-    std::sync::Arc::new(move |token: String| {
+    std::sync::Arc::new(move |token: berth_kubelet::pod_token::TokenSource| {
         let kubeconfig = serde_json::json!({
             "apiVersion": "v1", "kind": "Config", "current-context": "pod",
             "clusters": [{"name": "berth", "cluster": {"server": url, "certificate-authority-data": ca}}],
-            "users": [{"name": "pod", "user": {"token": token}}],
+            "users": [{"name": "pod", "user": {}}],
             "contexts": [{"name": "pod", "context": {"cluster": "berth", "user": "pod"}}],
         });
         Box::pin(async move {
@@ -512,7 +513,19 @@ fn service_account_clients(url: String, ca_pem: String) -> berth_kubelet::comman
             let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
                 .await
                 .map_err(|e| e.to_string())?;
-            kube::Client::try_from(config).map_err(|e| e.to_string())
+            let bearer = tower::util::MapRequestLayer::new(
+                move |mut req: http::Request<kube::client::Body>| {
+                    let value = format!("Bearer {}", token.borrow().as_str());
+                    if let Ok(value) = http::HeaderValue::from_str(&value) {
+                        req.headers_mut().insert(http::header::AUTHORIZATION, value);
+                    }
+                    req
+                },
+            );
+            Ok(kube::client::ClientBuilder::try_from(config)
+                .map_err(|e| e.to_string())?
+                .with_layer(&bearer)
+                .build())
         })
     })
 }
