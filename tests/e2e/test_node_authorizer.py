@@ -104,3 +104,64 @@ def test_the_simulated_kubelets_write_without_a_denial(berth):
     assert denied == []
     lease = berth.kubectl_json("get", "lease", NODE, "-n", "kube-node-lease")
     assert lease["spec"]["holderIdentity"] == NODE
+
+
+# Runs after the check above: the refusals it provokes are deliberate.
+def test_a_node_lists_its_pods_gets_its_volumes_and_tokens_of_its_own_pods(berth, ns):
+    berth.kubectl("create", "-f", "-", stdin=[
+        {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": f"{ns}-pv"},
+         "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                  "hostPath": {"path": "/tmp/pv"}, "storageClassName": "manual"}},
+        {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": f"{ns}-other"},
+         "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                  "hostPath": {"path": "/tmp/other"}, "storageClassName": "manual"}},
+        {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+         "metadata": {"name": "data", "namespace": ns},
+         "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "manual",
+                  "volumeName": f"{ns}-pv", "resources": {"requests": {"storage": "1Gi"}}}},
+        pod("mine", ns, node=NODE,
+            volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}]),
+        pod("theirs", ns, node=OTHER),
+    ])
+    user = f'User "system:node:{NODE}"'
+
+    # Pods: listed with its own spec.nodeName field selector, as a kubelet lists them.
+    mine = as_node(berth, NODE, "get", "pods", "-A", "--field-selector",
+                   f"spec.nodeName={NODE}", "-o", "jsonpath={.items[*].metadata.name}")
+    assert "mine" in mine.stdout.split() and "theirs" not in mine.stdout.split()
+    assert forbidden(as_node(berth, NODE, "get", "pods", "-A", check=False)) == (
+        f'Error from server (Forbidden): pods is forbidden: {user} cannot list resource "pods" '
+        'in API group "" at the cluster scope: can only list/watch pods with spec.nodeName '
+        'field selector')
+    assert forbidden(as_node(berth, NODE, "get", "pods", "-A", "--field-selector",
+                             f"spec.nodeName={OTHER}", check=False)).startswith(
+        f'Error from server (Forbidden): pods is forbidden: {user} cannot list')
+
+    # PersistentVolumes: the one its pod's claim is bound to, no other.
+    eventually(lambda: as_node(berth, NODE, "get", "pv", f"{ns}-pv", "-o", "name",
+                               check=False).stdout.strip() == f"persistentvolume/{ns}-pv",
+               what="the bound volume in the node's reach")
+    assert forbidden(as_node(berth, NODE, "get", "pv", f"{ns}-other", check=False)) == (
+        f'Error from server (Forbidden): persistentvolumes "{ns}-other" is forbidden: {user} '
+        'cannot get resource "persistentvolumes" in API group "" at the cluster scope: '
+        f"no relationship found between node '{NODE}' and this object")
+
+    # A pod itself (not its status) is not the node's to change.
+    r = as_node(berth, NODE, "label", "pod", "mine", "-n", ns, "e2e=x", check=False)
+    assert f'{user} cannot patch resource "pods" in API group ""' in forbidden(r)
+
+    # Tokens: only bound to a pod of its own, named by uid (NodeRestriction).
+    def token(pod_name, *extra):
+        uid = berth.kubectl_json("get", "pod", pod_name, "-n", ns)["metadata"]["uid"]
+        return as_node(berth, NODE, "create", "token", "default", "-n", ns,
+                       "--bound-object-kind", "Pod", "--bound-object-name", pod_name,
+                       "--bound-object-uid", uid, *extra, check=False)
+
+    assert eventually(lambda: token("mine").returncode == 0, what="a token for its pod")
+    assert forbidden(token("theirs")) == (
+        'error: failed to create token: serviceaccounts "default" is forbidden: node '
+        'requested token bound to a pod scheduled on a different node')
+    assert forbidden(as_node(berth, NODE, "create", "token", "default", "-n", ns,
+                             check=False)) == (
+        'error: failed to create token: serviceaccounts "default" is forbidden: node '
+        'requested token not bound to a pod')

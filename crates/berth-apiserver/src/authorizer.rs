@@ -17,6 +17,9 @@ pub struct Attributes<'a> {
     pub name: &'a str,
     /// Set for non-resource requests (`/api`, `/healthz`, ...), empty otherwise.
     pub path: &'a str,
+    /// The `fieldSelector` of a list or watch, as sent (the Node authorizer lets a node list
+    /// the pods of `spec.nodeName=<itself>`); empty otherwise.
+    pub field_selector: &'a str,
 }
 
 /// An authorizer's answer, with the reason a denial shows.

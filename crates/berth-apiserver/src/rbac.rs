@@ -345,6 +345,7 @@ fn access_status(
         namespace: &ns,
         name: &name,
         path: &path,
+        field_selector: "",
     };
     match ctx.rbac.authorize(&attributes) {
         Decision::Allow => json!({"allowed": true}),

@@ -171,6 +171,7 @@ fn authorize_path(ctx: &Ctx, user: &UserInfo, method: &Method, path: &str) -> Ap
             namespace: "",
             name: "",
             path,
+            field_selector: "",
         },
     )
 }
@@ -241,6 +242,7 @@ fn authorize_proxy(
             namespace,
             name,
             path: "",
+            field_selector: "",
         },
     )
 }
@@ -267,6 +269,7 @@ fn authorize_metrics(
             namespace: namespace.unwrap_or(""),
             name: name.unwrap_or(""),
             path: "",
+            field_selector: "",
         },
     )
 }
@@ -347,6 +350,7 @@ async fn route(
             namespace,
             name: target.name.as_deref().unwrap_or(""),
             path: "",
+            field_selector: query.get("fieldSelector").unwrap_or(""),
         },
     )?;
     let body = read_body(&headers, body).await?;

@@ -97,6 +97,18 @@ pub trait Plugin: Send + Sync {
     fn admit_eviction(&self, _user: &UserInfo, _rt: &ResourceType, _pod: &Value) -> ApiResult<()> {
         Ok(())
     }
+
+    /// Admission of a TokenRequest (`serviceaccounts/token` create) for `account` in
+    /// `namespace`.
+    fn admit_token_request(
+        &self,
+        _user: &UserInfo,
+        _namespace: &str,
+        _account: &str,
+        _request: &Value,
+    ) -> ApiResult<()> {
+        Ok(())
+    }
 }
 
 /// What plugins are built with, as upstream's plugin initializer hands out clients and
@@ -195,6 +207,20 @@ impl Chain {
     ) -> ApiResult<()> {
         for (_, plugin) in &self.plugins {
             plugin.admit_delete(user, rt, existing)?;
+        }
+        Ok(())
+    }
+
+    /// Runs every plugin on a TokenRequest; the first refusal wins.
+    pub fn admit_token_request(
+        &self,
+        user: &UserInfo,
+        namespace: &str,
+        account: &str,
+        request: &Value,
+    ) -> ApiResult<()> {
+        for (_, plugin) in &self.plugins {
+            plugin.admit_token_request(user, namespace, account, request)?;
         }
         Ok(())
     }

@@ -367,6 +367,55 @@ impl Plugin for NodeRestriction {
         }
     }
 
+    /// A node asks only for tokens bound to a pod of its own, named by uid (upstream's
+    /// `admitServiceAccount`).
+    fn admit_token_request(
+        &self,
+        user: &UserInfo,
+        namespace: &str,
+        account: &str,
+        request: &Value,
+    ) -> ApiResult<()> {
+        let Some(node) = user.node_identity() else {
+            return Ok(());
+        };
+        let refuse = |why: String| {
+            Err(ApiError::Forbidden(format!(
+                "serviceaccounts \"{account}\" is forbidden: {why}"
+            )))
+        };
+        let reference = &request["spec"]["boundObjectRef"];
+        let field = |f: &str| reference[f].as_str().unwrap_or("");
+        if field("apiVersion") != "v1" || field("kind") != "Pod" || field("name").is_empty() {
+            return refuse("node requested token not bound to a pod".into());
+        }
+        let uid = field("uid");
+        if uid.is_empty() {
+            return refuse("node requested token with a pod binding without a uid".into());
+        }
+        let pod_name = field("name");
+        let pod = self
+            .store
+            .get(&format!("/registry/core/pods/{namespace}/{pod_name}"))
+            .map_err(|e| ApiError::Internal(e.to_string()))?
+            .and_then(|kv| serde_json::from_slice::<Value>(&kv.value).ok());
+        let Some(pod) = pod else {
+            return Err(ApiError::NotFound {
+                resource: "pods".into(),
+                name: pod_name.into(),
+            });
+        };
+        if meta_str(&pod, "uid") != uid {
+            return refuse(format!("the UID in the bound object reference ({uid}) does not match the UID in record. The object might have been deleted and then recreated"));
+        }
+        if pod["spec"]["nodeName"].as_str().unwrap_or("") != node {
+            return refuse(
+                "node requested token bound to a pod scheduled on a different node".into(),
+            );
+        }
+        Ok(())
+    }
+
     fn admit_eviction(&self, user: &UserInfo, rt: &ResourceType, pod: &Value) -> ApiResult<()> {
         let Some(node) = user.node_identity() else {
             return Ok(());
@@ -423,6 +472,66 @@ mod tests {
 
     fn n(name: &str, labels: Value) -> Value {
         json!({"metadata": {"name": name, "labels": labels}, "spec": {}})
+    }
+
+    #[tokio::test]
+    async fn a_node_asks_only_for_tokens_bound_to_its_own_pods() {
+        let p = plugin().await;
+        let pod = json!({"metadata": {"name": "p", "namespace": "dev", "uid": "pu"},
+                         "spec": {"nodeName": "n1", "serviceAccountName": "sa"}});
+        p.store
+            .create(
+                "/registry/core/pods/dev/p",
+                serde_json::to_vec(&pod).unwrap().into(),
+            )
+            .await
+            .unwrap();
+        let request = |reference: Value| json!({"spec": {"boundObjectRef": reference}});
+        let ask = |user: &UserInfo, reference: Value| {
+            p.admit_token_request(user, "dev", "sa", &request(reference))
+        };
+        let bound = json!({"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "pu"});
+        assert!(ask(&node("n1"), bound.clone()).is_ok());
+        assert_eq!(
+            message(ask(&node("n2"), bound.clone())),
+            "serviceaccounts \"sa\" is forbidden: node requested token bound to a pod scheduled on a different node"
+        );
+        assert_eq!(
+            message(ask(&node("n1"), Value::Null)),
+            "serviceaccounts \"sa\" is forbidden: node requested token not bound to a pod"
+        );
+        assert_eq!(
+            message(ask(
+                &node("n1"),
+                json!({"apiVersion": "v1", "kind": "Secret", "name": "s", "uid": "x"})
+            )),
+            "serviceaccounts \"sa\" is forbidden: node requested token not bound to a pod"
+        );
+        assert_eq!(
+            message(ask(
+                &node("n1"),
+                json!({"apiVersion": "v1", "kind": "Pod", "name": "p"})
+            )),
+            "serviceaccounts \"sa\" is forbidden: node requested token with a pod binding without a uid"
+        );
+        assert_eq!(
+            message(ask(
+                &node("n1"),
+                json!({"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "old"})
+            )),
+            "serviceaccounts \"sa\" is forbidden: the UID in the bound object reference (old) does not match the UID in record. The object might have been deleted and then recreated"
+        );
+        assert!(matches!(
+            ask(
+                &node("n1"),
+                json!({"apiVersion": "v1", "kind": "Pod", "name": "gone", "uid": "g"})
+            ),
+            Err(ApiError::NotFound { .. })
+        ));
+        // Anyone else is not this plugin's business.
+        assert!(p
+            .admit_token_request(&UserInfo::admin(), "dev", "sa", &request(Value::Null))
+            .is_ok());
     }
 
     #[tokio::test]

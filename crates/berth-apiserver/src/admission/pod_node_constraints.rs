@@ -162,6 +162,7 @@ impl PodNodeConstraints {
             // Upstream names the pod only when a pod is checked, not a workload's template.
             name: if rt.kind == "Pod" { name } else { "" },
             path: "",
+            field_selector: "",
         };
         if self.authorizer.authorize(&attributes).allowed() {
             return Ok(());

@@ -47,6 +47,7 @@ pub fn impersonate(
             namespace,
             name: target,
             path: "",
+            field_selector: "",
         })
     };
     let mut groups: Vec<String> = Vec::new();

@@ -275,6 +275,7 @@ mod tests {
             namespace: ns,
             name: "",
             path: "",
+            field_selector: "",
         };
         index.any_rule(u, ns, |r| r.allows(&a))
     }

@@ -214,6 +214,7 @@ mod tests {
             namespace: "",
             name: "n",
             path: "",
+            field_selector: "",
         };
         let admin = UserInfo::admin();
         assert!(rbac.authorize(&attrs(&admin)).allowed());
@@ -239,6 +240,7 @@ mod tests {
             namespace: "default",
             name: "",
             path: "",
+            field_selector: "",
         };
         assert_eq!(
             forbidden_message(&a),

@@ -8,7 +8,7 @@
 //! The authorizer never denies: a request it does not allow goes on to RBAC, and the reason it
 //! gives is appended to the denial, as upstream's union of authorizers words it.
 
-use super::node_graph::{Graph, PodRefs, VertexKind};
+use super::node_graph::{ClaimRefs, ClaimVolumes, Graph, PodRefs, VertexKind};
 use super::rule::Rule;
 use crate::authorizer::{Attributes, Decision};
 use berth_store::{EventKind, KeyValue, Store};
@@ -16,6 +16,8 @@ use std::sync::{Arc, RwLock};
 
 /// Where pods are stored: `/registry/core/pods/<namespace>/<name>`.
 const PODS: &str = "/registry/core/pods/";
+/// Where PersistentVolumeClaims are stored.
+const CLAIMS: &str = "/registry/core/persistentvolumeclaims/";
 /// The namespace of the nodes' Leases.
 const NODE_LEASE_NAMESPACE: &str = "kube-node-lease";
 
@@ -23,6 +25,7 @@ const NODE_LEASE_NAMESPACE: &str = "kube-node-lease";
 #[derive(Clone)]
 pub struct NodeAuthorizer {
     graph: Arc<RwLock<Graph>>,
+    claims: Arc<RwLock<ClaimVolumes>>,
     rules: Arc<Vec<Rule>>,
 }
 
@@ -34,6 +37,7 @@ impl Default for NodeAuthorizer {
             .collect();
         NodeAuthorizer {
             graph: Arc::default(),
+            claims: Arc::default(),
             rules: Arc::new(rules),
         }
     }
@@ -78,13 +82,7 @@ impl NodeAuthorizer {
                 ("", "persistentvolumeclaims") => {
                     return self.get(node, VertexKind::PersistentVolumeClaim, a)
                 }
-                // berth keeps no PersistentVolume edges: no node reaches one.
-                ("", "persistentvolumes") => {
-                    return match a.verb {
-                        "get" => no_opinion(no_relationship(node)),
-                        _ => no_opinion("can only get individual resources of this type"),
-                    }
-                }
+                ("", "persistentvolumes") => return self.persistent_volume(node, a),
                 ("", "serviceaccounts") => return self.create_token(node, a),
                 ("coordination.k8s.io", "leases") => return lease(node, a),
                 ("", "nodes") => return own_node(node, a),
@@ -135,6 +133,30 @@ impl NodeAuthorizer {
         }
     }
 
+    /// A PersistentVolume: get one a claim of the node's pods is bound to.
+    fn persistent_volume(&self, node: &str, a: &Attributes<'_>) -> Verdict {
+        if a.verb != "get" {
+            return no_opinion("can only get individual resources of this type");
+        }
+        if !a.subresource.is_empty() {
+            return no_opinion("cannot get subresource");
+        }
+        if a.name.is_empty() {
+            return no_opinion("No Object name found");
+        }
+        let claims = self.claims.read().unwrap_or_else(|e| e.into_inner());
+        let graph = self.graph.read().unwrap_or_else(|e| e.into_inner());
+        let reached = claims
+            .claims_of(a.name)
+            .iter()
+            .any(|(ns, claim)| graph.has_path(node, VertexKind::PersistentVolumeClaim, ns, claim));
+        if reached {
+            Ok(())
+        } else {
+            no_opinion(no_relationship(node))
+        }
+    }
+
     /// `serviceaccounts/token`: the token of an account a pod of the node runs as.
     fn create_token(&self, node: &str, a: &Attributes<'_>) -> Verdict {
         if a.verb != "create" || a.name.is_empty() {
@@ -152,6 +174,7 @@ impl NodeAuthorizer {
     fn pod(&self, node: &str, a: &Attributes<'_>) -> Verdict {
         match (a.subresource, a.verb) {
             ("", "get") => self.get(node, VertexKind::Pod, a),
+            ("", "list" | "watch") if selects_node(a.field_selector, node) => Ok(()),
             ("", "list" | "watch") if !a.name.is_empty() => self.related(node, VertexKind::Pod, a),
             ("", "list" | "watch") => {
                 no_opinion("can only list/watch pods with spec.nodeName field selector")
@@ -170,7 +193,39 @@ impl NodeAuthorizer {
         super::follow_prefix(store, PODS, move |kvs| this.load(kvs), {
             let this = self.clone();
             move |kind, kv| this.event(kind, kv)
+        })?;
+        let this = self.clone();
+        super::follow_prefix(store, CLAIMS, move |kvs| this.load_claims(kvs), {
+            let this = self.clone();
+            move |kind, kv| this.claim_event(kind, kv)
         })
+    }
+
+    fn load_claims(&self, kvs: &[KeyValue]) {
+        let mut claims = ClaimVolumes::default();
+        for kv in kvs {
+            if let Some((namespace, name)) = claim_key(&kv.key) {
+                if let Ok(claim) = serde_json::from_slice::<ClaimRefs>(&kv.value) {
+                    claims.apply_claim(namespace, name, &claim);
+                }
+            }
+        }
+        *self.claims.write().unwrap_or_else(|e| e.into_inner()) = claims;
+    }
+
+    fn claim_event(&self, kind: EventKind, kv: &KeyValue) {
+        let Some((namespace, name)) = claim_key(&kv.key) else {
+            return;
+        };
+        let mut claims = self.claims.write().unwrap_or_else(|e| e.into_inner());
+        match kind {
+            EventKind::Put => {
+                if let Ok(claim) = serde_json::from_slice::<ClaimRefs>(&kv.value) {
+                    claims.apply_claim(namespace, name, &claim);
+                }
+            }
+            EventKind::Delete => claims.remove_claim(namespace, name),
+        }
     }
 
     fn load(&self, kvs: &[KeyValue]) {
@@ -229,6 +284,18 @@ impl NodeAuthorizer {
     }
 }
 
+/// Whether a list's field selector keeps it to the pods bound to `node` (a requirement
+/// `spec.nodeName=<node>`; other requirements only narrow it further).
+fn selects_node(field_selector: &str, node: &str) -> bool {
+    berth_core::fields::FieldSelector::parse(field_selector).is_ok_and(|s| {
+        s.requirements().iter().any(|r| {
+            r.field == "spec.nodeName"
+                && r.operator == berth_core::fields::FieldOperator::Equals
+                && r.value == node
+        })
+    })
+}
+
 /// Whether a stored pod's JSON may name a node. serde_json writes keys verbatim, so a pod
 /// without the key is unbound; a label or annotation mentioning it only costs a decode.
 fn names_a_node(value: &[u8]) -> bool {
@@ -243,6 +310,11 @@ fn no_relationship(node: &str) -> String {
 /// (namespace, name) of a stored pod's key.
 fn pod_key(key: &str) -> Option<(&str, &str)> {
     key.strip_prefix(PODS)?.split_once('/')
+}
+
+/// `(namespace, name)` of a stored claim's key.
+fn claim_key(key: &str) -> Option<(&str, &str)> {
+    key.strip_prefix(CLAIMS)?.split_once('/')
 }
 
 /// Leases: the node's own, in `kube-node-lease` (any name on create, which NodeRestriction
@@ -331,7 +403,106 @@ mod tests {
             namespace,
             name,
             path: "",
+            field_selector: "",
         })
+    }
+
+    #[test]
+    fn a_node_lists_and_watches_the_pods_of_its_own_node_name_only() {
+        let authz = with_pod();
+        let n1 = node("n1");
+        let list = |verb: &str, selector: &str| {
+            authz.authorize(&Attributes {
+                user: &n1,
+                verb,
+                api_group: "",
+                resource: "pods",
+                subresource: "",
+                namespace: "",
+                name: "",
+                path: "",
+                field_selector: selector,
+            })
+        };
+        let refused = Some(Decision::Deny(
+            "can only list/watch pods with spec.nodeName field selector".into(),
+        ));
+        assert_eq!(list("list", "spec.nodeName=n1"), Some(Decision::Allow));
+        assert_eq!(list("watch", "spec.nodeName==n1"), Some(Decision::Allow));
+        assert_eq!(
+            list("list", "metadata.name=p,spec.nodeName=n1"),
+            Some(Decision::Allow)
+        );
+        assert_eq!(list("list", "spec.nodeName=n2"), refused);
+        assert_eq!(list("list", "spec.nodeName!=n1"), refused);
+        assert_eq!(list("list", "status.phase=Running"), refused);
+        assert_eq!(list("watch", ""), refused);
+        assert_eq!(list("list", "spec.nodeName"), refused);
+    }
+
+    #[test]
+    fn a_node_gets_the_persistent_volumes_its_pods_claims_are_bound_to() {
+        let authz = NodeAuthorizer::default();
+        authz.put_pod(
+            "dev",
+            "p",
+            json!({"spec": {"nodeName": "n1",
+                   "volumes": [{"name": "v", "persistentVolumeClaim": {"claimName": "data"}}]}}),
+        );
+        let claim = |volume: &str| {
+            let value = serde_json::to_vec(&json!({"spec": {"volumeName": volume}})).unwrap();
+            KeyValue {
+                key: format!("{CLAIMS}dev/data"),
+                value: value.into(),
+                create_revision: 1,
+                mod_revision: 1,
+            }
+        };
+        let n1 = node("n1");
+        let unrelated = Some(Decision::Deny(
+            "no relationship found between node 'n1' and this object".into(),
+        ));
+        // Not bound yet: no volume is reached.
+        authz.claim_event(EventKind::Put, &claim(""));
+        assert_eq!(
+            ask(&authz, &n1, "get", "", "persistentvolumes", "", "pv-1"),
+            unrelated
+        );
+        authz.claim_event(EventKind::Put, &claim("pv-1"));
+        assert_eq!(
+            ask(&authz, &n1, "get", "", "persistentvolumes", "", "pv-1"),
+            Some(Decision::Allow)
+        );
+        assert_eq!(
+            ask(&authz, &n1, "get", "", "persistentvolumes", "", "pv-2"),
+            unrelated
+        );
+        assert_eq!(
+            ask(
+                &authz,
+                &node("n2"),
+                "get",
+                "",
+                "persistentvolumes",
+                "",
+                "pv-1"
+            ),
+            Some(Decision::Deny(
+                "no relationship found between node 'n2' and this object".into()
+            ))
+        );
+        assert_eq!(
+            ask(&authz, &n1, "list", "", "persistentvolumes", "", ""),
+            Some(Decision::Deny(
+                "can only get individual resources of this type".into()
+            ))
+        );
+        // The claim deleted: the edge goes with it.
+        authz.claim_event(EventKind::Delete, &claim("pv-1"));
+        assert_eq!(
+            ask(&authz, &n1, "get", "", "persistentvolumes", "", "pv-1"),
+            unrelated
+        );
     }
 
     fn with_pod() -> NodeAuthorizer {

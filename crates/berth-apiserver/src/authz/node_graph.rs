@@ -1,7 +1,8 @@
 //! Which objects each node may read: upstream's node authorizer graph, reduced to the edges
 //! berth's objects have. A pod bound to a node links the node to the pod and to every Secret,
 //! ConfigMap, PersistentVolumeClaim and ServiceAccount the pod references
-//! (`node <- pod <- secret`, ...). The graph is pure: the watch in [`super::node`] feeds it
+//! (`node <- pod <- secret`, ...); a claim bound to a PersistentVolume links the volume to
+//! the claim (`node <- pod <- pvc <- pv`, [`ClaimVolumes`]). The graph is pure: the watch in [`super::node`] feeds it
 //! stored pods ([`Graph::apply_pod`], [`Graph::remove_pod`]), and a request asks
 //! [`Graph::has_path`], a map lookup, never a scan of pods.
 
@@ -112,6 +113,68 @@ impl Graph {
                 self.referenced_by.remove(&vertex);
             }
         }
+    }
+}
+
+/// Which claim each PersistentVolume is bound to (a claim's `spec.volumeName`), the edges
+/// `pvc <- pv` of upstream's graph, kept apart from the pods' edges because a different watch
+/// (the stored claims) feeds them.
+#[derive(Debug, Default)]
+pub struct ClaimVolumes {
+    /// (namespace, claim) → the volume it is bound to.
+    volume_of: HashMap<(String, String), String>,
+    /// volume → the claims bound to it (one, unless a volume was pre-bound twice).
+    claims_of: HashMap<String, Vec<(String, String)>>,
+}
+
+/// What the graph reads of a claim.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct ClaimRefs {
+    spec: ClaimSpec,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct ClaimSpec {
+    volume_name: String,
+}
+
+impl ClaimVolumes {
+    /// Takes in a stored claim: bound to a volume, it links the volume to itself.
+    pub fn apply_claim(&mut self, namespace: &str, name: &str, claim: &ClaimRefs) {
+        let key = (namespace.to_string(), name.to_string());
+        if self.volume_of.get(&key) == Some(&claim.spec.volume_name) {
+            return;
+        }
+        self.remove_claim(namespace, name);
+        if claim.spec.volume_name.is_empty() {
+            return;
+        }
+        self.claims_of
+            .entry(claim.spec.volume_name.clone())
+            .or_default()
+            .push(key.clone());
+        self.volume_of.insert(key, claim.spec.volume_name.clone());
+    }
+
+    /// Forgets a deleted claim.
+    pub fn remove_claim(&mut self, namespace: &str, name: &str) {
+        let key = (namespace.to_string(), name.to_string());
+        let Some(volume) = self.volume_of.remove(&key) else {
+            return;
+        };
+        if let Some(claims) = self.claims_of.get_mut(&volume) {
+            claims.retain(|c| *c != key);
+            if claims.is_empty() {
+                self.claims_of.remove(&volume);
+            }
+        }
+    }
+
+    /// The claims bound to `volume`, as (namespace, name).
+    pub fn claims_of(&self, volume: &str) -> &[(String, String)] {
+        self.claims_of.get(volume).map_or(&[], Vec::as_slice)
     }
 }
 

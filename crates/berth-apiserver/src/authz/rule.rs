@@ -144,6 +144,7 @@ mod tests {
             namespace: "ns",
             name,
             path: "",
+            field_selector: "",
         }
     }
 
@@ -157,6 +158,7 @@ mod tests {
             namespace: "",
             name: "",
             path,
+            field_selector: "",
         }
     }
 

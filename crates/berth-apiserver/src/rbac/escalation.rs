@@ -43,6 +43,7 @@ pub fn check(
                 namespace,
                 name,
                 path: "",
+                field_selector: "",
             })
             .allowed()
     };

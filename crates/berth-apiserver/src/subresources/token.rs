@@ -137,6 +137,8 @@ pub async fn create(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
     let namespace = req.target.namespace.clone().unwrap_or_default();
     let name = req.name().to_string();
     let mut request = parse_body(req, "authentication.k8s.io", "v1", "TokenRequest")?;
+    ctx.admission
+        .admit_token_request(&req.user, &namespace, &name, &request)?;
     let sa = read_core(ctx, "serviceaccounts", Some(&namespace), &name)?;
     let spec = request.get("spec").cloned().unwrap_or(Value::Null);
     let expiration = match spec.get("expirationSeconds") {
