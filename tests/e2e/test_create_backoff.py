@@ -104,6 +104,8 @@ def test_refused_creates_are_retried_after_the_cause_is_lifted(cluster, account)
             assert message.startswith("Error creating: pods "), message
         # Retried with back-off: more attempts follow without any change to the workload.
         eventually(lambda: len(failed_creates()) >= 2, what="a retry after the back-off")
+        if kind == "ReplicaSet":
+            check_replica_failure(b, kind, name, user)
         for _ in range(10):
             assert pods() == []
             time.sleep(0.2)
@@ -115,4 +117,51 @@ def test_refused_creates_are_retried_after_the_cause_is_lifted(cluster, account)
     eventually(lambda: len(pods()) >= 1, timeout=90, what="pods created after the cause lifted")
     after = b.kubectl_json("get", kind.lower(), name, "-n", NS)["metadata"]
     assert after.get("generation") == generation_before.get("generation")
+    if kind == "ReplicaSet":
+        eventually(lambda: replica_failure(b, kind, name) is None,
+                   what="ReplicaFailure removed once creates succeed")
     b.kubectl("delete", kind.lower(), name, "-n", NS, "--wait=false")
+
+
+def replica_failure(b, kind, name):
+    """The set's ReplicaFailure condition, or None."""
+    status = b.kubectl_json("get", kind.lower(), name, "-n", NS).get("status", {})
+    return next((c for c in status.get("conditions", []) if c["type"] == "ReplicaFailure"),
+                None)
+
+
+def check_replica_failure(b, kind, name, user):
+    """Upstream's ReplicaFailure condition while creates are refused: reason FailedCreate,
+    the API server's error as the message."""
+    cond = eventually(lambda: replica_failure(b, kind, name), what="ReplicaFailure condition")
+    assert cond["status"] == "True" and cond["reason"] == "FailedCreate", cond
+    assert cond["message"].startswith("pods "), cond
+    assert f'User "{user}" cannot create resource "pods"' in cond["message"], cond
+    assert cond.get("lastTransitionTime"), cond
+
+
+def test_a_replication_controller_shows_replica_failure_while_refused(cluster):
+    b = cluster
+    user = "system:serviceaccount:kube-system:replication-controller"
+    role_name = "system:controller:replication-controller"
+    name = "refused-rc"
+    saved = b.kubectl_json("get", "clusterrole", role_name)
+    b.kubectl("replace", "-f", "-", stdin=json.dumps(without_pod_creates(clean(saved))))
+    try:
+        eventually(lambda: b.kubectl("auth", "can-i", "--as", user, "--as-group",
+                                     "system:serviceaccounts", "create", "pods", "-n", NS,
+                                     check=False).stdout.strip() == "no",
+                   what="create pods taken from the role")
+        b.kubectl("create", "-f", "-", stdin=json.dumps({
+            "apiVersion": "v1", "kind": "ReplicationController",
+            "metadata": {"name": name, "namespace": NS},
+            "spec": {"replicas": 1, "selector": {"app": name},
+                     "template": {"metadata": {"labels": {"app": name}},
+                                  "spec": {"containers": [{"name": "c",
+                                                           "image": "nginx:1.27"}]}}}}))
+        check_replica_failure(b, "ReplicationController", name, user)
+    finally:
+        b.kubectl("replace", "-f", "-", stdin=json.dumps(clean(saved)))
+    eventually(lambda: replica_failure(b, "ReplicationController", name) is None, timeout=90,
+               what="ReplicaFailure removed once creates succeed")
+    b.kubectl("delete", "replicationcontroller", name, "-n", NS, "--wait=false")

@@ -2,6 +2,7 @@
 //! adopt, release and delete its pods and write its status. One engine for both kinds: a
 //! [`SetObject`] is what the loop reads of either.
 
+use super::failure::{self, Outcome};
 use super::{reconcile, Plan, PodView, SetView};
 use crate::create_backoff::{self, CreateBackoff};
 use crate::informers::{wait, Informers};
@@ -286,6 +287,7 @@ async fn sync(
     let trusted = state.expectations.satisfied(&set.owner.uid, &seen, now);
     let mut plan = plan(set, pods, trusted, now);
     let uid = &set.owner.uid;
+    let mut tried = trusted;
     if trusted && plan.create_batches.is_empty() {
         // Nothing left to create: any earlier refusal is settled.
         state.backoff.forget(uid);
@@ -294,8 +296,9 @@ async fn sync(
         .may_create(uid, set.resource_version.as_deref(), now)
     {
         plan.create_batches.clear();
+        tried = false;
     }
-    carry_out(client, set, pods, plan, state).await;
+    carry_out(client, set, pods, plan, tried, state).await;
 }
 
 /// The engine's plan for `set`; without `trusted` expectations, only adoption and status.
@@ -325,9 +328,15 @@ async fn carry_out(
     set: &SetObject,
     pods: &[(Arc<Pod>, PodView)],
     plan: Plan,
+    tried: bool,
     state: &mut LoopState<'_>,
 ) {
     let (expectations, clock) = (&mut *state.expectations, state.clock);
+    let mut outcome = if tried {
+        Outcome::Succeeded
+    } else {
+        Outcome::NotTried
+    };
     let api: Api<Pod> = Api::namespaced(client.clone(), &set.namespace);
     let by_name: HashMap<&str, &Pod> = pods
         .iter()
@@ -371,6 +380,12 @@ async fn carry_out(
                         expectations.created(&set.owner.uid, created, clock.now());
                     }
                     Err(e) => {
+                        if !failed {
+                            outcome = Outcome::Failed {
+                                reason: failure::FAILED_CREATE,
+                                message: create_backoff::api_message(&e),
+                            };
+                        }
                         failed = true;
                         tracing::warn!(set = %name, error = %e, "creating pod failed");
                         failed_create(state.recorder, set, &e).await;
@@ -401,11 +416,18 @@ async fn carry_out(
             Ok(_) => expectations.deleted(&set.owner.uid, pod_name, clock.now()),
             Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
             Err(e) => {
-                tracing::warn!(set = %name, pod = %pod_name, error = %e, "deleting pod failed")
+                tracing::warn!(set = %name, pod = %pod_name, error = %e, "deleting pod failed");
+                if !matches!(outcome, Outcome::Failed { .. }) {
+                    outcome = Outcome::Failed {
+                        reason: failure::FAILED_DELETE,
+                        message: create_backoff::api_message(&e),
+                    };
+                }
             }
         }
     }
-    write_status(client, set, &plan.status).await;
+    let conditions = failure::conditions(&set.status["conditions"], &outcome, clock.now());
+    write_status(client, set, &plan.status, conditions).await;
 }
 
 /// Records upstream's `FailedCreate` warning on the set.
@@ -449,9 +471,14 @@ async fn patch_refs(api: &Api<Pod>, pod: &Pod, refs: Vec<Value>) {
     }
 }
 
-/// Writes `status` when it differs from what the set has.
-async fn write_status(client: &kube::Client, set: &SetObject, status: &super::Status) {
-    let want = json!({
+/// Writes `status` (and `conditions`, when they change) when it differs from what the set has.
+async fn write_status(
+    client: &kube::Client,
+    set: &SetObject,
+    status: &super::Status,
+    conditions: Option<Value>,
+) {
+    let mut want = json!({
         "replicas": status.replicas,
         "fullyLabeledReplicas": status.fully_labeled_replicas,
         "readyReplicas": status.ready_replicas,
@@ -464,8 +491,13 @@ async fn write_status(client: &kube::Client, set: &SetObject, status: &super::St
         .into_iter()
         .flatten()
         .all(|(k, _)| count(&want, k) == count(&set.status, k));
-    if same {
+    if same && conditions.is_none() {
         return;
+    }
+    if let Some(conditions) = conditions {
+        // An empty list is removed, as upstream's `omitempty` leaves it out.
+        let empty = conditions.as_array().is_some_and(Vec::is_empty);
+        want["conditions"] = if empty { Value::Null } else { conditions };
     }
     let (ar, name) = set.status_path();
     let api: Api<kube::core::DynamicObject> =

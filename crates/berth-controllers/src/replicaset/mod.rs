@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 
 pub(crate) mod driver;
+pub mod failure;
 pub mod rank;
 #[cfg(test)]
 mod tests;
