@@ -87,7 +87,7 @@ def test_pdb_status_and_allowed_disruptions_column(berth, ns):
 
 
 def test_drain_is_blocked_by_a_budget_until_it_allows_a_disruption(berth, ns):
-    tag = uuid.uuid4().hex[:6]
+    tag = f"t{uuid.uuid4().hex[:6]}"  # never all digits, which YAML reads as a number
     labels = {"app": "guarded", "e2e-drain": tag}
     berth.kubectl("apply", "-f", "-", stdin=[
         pod("guarded-2", namespace=ns, node="node-2", labels=labels),

@@ -4,8 +4,12 @@ Needs the `etcd` binary (Debian's etcd-server; `scripts/test` installs it). Skip
 message only when etcd is absent and `CI` is unset; in CI these always run.
 """
 
+import json
 import os
+import ssl
+import struct
 import threading
+import urllib.request
 import time
 import uuid
 
@@ -262,3 +266,148 @@ def test_a_compacted_resource_version_gets_410_on_every_replica_and_clients_reli
     recorder.join(timeout=30)
     assert recorder.error is None, recorder.error
     assert [e["object"].metadata.name for e in recorder.events] == ["after"]
+
+
+# Protobuf watch across replicas ------------------------------------------------------------------
+
+PROTOBUF_WATCH = "application/vnd.kubernetes.protobuf;stream=watch"
+
+
+def pb_fields(data):
+    """The fields of one protobuf message: (field number, wire type, value) in order; a
+    length-delimited value is its bytes, a varint its number."""
+    fields, i = [], 0
+    while i < len(data):
+        key, i = pb_varint(data, i)
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            value, i = pb_varint(data, i)
+        elif wire == 2:
+            size, i = pb_varint(data, i)
+            value, i = data[i:i + size], i + size
+        elif wire == 1:
+            value, i = data[i:i + 8], i + 8
+        elif wire == 5:
+            value, i = data[i:i + 4], i + 4
+        else:
+            raise ValueError(f"wire type {wire}")
+        fields.append((number, wire, value))
+    return fields
+
+
+def pb_varint(data, i):
+    n, shift = 0, 0
+    while True:
+        b = data[i]
+        i += 1
+        n |= (b & 0x7F) << shift
+        shift += 7
+        if b < 0x80:
+            return n, i
+
+
+def pb_get(data, number):
+    return next((v for n, _, v in pb_fields(data) if n == number), b"")
+
+
+def watch_event(frame):
+    """A metav1.WatchEvent frame: (type, kind, name, resourceVersion) of its object, which is a
+    RawExtension holding `k8s\\0` + runtime.Unknown{typeMeta, raw}."""
+    kind_of = pb_get(frame, 1).decode()
+    raw = pb_get(pb_get(frame, 2), 1)
+    assert raw.startswith(b"k8s\x00"), raw[:8]
+    unknown = raw[4:]
+    kind = pb_get(pb_get(unknown, 1), 2).decode()
+    meta = pb_get(pb_get(unknown, 2), 1)
+    return kind_of, kind, pb_get(meta, 1).decode(), pb_get(meta, 6).decode()
+
+
+def protobuf_watch(b, ns, rv, count):
+    """The first `count` events of a protobuf watch on `b` from `rv`, read from the raw
+    length-prefixed frames (4-byte big-endian size, then a WatchEvent), as client-go reads them."""
+    ctx = ssl.create_default_context(cafile=b.ca_file())
+    req = urllib.request.Request(
+        f"{b.url}/api/v1/namespaces/{ns}/configmaps?watch=1&resourceVersion={rv}"
+        "&timeoutSeconds=30",
+        headers={"Accept": PROTOBUF_WATCH, "Authorization": f"Bearer {b.token()}"})
+    events = []
+    with urllib.request.urlopen(req, context=ctx, timeout=30) as r:
+        assert r.headers["Content-Type"].startswith("application/vnd.kubernetes.protobuf"), \
+            r.headers["Content-Type"]
+        while len(events) < count:
+            head = r.read(4)
+            if len(head) < 4:
+                break
+            (size,) = struct.unpack(">I", head)
+            events.append(watch_event(r.read(size)))
+    return events
+
+
+def write_through(b, ns):
+    """Creates (and updates some of) ten ConfigMaps through `b` after a first one; returns the
+    first's resourceVersion (B's answer) and the events a watch from it must show, in order."""
+    b.create_namespace(ns)
+    written = []
+    first = b.core.create_namespaced_config_map(ns, {"metadata": {"name": "cm-00"}})
+    rv = first.metadata.resource_version
+    for i in range(1, 11):
+        created = b.core.create_namespaced_config_map(ns, {"metadata": {"name": f"cm-{i:02}"}})
+        written.append(("ADDED", "ConfigMap", created.metadata.name,
+                         created.metadata.resource_version))
+        if i % 4 == 0:
+            created.data = {"changed": "yes"}
+            updated = b.core.replace_namespaced_config_map(created.metadata.name, ns, created)
+            written.append(("MODIFIED", "ConfigMap", updated.metadata.name,
+                            updated.metadata.resource_version))
+    return rv, written
+
+
+@pytest.fixture
+def pair(tmp_path, cleanup):
+    cluster = EtcdCluster.start(1, tmp_path / "etcd")
+    cleanup(cluster)
+    a = replica(tmp_path / "a", cluster)
+    cleanup(a)
+    b = replica(tmp_path / "b", cluster)
+    cleanup(b)
+    return a, b
+
+
+def json_watch(b, ns, rv, count, accept):
+    """The first `count` events of a watch on `b` from `rv` asked for with `accept`, read as
+    the newline-delimited JSON the server answers."""
+    ctx = ssl.create_default_context(cafile=b.ca_file())
+    req = urllib.request.Request(
+        f"{b.url}/api/v1/namespaces/{ns}/configmaps?watch=1&resourceVersion={rv}"
+        "&timeoutSeconds=30",
+        headers={"Accept": accept, "Authorization": f"Bearer {b.token()}"})
+    events = []
+    with urllib.request.urlopen(req, context=ctx, timeout=30) as r:
+        assert r.headers["Content-Type"].startswith("application/json"), r.headers["Content-Type"]
+        for line in r:
+            e = json.loads(line)
+            meta = e["object"]["metadata"]
+            events.append((e["type"], e["object"]["kind"], meta["name"], meta["resourceVersion"]))
+            if len(events) == count:
+                break
+    return events
+
+
+def test_a_client_go_protobuf_watch_on_one_replica_resumes_from_another_replicas_version(pair):
+    a, b = pair
+    ns = f"pbwatch-{uuid.uuid4().hex[:6]}"
+    rv, written = write_through(b, ns)
+    # client-go configured for protobuf accepts JSON as well, and decodes what it is answered
+    # with: resumed on A from B's revision, every event after it, in order, none missing.
+    seen = json_watch(a, ns, rv, len(written), f"{PROTOBUF_WATCH}, application/json")
+    assert seen == written
+
+
+@pytest.mark.xfail(strict=True, reason="berth answers in JSON only: protobuf watch frames "
+                   "(and protobuf answers in general) are not encoded yet")
+def test_a_protobuf_only_watch_on_one_replica_resumes_from_another_replicas_version(pair):
+    a, b = pair
+    ns = f"pbwatch-{uuid.uuid4().hex[:6]}"
+    rv, written = write_through(b, ns)
+    seen = protobuf_watch(a, ns, rv, len(written))
+    assert seen == written

@@ -263,3 +263,89 @@ def test_a_third_replica_joining_takes_only_some_nodes_handed_over_cleanly(tmp_p
         assert "replica-c" in seq.get(n, []), f"{n}'s Lease taken by replica-c"
     assert not interleaved(seq), "a node Lease renewed by its old replica after the hand-over"
     assert not interleaved(boot_writers(nodes.events)), "a node's status written by both"
+
+
+# In-pod programs at a hand-over --------------------------------------------------------------
+
+SCHEDULER = "handover-sched"
+SCHEDULER_POD = "handover-sched"
+
+
+def scheduler_program(ns, node):
+    """A pod on `node` whose container runs berth's scheduler in process, leader-elected on the
+    Lease kube-system/handover-sched: its holder (`<pod>_<random>`, new at each start) shows
+    which start of the program leads, and a program that stops gives the Lease up."""
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount",
+         "metadata": {"name": SCHEDULER, "namespace": ns}},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+         "metadata": {"name": f"{SCHEDULER}-{ns}"},
+         "subjects": [{"kind": "ServiceAccount", "name": SCHEDULER, "namespace": ns}],
+         "roleRef": {"kind": "ClusterRole", "name": "cluster-admin",
+                     "apiGroup": "rbac.authorization.k8s.io"}},
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": SCHEDULER_POD, "namespace": ns},
+         "spec": {"nodeName": node, "serviceAccountName": SCHEDULER, "containers": [{
+             "name": "scheduler", "image": "example/kube-scheduler:v1",
+             "command": ["/usr/local/bin/kube-scheduler", f"--scheduler-name={SCHEDULER}",
+                         "--leader-elect=true", f"--lock-object-name={SCHEDULER}",
+                         "--lock-object-namespace=kube-system",
+                         "--leader-elect-lease-duration=30s", "--leader-elect-renew-deadline=20s",
+                         "--leader-elect-retry-period=500ms"]}]}},
+    ]
+
+
+def scheduler_holder(b):
+    return b.kubectl("get", "lease", SCHEDULER, "-n", "kube-system", "-o",
+                     "jsonpath={.spec.holderIdentity}", check=False).stdout.strip()
+
+
+def bound_by_scheduler(b, ns, name):
+    b.core.create_namespaced_pod(ns, pod(name, scheduler=SCHEDULER))
+    eventually(lambda: b.core.read_namespaced_pod(name, ns).spec.node_name, timeout=60,
+               what=f"{name} bound by the in-pod scheduler")
+
+
+def test_a_nodes_in_pod_programs_stop_at_a_hand_over_and_start_on_the_new_owner(
+        tmp_path, cleanup):
+    cluster, a, b = start_pair(tmp_path, cleanup)
+    before = holders(b)
+    after = expected(["replica-a", "replica-b", "replica-c"])
+    # A node that moves to replica-c when it joins: its pods' programs must move with it.
+    node = next(n for n in sorted(before) if after[n] == "replica-c")
+    old_owner = before[node]
+    ns = f"prog-{uuid.uuid4().hex[:6]}"
+    b.create_namespace(ns)
+    b.kubectl("create", "-f", "-", stdin=scheduler_program(ns, node))
+    first = eventually(lambda: scheduler_holder(b), timeout=60, what="the in-pod scheduler leads")
+    assert first.startswith(f"{SCHEDULER_POD}_"), first
+    uid = b.core.read_namespaced_pod(SCHEDULER_POD, ns).metadata.uid
+    bound_by_scheduler(b, ns, "before")
+    print(f"{SCHEDULER_POD} runs on {node} in {old_owner}, leading as {first}")
+
+    coordination = k8s.CoordinationV1Api(b.api_client)
+    leases = Recorder(coordination.list_namespaced_lease,
+                      coordination.list_namespaced_lease("kube-system").metadata.resource_version,
+                      namespace="kube-system", field_selector=f"metadata.name={SCHEDULER}")
+    cleanup(leases)
+
+    c = replica(tmp_path / "c", cluster, "replica-c")
+    cleanup(c)
+    eventually(lambda: holders(b) == after, timeout=60,
+               what="the nodes rendezvous hashing gives replica-c moved to it")
+    # The Lease duration is 30s: a new leader within it means the old program gave it up.
+    second = eventually(lambda: (lambda h: h if h and h != first else None)(scheduler_holder(b)),
+                        timeout=25, what="the program started on replica-c leads")
+    print(f"after the hand-over to replica-c, {SCHEDULER_POD} leads as {second}")
+    bound_by_scheduler(b, ns, "after")
+    now = b.core.read_namespaced_pod(SCHEDULER_POD, ns)
+    assert (now.metadata.uid, now.status.phase) == (uid, "Running"), "the pod kept running"
+
+    time.sleep(2)
+    leases.stop()
+    assert leases.error is None
+    writers = [e["object"].spec.holder_identity or "" for e in leases.events]
+    print(f"{SCHEDULER} Lease holders in revision order: {writers}")
+    assert "" in writers[:writers.index(second)], \
+        "the program on the old owner gave its Lease up before the new one led"
+    assert first not in writers[writers.index(second):], \
+        "the program on the old owner never ran after the new one started"

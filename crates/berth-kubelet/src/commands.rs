@@ -81,6 +81,7 @@ impl ProgramOutput {
 pub struct Commands {
     programs: Vec<(String, Program)>,
     started: Arc<Mutex<HashSet<String>>>,
+    running: crate::running::Running,
     connect: Option<Connect>,
     output: ProgramOutput,
 }
@@ -103,6 +104,24 @@ impl Commands {
     /// What the programs printed, for the node's `/containerLogs`.
     pub fn output(&self) -> ProgramOutput {
         self.output.clone()
+    }
+
+    /// Stops the programs of `node`'s pods, because its kubelet stops here (the node moved to
+    /// another replica, or this replica lost its own Lease): each is told to stop at once and
+    /// dropped if it has not ended within `grace`; none of them writes its container's end,
+    /// and each may start again should the node come back. The future resolves once they have
+    /// all ended.
+    pub fn stop_node(&self, node: &str, grace: std::time::Duration) -> BoxFuture<'static, ()> {
+        let (uids, ended) = self.running.stop_node(node, grace);
+        if !uids.is_empty() {
+            if let Ok(mut started) = self.started.lock() {
+                for uid in &uids {
+                    started.remove(uid);
+                }
+            }
+            tracing::info!(node = %node, programs = uids.len(), "the node's kubelet stops here: stopped the programs of its pods");
+        }
+        ended
     }
 
     /// The program `argv` runs: registered as its path (or file name), optionally followed by
@@ -142,15 +161,19 @@ impl Commands {
         let first = self
             .started
             .lock()
-            .is_ok_and(|mut started| started.insert(uid));
+            .is_ok_and(|mut started| started.insert(uid.clone()));
         if !first {
             return;
         }
+        let node = spec.node_name.clone().unwrap_or_default();
         let (client, pod, clock) = (client.clone(), pod.clone(), clock.clone());
         let container = container.clone();
         let connect = self.connect.clone();
         let output = self.output.clone();
-        tokio::spawn(async move {
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let stop = Arc::new(stop);
+        let (running, own_stop, own_uid) = (self.running.clone(), stop.clone(), uid.clone());
+        let task = tokio::spawn(async move {
             let files = mounted_files(&client, &pod, &container).await;
             let started_at = clock.timestamp();
             let mut refreshing = None;
@@ -158,14 +181,19 @@ impl Commands {
                 None => Ok(client.clone()),
                 Some(connect) => match crate::pod_token::mount(&client, &pod, &clock).await {
                     Ok((token, task)) => {
-                        refreshing = Some(task);
+                        // Dropped with this task, as `watching`.
+                        refreshing = Some(AbortOnDrop(task));
                         connect(token).await
                     }
                     Err(e) => Err(e),
                 },
             };
-            let (stop, stopped) = tokio::sync::watch::channel(false);
-            let watching = tokio::spawn(watch_deletion(client.clone(), pod.clone(), stop));
+            // Dropped with this task, should the program be dropped at a hand-over.
+            let watching = AbortOnDrop(tokio::spawn(watch_deletion(
+                client.clone(),
+                pod.clone(),
+                own_stop.clone(),
+            )));
             let run = async {
                 match program_client {
                     Ok(program_client) => {
@@ -189,10 +217,9 @@ impl Commands {
                     tokio::time::sleep(STOP_GRACE).await;
                 } => Ok(String::new()),
             };
-            watching.abort();
-            if let Some(task) = refreshing {
-                task.abort();
-            }
+            drop(watching);
+            drop(refreshing);
+            running.ended(&own_uid, &own_stop);
             if *stopped.borrow() {
                 return;
             }
@@ -206,6 +233,16 @@ impl Commands {
             );
             terminate(&client, &pod, &container.name, result, &started_at, &clock).await;
         });
+        self.running.add(&uid, &node, stop, task);
+    }
+}
+
+/// Aborts a task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
@@ -213,7 +250,7 @@ impl Commands {
 async fn watch_deletion(
     client: kube::Client,
     pod: Arc<Pod>,
-    stop: tokio::sync::watch::Sender<bool>,
+    stop: Arc<tokio::sync::watch::Sender<bool>>,
 ) {
     let ns = pod.namespace().unwrap_or_else(|| "default".into());
     let api: Api<Pod> = Api::namespaced(client, &ns);

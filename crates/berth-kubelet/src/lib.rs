@@ -39,6 +39,7 @@ mod node;
 pub mod oom;
 pub mod pod_token;
 mod pods;
+pub mod running;
 pub mod share;
 pub mod sim;
 pub mod simulate;
@@ -226,7 +227,7 @@ impl Kubelet {
             clients.clone(),
             sim.clone(),
             self.lease_renew_interval,
-            holder.map(|h| (h, leases.clone())),
+            holder.map(|h| (h, leases.clone(), self.commands.clone())),
         ));
         sim.show_program_output(self.commands.output());
         sim.spawn();
@@ -319,8 +320,9 @@ impl share::Host for Homes {
         })
     }
 
-    fn stop(&self, node: &str) {
+    fn stop(&self, node: &str, grace: Duration) -> futures::future::BoxFuture<'static, ()> {
         self.pods.sim.stop_here(node);
+        self.pods.commands.stop_node(node, grace)
     }
 
     fn client(&self, node: &str) -> kube::Client {
@@ -439,7 +441,7 @@ async fn renew_leases(
     clients: clients::Clients,
     sim: Arc<sim::Sim>,
     every: Duration,
-    shared: Option<(String, Arc<share::NodeLeases>)>,
+    shared: Option<(String, Arc<share::NodeLeases>, commands::Commands)>,
 ) {
     let mut tick = sim.clock().interval(every);
     loop {
@@ -450,7 +452,7 @@ async fn renew_leases(
             if !sim.mode(node).reaches_api() || !sim.runs_here(node) {
                 continue;
             }
-            if let Some((replica, leases)) = &shared {
+            if let Some((replica, leases, commands)) = &shared {
                 match leases
                     .renew(&clients.node(node), node, replica, &renew)
                     .await
@@ -459,6 +461,8 @@ async fn renew_leases(
                     Ok(share::Renewed::Lost(holder)) => {
                         tracing::warn!(node = %node, holder = %holder, "the node Lease was taken by another replica: stopped its kubelet here");
                         sim.stop_here(node);
+                        // The new owner may run them already: drop ours at once.
+                        commands.stop_node(node, Duration::ZERO).await;
                     }
                     Err(e) => tracing::debug!(node = %node, error = %e, "lease renewal failed"),
                 }

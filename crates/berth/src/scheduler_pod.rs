@@ -89,11 +89,16 @@ async fn run_in_pod(inv: Invocation, clock: Clock) -> anyhow::Result<String> {
     };
     let mut election = election_config(&args)?;
     if let Some(e) = &mut election {
-        // Upstream's identity is the host name (the pod's name) and a unique suffix.
+        // Upstream's identity is the host name (the pod's name) and a suffix unique to each
+        // start, so the Lease shows a hand-over of the pod to another replica's kubelet.
+        let suffix = e
+            .identity
+            .rsplit_once('_')
+            .map(|(_, random)| random.to_string())
+            .unwrap_or_default();
         e.identity = format!(
-            "{}_{}",
-            inv.pod.metadata.name.clone().unwrap_or_default(),
-            inv.pod.metadata.uid.clone().unwrap_or_default()
+            "{}_{suffix}",
+            inv.pod.metadata.name.clone().unwrap_or_default()
         );
     }
     crate::scheduler::publish_policy(inv.client.clone(), &args.scheduler_name, &policy, &source)

@@ -13,14 +13,22 @@ use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::Api;
 use kube::runtime::watcher;
 use std::sync::Arc;
+use std::time::Duration;
+
+/// How long the programs of a node's pods get to stop (and, say, give up a Lease they lead)
+/// when the node moves to another replica, before they are dropped; the node's Lease is
+/// released only after.
+const HANDOVER_GRACE: Duration = Duration::from_secs(2);
 
 /// What starting and stopping a node's kubelet means to the simulated nodes.
 pub trait Host: Send + Sync {
     /// Registers the node (its status now names this replica's endpoints), marks it running
     /// here and catches up with its pods. `false` when it could not be started.
     fn start(&self, node: String) -> BoxFuture<'static, bool>;
-    /// Stops the node's kubelet here at once: nothing more is written for it.
-    fn stop(&self, node: &str);
+    /// Stops the node's kubelet here at once (nothing more is written for it) and tells the
+    /// programs of its pods to stop, dropping those still running after `grace`; resolves once
+    /// they have all ended.
+    fn stop(&self, node: &str, grace: Duration) -> BoxFuture<'static, ()>;
     /// The client the node's kubelet writes through.
     fn client(&self, node: &str) -> kube::Client;
 }
@@ -69,8 +77,10 @@ pub async fn run(
             let stopped = hosted.clear();
             if !stopped.is_empty() {
                 tracing::warn!(replica = %sharing.replica, nodes = stopped.len(), "this replica's Lease is not renewed: stopped all its kubelets");
+                // No grace: another replica may take these nodes once the lease duration
+                // has passed since our last renewal.
                 for node in &stopped {
-                    host.stop(node);
+                    host.stop(node, Duration::ZERO).await;
                 }
             }
             continue;
@@ -97,10 +107,10 @@ pub async fn run(
     }
 }
 
-/// Stops the kubelet of a node assigned elsewhere, then releases its Lease: nothing of ours is
-/// written after the release.
+/// Stops the kubelet of a node assigned elsewhere and the programs of its pods, then releases
+/// its Lease: nothing of ours runs or is written after the release.
 async fn release(sharing: &Sharing, leases: &NodeLeases, host: &dyn Host, node: &str) {
-    host.stop(node);
+    host.stop(node, HANDOVER_GRACE).await;
     match leases
         .release(&host.client(node), node, &sharing.replica)
         .await
