@@ -6,6 +6,7 @@ clients such as kube-scheduler send them), the scale subresource (`kubectl scale
 import json
 import signal
 import ssl
+import time
 import urllib.error
 import urllib.request
 import uuid
@@ -122,18 +123,30 @@ def test_kubectl_scale_a_deployment(berth, ns):
     assert out.strip() == "deployment.apps/web scaled"
     assert replicas(berth, ns, "deployment", "web") == 3
 
-    scale = json.loads(berth.kubectl(
-        "get", "--raw", f"/apis/apps/v1/namespaces/{ns}/deployments/web/scale").stdout)
+    def get_scale():
+        return json.loads(berth.kubectl(
+            "get", "--raw", f"/apis/apps/v1/namespaces/{ns}/deployments/web/scale").stdout)
+
+    scale = get_scale()
     assert (scale["kind"], scale["apiVersion"]) == ("Scale", "autoscaling/v1")
     assert scale["spec"]["replicas"] == 3
     assert scale["status"]["selector"] == "app=web"
     assert "replicas" in scale["status"]
 
     # kubectl checks --current-replicas and --resource-version itself, then PUTs the Scale
-    # with the resourceVersion as a precondition.
-    rv = scale["metadata"]["resourceVersion"]
-    berth.kubectl("scale", "deployment", "web", "--replicas=4", f"--resource-version={rv}",
-                  "--current-replicas=3", "-n", ns)
+    # with the resourceVersion as a precondition. The deployment controller may still be
+    # writing status (pods becoming ready) between our read and kubectl's, which moves the
+    # resourceVersion; kubectl then refuses as upstream's would, so read again and retry.
+    for _ in range(20):
+        rv = scale["metadata"]["resourceVersion"]
+        r = berth.kubectl("scale", "deployment", "web", "--replicas=4",
+                          f"--resource-version={rv}", "--current-replicas=3", "-n", ns,
+                          check=False)
+        if r.returncode == 0 or "Expected resource version" not in r.stderr:
+            break
+        time.sleep(0.2)
+        scale = get_scale()
+    assert r.returncode == 0, r.stderr
     assert replicas(berth, ns, "deployment", "web") == 4
 
     # The server refuses a stale resourceVersion (409) and negative replicas (422).
