@@ -171,6 +171,51 @@ def test_a_deleted_account_or_bound_pod_ends_its_tokens(b):
     assert code == 401 and body["reason"] == "Unauthorized"
 
 
+def test_a_kubelets_hour_long_pod_token_is_signed_for_a_year(b):
+    """kube-apiserver's --service-account-extend-token-expiration (on by default): a pod-bound
+    request for 3607 seconds, what kubelets ask for, gets a token valid for a year that turns
+    stale after the hour; any other duration gets what it asked for."""
+    b.kubectl("create", "serviceaccount", "kubelet-like", "-n", NS)
+    b.kubectl("create", "-f", "-", stdin=pod("extended", NS, node="node-1",
+                                             serviceAccountName="kubelet-like"))
+
+    def bound_token(duration):
+        return claims(b.kubectl("create", "token", "kubelet-like", "-n", NS,
+                                "--bound-object-kind", "Pod", "--bound-object-name", "extended",
+                                "--duration", duration).stdout.strip())
+
+    c = bound_token("3607s")
+    assert c["exp"] - c["iat"] == 365 * 24 * 3600, c
+    assert c["kubernetes.io"]["warnafter"] - c["iat"] == 3607, c
+    c = bound_token("3600s")
+    assert c["exp"] - c["iat"] == 3600 and "warnafter" not in c["kubernetes.io"], c
+    # Not bound to a pod: not extended.
+    c = claims(b.kubectl("create", "token", "kubelet-like", "-n", NS, "--duration", "3607s")
+               .stdout.strip())
+    assert c["exp"] - c["iat"] == 3607 and "warnafter" not in c["kubernetes.io"], c
+    # The TokenRequest's status gives the hour asked for, so a kubelet refreshes as usual.
+    r = b.kubectl("create", "--raw",
+                  f"/api/v1/namespaces/{NS}/serviceaccounts/kubelet-like/token", "-f", "-",
+                  stdin=json.dumps({
+                      "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                      "spec": {"expirationSeconds": 3607, "boundObjectRef": {
+                          "kind": "Pod", "apiVersion": "v1", "name": "extended"}}}))
+    status = json.loads(r.stdout)["status"]
+    c = claims(status["token"])
+    assert c["exp"] - c["iat"] == 365 * 24 * 3600
+    from datetime import datetime
+    expires = datetime.fromisoformat(status["expirationTimestamp"].replace("Z", "+00:00"))
+    assert int(expires.timestamp()) - c["iat"] == 3607
+    # Its use is counted as a valid (not yet stale) extended token.
+    # Its use (authenticated, then refused by RBAC) counts as a valid, not yet stale, one.
+    assert http(b, f"/api/v1/namespaces/{NS}/pods", token=status["token"])[0] == 403
+    metrics = b.kubectl("get", "--raw", "/metrics").stdout
+    assert "serviceaccount_stale_tokens_total 0" in metrics
+    valid = [line for line in metrics.splitlines()
+             if line.startswith("serviceaccount_valid_tokens_total ")]
+    assert valid and int(float(valid[0].split()[1])) >= 1, valid
+
+
 def test_a_legacy_token_secret_is_filled_and_authenticates(b):
     b.kubectl("create", "-f", "-", stdin={
         "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/service-account-token",

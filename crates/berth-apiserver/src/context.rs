@@ -33,6 +33,9 @@ pub struct Inner {
     pub api_audiences: Vec<String>,
     /// Request counts and latencies, served at `/metrics`.
     pub metrics: Arc<crate::metrics::ApiMetrics>,
+    /// Whether a kubelet's hour-long pod token is signed for a year (upstream's
+    /// `--service-account-extend-token-expiration`, on by default).
+    pub extend_token_expiration: bool,
 }
 
 pub type Ctx = Arc<Inner>;

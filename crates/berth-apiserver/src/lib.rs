@@ -114,6 +114,8 @@ pub struct ApiServer {
     service_account_keys: Option<Arc<authn::service_account::Keys>>,
     /// What `/metrics` serves; shared by every router of this server.
     metrics: Arc<metrics::ApiMetrics>,
+    /// `--service-account-extend-token-expiration`: kubelets' hour-long tokens last a year.
+    extend_token_expiration: bool,
 }
 
 /// Signs legacy ServiceAccount tokens for the token controller (upstream gives
@@ -174,7 +176,16 @@ impl ApiServer {
             tokens: Default::default(),
             service_account_keys: None,
             metrics: Default::default(),
+            extend_token_expiration: true,
         }
+    }
+
+    /// The same server extending (default) or not the pod-bound tokens kubelets ask for with
+    /// `expirationSeconds: 3607` to a year, as kube-apiserver's
+    /// `--service-account-extend-token-expiration`.
+    pub fn with_extend_token_expiration(mut self, extend: bool) -> ApiServer {
+        self.extend_token_expiration = extend;
+        self
     }
 
     /// Adds another in-process component's metrics (Prometheus text) to what `/metrics`
@@ -269,6 +280,7 @@ impl ApiServer {
             service_account_keys: self.service_account_keys.clone(),
             api_audiences: vec![authn::service_account::ISSUER.to_string()],
             metrics: self.metrics.clone(),
+            extend_token_expiration: self.extend_token_expiration,
         })
     }
 
@@ -306,12 +318,15 @@ impl ApiServer {
             admin_token: token,
             tokens: (*self.tokens).clone(),
             service_accounts: self.service_account_keys.clone().map(|keys| {
-                Arc::new(authn::service_account::Verifier::new(
-                    keys,
-                    self.store.clone(),
-                    self.clock.clone(),
-                    vec![authn::service_account::ISSUER.to_string()],
-                ))
+                Arc::new(
+                    authn::service_account::Verifier::new(
+                        keys,
+                        self.store.clone(),
+                        self.clock.clone(),
+                        vec![authn::service_account::ISSUER.to_string()],
+                    )
+                    .counting(self.metrics.clone()),
+                )
             }),
         })))
     }

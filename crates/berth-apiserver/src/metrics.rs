@@ -169,6 +169,10 @@ pub struct ApiMetrics {
     /// Each resource type's `type` label, made once (keyed by the registry entry's address).
     storage_types: std::collections::HashMap<usize, &'static str>,
     sources: RwLock<Vec<Source>>,
+    /// Uses of extended ServiceAccount tokens: before, and after, their `warnafter`.
+    valid_tokens: Counter,
+    stale_tokens: Counter,
+    legacy_tokens: Counter,
 }
 
 impl std::fmt::Debug for ApiMetrics {
@@ -244,8 +248,29 @@ impl ApiMetrics {
             "Etcd request latency in seconds for each operation and object type.",
             storage_requests.clone(),
         );
+        let valid_tokens = Counter::default();
+        let stale_tokens = Counter::default();
+        let legacy_tokens = Counter::default();
+        registry.register(
+            "serviceaccount_legacy_tokens",
+            "Cumulative legacy service account tokens used",
+            legacy_tokens.clone(),
+        );
+        registry.register(
+            "serviceaccount_valid_tokens",
+            "Cumulative valid projected service account tokens used",
+            valid_tokens.clone(),
+        );
+        registry.register(
+            "serviceaccount_stale_tokens",
+            "Cumulative stale projected service account tokens used",
+            stale_tokens.clone(),
+        );
         ApiMetrics {
             registry,
+            valid_tokens,
+            stale_tokens,
+            legacy_tokens,
             requests,
             durations,
             inflight,
@@ -292,6 +317,20 @@ impl ApiMetrics {
             self.durations
                 .get_or_create(&labels)
                 .observe(took.as_secs_f64());
+        }
+    }
+
+    /// Counts one authentication with a legacy (Secret-kept) ServiceAccount token.
+    pub fn legacy_service_account_token_used(&self) {
+        self.legacy_tokens.inc();
+    }
+
+    /// Counts one authentication with an extended ServiceAccount token.
+    pub fn service_account_token_used(&self, stale: bool) {
+        if stale {
+            self.stale_tokens.inc();
+        } else {
+            self.valid_tokens.inc();
         }
     }
 

@@ -3,7 +3,7 @@
 //! and asked for again once 80% of its lifetime has passed (or 24 hours, for a long-lived one).
 //! The old token is not revoked: it stays valid until it expires (or its pod is deleted).
 //!
-//! [`refresh_at`] is the rule, a pure function of the token's expiry; [`mount`] asks for the
+//! [`refresh_at`] is the rule, a pure function of the token's expiry and the pod's [`jitter`]; [`mount`] asks for the
 //! first token and starts the task that replaces it on the injected clock. The program reads
 //! the current token from a [`TokenSource`] on each request, so a refresh is what it presents
 //! next.
@@ -23,6 +23,9 @@ pub const EXPIRATION_SECONDS: i64 = 3607;
 const MAX_TTL: Duration = Duration::hours(24);
 /// The share of a token's lifetime left when it is refreshed (upstream: 20%).
 const REFRESH_WHEN_LEFT_PERCENT: i64 = 20;
+/// The most a refresh is moved earlier, so that tokens issued together are not asked for again
+/// in the same second (upstream's `maxJitter`).
+const MAX_JITTER_SECONDS: u64 = 10;
 /// How long after a failed refresh it is tried again (cluster time).
 const RETRY_AFTER: std::time::Duration = std::time::Duration::from_secs(10);
 /// How many times the first token is asked for an account that does not exist (yet).
@@ -43,12 +46,22 @@ pub struct Issued {
 }
 
 /// When `token` must be replaced: once 80% of its lifetime has passed, or 24 hours after it
-/// was issued, whichever comes first (upstream's `requiresRefresh`, without its random jitter).
-pub fn refresh_at(token: &Issued) -> DateTime<Utc> {
+/// was issued, whichever comes first, `jitter` earlier (upstream's `requiresRefresh`).
+pub fn refresh_at(token: &Issued, jitter: Duration) -> DateTime<Utc> {
     let lifetime = Duration::seconds(token.expiration_seconds);
     let issued = token.expires - lifetime;
     let left = Duration::seconds(token.expiration_seconds * REFRESH_WHEN_LEFT_PERCENT / 100);
-    (token.expires - left).min(issued + MAX_TTL)
+    (token.expires - left).min(issued + MAX_TTL) - jitter
+}
+
+/// A pod's refresh jitter: whole seconds under 10, as upstream draws it, but derived from the
+/// pod's uid instead of a random source, so a run is repeatable and pods still spread out.
+pub fn jitter(pod_uid: &str) -> Duration {
+    // FNV-1a: stable across runs and platforms, unlike std's hasher.
+    let hash = pod_uid.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    Duration::seconds((hash % MAX_JITTER_SECONDS) as i64)
 }
 
 /// Asks for the pod's first token and starts refreshing it; the task ends when the returned
@@ -62,10 +75,11 @@ pub async fn mount(
     let first = request(client, pod, FIRST_ATTEMPTS).await?;
     let (send, source) = tokio::sync::watch::channel(first.token.clone());
     let (client, pod, clock) = (client.clone(), pod.clone(), clock.clone());
+    let jitter = jitter(pod.metadata.uid.as_deref().unwrap_or_default());
     let refreshing = tokio::spawn(async move {
         let mut current = first;
         loop {
-            let wait = (refresh_at(&current) - clock.now())
+            let wait = (refresh_at(&current, jitter) - clock.now())
                 .to_std()
                 .unwrap_or_default();
             clock.sleep(wait).await;
@@ -160,7 +174,7 @@ mod tests {
         // Issued 10:00:00, lasting 3607 s: 20% (721 s, rounded down) before its expiry.
         let t = issued("2026-11-25T11:00:07Z", 3607);
         assert_eq!(
-            refresh_at(&t),
+            refresh_at(&t, Duration::zero()),
             "2026-11-25T10:48:06Z".parse::<DateTime<Utc>>().unwrap()
         );
     }
@@ -169,21 +183,35 @@ mod tests {
     fn a_token_lasting_more_than_30_hours_is_refreshed_after_24_hours() {
         let t = issued("2026-11-27T10:00:00Z", 48 * 3600);
         assert_eq!(
-            refresh_at(&t),
+            refresh_at(&t, Duration::zero()),
             "2026-11-26T10:00:00Z".parse::<DateTime<Utc>>().unwrap()
         );
         // 30 hours: 80% is exactly 24 hours.
         let t = issued("2026-11-26T16:00:00Z", 30 * 3600);
         assert_eq!(
-            refresh_at(&t),
+            refresh_at(&t, Duration::zero()),
             "2026-11-26T10:00:00Z".parse::<DateTime<Utc>>().unwrap()
         );
+    }
+
+    #[test]
+    fn the_jitter_moves_a_refresh_up_to_ten_seconds_earlier_the_same_for_a_pod() {
+        let t = issued("2026-11-25T11:00:07Z", 3607);
+        let j = jitter("0b6c3a52-5f0e-4a8e-9d7e-2f4c7d1e9a10");
+        assert_eq!(j, jitter("0b6c3a52-5f0e-4a8e-9d7e-2f4c7d1e9a10"));
+        assert!(j >= Duration::zero() && j < Duration::seconds(10));
+        assert_eq!(refresh_at(&t, j), refresh_at(&t, Duration::zero()) - j);
+        // Pods spread over the window.
+        let seen: std::collections::BTreeSet<i64> = (0..200)
+            .map(|i| jitter(&format!("pod-uid-{i}")).num_seconds())
+            .collect();
+        assert_eq!(seen.len(), 10);
     }
 
     #[test]
     fn an_expired_token_is_due_at_once() {
         let t = issued("2026-11-25T11:00:07Z", 3607);
         let later: DateTime<Utc> = "2026-11-25T12:00:00Z".parse().unwrap();
-        assert!(refresh_at(&t) < later);
+        assert!(refresh_at(&t, jitter("p")) < later);
     }
 }

@@ -49,6 +49,12 @@ pub struct ServeArgs {
     /// as the controller manager.
     #[arg(long)]
     pub use_service_account_credentials: bool,
+    /// As kube-apiserver's flag: a pod-bound token a kubelet asks for with
+    /// `expirationSeconds: 3607` is signed for a year, and its uses after the hour count as
+    /// stale (`serviceaccount_stale_tokens_total`), so programs that never reread their token
+    /// keep working. `=false` signs every token for what it asked.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub service_account_extend_token_expiration: bool,
     /// Run the cluster's clock this many times as fast as the machine's, for demos and tests:
     /// with 60, a CronJob every minute runs each second, and every timer of the control plane
     /// and the simulated nodes (leases, grace periods, tolerationSeconds, run and termination
@@ -228,7 +234,8 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
     // ServiceAccount tokens: signed with <data-dir>/sa.key, made at the first start and kept.
     let server = server
         .with_service_account_key_file(&args.data_dir.join("sa.key"))
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+        .map_err(|e| anyhow::anyhow!("{e}"))?
+        .with_extend_token_expiration(args.service_account_extend_token_expiration);
     tracing::info!(plugins = ?server.admission_plugins(), "admission chain");
     server.bootstrap().await.map_err(|e| {
         anyhow::anyhow!(

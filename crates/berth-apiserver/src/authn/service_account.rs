@@ -165,6 +165,11 @@ pub struct KubernetesClaims {
     pub secret: Option<Ref>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<Ref>,
+    /// When a kubelet's token, extended to a year, stops being fresh: the end of the hour it
+    /// asked for (upstream's `warnafter`). Used after that it still authenticates, but counts
+    /// as stale.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warnafter: Option<i64>,
 }
 
 /// `aud` is a string or a list of strings in a JWT.
@@ -292,6 +297,8 @@ pub struct BoundToken<'a> {
     pub audiences: Vec<String>,
     pub now: DateTime<Utc>,
     pub expiration_seconds: i64,
+    /// Seconds after `now` past which the token is stale (an extended kubelet token).
+    pub warn_after_seconds: Option<i64>,
     pub bound: Option<BoundObject>,
     pub node: Option<Ref>,
     pub jti: String,
@@ -322,6 +329,7 @@ impl Claims {
                 pod,
                 secret,
                 node,
+                warnafter: t.warn_after_seconds.map(|w| now + w),
             }),
             ..Claims::default()
         }
@@ -476,6 +484,8 @@ pub struct Verifier {
     clock: Clock,
     audiences: Vec<String>,
     cache: Mutex<HashMap<String, Arc<Claims>>>,
+    /// Where the use of extended (kubelet) tokens is counted, fresh or stale.
+    metrics: Option<Arc<crate::metrics::ApiMetrics>>,
 }
 
 impl std::fmt::Debug for Verifier {
@@ -494,7 +504,15 @@ impl Verifier {
             clock,
             audiences,
             cache: Mutex::new(HashMap::new()),
+            metrics: None,
         }
+    }
+
+    /// The same verifier counting each use of an extended token in `metrics`
+    /// (`serviceaccount_valid_tokens_total`, `serviceaccount_stale_tokens_total`).
+    pub fn counting(mut self, metrics: Arc<crate::metrics::ApiMetrics>) -> Verifier {
+        self.metrics = Some(metrics);
+        self
     }
 
     /// The user of `token` and the audiences it is valid for among `requested` (the API
@@ -530,7 +548,36 @@ impl Verifier {
                 return None;
             }
         };
-        self.still_valid(&subject, token).then(|| subject.user())
+        if !self.still_valid(&subject, token) {
+            return None;
+        }
+        self.count_extended(&claims, &subject);
+        Some(subject.user())
+    }
+
+    /// Counts a use of a legacy or an extended token, and says when it is used past the hour it was
+    /// asked for (upstream's `authentication.k8s.io/stale-token` audit annotation).
+    fn count_extended(&self, claims: &Claims, subject: &Subject) {
+        if claims.iss == LEGACY_ISSUER {
+            if let Some(m) = &self.metrics {
+                m.legacy_service_account_token_used();
+            }
+            return;
+        }
+        let Some(warnafter) = claims.kubernetes.as_ref().and_then(|k| k.warnafter) else {
+            return;
+        };
+        let late = self.clock.now().timestamp() - warnafter;
+        if late > 0 {
+            tracing::debug!(
+                "authentication.k8s.io/stale-token: subject: system:serviceaccount:{}:{}, seconds after warning threshold: {late}",
+                subject.namespace,
+                subject.name
+            );
+        }
+        if let Some(m) = &self.metrics {
+            m.service_account_token_used(late > 0);
+        }
     }
 
     /// The signature-checked claims of `token`, from the cache when it was seen before.

@@ -8,6 +8,7 @@ pub mod index;
 pub mod node;
 pub mod node_graph;
 pub mod rule;
+pub mod volume_secrets;
 
 use crate::authorizer::{Attributes, Authorizer, Decision};
 use crate::user::SYSTEM_MASTERS;

@@ -1,7 +1,8 @@
 //! The Node authorizer (upstream's `--authorization-mode=Node`, asked before RBAC): a kubelet
 //! (`system:node:<name>` in `system:nodes`) reads and writes its own Node and Lease, gets the
 //! pods bound to it and writes their status, and gets the Secrets, ConfigMaps,
-//! PersistentVolumeClaims and ServiceAccount tokens those pods reference, decided from a
+//! PersistentVolumeClaims and ServiceAccount tokens those pods reference (and the Secrets the
+//! volumes bound to their claims name for the kubelet), decided from a
 //! [`Graph`] a watch on the stored pods keeps current. Everything else a node asks is judged
 //! by the static rules of the bootstrap role `system:node`, which upstream leaves unbound.
 //!
@@ -10,6 +11,7 @@
 
 use super::node_graph::{ClaimRefs, ClaimVolumes, Graph, PodRefs, VertexKind};
 use super::rule::Rule;
+use super::volume_secrets::{VolumeRefs, VolumeSecrets};
 use crate::authorizer::{Attributes, Decision};
 use berth_store::{EventKind, KeyValue, Store};
 use std::sync::{Arc, RwLock};
@@ -18,6 +20,8 @@ use std::sync::{Arc, RwLock};
 const PODS: &str = "/registry/core/pods/";
 /// Where PersistentVolumeClaims are stored.
 const CLAIMS: &str = "/registry/core/persistentvolumeclaims/";
+/// Where PersistentVolumes are stored: `/registry/core/persistentvolumes/<name>`.
+const VOLUMES: &str = "/registry/core/persistentvolumes/";
 /// The namespace of the nodes' Leases.
 const NODE_LEASE_NAMESPACE: &str = "kube-node-lease";
 
@@ -26,6 +30,7 @@ const NODE_LEASE_NAMESPACE: &str = "kube-node-lease";
 pub struct NodeAuthorizer {
     graph: Arc<RwLock<Graph>>,
     claims: Arc<RwLock<ClaimVolumes>>,
+    volume_secrets: Arc<RwLock<VolumeSecrets>>,
     rules: Arc<Vec<Rule>>,
 }
 
@@ -38,6 +43,7 @@ impl Default for NodeAuthorizer {
         NodeAuthorizer {
             graph: Arc::default(),
             claims: Arc::default(),
+            volume_secrets: Arc::default(),
             rules: Arc::new(rules),
         }
     }
@@ -69,7 +75,7 @@ impl NodeAuthorizer {
     fn authorize_node(&self, node: &str, a: &Attributes<'_>) -> Verdict {
         if a.path.is_empty() {
             match (a.api_group, a.resource) {
-                ("", "secrets") => return self.read_namespaced(node, VertexKind::Secret, a),
+                ("", "secrets") => return self.secret(node, a),
                 ("", "configmaps") => return self.read_namespaced(node, VertexKind::ConfigMap, a),
                 ("", "persistentvolumeclaims") if a.subresource == "status" => {
                     return match a.verb {
@@ -111,6 +117,26 @@ impl NodeAuthorizer {
         self.related(node, kind, a)
     }
 
+    /// Secrets: those the node's pods reference, and those a volume bound to one of their
+    /// claims names for its kubelet (`secret <- pv <- pvc <- pod`).
+    fn secret(&self, node: &str, a: &Attributes<'_>) -> Verdict {
+        let through_pods = self.read_namespaced(node, VertexKind::Secret, a);
+        if through_pods.is_ok() || a.name.is_empty() || !matches!(a.verb, "get" | "list" | "watch")
+        {
+            return through_pods;
+        }
+        let volume_secrets = self
+            .volume_secrets
+            .read()
+            .unwrap_or_else(|e| e.into_inner());
+        let volumes = volume_secrets.volumes_naming(a.namespace, a.name);
+        if volumes.iter().any(|v| self.reaches_volume(node, v)) {
+            Ok(())
+        } else {
+            through_pods
+        }
+    }
+
     fn get(&self, node: &str, kind: VertexKind, a: &Attributes<'_>) -> Verdict {
         if a.verb != "get" {
             return no_opinion("can only get individual resources of this type");
@@ -144,17 +170,21 @@ impl NodeAuthorizer {
         if a.name.is_empty() {
             return no_opinion("No Object name found");
         }
-        let claims = self.claims.read().unwrap_or_else(|e| e.into_inner());
-        let graph = self.graph.read().unwrap_or_else(|e| e.into_inner());
-        let reached = claims
-            .claims_of(a.name)
-            .iter()
-            .any(|(ns, claim)| graph.has_path(node, VertexKind::PersistentVolumeClaim, ns, claim));
-        if reached {
+        if self.reaches_volume(node, a.name) {
             Ok(())
         } else {
             no_opinion(no_relationship(node))
         }
+    }
+
+    /// Whether a claim of one of the node's pods is bound to `volume`.
+    fn reaches_volume(&self, node: &str, volume: &str) -> bool {
+        let claims = self.claims.read().unwrap_or_else(|e| e.into_inner());
+        let graph = self.graph.read().unwrap_or_else(|e| e.into_inner());
+        claims
+            .claims_of(volume)
+            .iter()
+            .any(|(ns, claim)| graph.has_path(node, VertexKind::PersistentVolumeClaim, ns, claim))
     }
 
     /// `serviceaccounts/token`: the token of an account a pod of the node runs as.
@@ -198,7 +228,45 @@ impl NodeAuthorizer {
         super::follow_prefix(store, CLAIMS, move |kvs| this.load_claims(kvs), {
             let this = self.clone();
             move |kind, kv| this.claim_event(kind, kv)
+        })?;
+        let this = self.clone();
+        super::follow_prefix(store, VOLUMES, move |kvs| this.load_volumes(kvs), {
+            let this = self.clone();
+            move |kind, kv| this.volume_event(kind, kv)
         })
+    }
+
+    fn load_volumes(&self, kvs: &[KeyValue]) {
+        let mut secrets = VolumeSecrets::default();
+        for kv in kvs {
+            if let Some(name) = kv.key.strip_prefix(VOLUMES) {
+                if let Ok(refs) = serde_json::from_slice::<VolumeRefs>(&kv.value) {
+                    secrets.apply_volume(name, &refs);
+                }
+            }
+        }
+        *self
+            .volume_secrets
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = secrets;
+    }
+
+    fn volume_event(&self, kind: EventKind, kv: &KeyValue) {
+        let Some(name) = kv.key.strip_prefix(VOLUMES) else {
+            return;
+        };
+        let mut secrets = self
+            .volume_secrets
+            .write()
+            .unwrap_or_else(|e| e.into_inner());
+        match kind {
+            EventKind::Put => {
+                if let Ok(refs) = serde_json::from_slice::<VolumeRefs>(&kv.value) {
+                    secrets.apply_volume(name, &refs);
+                }
+            }
+            EventKind::Delete => secrets.remove_volume(name),
+        }
     }
 
     fn load_claims(&self, kvs: &[KeyValue]) {
@@ -496,6 +564,42 @@ mod tests {
             Some(Decision::Deny(
                 "can only get individual resources of this type".into()
             ))
+        );
+        // The volume's own Secret, named for its kubelet, is reached through the claim; the
+        // same name in another namespace, or a volume no claim of the node is bound to, not.
+        let volume = |name: &str, secret: &str| KeyValue {
+            key: format!("{VOLUMES}{name}"),
+            value: serde_json::to_vec(&json!({"spec": {"claimRef": {"namespace": "dev"},
+                "rbd": {"monitors": ["m"], "image": "i", "secretRef": {"name": secret}}}}))
+            .unwrap()
+            .into(),
+            create_revision: 1,
+            mod_revision: 1,
+        };
+        authz.volume_event(EventKind::Put, &volume("pv-1", "ceph-key"));
+        authz.volume_event(EventKind::Put, &volume("pv-2", "other-key"));
+        assert_eq!(
+            ask(&authz, &n1, "get", "", "secrets", "dev", "ceph-key"),
+            Some(Decision::Allow)
+        );
+        assert_eq!(
+            ask(&authz, &n1, "get", "", "secrets", "dev", "other-key"),
+            unrelated
+        );
+        assert_eq!(
+            ask(&authz, &n1, "get", "", "secrets", "prod", "ceph-key"),
+            unrelated
+        );
+        assert_eq!(
+            ask(&authz, &node("n2"), "get", "", "secrets", "dev", "ceph-key"),
+            Some(Decision::Deny(
+                "no relationship found between node 'n2' and this object".into()
+            ))
+        );
+        authz.volume_event(EventKind::Delete, &volume("pv-1", "ceph-key"));
+        assert_eq!(
+            ask(&authz, &n1, "get", "", "secrets", "dev", "ceph-key"),
+            unrelated
         );
         // The claim deleted: the edge goes with it.
         authz.claim_event(EventKind::Delete, &claim("pv-1"));

@@ -17,6 +17,13 @@ use serde_json::{json, Value};
 /// `expirationSeconds` when the request gives none (upstream's default).
 pub const DEFAULT_EXPIRATION_SECONDS: i64 = 3600;
 const MIN_EXPIRATION_SECONDS: i64 = 600;
+/// The lifetime kubelets ask for, an hour and seven seconds, so the API server can tell their
+/// requests apart (upstream's `WarnOnlyBoundTokenExpirationSeconds`).
+pub const KUBELET_EXPIRATION_SECONDS: i64 = 3607;
+/// What such a token is signed for while `--service-account-extend-token-expiration` is on:
+/// a year (upstream's `ExpirationExtensionSeconds`), so programs that never reread their token
+/// file keep working; past the hour they asked for, their uses count as stale.
+pub const EXTENDED_EXPIRATION_SECONDS: i64 = 24 * 365 * 60 * 60;
 const MAX_EXPIRATION_SECONDS: i64 = 1 << 32;
 
 /// Reads `plural`/`name` (core group) from the store, or the 404 upstream's getter answers.
@@ -54,6 +61,25 @@ fn validate_expiration(name: &str, seconds: i64) -> ApiResult<()> {
             field: "spec.expirationSeconds".into(),
         }],
     })
+}
+
+/// The lifetime a token is signed with, and the seconds after which it counts as stale: a
+/// kubelet's pod-bound request for 3607 seconds for the API server's own audiences is extended
+/// to a year, stale after the hour it asked for (upstream's `TokenREST.Create`); any other
+/// request gets what it asked for.
+pub fn signed_lifetime(
+    requested: i64,
+    pod_bound: bool,
+    audiences: &[String],
+    api_audiences: &[String],
+    extend: bool,
+) -> (i64, Option<i64>) {
+    let own_audiences = audiences.iter().all(|a| api_audiences.contains(a));
+    if extend && pod_bound && requested == KUBELET_EXPIRATION_SECONDS && own_audiences {
+        (EXTENDED_EXPIRATION_SECONDS, Some(requested))
+    } else {
+        (requested, None)
+    }
 }
 
 /// The object a token is bound to, checked as upstream does: it exists, a Pod runs as this
@@ -158,6 +184,13 @@ pub async fn create(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
     let reference = spec.get("boundObjectRef").cloned().unwrap_or(Value::Null);
     let (bound, node) = bound_object(ctx, &namespace, &name, &reference)?;
     let now = ctx.clock.now();
+    let (lifetime, warn_after_seconds) = signed_lifetime(
+        expiration,
+        matches!(bound, Some(BoundObject::Pod { .. })),
+        &audiences,
+        &ctx.api_audiences,
+        ctx.extend_token_expiration,
+    );
     let claims = Claims::bound(BoundToken {
         namespace: &namespace,
         service_account: Ref {
@@ -166,12 +199,15 @@ pub async fn create(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
         },
         audiences: audiences.clone(),
         now,
-        expiration_seconds: expiration,
+        expiration_seconds: lifetime,
+        warn_after_seconds,
         bound,
         node,
         jti: uuid::Uuid::new_v4().to_string(),
     });
     let token = keys.sign(&claims).map_err(ApiError::Internal)?;
+    // The status gives the lifetime asked for, even when the token lasts a year: the kubelet
+    // refreshes on it as usual.
     let expires = now + chrono::Duration::seconds(expiration);
     request["apiVersion"] = json!("authentication.k8s.io/v1");
     request["kind"] = json!("TokenRequest");
@@ -188,6 +224,24 @@ pub async fn create(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_kubelets_hour_long_pod_token_is_signed_for_a_year_and_stale_after_the_hour() {
+        let api = vec!["https://kubernetes.default.svc.cluster.local".to_string()];
+        assert_eq!(
+            signed_lifetime(3607, true, &api, &api, true),
+            (EXTENDED_EXPIRATION_SECONDS, Some(3607))
+        );
+        // Not bound to a pod, another lifetime, another audience, or the flag off: as asked.
+        assert_eq!(signed_lifetime(3607, false, &api, &api, true), (3607, None));
+        assert_eq!(signed_lifetime(3600, true, &api, &api, true), (3600, None));
+        let vault = vec!["vault".to_string()];
+        assert_eq!(
+            signed_lifetime(3607, true, &vault, &api, true),
+            (3607, None)
+        );
+        assert_eq!(signed_lifetime(3607, true, &api, &api, false), (3607, None));
+    }
 
     #[test]
     fn durations_under_ten_minutes_or_over_2_32_seconds_are_invalid() {

@@ -28,6 +28,7 @@ fn bound(pod: Option<(&str, &str)>, audiences: Vec<String>) -> Claims {
         audiences,
         now: at(0),
         expiration_seconds: 3600,
+        warn_after_seconds: None,
         bound: pod.map(|(name, uid)| BoundObject::Pod {
             name: name.into(),
             uid: uid.into(),
@@ -210,6 +211,43 @@ async fn a_token_authenticates_while_its_account_and_pod_exist() {
         .await
         .unwrap();
     assert!(v.authenticate(&unbound).is_none());
+}
+
+#[tokio::test]
+async fn an_extended_token_keeps_working_past_its_hour_and_counts_as_stale() {
+    let store = Store::memory();
+    put(
+        &store,
+        "serviceaccounts",
+        Some("kube-system"),
+        serde_json::json!({"metadata": {"name": "descheduler-sa", "namespace": "kube-system", "uid": "sa-uid"}}),
+    )
+    .await;
+    put(
+        &store,
+        "pods",
+        Some("kube-system"),
+        serde_json::json!({"metadata": {"name": "p", "namespace": "kube-system", "uid": "pod-uid"}}),
+    )
+    .await;
+    let mut claims = bound(Some(("p", "pod-uid")), audiences());
+    claims.exp = Some(365 * 24 * 3600);
+    claims.kubernetes.as_mut().unwrap().warnafter = Some(3607);
+    let token = keys().sign(&claims).unwrap();
+    let metrics = Arc::new(crate::metrics::ApiMetrics::new());
+    let at_time = |now| verifier(store.clone(), now).counting(metrics.clone());
+    assert!(at_time(10).authenticate(&token).is_some());
+    assert!(at_time(3600).authenticate(&token).is_some());
+    assert!(at_time(4000).authenticate(&token).is_some());
+    let text = metrics.render(&store);
+    assert!(
+        text.contains("serviceaccount_valid_tokens_total 2"),
+        "{text}"
+    );
+    assert!(
+        text.contains("serviceaccount_stale_tokens_total 1"),
+        "{text}"
+    );
 }
 
 #[tokio::test]
