@@ -6,6 +6,7 @@ message only when etcd is absent and `CI` is unset; in CI these always run.
 
 import json
 import os
+import signal
 import ssl
 import struct
 import threading
@@ -212,6 +213,52 @@ def test_each_group_of_loops_is_elected_through_its_own_lease(tmp_path, cleanup)
     ready = [n for n in b.core.list_node().items
              if any(c.type == "Ready" and c.status == "True" for c in n.status.conditions)]
     assert len(ready) == 2
+
+
+def test_a_replica_that_cannot_renew_stops_its_loops_keeps_serving_and_leads_again(
+        tmp_path, cleanup):
+    cluster = EtcdCluster.start(1, tmp_path / "etcd")
+    cleanup(cluster)
+    a = replica(tmp_path / "a", cluster, nodes=2)
+    cleanup(a)
+    leases = {"kube-scheduler", "kube-controller-manager", LEASE}
+    eventually(lambda: leases <= holders(a).keys(), timeout=30, what="A leads every loop")
+    a_identity = holders(a)["kube-controller-manager"]
+    b = replica(tmp_path / "b", cluster, nodes=2)
+    cleanup(b)
+    ns = f"renew-{uuid.uuid4().hex[:6]}"
+    a.create_namespace(ns)
+
+    # etcd stops answering for longer than the renew deadline (5s): A cannot renew any Lease.
+    member = cluster.members[0]
+    member.proc.send_signal(signal.SIGSTOP)
+    try:
+        paused_until = time.monotonic() + 8
+        answered = 0
+        while time.monotonic() < paused_until:
+            # Served from A's mirror of etcd all along: A's API server did not go away.
+            assert a.running, "the replica exited"
+            assert a.core.read_namespace(ns).metadata.name == ns
+            answered += 1
+            time.sleep(0.5)
+    finally:
+        member.proc.send_signal(signal.SIGCONT)
+    assert answered > 0
+    eventually(lambda: "leaderelection lost" in a.log_path.read_text(), timeout=30,
+               what="A logs the lost leadership")
+    assert a.running, "the replica exited on a lost lease"
+    assert a.core.read_namespace(ns).metadata.name == ns
+
+    # Whoever leads now, once B is gone A campaigns, wins and starts its loops fresh: its
+    # scheduler binds a new pod and its kubelets run it.
+    b.kill()
+    eventually(lambda: {holders(a)[name] for name in leases} == {a_identity},
+               timeout=60, what="A leads every loop again")
+    a.core.create_namespaced_pod(ns, pod("after", scheduler=None, resources={
+        "requests": {"cpu": "10m", "memory": "16Mi"}}))
+    eventually(lambda: a.core.read_namespaced_pod("after", ns).status.phase == "Running",
+               timeout=60, what="the pod bound and running through A's restarted loops")
+    assert a.running
 
 
 def watch_once(b, ns, rv):

@@ -189,9 +189,10 @@ impl ApiServer {
     }
 
     /// Adds another in-process component's metrics (Prometheus text) to what `/metrics`
-    /// serves, rendered at each scrape.
-    pub fn add_metrics_source(&self, source: MetricsSource) {
-        self.metrics.add_source(source);
+    /// serves, rendered at each scrape; a second source of the same component `name` replaces
+    /// the first.
+    pub fn add_metrics_source(&self, name: &'static str, source: MetricsSource) {
+        self.metrics.add_source(name, source);
     }
 
     /// The same server issuing and accepting ServiceAccount tokens signed with the RSA key at

@@ -168,7 +168,9 @@ pub struct ApiMetrics {
     storage_requests: Family<StorageLabels, Histogram, fn() -> Histogram>,
     /// Each resource type's `type` label, made once (keyed by the registry entry's address).
     storage_types: std::collections::HashMap<usize, &'static str>,
-    sources: RwLock<Vec<Source>>,
+    /// By component name: a component started again (a replica leading again) replaces its
+    /// own source instead of adding a second copy of its metrics.
+    sources: RwLock<Vec<(&'static str, Source)>>,
     /// Uses of extended ServiceAccount tokens: before, and after, their `warnafter`.
     valid_tokens: Counter,
     stale_tokens: Counter,
@@ -334,10 +336,14 @@ impl ApiMetrics {
         }
     }
 
-    /// Adds the metrics of another component of the process to every scrape.
-    pub fn add_source(&self, source: Source) {
+    /// Adds the metrics of another component of the process, `name`, to every scrape, in
+    /// place of any earlier source of that name.
+    pub fn add_source(&self, name: &'static str, source: Source) {
         if let Ok(mut s) = self.sources.write() {
-            s.push(source);
+            match s.iter_mut().find(|(n, _)| *n == name) {
+                Some(slot) => slot.1 = source,
+                None => s.push((name, source)),
+            }
         }
     }
 
@@ -351,7 +357,7 @@ impl ApiMetrics {
         strip_eof(&mut out);
         out.push_str(&process_metrics());
         if let Ok(sources) = self.sources.read() {
-            for source in sources.iter() {
+            for (_, source) in sources.iter() {
                 let mut text = source();
                 strip_eof(&mut text);
                 out.push_str(&text);
@@ -477,10 +483,20 @@ mod tests {
     #[test]
     fn other_components_follow_with_one_eof() {
         let m = ApiMetrics::new();
-        m.add_source(Arc::new(|| "# TYPE x gauge\nx 1\n# EOF\n".to_string()));
+        m.add_source("x", Arc::new(|| "# TYPE x gauge\nx 1\n# EOF\n".to_string()));
         let text = m.render(&Store::memory());
         assert!(text.contains("\nx 1\n"));
         assert_eq!(text.matches("# EOF").count(), 1);
+    }
+
+    #[test]
+    fn a_component_started_again_replaces_its_metrics() {
+        let m = ApiMetrics::new();
+        m.add_source("x", Arc::new(|| "# TYPE x gauge\nx 1\n".to_string()));
+        m.add_source("x", Arc::new(|| "# TYPE x gauge\nx 2\n".to_string()));
+        let text = m.render(&Store::memory());
+        assert!(!text.contains("\nx 1\n"), "{text}");
+        assert_eq!(text.matches("# TYPE x gauge").count(), 1, "{text}");
     }
 
     #[tokio::test]

@@ -459,7 +459,7 @@ async fn renew_leases(
                 {
                     Ok(share::Renewed::Yes) => {}
                     Ok(share::Renewed::Lost(holder)) => {
-                        tracing::warn!(node = %node, holder = %holder, "the node Lease was taken by another replica: stopped its kubelet here");
+                        tracing::warn!(node = %node, holder = %holder, "leaderelection lost: the node Lease was taken by another replica; stopped its kubelet here");
                         sim.stop_here(node);
                         // The new owner may run them already: drop ours at once.
                         commands.stop_node(node, Duration::ZERO).await;

@@ -7,8 +7,10 @@
 //! node lifecycle among them), `descheduler`; the simulated kubelets run in the holder of
 //! `berth-control-plane` (the cluster file's node failure schedule). A replica may lead some and
 //! not others. When a holder dies, another replica takes its Lease once it has not moved for
-//! the lease duration and starts those loops; a holder that cannot renew exits at once (as
-//! kube-scheduler and kube-controller-manager do) so it has stopped before anyone may take over.
+//! the lease duration and starts those loops. A holder that cannot renew within the renew
+//! deadline stops those loops at once, so they have stopped before anyone may take over, but
+//! it does not exit as kube-scheduler and kube-controller-manager do: its API server shares the
+//! process and keeps serving, and it campaigns again ([`crate::leading`]).
 //!
 //! The simulated kubelets are shared among the replicas (`berth_kubelet::share`): each replica
 //! keeps its own Lease `kube-system/berth-replica-<id>` ([`Election::membership`]) and runs the
@@ -59,7 +61,7 @@ pub struct EtcdArgs {
     /// before taking over the control loops.
     #[arg(long, default_value = "15s", value_parser = berth_controllers::parse_duration)]
     pub leader_elect_lease_duration: Duration,
-    /// With etcd: how long the leader keeps trying to renew before it exits.
+    /// With etcd: how long the leader keeps trying to renew before it stops its loops.
     #[arg(long, default_value = "10s", value_parser = berth_controllers::parse_duration)]
     pub leader_elect_renew_deadline: Duration,
     /// With etcd: time between attempts to acquire or renew the Lease.
@@ -195,7 +197,7 @@ impl Election {
             loop {
                 let elector = LeaderElector::new(client.clone(), cfg.clone(), clock.clone());
                 if let Err(lost) = elector.run(tx.clone(), std::future::pending()).await {
-                    eprintln!("{lost}; this replica's kubelets stopped until it renews again");
+                    println!("{lost}; this replica's kubelets stopped until it renews again");
                 }
             }
         });
@@ -207,13 +209,14 @@ impl Election {
         (self.timings.lease_duration, self.timings.retry_period)
     }
 
-    /// Campaigns for the Lease `kube-system/<lease>` in the background and runs `loops` once
-    /// this replica holds it; exits the process if it loses the Lease.
+    /// Campaigns for the Lease `kube-system/<lease>` in the background and runs `loops` each
+    /// time this replica wins it; on a lost Lease the loops stop in place (the API server keeps
+    /// serving) and the replica campaigns again (see [`crate::leading`]).
     pub fn run_when_leading<F>(
         &self,
         lease: &str,
         what: &'static str,
-        loops: impl FnOnce() -> F + Send + 'static,
+        loops: impl Fn() -> F + Send + Sync + 'static,
     ) -> anyhow::Result<()>
     where
         F: Future<Output = anyhow::Result<()>> + Send + 'static,
@@ -226,25 +229,13 @@ impl Election {
             "{what} elected through the Lease kube-system/{lease} as {}",
             election.identity
         );
-        let (tx, mut leading) = tokio::sync::watch::channel(false);
-        let elector = LeaderElector::new(self.client.clone(), election, self.clock.clone());
-        tokio::spawn(async move {
-            if let Err(lost) = elector.run(tx, std::future::pending()).await {
-                eprintln!("{lost}; exiting so that another replica takes over");
-                std::process::exit(1);
-            }
-        });
-        let lease = lease.to_string();
-        tokio::spawn(async move {
-            if leading.wait_for(|leading| *leading).await.is_err() {
-                return;
-            }
-            println!("leading kube-system/{lease}: starting {what}");
-            if let Err(e) = loops().await {
-                eprintln!("starting {what} failed: {e:#}; exiting");
-                std::process::exit(1);
-            }
-        });
+        tokio::spawn(crate::leading::campaign(
+            self.client.clone(),
+            election,
+            self.clock.clone(),
+            what,
+            loops,
+        ));
         Ok(())
     }
 }

@@ -7,6 +7,7 @@ mod explain;
 mod ha;
 mod identities;
 mod kubeconfig;
+mod leading;
 mod master_config;
 mod node;
 mod scheduler;

@@ -286,7 +286,7 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
         // The kubelets are shared among the replicas; the failure schedule runs in one.
         election.run_when_leading(crate::ha::KUBELETS_LEASE, "the node failure schedule", {
             let loops = loops.clone();
-            move || loops.failure_schedule()
+            move || loops.clone().failure_schedule()
         })?;
         let replica = args.etcd.replica_id(port);
         let (lease_duration, retry_period) = election.timings();
@@ -299,18 +299,18 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
         loops.clone().shared_kubelets(sharing).await?;
         election.run_when_leading(crate::ha::CONTROLLER_MANAGER_LEASE, "the controllers", {
             let loops = loops.clone();
-            move || loops.controllers()
+            move || loops.clone().controllers()
         })?;
         if loops.descheduler_policy.is_some() {
             election.run_when_leading(crate::ha::DESCHEDULER_LEASE, "the descheduler", {
                 let loops = loops.clone();
-                move || loops.descheduler()
+                move || loops.clone().descheduler()
             })?;
         }
         if !args.disable_scheduler {
             election.run_when_leading(crate::ha::SCHEDULER_LEASE, "the scheduler", {
                 let loops = loops.clone();
-                move || loops.scheduler()
+                move || loops.clone().scheduler()
             })?;
         }
         return Ok(Running { kubeconfig, url });
@@ -404,8 +404,10 @@ impl Loops {
         // The in-process components' metrics are served with the API server's at /metrics.
         let controller_metrics = berth_controllers::metrics::ControllerMetrics::new();
         let rendered = controller_metrics.clone();
-        self.server
-            .add_metrics_source(std::sync::Arc::new(move || rendered.render()));
+        self.server.add_metrics_source(
+            "controllers",
+            std::sync::Arc::new(move || rendered.render()),
+        );
         let mut controllers =
             berth_controllers::Controllers::new(self.identities.admin(), self.clock.clone())
                 .informer_client(self.identities.controller_manager())
@@ -433,7 +435,7 @@ impl Loops {
         let metrics = berth_descheduler::driver::Metrics::default();
         let rendered = metrics.clone();
         self.server
-            .add_metrics_source(std::sync::Arc::new(move || rendered.text()));
+            .add_metrics_source("descheduler", std::sync::Arc::new(move || rendered.text()));
         crate::descheduler::spawn_in_process(
             self.identities.admin(),
             policy,
@@ -468,7 +470,7 @@ impl Loops {
         let ops = berth_scheduler::driver::Ops::new();
         let rendered = ops.clone();
         self.server
-            .add_metrics_source(std::sync::Arc::new(move || rendered.render()));
+            .add_metrics_source("scheduler", std::sync::Arc::new(move || rendered.render()));
         if let Some(address) = &args.scheduler_metrics_address {
             let at = crate::scheduler::serve_metrics(address, ops.clone()).await?;
             println!("scheduler metrics at http://{at}/metrics (plain HTTP)");

@@ -76,7 +76,7 @@ pub async fn run(
             // leader that cannot renew exits.
             let stopped = hosted.clear();
             if !stopped.is_empty() {
-                tracing::warn!(replica = %sharing.replica, nodes = stopped.len(), "this replica's Lease is not renewed: stopped all its kubelets");
+                tracing::warn!(replica = %sharing.replica, nodes = stopped.len(), "leaderelection lost: this replica's Lease is not renewed; stopped all its kubelets");
                 // No grace: another replica may take these nodes once the lease duration
                 // has passed since our last renewal.
                 for node in &stopped {

@@ -177,7 +177,8 @@ impl LeaderElector {
                 Err(_) => format!("could not renew {lease} within the renew deadline"),
             };
             let _ = leading.send(false);
-            tracing::error!(%lease, reason = %why, "stopped leading");
+            // Upstream's words, at warn: in `berth serve` the replica lives on and campaigns again.
+            tracing::warn!(%lease, reason = %why, "leaderelection lost");
             return Err(LeaderError::Lost(why));
         }
     }

@@ -15,7 +15,7 @@ pub mod published_policy;
 mod recorder;
 mod scheduling_loop;
 
-pub use leader::{LeaderElectionConfig, LeaderElector};
+pub use leader::{LeaderElectionConfig, LeaderElector, LeaderError};
 pub use ops::Ops;
 pub use scheduling_loop::{run, run_with};
 

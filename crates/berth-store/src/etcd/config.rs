@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use etcd_client::{Certificate, Client, ConnectOptions, Identity, TlsOptions};
+use etcd_client::{Certificate, Client, ConnectOptions, Identity, KvClient, TlsOptions};
 
 use crate::{Error, Result};
 
@@ -81,6 +81,7 @@ impl EtcdConfig {
             return Err(Error::Io("no etcd endpoints given".into()));
         }
         Ok(Members {
+            kv: clients.iter().map(Client::kv_client).collect(),
             clients,
             current: AtomicUsize::new(0),
         })
@@ -119,6 +120,9 @@ pub(crate) fn etcd_error(context: &str, err: etcd_client::Error) -> Error {
 /// sending to a dead member until its connection attempts give up.
 pub(crate) struct Members {
     clients: Vec<Client>,
+    /// Each member's KV client, made once: a write clones only this, not the whole `Client`
+    /// (eight gRPC clients, each a channel to clone and drop again), which showed in profiles.
+    kv: Vec<KvClient>,
     current: AtomicUsize,
 }
 
@@ -127,6 +131,12 @@ impl Members {
     pub(crate) fn current(&self) -> (usize, Client) {
         let at = self.current.load(Ordering::Acquire) % self.clients.len();
         (at, self.clients[at].clone())
+    }
+
+    /// The KV client of the member in use, and its position (for [`Members::failed`]).
+    pub(crate) fn current_kv(&self) -> (usize, KvClient) {
+        let at = self.current.load(Ordering::Acquire) % self.kv.len();
+        (at, self.kv[at].clone())
     }
 
     /// Moves on from the member at `at`, unless another request already has.

@@ -7,22 +7,23 @@ use crate::{Error, Result};
 /// The two-way mapping between store keys and etcd keys.
 #[derive(Clone, Debug)]
 pub(crate) struct KeyMap {
-    store_root: String,
-    etcd_root: String,
+    // Shared, not copied: every write clones the map into its task.
+    store_root: std::sync::Arc<str>,
+    etcd_root: std::sync::Arc<str>,
 }
 
 impl KeyMap {
     pub(crate) fn new(store_root: &str, etcd_root: &str) -> KeyMap {
         KeyMap {
-            store_root: store_root.trim_end_matches('/').to_owned(),
-            etcd_root: etcd_root.trim_end_matches('/').to_owned(),
+            store_root: store_root.trim_end_matches('/').into(),
+            etcd_root: etcd_root.trim_end_matches('/').into(),
         }
     }
 
     /// The etcd key of a store key. Only keys under the store root (`<root>/...`) can be
     /// stored, so that every etcd key maps back to exactly one store key.
     pub(crate) fn to_etcd(&self, key: &str) -> Result<String> {
-        match key.strip_prefix(self.store_root.as_str()) {
+        match key.strip_prefix(&*self.store_root) {
             Some(rest) if rest.starts_with('/') => Ok(format!("{}{rest}", self.etcd_root)),
             _ => Err(Error::Io(format!(
                 "key {key} is outside the store root {}/",
@@ -34,7 +35,7 @@ impl KeyMap {
     /// The store key of an etcd key under [`KeyMap::etcd_prefix`]; None for anything else.
     pub(crate) fn to_store(&self, etcd_key: &[u8]) -> Option<String> {
         let key = std::str::from_utf8(etcd_key).ok()?;
-        let rest = key.strip_prefix(self.etcd_root.as_str())?;
+        let rest = key.strip_prefix(&*self.etcd_root)?;
         rest.starts_with('/')
             .then(|| format!("{}{rest}", self.store_root))
     }

@@ -82,16 +82,18 @@ impl Writer {
             })
     }
 
-    /// Sends `txn` to the current member, moving on to the next while members cannot be
-    /// reached (a few rounds, with a pause while etcd elects a leader). A request that may have
-    /// reached etcd is not sent again: its outcome is unknown, as with any lost connection.
-    async fn txn(&mut self, txn: Txn) -> Result<TxnResponse> {
+    /// Sends the transaction `txn` makes to the current member, moving on to the next while
+    /// members cannot be reached (a few rounds, with a pause while etcd elects a leader). A
+    /// request that may have reached etcd is not sent again: its outcome is unknown, as with
+    /// any lost connection. Made per attempt rather than cloned: the value is copied once per
+    /// send, not twice.
+    async fn txn(&mut self, txn: impl Fn() -> Txn) -> Result<TxnResponse> {
         let attempts = self.members.len() * ROUNDS;
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let (at, client) = self.members.current();
-            match client.kv_client().txn(txn.clone()).await {
+            let (at, mut kv) = self.members.current_kv();
+            match kv.txn(txn()).await {
                 Ok(response) => return Ok(response),
                 Err(e) if unavailable(&e) => {
                     self.members.failed(at);
@@ -107,13 +109,15 @@ impl Writer {
 
     async fn create(&mut self, key: String, value: Bytes) -> Result<KeyValue> {
         let etcd_key = self.keys.to_etcd(&key)?;
-        let txn = Txn::new()
-            .when([Compare::create_revision(
-                etcd_key.clone(),
-                CompareOp::Equal,
-                0,
-            )])
-            .and_then([TxnOp::put(etcd_key, value.to_vec(), None)]);
+        let txn = || {
+            Txn::new()
+                .when([Compare::create_revision(
+                    etcd_key.as_str(),
+                    CompareOp::Equal,
+                    0,
+                )])
+                .and_then([TxnOp::put(etcd_key.as_str(), value.to_vec(), None)])
+        };
         let response = self.txn(txn).await?;
         if !response.succeeded() {
             return Err(Error::AlreadyExists { key });
@@ -136,8 +140,8 @@ impl Writer {
         let etcd_key = self.keys.to_etcd(&key)?;
         // No prev_kv: etcd would read and send the whole previous value back only for its
         // create revision, which the mirror has once it applies this write.
-        let put = TxnOp::put(etcd_key.clone(), value.to_vec(), None);
-        let response = self.txn(guarded(&etcd_key, expected, put)).await?;
+        let put = || TxnOp::put(etcd_key.as_str(), value.to_vec(), None);
+        let response = self.txn(|| guarded(&etcd_key, expected, put())).await?;
         if !response.succeeded() {
             return Err(refusal(key, expected, &response));
         }
@@ -162,8 +166,13 @@ impl Writer {
 
     async fn delete(&mut self, key: String, expected: Option<Revision>) -> Result<KeyValue> {
         let etcd_key = self.keys.to_etcd(&key)?;
-        let delete = TxnOp::delete(etcd_key.clone(), Some(DeleteOptions::new().with_prev_key()));
-        let response = self.txn(guarded(&etcd_key, expected, delete)).await?;
+        let delete = || {
+            TxnOp::delete(
+                etcd_key.as_str(),
+                Some(DeleteOptions::new().with_prev_key()),
+            )
+        };
+        let response = self.txn(|| guarded(&etcd_key, expected, delete())).await?;
         if !response.succeeded() {
             return Err(refusal(key, expected, &response));
         }
