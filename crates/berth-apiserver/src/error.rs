@@ -30,6 +30,12 @@ pub enum ApiError {
         name: String,
         message: String,
     },
+    /// Server-side apply would change fields other managers own (upstream `NewApplyConflict`:
+    /// 409 Conflict, one `FieldManagerConflict` cause per field).
+    ApplyConflict {
+        message: String,
+        causes: Vec<Cause>,
+    },
     Invalid {
         kind: String,
         name: String,
@@ -62,7 +68,9 @@ impl ApiError {
     pub fn code(&self) -> u16 {
         match self {
             ApiError::NotFound { .. } | ApiError::NoRoute => 404,
-            ApiError::AlreadyExists { .. } | ApiError::Conflict { .. } => 409,
+            ApiError::AlreadyExists { .. }
+            | ApiError::Conflict { .. }
+            | ApiError::ApplyConflict { .. } => 409,
             ApiError::Invalid { .. } => 422,
             ApiError::BadRequest(_) => 400,
             ApiError::Unauthorized => 401,
@@ -80,7 +88,7 @@ impl ApiError {
         match self {
             ApiError::NotFound { .. } | ApiError::NoRoute => "NotFound",
             ApiError::AlreadyExists { .. } => "AlreadyExists",
-            ApiError::Conflict { .. } => "Conflict",
+            ApiError::Conflict { .. } | ApiError::ApplyConflict { .. } => "Conflict",
             ApiError::Invalid { .. } => "Invalid",
             ApiError::BadRequest(_) => "BadRequest",
             ApiError::Unauthorized => "Unauthorized",
@@ -101,7 +109,9 @@ impl ApiError {
             ApiError::AlreadyExists { resource, name } => {
                 format!("{resource} \"{name}\" already exists")
             }
-            ApiError::Conflict { message, .. } => message.clone(),
+            ApiError::Conflict { message, .. } | ApiError::ApplyConflict { message, .. } => {
+                message.clone()
+            }
             ApiError::Invalid { kind, name, causes } => {
                 let list: Vec<String> = causes
                     .iter()
@@ -190,6 +200,9 @@ impl ApiError {
                     d["group"] = json!(group);
                 }
                 Some(d)
+            }
+            ApiError::ApplyConflict { causes, .. } => {
+                Some(json!({ "causes": causes_json(causes) }))
             }
             ApiError::TooManyRequests { causes, .. } if !causes.is_empty() => {
                 Some(json!({ "causes": causes_json(causes) }))

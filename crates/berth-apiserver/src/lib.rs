@@ -36,6 +36,7 @@ mod deletion;
 mod error;
 mod event_view;
 mod health;
+mod managed;
 mod metrics;
 mod metrics_api;
 mod node_proxy;

@@ -217,6 +217,7 @@ pub async fn create(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
             meta.remove(field);
         }
     }
+    crate::managed::on_create(&mut obj);
     crate::rbac::escalation::check(ctx, &req.user, rt, "", &obj)?;
     strategy::admit_create(
         &ctx.admission,
@@ -287,8 +288,17 @@ pub async fn update(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
             ));
         }
     }
-    let resp = write_update(ctx, req, &old, new, Some(old_rv)).await?;
+    let resp = write_update(ctx, req, &old, new, Some(old_rv), Tracking::Update).await?;
     Ok(with_warnings(resp, &warnings))
+}
+
+/// Who records the write in `managedFields`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tracking {
+    /// [`write_update`], as an Update of the request's field manager.
+    Update,
+    /// The caller did (server-side apply).
+    Done,
 }
 
 /// Merges what an update may change into `old`, validates and stores it (CAS on `expected`).
@@ -298,6 +308,7 @@ pub async fn write_update(
     old: &Value,
     mut new: Value,
     expected: Option<i64>,
+    tracking: Tracking,
 ) -> ApiResult<Response> {
     let rt = req.target.rt;
     let status_only = req.target.subresource.as_deref() == Some("status");
@@ -348,6 +359,10 @@ pub async fn write_update(
             generation += 1;
         }
         meta_mut(&mut new).insert("generation".into(), json!(generation));
+    }
+    if tracking == Tracking::Update {
+        let subresource = if status_only { "status" } else { "" };
+        crate::managed::on_update(ctx, req, old, &mut new, subresource);
     }
     crate::rbac::escalation::check(ctx, &req.user, rt, req.name(), &new)?;
     let strategy = strategy::for_type(rt);
@@ -401,9 +416,19 @@ pub async fn patch(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
             )))
         }
     };
+    let applier = match ctype.as_str() {
+        "application/apply-patch+yaml" => Some(crate::managed::apply_manager(req)?),
+        _ => None,
+    };
+    let mut patch_doc = patch_doc;
+    if applier.is_some() {
+        apply_config(req, &mut patch_doc);
+    }
     // Server-side apply of an object that does not exist yet creates it.
-    if ctype == "application/apply-patch+yaml" && req.target.subresource.is_none() {
+    if let (Some(manager), None) = (&applier, &req.target.subresource) {
         if let Err(ApiError::NotFound { .. }) = read(ctx, req) {
+            let mut body = patch_doc.clone();
+            crate::managed::on_apply_create(ctx, req, manager, &mut body);
             let create_req = ApiRequest {
                 target: Target {
                     name: None,
@@ -411,7 +436,7 @@ pub async fn patch(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
                 },
                 query: req.query.clone(),
                 headers: json_headers(),
-                body: bytes::Bytes::from(patch_doc.to_string()),
+                body: bytes::Bytes::from(body.to_string()),
                 answer: req.answer,
                 user: req.user.clone(),
             };
@@ -431,6 +456,13 @@ pub async fn patch(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
             &unknown,
         )?;
         strip_server_fields(&mut patched, &old);
+        let tracking = match &applier {
+            Some(manager) => {
+                patched = crate::managed::on_apply(ctx, req, manager, &old, &patch_doc, patched)?;
+                Tracking::Done
+            }
+            None => Tracking::Update,
+        };
         // A resourceVersion inside the patch is a precondition.
         let expected = match patched["metadata"]["resourceVersion"].as_str() {
             Some(p) if !p.is_empty() && p != rv.to_string() => {
@@ -446,7 +478,7 @@ pub async fn patch(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
             }
             _ => Some(rv),
         };
-        match write_update(ctx, req, &old, patched, expected).await {
+        match write_update(ctx, req, &old, patched, expected, tracking).await {
             Err(ApiError::Conflict { .. }) => continue,
             other => return other.map(|response| with_warnings(response, &warnings)),
         }
@@ -460,6 +492,22 @@ pub async fn patch(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
             req.name()
         ),
     })
+}
+
+/// What an applied configuration may own: not `managedFields` (upstream refuses them in a
+/// configuration; berth ignores them), and not `status` where a status subresource exists
+/// (upstream resets it on the main resource).
+fn apply_config(req: &ApiRequest, config: &mut Value) {
+    let Some(o) = config.as_object_mut() else {
+        return;
+    };
+    if let Some(m) = o.get_mut("metadata").and_then(Value::as_object_mut) {
+        m.remove("managedFields");
+    }
+    let rt = req.target.rt;
+    if req.target.subresource.is_none() && rt.subresources.iter().any(|s| s.name == "status") {
+        o.remove("status");
+    }
 }
 
 fn json_headers() -> HeaderMap {

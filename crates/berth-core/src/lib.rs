@@ -6,6 +6,7 @@
 //! * [`quantity`]: resource quantities (`100m`, `1.5Gi`) with upstream canonical printing;
 //! * [`labels`]: label selectors, string form (`a in (x,y),!b`) and `LabelSelector` JSON;
 //! * [`fields`]: field selectors (`spec.nodeName=n1,status.phase!=Failed`);
+//! * [`managed_fields`]: server-side apply's field ownership (`managedFields`) and conflicts;
 //! * [`patch`]: strategic merge patch with per-kind list strategies and directives;
 //! * [`validation`]: upstream-exact field validation (`FieldError` with upstream messages);
 //! * [`qos`]: a pod's QoS class;
@@ -36,6 +37,7 @@ pub mod clock;
 pub mod duration;
 pub mod fields;
 pub mod labels;
+pub mod managed_fields;
 pub mod patch;
 pub mod pod_conditions;
 pub mod qos;

@@ -106,6 +106,7 @@ async fn write(
             let generation = old["metadata"]["generation"].as_i64().unwrap_or(1);
             codec::meta_mut(&mut new).insert("generation".into(), json!(generation + 1));
         }
+        crate::managed::on_update(ctx, req, &old, &mut new, "scale");
         strategy::admit_update(&ctx.admission, &req.user, strategy, rt, &old, &mut new)?;
         if new == old || req.query.dry_run()? {
             return Ok(json_response(StatusCode::OK, &scale_of(&new, rv)));

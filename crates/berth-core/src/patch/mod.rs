@@ -19,7 +19,7 @@
 //! ```
 
 mod list_meta;
-mod schema;
+pub(crate) mod schema;
 #[cfg(test)]
 mod tests;
 
