@@ -231,8 +231,9 @@ async fn an_extended_token_keeps_working_past_its_hour_and_counts_as_stale() {
     )
     .await;
     let mut claims = bound(Some(("p", "pod-uid")), audiences());
-    claims.exp = Some(365 * 24 * 3600);
-    claims.kubernetes.as_mut().unwrap().warnafter = Some(3607);
+    let issued = claims.iat.unwrap();
+    claims.exp = Some(issued + 365 * 24 * 3600);
+    claims.kubernetes.as_mut().unwrap().warnafter = Some(issued + 3607);
     let token = keys().sign(&claims).unwrap();
     let metrics = Arc::new(crate::metrics::ApiMetrics::new());
     let at_time = |now| verifier(store.clone(), now).counting(metrics.clone());
