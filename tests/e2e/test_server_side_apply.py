@@ -12,6 +12,8 @@ import ssl
 import urllib.error
 import urllib.request
 
+from conftest import eventually
+
 
 def deployment(name, replicas=1, labels=None, image="nginx:1.27"):
     meta = {"name": name}
@@ -87,6 +89,14 @@ def test_two_field_managers_conflicting(berth, ns):
     assert obj["spec"]["replicas"] == 4
     assert owners_of_replicas(entries) == ["b"]
     assert "f:template" in entry(entries, "a", "Apply")["fieldsV1"]["f:spec"]
+    # The deployment controller's status writes are tracked under its program's name, as
+    # upstream's User-Agent prefix names them.
+    def controller_entry():
+        _, entries = managed(berth, ns, "deployment", "d")
+        return [e for e in entries if e.get("subresource") == "status"]
+    status = eventually(controller_entry, what="the controller's status entry")
+    assert [(e["manager"], e["operation"]) for e in status] == [
+        ("kube-controller-manager", "Update")], status
 
 
 def test_fields_the_applier_dropped_are_removed(berth, ns):

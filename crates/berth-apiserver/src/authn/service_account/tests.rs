@@ -160,8 +160,8 @@ async fn put(store: &Store, plural: &str, ns: Option<&str>, obj: Value) {
         .unwrap();
 }
 
-#[tokio::test]
-async fn a_token_authenticates_while_its_account_and_pod_exist() {
+/// A store holding ServiceAccount `kube-system/descheduler-sa` and its pod `p`.
+async fn account_with_pod() -> Store {
     let store = Store::memory();
     put(
         &store,
@@ -177,6 +177,12 @@ async fn a_token_authenticates_while_its_account_and_pod_exist() {
         serde_json::json!({"metadata": {"name": "p", "namespace": "kube-system", "uid": "pod-uid"}}),
     )
     .await;
+    store
+}
+
+#[tokio::test]
+async fn a_token_authenticates_while_its_account_and_pod_exist() {
+    let store = account_with_pod().await;
     let token = keys()
         .sign(&bound(Some(("p", "pod-uid")), audiences()))
         .unwrap();
@@ -215,21 +221,7 @@ async fn a_token_authenticates_while_its_account_and_pod_exist() {
 
 #[tokio::test]
 async fn an_extended_token_keeps_working_past_its_hour_and_counts_as_stale() {
-    let store = Store::memory();
-    put(
-        &store,
-        "serviceaccounts",
-        Some("kube-system"),
-        serde_json::json!({"metadata": {"name": "descheduler-sa", "namespace": "kube-system", "uid": "sa-uid"}}),
-    )
-    .await;
-    put(
-        &store,
-        "pods",
-        Some("kube-system"),
-        serde_json::json!({"metadata": {"name": "p", "namespace": "kube-system", "uid": "pod-uid"}}),
-    )
-    .await;
+    let store = account_with_pod().await;
     let mut claims = bound(Some(("p", "pod-uid")), audiences());
     let issued = claims.iat.unwrap();
     claims.exp = Some(issued + 365 * 24 * 3600);
