@@ -9,6 +9,7 @@ use super::{Hosted, Sharing};
 use berth_core::clock::Clock;
 use berth_informers::Informer;
 use futures::future::BoxFuture;
+use futures::stream::{self, StreamExt};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::Api;
 use kube::runtime::watcher;
@@ -19,6 +20,9 @@ use std::time::Duration;
 /// when the node moves to another replica, before they are dropped; the node's Lease is
 /// released only after.
 const HANDOVER_GRACE: Duration = Duration::from_secs(2);
+
+/// How many nodes are taken or released at once.
+const CONCURRENT_STEPS: usize = 64;
 
 /// What starting and stopping a node's kubelet means to the simulated nodes.
 pub trait Host: Send + Sync {
@@ -94,16 +98,30 @@ pub async fn run(
             tracing::info!(replica = %sharing.replica, live = ?live, "kubelet replicas");
             last_live = live.clone();
         }
-        for node in &nodes {
+        let steps = nodes.iter().filter_map(|node| {
             let assigned = super::rendezvous::owner(node, &live) == Some(sharing.replica.as_str());
             // For the nodes we run, a Lease taken from us shows in the kubelet's renewals; for
             // the others, the holder is read when we try to take it.
             match handover::step(assigned, hosted.runs(node), handover::Holder::Us) {
-                Step::Release => release(&sharing, &leases, host.as_ref(), node).await,
-                Step::Take => take(&sharing, &leases, host.as_ref(), node, &live, &clock).await,
-                Step::Keep | Step::Wait | Step::Stop => {}
+                step @ (Step::Release | Step::Take) => Some((node, step)),
+                Step::Keep | Step::Wait | Step::Stop => None,
             }
-        }
+        });
+        // Each node's steps touch only its own Lease and kubelet, so nodes move side by side,
+        // as separate kubelets register at once; one at a time, every write waited for an etcd
+        // round trip (1,000 nodes Ready after 3 s rather than 1 s).
+        stream::iter(steps)
+            .for_each_concurrent(CONCURRENT_STEPS, |(node, step)| {
+                let (sharing, leases, host, live, clock) =
+                    (&sharing, &leases, &host, &live, &clock);
+                async move {
+                    match step {
+                        Step::Release => release(sharing, leases, host.as_ref(), node).await,
+                        _ => take(sharing, leases, host.as_ref(), node, live, clock).await,
+                    }
+                }
+            })
+            .await;
     }
 }
 
