@@ -300,6 +300,31 @@ impl ApiServer {
         server::router(self.ctx(None)).layer(axum::Extension(authn::CertificateUser(user)))
     }
 
+    /// `router` with the User-Agent that upstream's `program` sends (client-go's
+    /// `<program>/<version> (<os>/<arch>) kubernetes/<commit>`) on requests that carry none:
+    /// the access log and field managers name berth's in-process components as upstream's.
+    pub fn as_program(router: axum::Router, program: &str) -> axum::Router {
+        let agent = format!(
+            "{program}/v{} ({}/{}) berth",
+            env!("CARGO_PKG_VERSION"),
+            std::env::consts::OS,
+            std::env::consts::ARCH
+        );
+        let agent = axum::http::HeaderValue::from_str(&agent)
+            .unwrap_or(axum::http::HeaderValue::from_static("berth"));
+        router.layer(axum::middleware::map_request(
+            move |mut req: axum::extract::Request| {
+                let agent = agent.clone();
+                async move {
+                    req.headers_mut()
+                        .entry(axum::http::header::USER_AGENT)
+                        .or_insert(agent);
+                    req
+                }
+            },
+        ))
+    }
+
     /// Starts the RBAC index following the store, once.
     fn follow_rbac(&self) {
         use std::sync::atomic::Ordering;

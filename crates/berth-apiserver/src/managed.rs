@@ -20,8 +20,7 @@ pub fn tracked(obj: &Value) -> bool {
 }
 
 /// The field manager of a write: the `fieldManager` parameter, else the first part of the
-/// client's User-Agent (upstream's `prefixFromUserAgent`). berth's in-process components send
-/// no User-Agent; they are named after the upstream program their identity belongs to.
+/// client's User-Agent (upstream's `prefixFromUserAgent`).
 pub fn manager(req: &ApiRequest) -> String {
     if let Some(m) = req.query.get("fieldManager").filter(|m| !m.is_empty()) {
         return m.to_string();
@@ -31,29 +30,8 @@ pub fn manager(req: &ApiRequest) -> String {
         .get(axum::http::header::USER_AGENT)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
-    if agent.is_empty() {
-        return component_of(&req.user.name).to_string();
-    }
     let prefix = agent.split('/').next().unwrap_or("");
     prefix.chars().take(128).collect()
-}
-
-/// The upstream program whose User-Agent a berth component's writes stand for, by the identity
-/// it writes as; "" (upstream's name for a client without one) for anyone else.
-fn component_of(user: &str) -> &'static str {
-    if user == "system:kube-controller-manager"
-        || user
-            .strip_prefix("system:serviceaccount:kube-system:")
-            .is_some_and(|sa| sa.ends_with("-controller"))
-    {
-        "kube-controller-manager"
-    } else if user == "system:kube-scheduler" {
-        "kube-scheduler"
-    } else if user.starts_with("system:node:") {
-        "kubelet"
-    } else {
-        ""
-    }
 }
 
 /// The manager of an apply: required (upstream's `ValidatePatchOptions`).
@@ -213,26 +191,5 @@ fn conflict(c: Conflicts) -> ApiError {
                 field: c.field.clone(),
             })
             .collect(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::component_of;
-
-    #[test]
-    fn in_process_components_are_named_after_their_upstream_programs() {
-        assert_eq!(
-            component_of("system:kube-controller-manager"),
-            "kube-controller-manager"
-        );
-        assert_eq!(
-            component_of("system:serviceaccount:kube-system:deployment-controller"),
-            "kube-controller-manager"
-        );
-        assert_eq!(component_of("system:kube-scheduler"), "kube-scheduler");
-        assert_eq!(component_of("system:node:node-1"), "kubelet");
-        assert_eq!(component_of("system:serviceaccount:dev:builder"), "");
-        assert_eq!(component_of("alice"), "");
     }
 }

@@ -11,6 +11,9 @@ use berth_apiserver::ApiServer;
 
 /// The user the scheduler authenticates as (upstream's client certificate CN).
 pub const KUBE_SCHEDULER: &str = "system:kube-scheduler";
+/// The upstream programs berth's in-process components stand for (their User-Agents).
+pub const CONTROLLER_MANAGER_PROGRAM: &str = "kube-controller-manager";
+pub const KUBELET_PROGRAM: &str = "kubelet";
 /// The user the controller manager's shared informers authenticate as.
 pub const KUBE_CONTROLLER_MANAGER: &str = "system:kube-controller-manager";
 
@@ -33,19 +36,27 @@ impl Identities {
         self.admin.clone()
     }
 
-    /// A client acting as `name` in `groups`.
-    pub fn client(&self, name: &str, groups: &[&str]) -> kube::Client {
+    /// A client acting as the administrator for upstream's `program` (whose User-Agent it
+    /// sends, so field managers read `kube-controller-manager`, `kubelet`, ...).
+    pub fn admin_as(&self, program: &str) -> kube::Client {
+        let router = ApiServer::as_program(self.server.in_process_router(), program);
+        kube::Client::new(router, "default")
+    }
+
+    /// A client of `program` acting as `name` in `groups`.
+    pub fn client(&self, program: &str, name: &str, groups: &[&str]) -> kube::Client {
         let user = UserInfo {
             name: name.into(),
             groups: groups.iter().map(|g| g.to_string()).collect(),
             ..UserInfo::default()
         };
-        kube::Client::new(self.server.in_process_router_as(user), "default")
+        let router = ApiServer::as_program(self.server.in_process_router_as(user), program);
+        kube::Client::new(router, "default")
     }
 
     /// The client the controllers' shared informers list and watch through.
     pub fn controller_manager(&self) -> kube::Client {
-        self.client(KUBE_CONTROLLER_MANAGER, &[])
+        self.client(CONTROLLER_MANAGER_PROGRAM, KUBE_CONTROLLER_MANAGER, &[])
     }
 
     /// What each controller writes through: a client as its ServiceAccount in `kube-system`
@@ -55,6 +66,7 @@ impl Identities {
         let this = self.clone();
         std::sync::Arc::new(move |account: &str| {
             this.client(
+                CONTROLLER_MANAGER_PROGRAM,
                 &format!("system:serviceaccount:kube-system:{account}"),
                 &[
                     "system:serviceaccounts",
@@ -72,6 +84,7 @@ impl Identities {
         let this = self.clone();
         std::sync::Arc::new(move |node: &str| {
             this.client(
+                KUBELET_PROGRAM,
                 &format!("system:node:{node}"),
                 &["system:nodes", "system:authenticated"],
             )
@@ -80,6 +93,6 @@ impl Identities {
 
     /// The scheduler's client.
     pub fn scheduler(&self) -> kube::Client {
-        self.client(KUBE_SCHEDULER, &[])
+        self.client("kube-scheduler", KUBE_SCHEDULER, &[])
     }
 }

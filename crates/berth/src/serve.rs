@@ -381,7 +381,10 @@ impl Loops {
         if self.nodes.is_empty() {
             return Ok(());
         }
-        let kubelet = berth_kubelet::Kubelet::new(self.identities.admin(), self.nodes);
+        let kubelet = berth_kubelet::Kubelet::new(
+            self.identities.admin_as(crate::identities::KUBELET_PROGRAM),
+            self.nodes,
+        );
         let kubelet = match sharing {
             Some(sharing) => kubelet.shared(sharing),
             None => kubelet,
@@ -408,14 +411,17 @@ impl Loops {
             "controllers",
             std::sync::Arc::new(move || rendered.render()),
         );
-        let mut controllers =
-            berth_controllers::Controllers::new(self.identities.admin(), self.clock.clone())
-                .informer_client(self.identities.controller_manager())
-                .metrics(controller_metrics)
-                .node_monitor_grace_period(args.node_monitor_grace_period)
-                .terminated_pod_gc_threshold(args.terminated_pod_gc_threshold)
-                .node_monitor_period(args.zones.node_monitor_period)
-                .zones(args.zones.zones()?);
+        let mut controllers = berth_controllers::Controllers::new(
+            self.identities
+                .admin_as(crate::identities::CONTROLLER_MANAGER_PROGRAM),
+            self.clock.clone(),
+        )
+        .informer_client(self.identities.controller_manager())
+        .metrics(controller_metrics)
+        .node_monitor_grace_period(args.node_monitor_grace_period)
+        .terminated_pod_gc_threshold(args.terminated_pod_gc_threshold)
+        .node_monitor_period(args.zones.node_monitor_period)
+        .zones(args.zones.zones()?);
         if args.use_service_account_credentials {
             controllers = controllers.service_account_credentials(self.identities.controllers());
         }
@@ -437,7 +443,7 @@ impl Loops {
         self.server
             .add_metrics_source("descheduler", std::sync::Arc::new(move || rendered.text()));
         crate::descheduler::spawn_in_process(
-            self.identities.admin(),
+            self.identities.admin_as("descheduler"),
             policy,
             self.args.descheduling_interval,
             self.clock.clone(),
