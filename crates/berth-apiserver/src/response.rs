@@ -166,3 +166,49 @@ pub fn streaming(
         .body(Body::from_stream(stream))
         .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn content_type(r: &Response) -> &str {
+        r.headers()[header::CONTENT_TYPE].to_str().unwrap()
+    }
+
+    #[test]
+    fn protobuf_answers_and_their_fallbacks() {
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}});
+        let crd = json!({"apiVersion": "stable.example.com/v1", "kind": "CronTab"});
+        for a in [Answer::Protobuf, Answer::ProtobufOnly] {
+            let r = answer(a, StatusCode::OK, &pod);
+            assert_eq!(content_type(&r), protobuf::MEDIA_TYPE);
+        }
+        assert_eq!(
+            content_type(&answer(Answer::Json, StatusCode::OK, &pod)),
+            "application/json"
+        );
+        // A kind without a protobuf form: JSON for a client that takes it, else 406.
+        let r = answer(Answer::Protobuf, StatusCode::OK, &crd);
+        assert_eq!(content_type(&r), "application/json");
+        let r = answer(Answer::ProtobufOnly, StatusCode::OK, &crd);
+        assert_eq!(r.status(), StatusCode::NOT_ACCEPTABLE);
+        let list =
+            json!({"apiVersion": "stable.example.com/v1", "kind": "CronTabList", "items": []});
+        let r = answer_list(Answer::ProtobufOnly, "CronTab", &list);
+        assert_eq!(r.status(), StatusCode::NOT_ACCEPTABLE);
+    }
+
+    #[test]
+    fn errors_keep_their_code_and_headers_in_protobuf() {
+        let e = || ApiError::TooManyRequests {
+            message: "slow down".into(),
+            causes: vec![],
+        };
+        let r = error(Answer::ProtobufOnly, e());
+        assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(content_type(&r), protobuf::MEDIA_TYPE);
+        assert_eq!(r.headers()["retry-after"], "5");
+        let r = error(Answer::Json, e());
+        assert_eq!(content_type(&r), "application/json");
+    }
+}
