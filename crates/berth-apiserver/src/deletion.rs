@@ -5,7 +5,7 @@ use crate::context::Ctx;
 use crate::error::{from_store, ApiError, ApiResult};
 use crate::path;
 use crate::request::{ApiRequest, Query};
-use crate::response::{json_response, respond};
+use crate::response::{answer, respond};
 use crate::strategy::{Deletion, Strategy};
 use crate::strict::FieldValidation;
 use axum::http::StatusCode;
@@ -166,7 +166,8 @@ pub async fn delete_object(
     if strategy.returns_deleted_object() {
         return Ok(respond(ctx, req, StatusCode::OK, current));
     }
-    Ok(json_response(
+    Ok(answer(
+        req.answer,
         StatusCode::OK,
         &deleted_status(req, &current),
     ))

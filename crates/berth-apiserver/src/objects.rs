@@ -7,7 +7,7 @@ use crate::error::{from_store, ApiError, ApiResult};
 use crate::patch::{apply_patch, check_patched, touched_fields};
 use crate::path::{self, Target};
 use crate::request::{Answer, ApiRequest};
-use crate::response::{include_object, json_response, respond, with_warnings};
+use crate::response::{answer_list, include_object, json_response, respond, with_warnings};
 use crate::selectors::Selectors;
 use crate::strategy::{self, Strategy};
 use axum::http::{HeaderMap, StatusCode};
@@ -139,7 +139,7 @@ pub async fn list(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
         "metadata": meta,
         "items": items,
     });
-    Ok(json_response(StatusCode::OK, &list))
+    Ok(answer_list(req.answer, rt.kind, &list))
 }
 
 /// Decodes the body of a create/update for the target's kind.
@@ -592,5 +592,5 @@ pub async fn delete_collection(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Respons
         }
     }
     let list = json!({"kind": rt.list_kind(), "apiVersion": rt.api_version(), "metadata": {"resourceVersion": ctx.store.current_revision().to_string()}, "items": items});
-    Ok(json_response(StatusCode::OK, &list))
+    Ok(answer_list(req.answer, rt.kind, &list))
 }

@@ -12,7 +12,7 @@ use crate::codec::{self, meta_str};
 use crate::context::Ctx;
 use crate::error::{ApiError, ApiResult, Cause};
 use crate::request::ApiRequest;
-use crate::response::json_response;
+use crate::response::answer;
 use crate::user::{UserInfo, SYSTEM_MASTERS};
 use axum::http::StatusCode;
 use axum::response::Response;
@@ -470,7 +470,7 @@ pub async fn review(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
     codec::meta_mut(&mut review)
         .entry("creationTimestamp")
         .or_insert(Value::Null);
-    Ok(json_response(StatusCode::CREATED, &review))
+    Ok(answer(req.answer, StatusCode::CREATED, &review))
 }
 
 /// Whether `rt` is a review that is answered, never stored.

@@ -92,15 +92,29 @@ pub enum Answer {
     Json,
     Table,
     AggregatedDiscovery,
+    /// `application/vnd.kubernetes.protobuf` first, with JSON acceptable after it (client-go
+    /// configured for protobuf): protobuf when the kind has a protobuf form, else JSON.
+    Protobuf,
+    /// Protobuf and nothing else: a kind without a protobuf form is upstream's 406.
+    ProtobufOnly,
+}
+
+impl Answer {
+    pub fn is_protobuf(self) -> bool {
+        matches!(self, Answer::Protobuf | Answer::ProtobufOnly)
+    }
 }
 
 /// Picks the representation from the Accept header: the first supported entry wins.
+///
+/// A plain header check, done on every request: JSON clients pay for a few comparisons.
 pub fn negotiate(headers: &HeaderMap) -> Answer {
     let accept = headers
         .get(axum::http::header::ACCEPT)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
-    for entry in accept.split(',') {
+    let mut entries = accept.split(',');
+    while let Some(entry) = entries.next() {
         let entry = entry.trim();
         let params: Vec<&str> = entry.split(';').map(str::trim).collect();
         let has = |p: &str| params.iter().any(|x| x.replace(' ', "") == p);
@@ -110,13 +124,29 @@ pub fn negotiate(headers: &HeaderMap) -> Answer {
         if has("as=APIGroupDiscoveryList") && has("g=apidiscovery.k8s.io") && has("v=v2") {
             return Answer::AggregatedDiscovery;
         }
-        if params.first().is_some_and(|t| {
-            *t == "application/json" || *t == "*/*" || t.is_empty() || *t == "application/*"
-        }) {
+        let media_type = params.first().copied().unwrap_or("");
+        if media_type.eq_ignore_ascii_case(crate::protobuf::MEDIA_TYPE)
+            // Other representations (`as=...`) in protobuf are not served: skip the entry.
+            && !params.iter().any(|p| p.starts_with("as="))
+        {
+            // `;stream=watch` (what watches ask for) names the same encoding.
+            return if entries.any(|rest| accepts_json(rest.split(';').next().unwrap_or(""))) {
+                Answer::Protobuf
+            } else {
+                Answer::ProtobufOnly
+            };
+        }
+        if accepts_json(media_type) {
             return Answer::Json;
         }
     }
     Answer::Json
+}
+
+/// Whether an Accept entry's media type admits a JSON answer.
+fn accepts_json(media_type: &str) -> bool {
+    let t = media_type.trim();
+    t == "application/json" || t == "*/*" || t.is_empty() || t == "application/*"
 }
 
 /// The request body's media type, without parameters.
@@ -149,10 +179,46 @@ mod tests {
     fn kubectl_accept_headers() {
         assert_eq!(accept("application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"), Answer::Table);
         assert_eq!(accept("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json"), Answer::AggregatedDiscovery);
+        assert_eq!(accept("application/json, */*"), Answer::Json);
+        assert_eq!(accept(""), Answer::Json);
+        assert_eq!(accept("application/yaml"), Answer::Json);
+    }
+
+    #[test]
+    fn client_go_protobuf_accept_headers() {
+        // client-go with ContentType protobuf: protobuf, JSON as a fallback.
         assert_eq!(
-            accept("application/vnd.kubernetes.protobuf,application/json"),
+            accept("application/vnd.kubernetes.protobuf, application/json"),
+            Answer::Protobuf
+        );
+        assert_eq!(
+            accept("application/vnd.kubernetes.protobuf;stream=watch, */*"),
+            Answer::Protobuf
+        );
+        // Protobuf only (no JSON fallback configured).
+        assert_eq!(
+            accept("application/vnd.kubernetes.protobuf"),
+            Answer::ProtobufOnly
+        );
+        assert_eq!(
+            accept("application/vnd.kubernetes.protobuf;stream=watch"),
+            Answer::ProtobufOnly
+        );
+        assert_eq!(
+            accept("application/vnd.kubernetes.protobuf, application/yaml"),
+            Answer::ProtobufOnly
+        );
+        // The first supported entry wins.
+        assert_eq!(
+            accept("application/json, application/vnd.kubernetes.protobuf"),
             Answer::Json
         );
-        assert_eq!(accept("application/json, */*"), Answer::Json);
+        // A Table is served in JSON, whatever encoding the entry names.
+        assert_eq!(
+            accept(
+                "application/vnd.kubernetes.protobuf;as=Table;v=v1;g=meta.k8s.io, application/json"
+            ),
+            Answer::Table
+        );
     }
 }

@@ -1,7 +1,9 @@
-//! Building responses: JSON bodies, objects in the representation the client accepted, warning
-//! headers and streamed bodies.
+//! Building responses: JSON bodies, objects in the representation the client accepted (JSON,
+//! a Table or protobuf), errors as Status objects, warning headers and streamed bodies.
 
 use crate::context::Ctx;
+use crate::error::ApiError;
+use crate::protobuf;
 use crate::request::{Answer, ApiRequest, Query};
 use axum::body::Body;
 use axum::http::{header, StatusCode};
@@ -42,9 +44,102 @@ pub fn respond(ctx: &Ctx, req: &ApiRequest, code: StatusCode, v: Value) -> Respo
         );
         return json_response(code, &t);
     }
+    answer(req.answer, code, &v)
+}
+
+/// `v` (an object with its `apiVersion` and `kind`) in protobuf if the client asked for it and
+/// the kind has a protobuf form, else in JSON (or 406 when the client takes protobuf only).
+pub fn answer(answer: Answer, code: StatusCode, v: &Value) -> Response {
+    if answer.is_protobuf() {
+        let (api_version, kind) = (
+            v["apiVersion"].as_str().unwrap_or(""),
+            v["kind"].as_str().unwrap_or(""),
+        );
+        if protobuf::supports(api_version, kind) {
+            return protobuf_or_json(answer, code, protobuf::encode(v), v);
+        }
+        if answer == Answer::ProtobufOnly {
+            return not_acceptable();
+        }
+    }
     // Straight to bytes: `json_response` formats through `Display`, which is slower.
-    let body = serde_json::to_vec(&v).unwrap_or_default();
+    let body = serde_json::to_vec(v).unwrap_or_default();
     (code, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+/// A list `{"kind": "<Kind>List", "metadata", "items"}` of `item_kind` objects, as [`answer`].
+pub fn answer_list(answer: Answer, item_kind: &str, list: &Value) -> Response {
+    if answer.is_protobuf() {
+        let api_version = list["apiVersion"].as_str().unwrap_or("");
+        if protobuf::supports(api_version, item_kind) {
+            let encoded = protobuf::encode_list(list, item_kind);
+            return protobuf_or_json(answer, StatusCode::OK, encoded, list);
+        }
+        if answer == Answer::ProtobufOnly {
+            return not_acceptable();
+        }
+    }
+    json_response(StatusCode::OK, list)
+}
+
+/// The encoded answer; if the stored JSON does not fit the schema (it should), JSON when the
+/// client takes it, else a 500 Status it can read.
+fn protobuf_or_json(
+    answer: Answer,
+    code: StatusCode,
+    encoded: Result<Vec<u8>, String>,
+    v: &Value,
+) -> Response {
+    match encoded {
+        Ok(body) => protobuf_response(code, body),
+        Err(_) if answer == Answer::Protobuf => json_response(code, v),
+        Err(e) => error(
+            answer,
+            ApiError::Internal(format!("encoding the answer in protobuf: {e}")),
+        ),
+    }
+}
+
+fn protobuf_response(code: StatusCode, body: Vec<u8>) -> Response {
+    (code, [(header::CONTENT_TYPE, protobuf::MEDIA_TYPE)], body).into_response()
+}
+
+/// An error as the Status object the client reads: protobuf if it asked for protobuf (a Status
+/// always has a protobuf form), with the JSON answer's code and headers (`Retry-After`).
+pub fn error(answer: Answer, e: ApiError) -> Response {
+    if !answer.is_protobuf() {
+        return e.into_response();
+    }
+    let status = e.status();
+    let mut resp = e.into_response();
+    if let Ok(body) = protobuf::encode(&status) {
+        *resp.body_mut() = Body::from(body);
+        let headers = resp.headers_mut();
+        headers.remove(header::CONTENT_LENGTH);
+        headers.insert(
+            header::CONTENT_TYPE,
+            header::HeaderValue::from_static(protobuf::MEDIA_TYPE),
+        );
+    }
+    resp
+}
+
+/// Upstream's answer when nothing the client accepts can carry the object (a kind without a
+/// protobuf form asked for in protobuf only): 406, its Status in JSON, as upstream writes it
+/// when negotiation fails.
+pub fn not_acceptable() -> Response {
+    json_response(
+        StatusCode::NOT_ACCEPTABLE,
+        &json!({
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": "only the following media types are accepted: application/json, application/yaml",
+            "reason": "NotAcceptable",
+            "code": 406,
+        }),
+    )
 }
 
 /// Adds `Warning: 299 - "..."` headers, as upstream does for `fieldValidation=Warn`.
@@ -59,14 +154,61 @@ pub fn with_warnings(mut resp: Response, warnings: &[String]) -> Response {
     resp
 }
 
-/// A chunked response body fed by a stream of lines.
+/// A chunked response body of type `content_type` fed by a stream of lines or frames.
 pub fn streaming(
+    content_type: &'static str,
     stream: impl futures::Stream<Item = Result<bytes::Bytes, std::io::Error>> + Send + 'static,
 ) -> Response {
     Response::builder()
         .status(StatusCode::OK)
-        .header(header::CONTENT_TYPE, "application/json")
+        .header(header::CONTENT_TYPE, content_type)
         .header(header::CACHE_CONTROL, "no-cache, private")
         .body(Body::from_stream(stream))
         .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn content_type(r: &Response) -> &str {
+        r.headers()[header::CONTENT_TYPE].to_str().unwrap()
+    }
+
+    #[test]
+    fn protobuf_answers_and_their_fallbacks() {
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}});
+        let crd = json!({"apiVersion": "stable.example.com/v1", "kind": "CronTab"});
+        for a in [Answer::Protobuf, Answer::ProtobufOnly] {
+            let r = answer(a, StatusCode::OK, &pod);
+            assert_eq!(content_type(&r), protobuf::MEDIA_TYPE);
+        }
+        assert_eq!(
+            content_type(&answer(Answer::Json, StatusCode::OK, &pod)),
+            "application/json"
+        );
+        // A kind without a protobuf form: JSON for a client that takes it, else 406.
+        let r = answer(Answer::Protobuf, StatusCode::OK, &crd);
+        assert_eq!(content_type(&r), "application/json");
+        let r = answer(Answer::ProtobufOnly, StatusCode::OK, &crd);
+        assert_eq!(r.status(), StatusCode::NOT_ACCEPTABLE);
+        let list =
+            json!({"apiVersion": "stable.example.com/v1", "kind": "CronTabList", "items": []});
+        let r = answer_list(Answer::ProtobufOnly, "CronTab", &list);
+        assert_eq!(r.status(), StatusCode::NOT_ACCEPTABLE);
+    }
+
+    #[test]
+    fn errors_keep_their_code_and_headers_in_protobuf() {
+        let e = || ApiError::TooManyRequests {
+            message: "slow down".into(),
+            causes: vec![],
+        };
+        let r = error(Answer::ProtobufOnly, e());
+        assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(content_type(&r), protobuf::MEDIA_TYPE);
+        assert_eq!(r.headers()["retry-after"], "5");
+        let r = error(Answer::Json, e());
+        assert_eq!(content_type(&r), "application/json");
+    }
 }

@@ -13,7 +13,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::metrics::RequestLabels;
 use crate::path::{self, Route};
 use crate::request::{negotiate, Answer, ApiRequest, Query};
-use crate::response::json_response;
+use crate::response::{self, json_response};
 use crate::user::UserInfo;
 use crate::{
     health, metrics_api, node_proxy, objects, openapi_endpoint, rbac, subresources, watch,
@@ -82,8 +82,9 @@ pub fn router(ctx: Ctx) -> Router {
 async fn dispatch(State(ctx): State<Ctx>, req: Request) -> Response {
     let started = berth_core::clock::Stopwatch::now();
     let access = access_log::Entry::begin(&req);
+    let answer = negotiate(req.headers());
     let refused = |e: ApiError, access: Option<access_log::Entry>| {
-        let response = e.into_response();
+        let response = response::error(answer, e);
         if let Some(entry) = access {
             entry.finish("", None, response.status().as_u16(), started.elapsed());
         }
@@ -116,9 +117,9 @@ async fn dispatch(State(ctx): State<Ctx>, req: Request) -> Response {
     let mut labels = RequestLabels::non_resource(req.method());
     let response = {
         let _in_flight = ctx.metrics.start(&labels);
-        match route(&ctx, req, user.clone(), &mut labels).await {
+        match route(&ctx, req, answer, user.clone(), &mut labels).await {
             Ok(r) => r,
-            Err(e) => e.into_response(),
+            Err(e) => response::error(answer, e),
         }
     };
     let code = response.status().as_u16();
@@ -278,6 +279,7 @@ fn authorize_metrics(
 async fn route(
     ctx: &Ctx,
     req: Request,
+    answer: Answer,
     user: Arc<UserInfo>,
     labels: &mut RequestLabels,
 ) -> ApiResult<Response> {
@@ -286,7 +288,6 @@ async fn route(
     let query = Query::parse(parts.uri.query());
     let headers = parts.headers;
     let method = parts.method;
-    let answer = negotiate(&headers);
 
     if method == Method::GET {
         if let Some(r) = health::respond(ctx, &path, parts.uri.query()) {
@@ -459,6 +460,10 @@ pub fn version() -> Value {
 }
 
 fn discovery_response(ctx: &Ctx, route: Route, answer: Answer) -> ApiResult<Response> {
+    // Discovery is served in JSON only (the protobuf table has no discovery kinds).
+    if answer == Answer::ProtobufOnly {
+        return Ok(response::not_acceptable());
+    }
     let aggregated = |v: Value| {
         (
             StatusCode::OK,

@@ -1,11 +1,14 @@
-//! Watches: newline-delimited JSON events from a store revision, filtered by selectors.
+//! Watches: newline-delimited JSON events from a store revision, filtered by selectors; or,
+//! for a client that asks for protobuf, length-prefixed `WatchEvent` frames as upstream's
+//! protobuf stream serializer writes them.
 
 use crate::codec::decode;
 use crate::context::Ctx;
 use crate::error::{from_store, ApiError, ApiResult};
 use crate::path::{self, Target};
+use crate::protobuf;
 use crate::request::{Answer, ApiRequest};
-use crate::response::streaming;
+use crate::response::{not_acceptable, streaming};
 use crate::selectors::Selectors;
 use berth_api::registry::ResourceType;
 use berth_api::tables::{self, IncludeObject};
@@ -17,6 +20,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use tokio::sync::mpsc;
 
+/// The Content-Type of a protobuf watch, as upstream names it.
+const PROTOBUF_STREAM: &str = "application/vnd.kubernetes.protobuf;stream=watch";
+
 /// How often an idle watch that allows bookmarks gets one.
 const BOOKMARK_EVERY: Duration = Duration::from_secs(30);
 /// Upper bound on a watch without `timeoutSeconds` (upstream: 30 min, randomised).
@@ -25,6 +31,10 @@ const MAX_WATCH: Duration = Duration::from_secs(1800);
 pub async fn watch(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
     let rt = req.target.rt;
     let selectors = Selectors::from_query(rt, &req.query)?;
+    let protobuf = req.answer.is_protobuf() && protobuf::supports(&rt.api_version(), rt.kind);
+    if req.answer == Answer::ProtobufOnly && !protobuf {
+        return Ok(not_acceptable());
+    }
     if req.query.flag("sendInitialEvents") {
         return Err(ApiError::BadRequest(
             "sendInitialEvents is not supported by this server".into(),
@@ -62,7 +72,11 @@ pub async fn watch(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
         Err(e) => {
             // Expired versions are reported inside a 200 stream, which is what clients relist on.
             let status = from_store(e, &req.resource(), "").status();
-            let _ = tx.try_send(Ok(line(&json!({"type": "ERROR", "object": status}))));
+            let _ = tx.try_send(Ok(if protobuf {
+                frame("ERROR", &status)
+            } else {
+                line(&json!({"type": "ERROR", "object": status}))
+            }));
             None
         }
     };
@@ -70,6 +84,7 @@ pub async fn watch(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
         target: req.target.clone(),
         selectors,
         table: req.answer == Answer::Table,
+        protobuf,
         include: match req.query.get("includeObject") {
             Some("None") => IncludeObject::None,
             Some("Object") => IncludeObject::Object,
@@ -83,7 +98,15 @@ pub async fn watch(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
     if let Some(events) = events {
         tokio::spawn(stream.run(initial, events, tx, timeout));
     }
-    Ok(streaming(tokio_stream::wrappers::ReceiverStream::new(rx)))
+    let content_type = if protobuf {
+        PROTOBUF_STREAM
+    } else {
+        "application/json"
+    };
+    Ok(streaming(
+        content_type,
+        tokio_stream::wrappers::ReceiverStream::new(rx),
+    ))
 }
 
 use axum::response::Response;
@@ -136,6 +159,8 @@ struct SharedObject {
     json: Bytes,
     /// The event line for each [`EventType`], made on first use.
     lines: [OnceLock<Bytes>; 3],
+    /// The protobuf frame for each [`EventType`], made on first use.
+    frames: [OnceLock<Bytes>; 3],
 }
 
 impl SharedObject {
@@ -153,6 +178,24 @@ impl SharedObject {
             })
             .clone()
     }
+
+    /// The protobuf watch frame of this version for `kind`.
+    fn frame(&self, kind: EventType) -> Bytes {
+        self.frames[kind as usize]
+            .get_or_init(|| frame(kind.as_str(), &self.obj))
+            .clone()
+    }
+}
+
+/// One protobuf watch frame for `obj`; an object that does not fit the schema (it should)
+/// is an ERROR event the client sees, not a silent gap.
+fn frame(event_type: &str, obj: &Value) -> Bytes {
+    let encoded = protobuf::encode(obj).map(|o| protobuf::watch_frame(event_type, &o));
+    Bytes::from(encoded.unwrap_or_else(|e| {
+        let status = ApiError::Internal(format!("encoding a watch event in protobuf: {e}"));
+        let status = protobuf::encode(&status.status()).unwrap_or_default();
+        protobuf::watch_frame("ERROR", &status)
+    }))
 }
 
 impl EventCache {
@@ -168,6 +211,7 @@ impl EventCache {
             obj,
             json,
             lines: Default::default(),
+            frames: Default::default(),
         });
         let mut entries = self.lock();
         // Another watch may have decoded it meanwhile; the first one stays.
@@ -193,6 +237,8 @@ struct WatchStream {
     target: Target,
     selectors: Selectors,
     table: bool,
+    /// Frames of protobuf `WatchEvent`s instead of JSON lines.
+    protobuf: bool,
     include: IncludeObject,
     bookmarks: bool,
     headers_sent: bool,
@@ -239,7 +285,12 @@ impl WatchStream {
                     }
                     let obj = json!({"kind": self.target.rt.kind, "apiVersion": self.target.rt.api_version(),
                         "metadata": {"resourceVersion": self.last_revision.to_string()}});
-                    if tx.send(Ok(line(&json!({"type": "BOOKMARK", "object": obj})))).await.is_err() {
+                    let bytes = if self.protobuf {
+                        frame("BOOKMARK", &obj)
+                    } else {
+                        line(&json!({"type": "BOOKMARK", "object": obj}))
+                    };
+                    if tx.send(Ok(bytes)).await.is_err() {
                         return;
                     }
                 }
@@ -283,11 +334,17 @@ impl WatchStream {
         if self.table {
             return Some(self.event(kind, &shared.obj));
         }
+        if self.protobuf {
+            return Some(shared.frame(kind));
+        }
         Some(shared.line(kind))
     }
 
     /// The event line for `obj`, made for this watch alone (Tables and the initial events).
     fn event(&mut self, kind: EventType, obj: &Value) -> Bytes {
+        if self.protobuf {
+            return frame(kind.as_str(), obj);
+        }
         if !self.table {
             return line(&json!({"type": kind.as_str(), "object": obj}));
         }

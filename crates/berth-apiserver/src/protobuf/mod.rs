@@ -1,5 +1,5 @@
-//! Kubernetes protobuf request bodies (`application/vnd.kubernetes.protobuf`), decoded into the
-//! JSON the server stores.
+//! Kubernetes protobuf (`application/vnd.kubernetes.protobuf`): request bodies decoded into the
+//! JSON the server stores, and answers encoded from it ([`encode`]).
 //!
 //! client-go's typed clients (and so `kubectl create namespace|deployment|priorityclass|...`)
 //! send bodies as the 4-byte magic `k8s\0` followed by a `runtime.Unknown`
@@ -20,7 +20,10 @@
 //!
 //! Malformed input is an error (a 400 for the caller), never a panic.
 
+mod encode;
 mod schema;
+
+pub use encode::{encode, encode_list, supports, watch_frame};
 
 use base64::Engine as _;
 use serde_json::{Map, Number, Value};

@@ -499,3 +499,321 @@ fn every_root_and_message_reference_is_in_range() {
         }
     }
 }
+
+// Encoding answers ---------------------------------------------------------------------------
+
+/// `decode(encode(x)) == x`.
+fn round_trip(x: Value) {
+    let body = encode(&x).unwrap_or_else(|e| panic!("encoding {x}: {e}"));
+    let back = decode(&body, "", "").unwrap_or_else(|e| panic!("decoding {x}: {e}"));
+    assert_eq!(back, x);
+}
+
+/// Objects as the server stores and serves them, one per served shape of interest.
+fn served_objects() -> Vec<Value> {
+    vec![
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": "cm", "namespace": "ns", "uid": "u-1", "resourceVersion": "42",
+                            "creationTimestamp": "2026-11-25T11:00:00Z",
+                            "labels": {"b": "2", "a": "1"}, "annotations": {"x": ""},
+                            "managedFields": [{"manager": "kubectl", "operation": "Apply",
+                                               "apiVersion": "v1", "time": "2026-11-25T11:00:00Z",
+                                               "fieldsType": "FieldsV1",
+                                               "fieldsV1": {"f:data": {"f:k": {}}}}]},
+               "data": {"k": "v", "empty": ""}}),
+        json!({"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"name": "p", "namespace": "ns", "generateName": "p-",
+                            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                                                 "name": "rs", "uid": "u-2", "controller": true,
+                                                 "blockOwnerDeletion": true}],
+                            "finalizers": ["f/one"], "deletionGracePeriodSeconds": 0},
+               "spec": {
+                   "volumes": [{"name": "conf", "configMap": {"name": "cm", "defaultMode": 420}},
+                               {"name": "scratch", "emptyDir": {}}],
+                   "initContainers": [{"name": "init", "image": "busybox"}],
+                   "containers": [{
+                       "name": "c", "image": "nginx", "command": ["sh", "-c"],
+                       "ports": [{"containerPort": 80, "protocol": "TCP"}],
+                       "resources": {"requests": {"cpu": "100m", "memory": "64Mi"},
+                                     "limits": {"cpu": "1"}},
+                       "readinessProbe": {"httpGet": {"path": "/", "port": "http", "scheme": "HTTP"},
+                                          "timeoutSeconds": 1, "periodSeconds": 10},
+                       "livenessProbe": {"tcpSocket": {"port": 8080}, "timeoutSeconds": 1}}],
+                   "nodeName": "n1", "priority": -5, "terminationGracePeriodSeconds": 30,
+                   "tolerations": [{"key": "k", "operator": "Exists", "effect": "NoExecute",
+                                    "tolerationSeconds": 300}]},
+               "status": {"phase": "Running", "podIP": "10.0.0.1",
+                          "conditions": [{"type": "Ready", "status": "True",
+                                          "lastTransitionTime": "2026-11-25T11:00:01Z"}],
+                          "startTime": "2026-11-25T11:00:00Z"}}),
+        json!({"apiVersion": "v1", "kind": "Node",
+               "metadata": {"name": "n1", "labels": {"kubernetes.io/hostname": "n1"}},
+               "spec": {"podCIDR": "10.0.1.0/24", "taints": [{"key": "t", "effect": "NoSchedule"}]},
+               "status": {"capacity": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+                          "allocatable": {"cpu": "3900m", "memory": "7Gi", "pods": "110"},
+                          "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+                                          "lastHeartbeatTime": "2026-11-25T11:00:00Z"}],
+                          "addresses": [{"type": "InternalIP", "address": "10.1.0.1"}]}}),
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"},
+               "data": {"password": "aHVudGVyMgD/"}, "type": "Opaque"}),
+        json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "l"},
+               "spec": {"holderIdentity": "me", "leaseDurationSeconds": 15,
+                        "renewTime": "2023-11-14T22:13:20.123456Z", "leaseTransitions": 0}}),
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "svc"},
+               "spec": {"ports": [{"port": 80, "targetPort": 8080, "protocol": "TCP"},
+                                  {"name": "web", "port": 443, "targetPort": "https"}],
+                        "selector": {"app": "web"}, "clusterIP": "10.96.0.10"}}),
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+               "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "d"}},
+                        "template": {"metadata": {"labels": {"app": "d"}},
+                                     "spec": {"containers": [{"name": "nginx", "image": "nginx",
+                                                              "resources": {}}]}},
+                        "strategy": {"type": "RollingUpdate",
+                                     "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": 1}}},
+               "status": {}}),
+        json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+               "metadata": {"name": "hp"}, "value": 1000, "preemptionPolicy": "Never"}),
+    ]
+}
+
+#[test]
+fn served_objects_round_trip() {
+    for x in served_objects() {
+        round_trip(x);
+    }
+}
+
+#[test]
+fn captured_kubectl_body_round_trips_through_json() {
+    // What kubectl sent, decoded, answered back, decodes to the same object.
+    let hex = concat!(
+        "6b3873000a150a07617070732f7631120a4465706c6f796d656e7412a3010a1b",
+        "0a016412001a0022002a003200380042005a080a036170701201641276080012",
+        "0a0a080a036170701201641a5e0a1a0a0012001a0022002a003200380042005a",
+        "080a03617070120164124012220a056e67696e7812056e67696e782a0042006a",
+        "007200800100880100900100a201001a00320042004a00520058006000680082",
+        "01008a01009a0100c2010022020a00280038001a0c0800100018002000280038",
+        "001a002200",
+    );
+    let body: Vec<u8> = (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+        .collect();
+    let v = decode(&body, "apps/v1", "Deployment").unwrap();
+    round_trip(v.clone());
+    // The envelope is Go's: TypeMeta, raw, then the empty contentEncoding and contentType.
+    let ours = encode(&v).unwrap();
+    assert_eq!(&ours[..25], &body[..25], "magic and TypeMeta");
+    assert_eq!(&ours[ours.len() - 4..], &body[body.len() - 4..]);
+}
+
+#[test]
+fn byte_exact_config_map() {
+    // Derived by hand from Go's rules: ascending tags, sorted map keys, the envelope's empty
+    // strings written.
+    let obj = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                     "metadata": {"name": "a", "labels": {"z": "1", "a": "2"}},
+                     "data": {"k": "v"}});
+    let raw = Enc::new()
+        .msg(
+            1,
+            Enc::new()
+                .str(1, "a")
+                .entry(11, "a", "2")
+                .entry(11, "z", "1"),
+        )
+        .entry(2, "k", "v");
+    let unknown = Enc::new()
+        .msg(1, Enc::new().str(1, "v1").str(2, "ConfigMap"))
+        .msg(2, raw)
+        .str(3, "")
+        .str(4, "");
+    assert_eq!(encode(&obj).unwrap(), [MAGIC, &unknown.0].concat());
+}
+
+#[test]
+fn byte_exact_specials() {
+    let svc = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"creationTimestamp": "1970-01-01T00:00:10Z"},
+                     "spec": {"ports": [{"port": 80, "targetPort": 8080}, {"port": 1, "targetPort": "x"}]}});
+    let int_port = Enc::new().int(1, 0).int(2, 8080).str(3, "");
+    let str_port = Enc::new().int(1, 1).int(2, 0).str(3, "x");
+    let raw = Enc::new()
+        .msg(1, Enc::new().msg(8, Enc::new().int(1, 10).int(2, 0)))
+        .msg(
+            2,
+            Enc::new()
+                .msg(1, Enc::new().int(3, 80).msg(4, int_port))
+                .msg(1, Enc::new().int(3, 1).msg(4, str_port)),
+        );
+    let ours = encode(&svc).unwrap();
+    let unknown = Enc::new()
+        .msg(1, Enc::new().str(1, "v1").str(2, "Service"))
+        .msg(2, raw)
+        .str(3, "")
+        .str(4, "");
+    assert_eq!(ours, [MAGIC, &unknown.0].concat());
+}
+
+#[test]
+fn fields_are_written_in_tag_order() {
+    // PodSpec declares initContainers (20) before containers (2); Go writes by tag.
+    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {},
+                     "spec": {"initContainers": [{"name": "i"}], "containers": [{"name": "c"}]}});
+    let body = encode(&pod).unwrap();
+    let raw = unknown_raw(&body);
+    let spec = field(&raw, 2).unwrap();
+    let tags: Vec<u32> = fields(&spec).into_iter().map(|(t, _)| t).collect();
+    assert_eq!(tags, vec![2, 20]);
+}
+
+#[test]
+fn lists_status_and_watch_frames() {
+    let list = json!({"apiVersion": "v1", "kind": "PodList",
+                      "metadata": {"resourceVersion": "7", "continue": "abc"},
+                      "items": [{"metadata": {"name": "a"}}, {"metadata": {"name": "b"}}]});
+    let body = encode_list(&list, "Pod").unwrap();
+    let unknown = &body[MAGIC.len()..];
+    let type_meta = field(unknown, 1).unwrap();
+    assert_eq!(field(&type_meta, 2).unwrap(), b"PodList");
+    let raw = unknown_raw(&body);
+    let meta = Enc::new().str(1, "").str(2, "7").str(3, "abc");
+    assert_eq!(field(&raw, 1).unwrap(), meta.0);
+    let items: Vec<Vec<u8>> = fields(&raw)
+        .into_iter()
+        .filter(|(t, _)| *t == 2)
+        .map(|(_, v)| v)
+        .collect();
+    assert_eq!(items.len(), 2);
+    let item = decode(&envelope("v1", "Pod", Enc(items[1].clone())), "", "").unwrap();
+    assert_eq!(item["metadata"]["name"], "b");
+
+    let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
+                        "status": "Failure", "message": "pods \"x\" not found",
+                        "reason": "NotFound", "details": {"name": "x", "kind": "pods"},
+                        "code": 404});
+    let raw = Enc::new()
+        .msg(1, Enc::new().str(1, "").str(2, "").str(3, ""))
+        .str(2, "Failure")
+        .str(3, "pods \"x\" not found")
+        .str(4, "NotFound")
+        .msg(
+            5,
+            Enc::new()
+                .str(1, "x")
+                .str(2, "")
+                .str(3, "pods")
+                .int(5, 0)
+                .str(6, ""),
+        )
+        .int(6, 404);
+    let unknown = Enc::new()
+        .msg(1, Enc::new().str(1, "v1").str(2, "Status"))
+        .msg(2, raw)
+        .str(3, "")
+        .str(4, "");
+    let encoded = encode(&status).unwrap();
+    assert_eq!(encoded, [MAGIC, &unknown.0].concat());
+
+    let frame = watch_frame("ADDED", &encoded);
+    let size = u32::from_be_bytes(frame[..4].try_into().unwrap()) as usize;
+    assert_eq!(size, frame.len() - 4);
+    let event = &frame[4..];
+    assert_eq!(field(event, 1).unwrap(), b"ADDED");
+    assert_eq!(field(&field(event, 2).unwrap(), 1).unwrap(), encoded);
+}
+
+#[test]
+fn kinds_without_protobuf_and_bad_values_are_errors() {
+    assert!(!supports("stable.example.com/v1", "CronTab"));
+    assert!(supports("v1", "Pod") && supports("v1", "Status"));
+    assert!(encode(&json!({"apiVersion": "stable.example.com/v1", "kind": "CronTab"})).is_err());
+    assert!(encode(&json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": 5}})).is_err());
+    assert!(encode(&json!({"apiVersion": "v1", "kind": "Pod", "metadata": []})).is_err());
+}
+
+#[test]
+fn go_durations_parse_back() {
+    for nanos in [
+        0,
+        1,
+        1_500,
+        1_500_000,
+        1_000_000_000,
+        3_723_500_000_000,
+        -90_000_000_000,
+    ] {
+        assert_eq!(
+            encode::parse_go_duration(&go_duration(nanos)),
+            Some(nanos),
+            "{}",
+            go_duration(nanos)
+        );
+    }
+    assert_eq!(encode::parse_go_duration("soon"), None);
+}
+
+/// The raw object inside an encoded envelope.
+fn unknown_raw(body: &[u8]) -> Vec<u8> {
+    field(&body[MAGIC.len()..], 2).unwrap()
+}
+
+/// Every (tag, bytes) of length-delimited fields; varints as their value's bytes (unused).
+fn fields(buf: &[u8]) -> Vec<(u32, Vec<u8>)> {
+    let mut r = Reader::new(buf);
+    let mut out = Vec::new();
+    while let Some((tag, wire)) = r.key().unwrap() {
+        if wire == LEN {
+            out.push((tag, r.bytes().unwrap().to_vec()));
+        } else {
+            out.push((tag, r.varint().unwrap().to_le_bytes().to_vec()));
+        }
+    }
+    out
+}
+
+fn field(buf: &[u8], tag: u32) -> Option<Vec<u8>> {
+    fields(buf)
+        .into_iter()
+        .find(|(t, _)| *t == tag)
+        .map(|(_, v)| v)
+}
+
+mod round_trip_property {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn name() -> impl Strategy<Value = String> {
+        "[a-z0-9]([-a-z0-9]{0,10}[a-z0-9])?"
+    }
+
+    proptest! {
+        #[test]
+        fn deployments_round_trip(
+            name in name(),
+            labels in proptest::collection::btree_map(name(), ".{0,8}", 1..4),
+            replicas in proptest::option::of(-3i32..1000),
+            containers in proptest::collection::vec((name(), ".{1,12}", 0u32..64_000), 1..3),
+            created in proptest::option::of(0i64..4_000_000_000),
+        ) {
+            let mut meta = json!({"name": name, "labels": labels});
+            if let Some(s) = created {
+                let t = chrono::DateTime::from_timestamp(s, 0).unwrap();
+                meta["creationTimestamp"] = json!(t.format("%Y-%m-%dT%H:%M:%SZ").to_string());
+            }
+            let containers: Vec<Value> = containers
+                .into_iter()
+                .map(|(n, image, cpu)| json!({"name": n, "image": image,
+                    "resources": {"requests": {"cpu": format!("{cpu}m")}}}))
+                .collect();
+            let mut spec = json!({"selector": {"matchLabels": labels},
+                "template": {"metadata": {"labels": labels}, "spec": {"containers": containers}}});
+            if let Some(r) = replicas {
+                spec["replicas"] = json!(r);
+            }
+            let x = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta,
+                           "spec": spec});
+            let body = encode(&x).unwrap();
+            prop_assert_eq!(decode(&body, "", "").unwrap(), x);
+        }
+    }
+}

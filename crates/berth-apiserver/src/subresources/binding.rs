@@ -5,7 +5,7 @@ use crate::codec::{encode, meta_str};
 use crate::context::{read, Ctx};
 use crate::error::{from_store, ApiError, ApiResult, Cause};
 use crate::request::ApiRequest;
-use crate::response::json_response;
+use crate::response::answer;
 use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::{json, Value};
@@ -66,14 +66,14 @@ pub async fn bind(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
             &ctx.clock.timestamp(),
         );
         if req.query.dry_run()? {
-            return Ok(json_response(StatusCode::CREATED, &success(201)));
+            return Ok(answer(req.answer, StatusCode::CREATED, &success(201)));
         }
         match ctx
             .store
             .update(&pod_req.key(), encode(&pod), Some(rv))
             .await
         {
-            Ok(_) => return Ok(json_response(StatusCode::CREATED, &success(201))),
+            Ok(_) => return Ok(answer(req.answer, StatusCode::CREATED, &success(201))),
             Err(berth_store::Error::Conflict { .. }) => continue,
             Err(e) => return Err(from_store(e, "pods", &name)),
         }

@@ -7,7 +7,7 @@ use crate::deletion::{delete_object, DeleteOptions};
 use crate::error::{from_store, ApiError, ApiResult, Cause};
 use crate::path::{self, Target};
 use crate::request::ApiRequest;
-use crate::response::json_response;
+use crate::response::answer;
 use crate::strategy;
 use axum::http::StatusCode;
 use axum::response::Response;
@@ -28,7 +28,7 @@ pub async fn evict(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
         check_budgets(ctx, &namespace, &pod, options.dry_run).await?;
     }
     if options.dry_run {
-        return Ok(json_response(StatusCode::CREATED, &success(201)));
+        return Ok(answer(req.answer, StatusCode::CREATED, &success(201)));
     }
     let mut pod = pod;
     if !matches!(
@@ -40,7 +40,7 @@ pub async fn evict(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
     }
     let strategy = strategy::for_type(pod_req.target.rt);
     delete_object(ctx, &pod_req, strategy, pod, rv, &options).await?;
-    Ok(json_response(StatusCode::CREATED, &success(201)))
+    Ok(answer(req.answer, StatusCode::CREATED, &success(201)))
 }
 
 /// Adds upstream's `DisruptionTarget` condition (the eviction API's reason and message), which

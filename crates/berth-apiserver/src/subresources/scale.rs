@@ -12,7 +12,7 @@ use crate::context::{read, Ctx};
 use crate::error::{from_store, ApiError, ApiResult, Cause};
 use crate::patch::apply_patch;
 use crate::request::ApiRequest;
-use crate::response::json_response;
+use crate::response::answer;
 use crate::strategy;
 use axum::http::{Method, StatusCode};
 use axum::response::Response;
@@ -27,7 +27,7 @@ pub async fn handle(ctx: &Ctx, req: &ApiRequest, method: &Method) -> ApiResult<R
     match *method {
         Method::GET => {
             let (parent, rv) = read(ctx, req)?;
-            Ok(json_response(StatusCode::OK, &scale_of(&parent, rv)))
+            Ok(answer(req.answer, StatusCode::OK, &scale_of(&parent, rv)))
         }
         Method::PUT => {
             let (body, _) = codec::decode_body(
@@ -109,11 +109,12 @@ async fn write(
         crate::managed::on_update(ctx, req, &old, &mut new, "scale");
         strategy::admit_update(&ctx.admission, &req.user, strategy, rt, &old, &mut new)?;
         if new == old || req.query.dry_run()? {
-            return Ok(json_response(StatusCode::OK, &scale_of(&new, rv)));
+            return Ok(answer(req.answer, StatusCode::OK, &scale_of(&new, rv)));
         }
         match ctx.store.update(&req.key(), encode(&new), Some(rv)).await {
             Ok(kv) => {
-                return Ok(json_response(
+                return Ok(answer(
+                    req.answer,
                     StatusCode::OK,
                     &scale_of(&new, kv.mod_revision),
                 ))

@@ -9,7 +9,7 @@ use crate::context::Ctx;
 use crate::error::{ApiError, ApiResult, Cause};
 use crate::path;
 use crate::request::ApiRequest;
-use crate::response::json_response;
+use crate::response::answer;
 use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::{json, Value};
@@ -218,7 +218,7 @@ pub async fn create(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
     }
     request["status"] = json!({"token": token,
         "expirationTimestamp": berth_core::clock::timestamp(expires)});
-    Ok(json_response(StatusCode::CREATED, &request))
+    Ok(answer(req.answer, StatusCode::CREATED, &request))
 }
 
 #[cfg(test)]
