@@ -20,6 +20,7 @@ from kubernetes import watch as k8s_watch
 
 from conftest import Berth, eventually, pod
 from etcd_support import EtcdCluster, etcd_installed
+from protobuf_wire import pb_get, unknown
 
 if not etcd_installed() and not os.environ.get("CI"):
     pytest.skip("etcd is not installed (apt-get install etcd-server); CI runs these",
@@ -320,52 +321,12 @@ def test_a_compacted_resource_version_gets_410_on_every_replica_and_clients_reli
 PROTOBUF_WATCH = "application/vnd.kubernetes.protobuf;stream=watch"
 
 
-def pb_fields(data):
-    """The fields of one protobuf message: (field number, wire type, value) in order; a
-    length-delimited value is its bytes, a varint its number."""
-    fields, i = [], 0
-    while i < len(data):
-        key, i = pb_varint(data, i)
-        number, wire = key >> 3, key & 7
-        if wire == 0:
-            value, i = pb_varint(data, i)
-        elif wire == 2:
-            size, i = pb_varint(data, i)
-            value, i = data[i:i + size], i + size
-        elif wire == 1:
-            value, i = data[i:i + 8], i + 8
-        elif wire == 5:
-            value, i = data[i:i + 4], i + 4
-        else:
-            raise ValueError(f"wire type {wire}")
-        fields.append((number, wire, value))
-    return fields
-
-
-def pb_varint(data, i):
-    n, shift = 0, 0
-    while True:
-        b = data[i]
-        i += 1
-        n |= (b & 0x7F) << shift
-        shift += 7
-        if b < 0x80:
-            return n, i
-
-
-def pb_get(data, number):
-    return next((v for n, _, v in pb_fields(data) if n == number), b"")
-
-
 def watch_event(frame):
     """A metav1.WatchEvent frame: (type, kind, name, resourceVersion) of its object, which is a
     RawExtension holding `k8s\\0` + runtime.Unknown{typeMeta, raw}."""
     kind_of = pb_get(frame, 1).decode()
-    raw = pb_get(pb_get(frame, 2), 1)
-    assert raw.startswith(b"k8s\x00"), raw[:8]
-    unknown = raw[4:]
-    kind = pb_get(pb_get(unknown, 1), 2).decode()
-    meta = pb_get(pb_get(unknown, 2), 1)
+    _, kind, raw = unknown(pb_get(pb_get(frame, 2), 1))
+    meta = pb_get(raw, 1)
     return kind_of, kind, pb_get(meta, 1).decode(), pb_get(meta, 6).decode()
 
 

@@ -11,61 +11,12 @@ import urllib.error
 import urllib.request
 
 from conftest import pod
+from protobuf_wire import pb_all, pb_get, unknown
 
 PROTOBUF = "application/vnd.kubernetes.protobuf"
-MAGIC = b"k8s\x00"
 
 
-# A tiny protobuf reader ----------------------------------------------------------------------
-
-def pb_varint(data, i):
-    n, shift = 0, 0
-    while True:
-        b = data[i]
-        i += 1
-        n |= (b & 0x7F) << shift
-        shift += 7
-        if b < 0x80:
-            return n, i
-
-
-def pb_fields(data):
-    """(field number, value) of one message in order: bytes for length-delimited fields,
-    ints for varints."""
-    fields, i = [], 0
-    while i < len(data):
-        key, i = pb_varint(data, i)
-        number, wire = key >> 3, key & 7
-        if wire == 0:
-            value, i = pb_varint(data, i)
-        elif wire == 2:
-            size, i = pb_varint(data, i)
-            value, i = data[i:i + size], i + size
-        elif wire == 1:
-            value, i = data[i:i + 8], i + 8
-        elif wire == 5:
-            value, i = data[i:i + 4], i + 4
-        else:
-            raise ValueError(f"wire type {wire}")
-        fields.append((number, value))
-    return fields
-
-
-def pb_get(data, number, default=b""):
-    return next((v for n, v in pb_fields(data) if n == number), default)
-
-
-def pb_all(data, number):
-    return [v for n, v in pb_fields(data) if n == number]
-
-
-def unknown(body):
-    """`k8s\\0` + runtime.Unknown: (apiVersion, kind, raw)."""
-    assert body.startswith(MAGIC), body[:16]
-    envelope = body[len(MAGIC):]
-    type_meta = pb_get(envelope, 1)
-    return pb_get(type_meta, 1).decode(), pb_get(type_meta, 2).decode(), pb_get(envelope, 2)
-
+# Reading the answers (see protobuf_wire.py) --------------------------------------------------
 
 def name_of(raw):
     """metadata.name of an object message (ObjectMeta is field 1, its name field 1)."""
