@@ -196,6 +196,12 @@ mod tests {
             json!({"apiVersion": "stable.example.com/v1", "kind": "CronTabList", "items": []});
         let r = answer_list(Answer::ProtobufOnly, "CronTab", &list);
         assert_eq!(r.status(), StatusCode::NOT_ACCEPTABLE);
+        // `kubectl auth whoami` (protobuf, JSON fallback) reads status.userInfo, which the
+        // table's SelfSubjectReview lacks: JSON.
+        let review = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview",
+            "status": {"userInfo": {"username": "alice"}}});
+        let r = answer(Answer::Protobuf, StatusCode::CREATED, &review);
+        assert_eq!(content_type(&r), "application/json");
     }
 
     #[test]

@@ -33,9 +33,14 @@ pub fn root(api_version: &str, kind: &str) -> Option<usize> {
         .map(|(_, _, index)| *index)
 }
 
+/// Kinds whose table message holds only what clients send, not what the server answers:
+/// `SelfSubjectReview` is metadata alone there, without the `status.userInfo` that
+/// `kubectl auth whoami` reads, so it is answered in JSON (which kubectl also accepts).
+const REQUEST_ONLY: &[&str] = &["SelfSubjectReview"];
+
 /// Whether objects of `kind` in `api_version` can be answered in protobuf.
 pub fn supports(api_version: &str, kind: &str) -> bool {
-    kind == "Status" || root(api_version, kind).is_some()
+    kind == "Status" || (root(api_version, kind).is_some() && !REQUEST_ONLY.contains(&kind))
 }
 
 /// `obj` (with its `apiVersion` and `kind`) as `k8s\0` + `runtime.Unknown`.
