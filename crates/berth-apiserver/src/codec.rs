@@ -9,7 +9,9 @@ use axum::http::HeaderMap;
 use berth_api::registry::ResourceType;
 use berth_store::KeyValue;
 use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde_json::value::RawValue;
 use serde_json::Value;
+use std::collections::BTreeMap;
 
 /// Decodes a stored object, stamping its resourceVersion and the apiVersion asked for.
 pub fn decode(kv: &KeyValue, target: &Target) -> ApiResult<Value> {
@@ -20,6 +22,33 @@ pub fn decode(kv: &KeyValue, target: &Target) -> ApiResult<Value> {
     }
     stamp(&mut v, kv.mod_revision, target);
     Ok(v)
+}
+
+/// What [`decode`] gives, as JSON bytes, without building a `Value`: the stored members are
+/// copied as they are, with `apiVersion`, `kind` and `metadata.resourceVersion` set. The bytes
+/// are those of `serde_json::to_vec(&decode(kv, target)?)`, because objects are stored compact
+/// with their keys sorted (see [`encode`]), and a watch sends every event in this form, so
+/// this spares it a tree of allocations per event. `None` where that cannot hold (an Event
+/// view, or a value not stored in that form): decode it instead.
+pub fn stamped_json(kv: &KeyValue, target: &Target) -> Option<Vec<u8>> {
+    // A line break can only be whitespace between tokens: not the compact form.
+    if event_view::is_view(target.rt) || kv.value.contains(&b'\n') {
+        return None;
+    }
+    let revision = RawValue::from_string(format!("\"{}\"", kv.mod_revision)).ok()?;
+    let api_version = serde_json::value::to_raw_value(&target.rt.api_version()).ok()?;
+    let kind = serde_json::value::to_raw_value(target.rt.kind).ok()?;
+    let mut members: BTreeMap<String, &RawValue> = serde_json::from_slice(&kv.value).ok()?;
+    let mut meta: BTreeMap<String, &RawValue> = match members.get("metadata") {
+        Some(meta) => serde_json::from_str(meta.get()).ok()?,
+        None => BTreeMap::new(),
+    };
+    meta.insert("resourceVersion".into(), &revision);
+    let meta = RawValue::from_string(serde_json::to_string(&meta).ok()?).ok()?;
+    members.insert("apiVersion".into(), &api_version);
+    members.insert("kind".into(), &kind);
+    members.insert("metadata".into(), &meta);
+    serde_json::to_vec(&members).ok()
 }
 
 /// Sets `metadata.resourceVersion` and the `apiVersion`/`kind` of the requested version.
@@ -167,7 +196,91 @@ pub fn meta_mut(v: &mut Value) -> &mut serde_json::Map<String, Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use serde_json::json;
+
+    fn pods() -> Target {
+        Target {
+            rt: berth_api::registry::find("", "v1", "pods").unwrap(),
+            namespace: Some("ns".into()),
+            name: None,
+            subresource: None,
+        }
+    }
+
+    fn stored(value: &[u8], revision: i64) -> KeyValue {
+        KeyValue {
+            key: "/registry/core/pods/ns/p".into(),
+            value: bytes::Bytes::copy_from_slice(value),
+            create_revision: 1,
+            mod_revision: revision,
+        }
+    }
+
+    /// Any JSON, with strings that need escaping and numbers of every sort.
+    fn json_value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            // Floats whose shortest digits read back as themselves: serde_json's reader
+            // rounds some others, where the copied bytes keep the stored digits.
+            any::<f64>()
+                .prop_filter("reads back exactly", |f| {
+                    serde_json::to_string(f)
+                        .ok()
+                        .and_then(|s| serde_json::from_str::<f64>(&s).ok())
+                        == Some(*f)
+                })
+                .prop_map(Value::from),
+            any::<String>().prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 32, 5, |inner| {
+            let keys = prop_oneof![
+                Just("metadata".to_string()),
+                Just("resourceVersion".to_string()),
+                Just("kind".to_string()),
+                Just("apiVersion".to_string()),
+                any::<String>(),
+            ];
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                proptest::collection::btree_map(keys, inner, 0..5)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        /// Whatever is stored, the bytes a watch sends without decoding are those it would
+        /// send after decoding, or it decodes.
+        #[test]
+        fn stamped_bytes_are_the_decoded_objects_bytes(v in json_value(), revision in 1i64..i64::MAX) {
+            let kv = stored(&encode(&v), revision);
+            let decoded = decode(&kv, &pods()).map(|d| serde_json::to_vec(&d).unwrap());
+            if let Some(stamped) = stamped_json(&kv, &pods()) {
+                prop_assert_eq!(Ok(stamped), decoded.map_err(|_| ()));
+            } else {
+                prop_assert!(!v.is_object() || !v.get("metadata").is_none_or(Value::is_object));
+            }
+        }
+    }
+
+    #[test]
+    fn bytes_not_in_the_stored_form_are_decoded_instead() {
+        let pretty = br#"{
+            "metadata": {"name": "p"}
+        }"#;
+        assert_eq!(stamped_json(&stored(pretty, 3), &pods()), None);
+        let meta_not_an_object = br#"{"metadata":"p"}"#;
+        assert_eq!(stamped_json(&stored(meta_not_an_object, 3), &pods()), None);
+        let pod = br#"{"metadata":{"name":"p","uid":"u"},"spec":{}}"#;
+        assert_eq!(
+            stamped_json(&stored(pod, 3), &pods()).unwrap(),
+            br#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","resourceVersion":"3","uid":"u"},"spec":{}}"#
+        );
+    }
 
     #[test]
     fn the_stored_bytes_leave_out_only_the_resource_version() {

@@ -2,14 +2,14 @@
 //! for a client that asks for protobuf, length-prefixed `WatchEvent` frames as upstream's
 //! protobuf stream serializer writes them.
 
-use crate::codec::decode;
+use crate::codec::{decode, stamped_json};
 use crate::context::Ctx;
 use crate::error::{from_store, ApiError, ApiResult};
 use crate::path::{self, Target};
 use crate::protobuf;
 use crate::request::{Answer, ApiRequest};
 use crate::response::{not_acceptable, streaming};
-use crate::selectors::Selectors;
+use crate::selectors::{self, Selectors};
 use berth_api::registry::ResourceType;
 use berth_api::tables::{self, IncludeObject};
 use berth_store::{EventKind, KeyValue, WatchEvent};
@@ -153,10 +153,15 @@ struct CacheEntries {
 
 /// One object version as a watch of one resource type shows it.
 struct SharedObject {
-    /// The object, stamped with its resourceVersion and the watched apiVersion and kind.
-    obj: Value,
-    /// `obj` as JSON.
+    /// The object as JSON, stamped with its resourceVersion and the watched apiVersion and
+    /// kind: all a plain JSON watch without selectors needs.
     json: Bytes,
+    /// The watched kind, for [`SharedObject::selectable`].
+    kind: &'static str,
+    /// `json` decoded, on first use (Tables, protobuf).
+    obj: OnceLock<Value>,
+    /// The members of `json` that selectors read, on first use.
+    selectable: OnceLock<Value>,
     /// The event line for each [`EventType`], made on first use.
     lines: [OnceLock<Bytes>; 3],
     /// The protobuf frame for each [`EventType`], made on first use.
@@ -164,6 +169,30 @@ struct SharedObject {
 }
 
 impl SharedObject {
+    fn new(json: Bytes, kind: &'static str) -> SharedObject {
+        SharedObject {
+            json,
+            kind,
+            obj: OnceLock::new(),
+            selectable: OnceLock::new(),
+            lines: Default::default(),
+            frames: Default::default(),
+        }
+    }
+
+    /// The whole object.
+    fn obj(&self) -> &Value {
+        self.obj
+            .get_or_init(|| serde_json::from_slice(&self.json).unwrap_or_default())
+    }
+
+    /// What selectors need of the object (see [`selectors::selectable`]).
+    fn selectable(&self) -> &Value {
+        self.selectable.get_or_init(|| {
+            selectors::selectable(self.kind, &self.json).unwrap_or_else(|| self.obj().clone())
+        })
+    }
+
     /// `{"object":<obj>,"type":"<kind>"}\n`, the line a plain JSON watch sends.
     fn line(&self, kind: EventType) -> Bytes {
         self.lines[kind as usize]
@@ -182,7 +211,7 @@ impl SharedObject {
     /// The protobuf watch frame of this version for `kind`.
     fn frame(&self, kind: EventType) -> Bytes {
         self.frames[kind as usize]
-            .get_or_init(|| frame(kind.as_str(), &self.obj))
+            .get_or_init(|| frame(kind.as_str(), self.obj()))
             .clone()
     }
 }
@@ -205,14 +234,17 @@ impl EventCache {
         if let Some(hit) = self.lock().map.get(&key) {
             return Some(hit.clone());
         }
-        let obj = decode(kv, target).ok()?;
-        let json = Bytes::from(serde_json::to_vec(&obj).ok()?);
-        let shared = Arc::new(SharedObject {
-            obj,
-            json,
-            lines: Default::default(),
-            frames: Default::default(),
-        });
+        let shared = match stamped_json(kv, target) {
+            Some(json) => SharedObject::new(Bytes::from(json), target.rt.kind),
+            None => {
+                let obj = decode(kv, target).ok()?;
+                let json = Bytes::from(serde_json::to_vec(&obj).ok()?);
+                let shared = SharedObject::new(json, target.rt.kind);
+                let _ = shared.obj.set(obj);
+                shared
+            }
+        };
+        let shared = Arc::new(shared);
         let mut entries = self.lock();
         // Another watch may have decoded it meanwhile; the first one stays.
         if let Some(first) = entries.map.get(&key) {
@@ -311,7 +343,10 @@ impl WatchStream {
     fn translate(&mut self, ev: &WatchEvent) -> Option<Bytes> {
         let cache = &self.ctx.caches.events;
         let shared = cache.object(&ev.kv, &self.target)?;
-        let now_matches = self.selectors.matches(&shared.obj);
+        let matching = |object: &SharedObject| {
+            self.selectors.is_empty() || self.selectors.matches(object.selectable())
+        };
+        let now_matches = matching(&shared);
         let kind = match ev.kind {
             EventKind::Delete => now_matches.then_some(EventType::Deleted),
             EventKind::Put => {
@@ -321,7 +356,7 @@ impl WatchStream {
                     Some(_) if self.selectors.is_empty() => true,
                     Some(prev) => cache
                         .object(prev, &self.target)
-                        .is_some_and(|before| self.selectors.matches(&before.obj)),
+                        .is_some_and(|before| matching(&before)),
                 };
                 match (was_matching, now_matches) {
                     (true, true) => Some(EventType::Modified),
@@ -332,7 +367,7 @@ impl WatchStream {
             }
         }?;
         if self.table {
-            return Some(self.event(kind, &shared.obj));
+            return Some(self.event(kind, shared.obj()));
         }
         if self.protobuf {
             return Some(shared.frame(kind));
@@ -395,7 +430,7 @@ mod tests {
             let own = line(&json!({"type": kind.as_str(), "object": obj}));
             assert_eq!(shared.line(kind), own);
         }
-        assert_eq!(shared.obj["metadata"]["resourceVersion"], "7");
+        assert_eq!(shared.obj()["metadata"]["resourceVersion"], "7");
     }
 
     #[test]
