@@ -45,19 +45,28 @@ def test_deleting_a_replica_set_deletes_its_pods(berth, ns):
 def test_cascade_foreground_removes_replica_sets_and_pods_before_the_deployment(berth, ns):
     b = berth
     ready_deployment(b, ns, "fg")
+    # A finalizer of our own holds the Deployment, so the order can be watched however fast
+    # the collector is.
+    b.kubectl("patch", "deploy", "fg", "-n", ns, "--type=merge",
+              "-p", '{"metadata":{"finalizers":["example.com/hold"]}}')
     b.kubectl("delete", "deploy", "fg", "-n", ns, "--cascade=foreground", "--wait=false")
     d = b.kubectl_json("get", "deploy", "fg", "-n", ns)
-    assert "foregroundDeletion" in d["metadata"]["finalizers"]
     assert d["metadata"].get("deletionTimestamp")
-    # Watch the order: while the Deployment exists, its dependents go; it goes last.
-    def gone():
-        exists = b.kubectl("get", "deploy", "fg", "-n", ns, check=False).returncode == 0
+    assert "example.com/hold" in d["metadata"]["finalizers"]
+    # The collector takes its foregroundDeletion finalizer off only once the dependents went.
+    def dependents_first():
+        d = b.kubectl_json("get", "deploy", "fg", "-n", ns)
+        waiting = "foregroundDeletion" in d["metadata"].get("finalizers", [])
         dependents = names(b, "rs", ns, "app=fg") | names(b, "pods", ns, "app=fg")
-        assert exists or not dependents, "the deployment went before its dependents"
-        return not exists
-    eventually(gone, what="the deployment deleted after its dependents")
+        assert waiting or not dependents, "foregroundDeletion went before the dependents"
+        return not waiting
+    eventually(dependents_first, what="the dependents deleted, then foregroundDeletion removed")
     assert not names(b, "rs", ns, "app=fg")
     assert not names(b, "pods", ns, "app=fg")
+    b.kubectl("patch", "deploy", "fg", "-n", ns, "--type=merge",
+              "-p", '{"metadata":{"finalizers":null}}')
+    eventually(lambda: b.kubectl("get", "deploy", "fg", "-n", ns, check=False).returncode != 0,
+               what="the deployment deleted once released")
 
 
 def test_cascade_orphan_keeps_the_pods(berth, ns):
