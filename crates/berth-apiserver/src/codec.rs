@@ -236,20 +236,14 @@ mod tests {
                 .prop_map(Value::from),
             any::<String>().prop_map(Value::String),
         ];
-        leaf.prop_recursive(4, 32, 5, |inner| {
-            let keys = prop_oneof![
-                Just("metadata".to_string()),
-                Just("resourceVersion".to_string()),
-                Just("kind".to_string()),
-                Just("apiVersion".to_string()),
-                any::<String>(),
-            ];
-            prop_oneof![
-                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
-                proptest::collection::btree_map(keys, inner, 0..5)
-                    .prop_map(|m| Value::Object(m.into_iter().collect())),
-            ]
-        })
+        let keys = prop_oneof![
+            Just("metadata".to_string()),
+            Just("resourceVersion".to_string()),
+            Just("kind".to_string()),
+            Just("apiVersion".to_string()),
+            any::<String>(),
+        ];
+        crate::testing::json_tree(leaf.boxed(), keys.boxed(), 4)
     }
 
     proptest! {

@@ -199,24 +199,18 @@ mod tests {
             Just(json!(true)),
             Just(json!(3)),
         ];
-        leaf.prop_recursive(3, 16, 4, |inner| {
-            let keys = prop_oneof![
-                Just("metadata".to_string()),
-                Just("labels".to_string()),
-                Just("app".to_string()),
-                Just("name".to_string()),
-                Just("spec".to_string()),
-                Just("nodeName".to_string()),
-                Just("status".to_string()),
-                Just("phase".to_string()),
-                Just("hostNetwork".to_string()),
-            ];
-            prop_oneof![
-                proptest::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
-                proptest::collection::btree_map(keys, inner, 0..4)
-                    .prop_map(|m| Value::Object(m.into_iter().collect())),
-            ]
-        })
+        let keys = prop_oneof![
+            Just("metadata".to_string()),
+            Just("labels".to_string()),
+            Just("app".to_string()),
+            Just("name".to_string()),
+            Just("spec".to_string()),
+            Just("nodeName".to_string()),
+            Just("status".to_string()),
+            Just("phase".to_string()),
+            Just("hostNetwork".to_string()),
+        ];
+        crate::testing::json_tree(leaf.boxed(), keys.boxed(), 3)
     }
 
     proptest! {

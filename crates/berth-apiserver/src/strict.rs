@@ -763,21 +763,15 @@ mod tests {
             any::<i32>().prop_map(Value::from),
             "[a-z]{0,4}".prop_map(Value::String),
         ];
-        leaf.prop_recursive(4, 24, 4, |inner| {
-            let keys = prop_oneof![
-                Just("containers".to_string()),
-                Just("name".to_string()),
-                Just("labels".to_string()),
-                Just("ports".to_string()),
-                Just("spec".to_string()),
-                "[a-z]{1,5}",
-            ];
-            prop_oneof![
-                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
-                proptest::collection::btree_map(keys, inner, 0..4)
-                    .prop_map(|m| Value::Object(m.into_iter().collect())),
-            ]
-        })
+        let keys = prop_oneof![
+            Just("containers".to_string()),
+            Just("name".to_string()),
+            Just("labels".to_string()),
+            Just("ports".to_string()),
+            Just("spec".to_string()),
+            "[a-z]{1,5}",
+        ];
+        crate::testing::json_tree(leaf.boxed(), keys.boxed(), 4)
     }
 
     proptest::proptest! {

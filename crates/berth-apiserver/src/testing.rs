@@ -84,3 +84,20 @@ impl TestServer {
         body
     }
 }
+
+/// JSON trees for property tests: `leaf` values in arrays and in objects keyed by `keys`, up
+/// to four members each, nested up to `depth` levels.
+pub fn json_tree(
+    leaf: proptest::strategy::BoxedStrategy<Value>,
+    keys: proptest::strategy::BoxedStrategy<String>,
+    depth: u32,
+) -> impl proptest::strategy::Strategy<Value = Value> {
+    use proptest::prelude::*;
+    leaf.prop_recursive(depth, 32, 4, move |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            proptest::collection::btree_map(keys.clone(), inner, 0..4)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
