@@ -195,11 +195,22 @@ impl Writer {
 }
 
 /// `op` if the key exists (and has mod revision `expected`, if given), else a read of the key.
+///
+/// One compare where one suffices, as upstream's API server writes: etcd reads the key (value
+/// included) once per compare, and a key that does not exist has mod revision 0, so an equal
+/// positive mod revision already says that it exists.
 fn guarded(etcd_key: &str, expected: Option<Revision>, op: TxnOp) -> Txn {
-    let mut compares = vec![Compare::create_revision(etcd_key, CompareOp::Greater, 0)];
-    if let Some(expected) = expected {
-        compares.push(Compare::mod_revision(etcd_key, CompareOp::Equal, expected));
-    }
+    let exists = Compare::create_revision(etcd_key, CompareOp::Greater, 0);
+    let compares = match expected {
+        Some(expected) if expected > 0 => {
+            vec![Compare::mod_revision(etcd_key, CompareOp::Equal, expected)]
+        }
+        Some(expected) => vec![
+            exists,
+            Compare::mod_revision(etcd_key, CompareOp::Equal, expected),
+        ],
+        None => vec![exists],
+    };
     Txn::new()
         .when(compares)
         .and_then([op])
