@@ -75,7 +75,7 @@ pub async fn watch(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
             let _ = tx.try_send(Ok(if protobuf {
                 frame("ERROR", &status)
             } else {
-                line(&json!({"type": "ERROR", "object": status}))
+                line("ERROR", &status)
             }));
             None
         }
@@ -193,18 +193,10 @@ impl SharedObject {
         })
     }
 
-    /// `{"object":<obj>,"type":"<kind>"}\n`, the line a plain JSON watch sends.
+    /// `{"type":"<kind>","object":<obj>}\n`, the line a plain JSON watch sends.
     fn line(&self, kind: EventType) -> Bytes {
         self.lines[kind as usize]
-            .get_or_init(|| {
-                let mut line = Vec::with_capacity(self.json.len() + 32);
-                line.extend_from_slice(b"{\"object\":");
-                line.extend_from_slice(&self.json);
-                line.extend_from_slice(b",\"type\":\"");
-                line.extend_from_slice(kind.as_str().as_bytes());
-                line.extend_from_slice(b"\"}\n");
-                Bytes::from(line)
-            })
+            .get_or_init(|| event_line(kind.as_str(), &self.json))
             .clone()
     }
 
@@ -278,10 +270,24 @@ struct WatchStream {
     ctx: Ctx,
 }
 
-fn line(v: &Value) -> Bytes {
-    let mut s = v.to_string();
-    s.push('\n');
-    Bytes::from(s)
+/// `{"type":"<event_type>","object":<json>}\n`: the type first, as upstream's `WatchEvent`
+/// encodes it. Clients decode the event as a tagged enum, and serde reads the object straight
+/// into its type only when the tag comes first (after it, the whole object is buffered once
+/// more as untyped content before decoding).
+fn event_line(event_type: &str, json: &[u8]) -> Bytes {
+    let mut line = Vec::with_capacity(json.len() + event_type.len() + 24);
+    line.extend_from_slice(b"{\"type\":\"");
+    line.extend_from_slice(event_type.as_bytes());
+    line.extend_from_slice(b"\",\"object\":");
+    line.extend_from_slice(json);
+    line.extend_from_slice(b"}\n");
+    Bytes::from(line)
+}
+
+/// The event line for a value made here (errors, bookmarks, Tables, initial events).
+fn line(event_type: &str, obj: &impl serde::Serialize) -> Bytes {
+    // Serializing a Value or a typed object into a Vec cannot fail.
+    event_line(event_type, &serde_json::to_vec(obj).unwrap_or_default())
 }
 
 impl WatchStream {
@@ -320,7 +326,7 @@ impl WatchStream {
                     let bytes = if self.protobuf {
                         frame("BOOKMARK", &obj)
                     } else {
-                        line(&json!({"type": "BOOKMARK", "object": obj}))
+                        line("BOOKMARK", &obj)
                     };
                     if tx.send(Ok(bytes)).await.is_err() {
                         return;
@@ -381,7 +387,7 @@ impl WatchStream {
             return frame(kind.as_str(), obj);
         }
         if !self.table {
-            return line(&json!({"type": kind.as_str(), "object": obj}));
+            return line(kind.as_str(), obj);
         }
         let meta = json!({"resourceVersion": obj["metadata"]["resourceVersion"]});
         let t = tables::table(
@@ -393,7 +399,7 @@ impl WatchStream {
             !self.headers_sent,
         );
         self.headers_sent = true;
-        line(&json!({"type": kind.as_str(), "object": t}))
+        line(kind.as_str(), &t)
     }
 }
 
@@ -427,7 +433,7 @@ mod tests {
         let shared = cache.object(&kv(7), &target).unwrap();
         let obj = decode(&kv(7), &target).unwrap();
         for kind in [EventType::Added, EventType::Modified, EventType::Deleted] {
-            let own = line(&json!({"type": kind.as_str(), "object": obj}));
+            let own = line(kind.as_str(), &obj);
             assert_eq!(shared.line(kind), own);
         }
         assert_eq!(shared.obj()["metadata"]["resourceVersion"], "7");
