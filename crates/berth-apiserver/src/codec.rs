@@ -261,6 +261,20 @@ mod tests {
         }
     }
 
+    proptest! {
+        /// A write answers with the stored bytes stamped: they must be the bytes of the
+        /// object it stored, stamped.
+        #[test]
+        fn stamped_bytes_are_the_written_objects_bytes(v in json_value(), revision in 1i64..i64::MAX) {
+            let kv = stored(&encode(&v), revision);
+            if let Some(stamped) = stamped_json(&kv, &pods()) {
+                let mut written = v.clone();
+                stamp(&mut written, revision, &pods());
+                prop_assert_eq!(stamped, serde_json::to_vec(&written).unwrap());
+            }
+        }
+    }
+
     #[test]
     fn bytes_not_in_the_stored_form_are_decoded_instead() {
         let pretty = br#"{

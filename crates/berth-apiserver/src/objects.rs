@@ -7,7 +7,9 @@ use crate::error::{from_store, ApiError, ApiResult};
 use crate::patch::{apply_patch, check_patched, touched_fields};
 use crate::path::{self, Target};
 use crate::request::{Answer, ApiRequest};
-use crate::response::{answer_list, include_object, json_response, respond, with_warnings};
+use crate::response::{
+    answer_list, include_object, json_response, respond, respond_written, with_warnings,
+};
 use crate::selectors::Selectors;
 use crate::strategy::{self, Strategy};
 use axum::http::{HeaderMap, StatusCode};
@@ -242,9 +244,8 @@ pub async fn create(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
     let created = ctx.store.create(&key, codec::encode_for(&obj, rt)).await;
     ctx.metrics.storage_request("create", rt, started.elapsed());
     let kv = created.map_err(|e| from_store(e, &req.resource(), &name))?;
-    codec::stamp(&mut obj, kv.mod_revision, &target);
     Ok(with_warnings(
-        respond(ctx, req, StatusCode::CREATED, obj),
+        respond_written(ctx, req, StatusCode::CREATED, &kv, &target, obj),
         &warnings,
     ))
 }
@@ -397,8 +398,14 @@ pub async fn write_update(
         .await;
     ctx.metrics.storage_request("update", rt, started.elapsed());
     let kv = updated.map_err(|e| from_store(e, &req.resource(), req.name()))?;
-    codec::stamp(&mut new, kv.mod_revision, &req.target);
-    Ok(respond(ctx, req, StatusCode::OK, new))
+    Ok(respond_written(
+        ctx,
+        req,
+        StatusCode::OK,
+        &kv,
+        &req.target,
+        new,
+    ))
 }
 
 pub async fn patch(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {

@@ -1,14 +1,17 @@
 //! Building responses: JSON bodies, objects in the representation the client accepted (JSON,
 //! a Table or protobuf), errors as Status objects, warning headers and streamed bodies.
 
+use crate::codec;
 use crate::context::Ctx;
 use crate::error::ApiError;
+use crate::path::Target;
 use crate::protobuf;
 use crate::request::{Answer, ApiRequest, Query};
 use axum::body::Body;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use berth_api::tables::{self, IncludeObject};
+use berth_store::KeyValue;
 use serde_json::{json, Value};
 
 /// A JSON response with the given status.
@@ -45,6 +48,26 @@ pub fn respond(ctx: &Ctx, req: &ApiRequest, code: StatusCode, v: Value) -> Respo
         return json_response(code, &t);
     }
     answer(req.answer, code, &v)
+}
+
+/// The answer to a write of `v`, stored as `kv`: for a JSON client, the stored bytes with the
+/// version stamped in (see [`codec::stamped_json`]), the same bytes serializing `v` would give
+/// without walking its tree again; else `v` stamped, as [`respond`].
+pub fn respond_written(
+    ctx: &Ctx,
+    req: &ApiRequest,
+    code: StatusCode,
+    kv: &KeyValue,
+    target: &Target,
+    mut v: Value,
+) -> Response {
+    if req.answer == Answer::Json {
+        if let Some(body) = codec::stamped_json(kv, target) {
+            return (code, [(header::CONTENT_TYPE, "application/json")], body).into_response();
+        }
+    }
+    codec::stamp(&mut v, kv.mod_revision, target);
+    respond(ctx, req, code, v)
 }
 
 /// `v` (an object with its `apiVersion` and `kind`) in protobuf if the client asked for it and
