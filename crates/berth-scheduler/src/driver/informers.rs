@@ -198,9 +198,33 @@ fn drop_nulls(v: &mut serde_json::Value) {
 }
 
 impl<'de, T: DeserializeOwned, R> serde::Deserialize<'de> for Watched<T, R> {
+    /// Decodes from the object's JSON text: straight into the model when it reads as it is,
+    /// else (a `null` the model cannot take, which an API server may send for an absent field)
+    /// through a `Value` without its nulls. The text comes from any serde_json deserializer,
+    /// a `Value` included; both API servers send the event type ahead of the object, so the
+    /// object reaches here unbuffered.
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Watched<T, R>, D::Error> {
         use serde::de::Error;
-        let mut v = serde_json::Value::deserialize(d)?;
+        let json = Box::<serde_json::value::RawValue>::deserialize(d)?;
+        let json = json.get();
+        match (
+            serde_json::from_str::<Envelope>(json),
+            serde_json::from_str::<T>(json),
+        ) {
+            (Ok(envelope), Ok(value)) => Ok(Watched {
+                meta: envelope.metadata.into(),
+                value,
+                kind: PhantomData,
+            }),
+            _ => Watched::from_value(serde_json::from_str(json).map_err(D::Error::custom)?)
+                .map_err(D::Error::custom),
+        }
+    }
+}
+
+impl<T: DeserializeOwned, R> Watched<T, R> {
+    /// The slow way, from a `Value`: nulls dropped first.
+    fn from_value(mut v: serde_json::Value) -> serde_json::Result<Watched<T, R>> {
         drop_nulls(&mut v);
         let field = |v: &serde_json::Value, f: &str| {
             v.get("metadata")
@@ -215,12 +239,40 @@ impl<'de, T: DeserializeOwned, R> serde::Deserialize<'de> for Watched<T, R> {
             resource_version: field(&v, "resourceVersion"),
             ..Default::default()
         };
-        let value = serde_json::from_value(v).map_err(D::Error::custom)?;
+        let value = serde_json::from_value(v)?;
         Ok(Watched {
             meta,
             value,
             kind: PhantomData,
         })
+    }
+}
+
+/// The metadata a watched object carries for the informer, read past everything else.
+#[derive(serde::Deserialize)]
+struct Envelope {
+    #[serde(default)]
+    metadata: Names,
+}
+
+#[derive(Default, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Names {
+    name: Option<String>,
+    namespace: Option<String>,
+    uid: Option<String>,
+    resource_version: Option<String>,
+}
+
+impl From<Names> for kube::api::ObjectMeta {
+    fn from(names: Names) -> Self {
+        kube::api::ObjectMeta {
+            name: names.name,
+            namespace: names.namespace,
+            uid: names.uid,
+            resource_version: names.resource_version,
+            ..Default::default()
+        }
     }
 }
 
@@ -256,11 +308,19 @@ mod tests {
             serde_json::from_slice(&serde_json::to_vec(&typed).unwrap()).unwrap();
         assert_eq!(watched.value, before);
         // And from the bytes of a watch line, as kube decodes them.
-        let line =
-            serde_json::to_vec(&serde_json::json!({"object": typed, "type": "ADDED"})).unwrap();
-        let event: kube::core::WatchEvent<WatchedPod> = serde_json::from_slice(&line).unwrap();
+        let line = format!(
+            r#"{{"type":"ADDED","object":{}}}"#,
+            serde_json::to_string(&typed).unwrap()
+        );
+        let event: kube::core::WatchEvent<WatchedPod> = serde_json::from_str(&line).unwrap();
         match event {
-            kube::core::WatchEvent::Added(p) => assert_eq!(p.value, before),
+            kube::core::WatchEvent::Added(p) => {
+                // Without nulls it decodes straight into the model, to what the slow way gives.
+                let slow = WatchedPod::from_value(serde_json::to_value(&typed).unwrap()).unwrap();
+                assert_eq!(p.value, before);
+                assert_eq!(p.value, slow.value);
+                assert_eq!(p.meta, slow.meta);
+            }
             other => panic!("{other:?}"),
         }
     }
