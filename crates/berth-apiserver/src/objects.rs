@@ -315,16 +315,7 @@ pub async fn write_update(
     let status_only = req.target.subresource.as_deref() == Some("status");
     if status_only {
         // The status subresource changes status (and nothing else).
-        let status = new.get("status").cloned();
-        new = old.clone();
-        match status {
-            Some(s) => new["status"] = s,
-            None => {
-                if let Some(o) = new.as_object_mut() {
-                    o.remove("status");
-                }
-            }
-        }
+        keep_all_but_status(old, &mut new);
     } else if rt.subresources.iter().any(|s| s.name == "status") {
         // The main resource cannot change status where a status subresource exists.
         match old.get("status") {
@@ -406,6 +397,22 @@ pub async fn write_update(
         &req.target,
         new,
     ))
+}
+
+/// Makes `new` what `old` is but for its status. Members that did not change are left in
+/// place (a status write usually changes nothing else), so the object is not copied whole.
+fn keep_all_but_status(old: &Value, new: &mut Value) {
+    let (Some(before), Some(after)) = (old.as_object(), new.as_object_mut()) else {
+        // Stored objects are objects; anything else has no status to take.
+        *new = old.clone();
+        return;
+    };
+    after.retain(|key, _| key == "status" || before.contains_key(key));
+    for (key, value) in before {
+        if key != "status" && after.get(key) != Some(value) {
+            after.insert(key.clone(), value.clone());
+        }
+    }
 }
 
 pub async fn patch(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
@@ -600,4 +607,39 @@ pub async fn delete_collection(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Respons
     }
     let list = json!({"kind": rt.list_kind(), "apiVersion": rt.api_version(), "metadata": {"resourceVersion": ctx.store.current_revision().to_string()}, "items": items});
     Ok(answer_list(req.answer, rt.kind, &list))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::{any, prop_assert_eq, prop_oneof, proptest, Just};
+    use proptest::strategy::Strategy as _;
+
+    fn object() -> impl proptest::strategy::Strategy<Value = Value> {
+        let leaf = prop_oneof![Just(Value::Null), any::<i64>().prop_map(Value::from)];
+        let keys = prop_oneof![
+            Just("status".to_string()),
+            Just("spec".to_string()),
+            Just("metadata".to_string()),
+            "[a-c]{1,2}",
+        ];
+        crate::testing::json_tree(leaf.boxed(), keys.boxed(), 3)
+            .prop_filter("an object", Value::is_object)
+    }
+
+    proptest! {
+        /// A status write keeps everything but the status as it was: what copying the old
+        /// object and setting (or removing) the new status gives.
+        #[test]
+        fn a_status_write_changes_only_the_status(old in object(), new in object()) {
+            let mut expected = old.clone();
+            match new.get("status") {
+                Some(s) => expected["status"] = s.clone(),
+                None => drop(expected.as_object_mut().unwrap().remove("status")),
+            }
+            let mut kept = new;
+            keep_all_but_status(&old, &mut kept);
+            prop_assert_eq!(kept, expected);
+        }
+    }
 }
