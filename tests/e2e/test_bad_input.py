@@ -277,7 +277,8 @@ def test_patches_that_break_the_object_are_refused_and_change_nothing(berth, raw
         assert_status(r, 422, "Invalid", "ConfigMap \"cm\" is invalid", "patch")
     r = raw.request("PATCH", path, '[{"op":"replace","path":"/metadata/name","value":"other"}]',
                     content_type="application/json-patch+json")
-    assert_status(r, 422, "Invalid", "metadata.name", "field is immutable")
+    assert_status(r, 400, "BadRequest",
+                  "the name of the object (other) does not match the name on the URL (cm)")
     after = berth.core.read_namespaced_config_map("cm", ns)
     assert after.data == {"a": "b"}
     assert after.metadata.resource_version == before.metadata.resource_version

@@ -58,13 +58,23 @@ def test_unknown_resource_is_a_kubectl_error(berth):
     assert 'the server doesn\'t have a resource type "frobnicators"' in r.stderr
 
 
-def test_request_without_token_is_unauthorized(berth):
+def test_request_without_token_is_anonymous_and_forbidden(berth):
     r = requests.get(f"{berth.url}/api/v1/namespaces/default/pods", verify=berth.ca_file(),
                      timeout=30)
-    assert r.status_code == 401
+    assert r.status_code == 403
     status = r.json()
-    assert status["kind"] == "Status" and status["reason"] == "Unauthorized"
-    assert status["code"] == 401
+    assert status["kind"] == "Status" and status["reason"] == "Forbidden"
+    assert status["code"] == 403
+    assert 'User "system:anonymous" cannot list resource "pods"' in status["message"]
+
+
+def test_without_anonymous_auth_a_request_without_token_is_unauthorized(berth_factory):
+    b = berth_factory(args=("--anonymous-auth=false",))
+    for path in ("/api/v1/namespaces/default/pods", "/healthz"):
+        r = requests.get(f"{b.url}{path}", verify=b.ca_file(), timeout=30)
+        assert r.status_code == 401, path
+        status = r.json()
+        assert status["reason"] == "Unauthorized" and status["code"] == 401
 
 
 def test_request_with_wrong_token_is_unauthorized(berth):

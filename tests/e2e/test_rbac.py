@@ -200,13 +200,16 @@ def test_anonymous_and_bad_tokens(cluster):
     code, body = http(b, "/api/v1/namespaces/default/pods", token="not-a-token")
     assert code == 401
     assert body["reason"] == "Unauthorized" and body["message"] == "Unauthorized"
-    # No credentials: anonymous only where upstream opens the server to system:unauthenticated
-    # (health and version); anywhere else, 401.
+    # No credentials: system:anonymous, whom RBAC lets reach health and version only
+    # (system:public-info-viewer); anywhere else, upstream's 403 naming the user.
     code, body = http(b, "/api/v1/namespaces/default/pods")
-    assert code == 401 and body["reason"] == "Unauthorized"
+    assert code == 403, body
+    assert body["message"] == ('pods is forbidden: User "system:anonymous" cannot list '
+                               'resource "pods" in API group "" in the namespace "default"')
     assert http(b, "/healthz")[0] == 200
     assert http(b, "/version")[0] == 200
-    assert http(b, "/api")[0] == 401
+    code, body = http(b, "/api")
+    assert code == 403 and body["reason"] == "Forbidden", body
     code, body = http(b, "/api/v1/namespaces", token=b.token())
     assert code == 200
 

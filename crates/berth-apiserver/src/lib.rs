@@ -35,6 +35,8 @@ mod context;
 mod deletion;
 mod error;
 mod event_view;
+#[cfg(test)]
+mod fuzz;
 mod health;
 mod managed;
 mod metrics;
@@ -117,6 +119,8 @@ pub struct ApiServer {
     metrics: Arc<metrics::ApiMetrics>,
     /// `--service-account-extend-token-expiration`: kubelets' hour-long tokens last a year.
     extend_token_expiration: bool,
+    /// `--anonymous-auth`: requests without credentials are `system:anonymous` (default), or 401.
+    anonymous_auth: bool,
 }
 
 /// Signs legacy ServiceAccount tokens for the token controller (upstream gives
@@ -178,7 +182,16 @@ impl ApiServer {
             service_account_keys: None,
             metrics: Default::default(),
             extend_token_expiration: true,
+            anonymous_auth: true,
         }
+    }
+
+    /// The same server treating requests without credentials as `system:anonymous` in
+    /// `system:unauthenticated`, whom RBAC then authorizes (default), or refusing them with 401,
+    /// as kube-apiserver's `--anonymous-auth`.
+    pub fn with_anonymous_auth(mut self, enabled: bool) -> ApiServer {
+        self.anonymous_auth = enabled;
+        self
     }
 
     /// The same server extending (default) or not the pod-bound tokens kubelets ask for with
@@ -343,6 +356,7 @@ impl ApiServer {
         self.follow_rbac();
         server::router(self.ctx(Some(authn::Authenticator {
             admin_token: token,
+            anonymous: self.anonymous_auth,
             tokens: (*self.tokens).clone(),
             service_accounts: self.service_account_keys.clone().map(|keys| {
                 Arc::new(

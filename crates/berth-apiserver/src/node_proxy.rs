@@ -39,7 +39,11 @@ pub enum Target<'a> {
     /// `namespaces/NS/pods/POD/log`.
     Log { namespace: &'a str, pod: &'a str },
     /// `namespaces/NS/pods/POD/{exec,attach,portforward}`.
-    Exec { pod: &'a str, what: &'a str },
+    Exec {
+        namespace: &'a str,
+        pod: &'a str,
+        what: &'a str,
+    },
 }
 
 impl<'a> Target<'a> {
@@ -65,7 +69,11 @@ impl<'a> Target<'a> {
         }
         match sub {
             "log" => Some(Target::Log { namespace, pod }),
-            "exec" | "attach" | "portforward" => Some(Target::Exec { pod, what: sub }),
+            "exec" | "attach" | "portforward" => Some(Target::Exec {
+                namespace,
+                pod,
+                what: sub,
+            }),
             _ => None,
         }
     }
@@ -123,7 +131,7 @@ pub async fn handle(
             }
             Ok(resp)
         }
-        Target::Exec { pod, what } => Err(ApiError::BadRequest(format!(
+        Target::Exec { pod, what, .. } => Err(ApiError::BadRequest(format!(
             "{what} is not supported on simulated nodes: pod {pod} runs no processes (berth simulates containers)"
         ))),
     }
@@ -319,6 +327,7 @@ mod tests {
         assert_eq!(
             Target::of("/api/v1/namespaces/d/pods/p/exec"),
             Some(Target::Exec {
+                namespace: "d",
                 pod: "p",
                 what: "exec"
             })

@@ -3,7 +3,7 @@
 use crate::codec::{self, decode, meta_mut, meta_str};
 use crate::context::{read, Ctx};
 use crate::deletion::{delete_object, DeleteOptions};
-use crate::error::{from_store, ApiError, ApiResult};
+use crate::error::{from_store, ApiError, ApiResult, Cause};
 use crate::patch::{apply_patch, check_patched, touched_fields};
 use crate::path::{self, Target};
 use crate::request::{Answer, ApiRequest};
@@ -15,6 +15,7 @@ use crate::strategy::{self, Strategy};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use base64::Engine;
+use berth_api::registry::ResourceType;
 use berth_api::tables;
 use berth_core::clock::Stopwatch;
 use serde_json::{json, Value};
@@ -57,8 +58,59 @@ fn decode_continue(token: &str) -> ApiResult<Continue> {
     Ok(Continue { rv, start })
 }
 
+/// Upstream's checks of a list's `resourceVersion` and `resourceVersionMatch` (its
+/// `ValidateListOptions`, 422, and the storage's parse of the version, 400).
+fn validate_list_options(query: &crate::request::Query) -> ApiResult<()> {
+    let rv = query.get("resourceVersion").unwrap_or("");
+    let rv_match = query.get("resourceVersionMatch").unwrap_or("");
+    let continuing = query.get("continue").is_some_and(|c| !c.is_empty());
+    let field = "resourceVersionMatch";
+    let mut causes = Vec::new();
+    let mut forbidden = |message: &str| {
+        causes.push(Cause {
+            reason: "FieldValueForbidden".into(),
+            message: format!("Forbidden: {message}"),
+            field: field.into(),
+        })
+    };
+    if !rv_match.is_empty() {
+        if rv.is_empty() {
+            forbidden("resourceVersionMatch is forbidden unless resourceVersion is provided");
+        }
+        if continuing {
+            forbidden("resourceVersionMatch is forbidden when continue is provided");
+        }
+        if rv_match == "Exact" && rv == "0" {
+            forbidden("resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"");
+        }
+        if rv_match != "Exact" && rv_match != "NotOlderThan" {
+            causes.push(Cause {
+                reason: "FieldValueNotSupported".into(),
+                message: format!(
+                    "Unsupported value: {rv_match:?}: supported values: \"Exact\", \"NotOlderThan\", \"\""
+                ),
+                field: field.into(),
+            });
+        }
+    }
+    if !causes.is_empty() {
+        return Err(ApiError::Invalid {
+            kind: "ListOptions.meta.k8s.io".into(),
+            name: String::new(),
+            causes,
+        });
+    }
+    if !rv.is_empty() && rv.parse::<u64>().is_err() {
+        return Err(ApiError::BadRequest(format!(
+            "resourceVersion: Invalid value: {rv:?}: strconv.ParseUint: parsing {rv:?}: invalid syntax"
+        )));
+    }
+    Ok(())
+}
+
 pub async fn list(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
     let rt = req.target.rt;
+    validate_list_options(&req.query)?;
     let selectors = Selectors::from_query(rt, &req.query)?;
     let limit = req.query.int("limit")?.unwrap_or(0).max(0) as usize;
     let prefix = path::collection_prefix(rt, req.target.namespace.as_deref());
@@ -220,7 +272,7 @@ pub async fn create(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
         }
     }
     crate::managed::on_create(&mut obj);
-    crate::rbac::escalation::check(ctx, &req.user, rt, "", &obj)?;
+    crate::rbac::escalation::check(ctx, &req.user, rt, "", &obj, None)?;
     strategy::admit_create(
         &ctx.admission,
         &req.user,
@@ -241,13 +293,33 @@ pub async fn create(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
         ));
     }
     let started = Stopwatch::now();
-    let created = ctx.store.create(&key, codec::encode_for(&obj, rt)).await;
+    let bytes = stored_bytes(&obj, rt)?;
+    let created = ctx.store.create(&key, bytes).await;
     ctx.metrics.storage_request("create", rt, started.elapsed());
     let kv = created.map_err(|e| from_store(e, &req.resource(), &name))?;
     Ok(with_warnings(
         respond_written(ctx, req, StatusCode::CREATED, &kv, &target, obj),
         &warnings,
     ))
+}
+
+/// Largest object the store takes, as its JSON (etcd's default `--max-request-bytes`, 1.5 MiB,
+/// which kube-apiserver's objects meet in etcd): the 3 MiB body limit alone let a 2.5 MB Pod
+/// be stored, and every watcher and list then carries it.
+pub const MAX_OBJECT_BYTES: usize = 3 * 512 * 1024;
+
+/// The bytes stored for `obj`, refused with 413 when they are over [`MAX_OBJECT_BYTES`].
+/// (Upstream passes etcd's `etcdserver: request is too large` through as a 500; the request is
+/// the client's fault, so berth answers 413 with etcd's words.)
+fn stored_bytes(obj: &Value, rt: &ResourceType) -> ApiResult<bytes::Bytes> {
+    let bytes = codec::encode_for(obj, rt);
+    if bytes.len() > MAX_OBJECT_BYTES {
+        return Err(ApiError::RequestEntityTooLarge(format!(
+            "etcdserver: request is too large: the object is {} bytes, over the limit of {MAX_OBJECT_BYTES}",
+            bytes.len()
+        )));
+    }
+    Ok(bytes)
 }
 
 fn random_suffix() -> String {
@@ -356,7 +428,7 @@ pub async fn write_update(
         let subresource = if status_only { "status" } else { "" };
         crate::managed::on_update(ctx, req, old, &mut new, subresource);
     }
-    crate::rbac::escalation::check(ctx, &req.user, rt, req.name(), &new)?;
+    crate::rbac::escalation::check(ctx, &req.user, rt, req.name(), &new, Some(old))?;
     let strategy = strategy::for_type(rt);
     strategy::admit_update(&ctx.admission, &req.user, strategy, rt, old, &mut new)?;
     let _allocation =
@@ -382,11 +454,9 @@ pub async fn write_update(
         codec::stamp(&mut new, kv.mod_revision, &req.target);
         return Ok(respond(ctx, req, StatusCode::OK, new));
     }
+    let bytes = stored_bytes(&new, rt)?;
     let started = Stopwatch::now();
-    let updated = ctx
-        .store
-        .update(&req.key(), codec::encode_for(&new, rt), expected)
-        .await;
+    let updated = ctx.store.update(&req.key(), bytes, expected).await;
     ctx.metrics.storage_request("update", rt, started.elapsed());
     let kv = updated.map_err(|e| from_store(e, &req.resource(), req.name()))?;
     Ok(respond_written(
@@ -577,12 +647,18 @@ pub async fn delete_collection(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Respons
         .store
         .range(&prefix, None, 0, None)
         .map_err(|e| from_store(e, &req.resource(), ""))?;
-    let mut items = Vec::new();
+    let mut chosen = Vec::new();
     for kv in &r.kvs {
         let obj = decode(kv, &req.target)?;
-        if !selectors.matches(&obj) {
-            continue;
+        if selectors.matches(&obj) {
+            // Each deletion is admitted as a DELETE of its own would be; one refusal refuses
+            // them all, before any is deleted.
+            ctx.admission.admit_delete(&req.user, rt, &obj)?;
+            chosen.push((obj, kv.mod_revision));
         }
+    }
+    let mut items = Vec::new();
+    for (obj, mod_revision) in chosen {
         if options.dry_run {
             items.push(obj);
             continue;
@@ -598,7 +674,7 @@ pub async fn delete_collection(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Respons
             answer: Answer::Json,
             user: req.user.clone(),
         };
-        if delete_object(ctx, &one, strategy, obj.clone(), kv.mod_revision, &options)
+        if delete_object(ctx, &one, strategy, obj.clone(), mod_revision, &options)
             .await
             .is_ok()
         {

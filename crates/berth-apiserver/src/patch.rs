@@ -5,22 +5,39 @@ use crate::error::{ApiError, ApiResult, Cause};
 use crate::strict::FieldPath;
 use serde_json::Value;
 
+/// Most operations one JSON patch may hold (upstream's `maxJSONPatchOperations`): each one
+/// costs a walk of the object, so ten thousand bound the work one request can ask for.
+pub const MAX_JSON_PATCH_OPERATIONS: usize = 10_000;
+
+/// Most bytes the `copy` operations of one JSON patch may add, counted as the JSON of each
+/// copied value (upstream's `JSONPatchMaxCopyBytes`: twice etcd's 1.5 MiB request limit, as a
+/// JSON object shrinks when stored). Without it a 2 KB patch of copies doubling a value built
+/// a 1 GiB object in memory.
+pub const MAX_JSON_PATCH_COPY_BYTES: usize = 3 * 1024 * 1024;
+
 /// Applies a patch of the given media type to `old`.
 pub fn apply_patch(ctype: &str, old: &Value, patch: &Value, kind: &str) -> ApiResult<Value> {
     match ctype {
         "application/json-patch+json" => {
             let p: json_patch::Patch = serde_json::from_value(patch.clone())
                 .map_err(|e| ApiError::BadRequest(format!("error decoding patch: {e}")))?;
-            let mut doc = old.clone();
-            json_patch::patch(&mut doc, &p).map_err(|e| ApiError::Invalid {
+            if p.0.len() > MAX_JSON_PATCH_OPERATIONS {
+                return Err(ApiError::RequestEntityTooLarge(format!(
+                    "The allowed maximum operations in a JSON patch is {MAX_JSON_PATCH_OPERATIONS}, got {}",
+                    p.0.len()
+                )));
+            }
+            let invalid = |message: String| ApiError::Invalid {
                 kind: kind.into(),
                 name: meta_str(old, "name").into(),
                 causes: vec![Cause {
                     reason: "FieldValueInvalid".into(),
-                    message: e.to_string(),
+                    message,
                     field: String::new(),
                 }],
-            })?;
+            };
+            let mut doc = old.clone();
+            json_patch_bounded(&mut doc, &p.0, MAX_JSON_PATCH_COPY_BYTES).map_err(invalid)?;
             Ok(doc)
         }
         "application/merge-patch+json" => {
@@ -31,6 +48,63 @@ pub fn apply_patch(ctype: &str, old: &Value, patch: &Value, kind: &str) -> ApiRe
         _ => berth_core::patch::strategic_merge(old, patch, kind)
             .map_err(|e| ApiError::BadRequest(e.to_string())),
     }
+}
+
+/// Applies `ops` to `doc` one at a time, refusing once the values `copy` operations duplicate
+/// add up to more than `copy_limit` bytes of JSON. On error `doc` is left half-patched: the
+/// caller patches a copy and drops it. (The crate's all-or-nothing `patch` undoes a failed
+/// patch step by step, and panics when an undo cannot be applied, as after a `move` into the
+/// moved value's own parent: there is nothing to undo in a copy that is thrown away.)
+fn json_patch_bounded(
+    doc: &mut Value,
+    ops: &[json_patch::PatchOperation],
+    copy_limit: usize,
+) -> Result<(), String> {
+    let mut copied = 0usize;
+    for (index, op) in ops.iter().enumerate() {
+        if let json_patch::PatchOperation::Copy(copy) = op {
+            if let Some(value) = doc.pointer(copy.from.as_str()) {
+                copied = copied.saturating_add(json_len_up_to(value, copy_limit - copied + 1));
+                if copied > copy_limit {
+                    return Err(format!(
+                        "Unable to complete the copy, the accumulated size increase of copy is {copied}, exceeding the limit {copy_limit}"
+                    ));
+                }
+            }
+        }
+        json_patch::patch_unsafe(doc, std::slice::from_ref(op)).map_err(|e| {
+            // Applied one at a time, each operation is the patch's `/0`: name its own index.
+            format!(
+                "operation '/{index}' failed at path '{}': {}",
+                e.path, e.kind
+            )
+        })?;
+    }
+    Ok(())
+}
+
+/// The length of `value`'s JSON, counted up to `cap` bytes (a value's JSON is not built in
+/// memory to be measured).
+fn json_len_up_to(value: &Value, cap: usize) -> usize {
+    struct Counter {
+        len: usize,
+        cap: usize,
+    }
+    impl std::io::Write for Counter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.len += buf.len();
+            if self.len >= self.cap {
+                return Err(std::io::Error::other("over the cap"));
+            }
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter { len: 0, cap };
+    let _ = serde_json::to_writer(&mut counter, value);
+    counter.len.min(cap)
 }
 
 /// The top-level fields of the object a patch document may change, or `None` when it may change
@@ -58,6 +132,31 @@ pub fn touched_fields(ctype: &str, patch: &Value) -> Option<Vec<String>> {
         }
     }
     Some(fields)
+}
+
+/// Checks that a patched object still names the object the URL names (upstream's `checkName`,
+/// 400 otherwise): a patch that removes the name (`{"metadata":null}`, a `move` of
+/// `/metadata/name`, a strategic `$patch: delete`) or changes it or the namespace is refused.
+fn check_name(patched: &Value, name: &str, namespace: &str) -> ApiResult<()> {
+    let meta = &patched["metadata"];
+    let patched_name = meta["name"].as_str().unwrap_or("");
+    if patched_name.is_empty() {
+        return Err(ApiError::BadRequest(format!(
+            "the name of the object ({name} based on URL) was undeterminable: name must be provided"
+        )));
+    }
+    if patched_name != name {
+        return Err(ApiError::BadRequest(format!(
+            "the name of the object ({patched_name}) does not match the name on the URL ({name})"
+        )));
+    }
+    let patched_namespace = meta["namespace"].as_str().unwrap_or("");
+    if !namespace.is_empty() && !patched_namespace.is_empty() && patched_namespace != namespace {
+        return Err(ApiError::BadRequest(format!(
+            "the namespace of the object ({patched_namespace}) does not match the namespace on the request ({namespace})"
+        )));
+    }
+    Ok(())
 }
 
 /// Checks that a patch left an object its kind can hold: a JSON object, the same name and
@@ -88,18 +187,7 @@ pub fn check_patched(
             format!("Invalid value: {patched}: the patched {kind} is not a JSON object"),
         ));
     }
-    for field in ["name", "namespace"] {
-        let now = patched["metadata"].get(field).and_then(Value::as_str);
-        if now.is_some_and(|now| now != meta_str(old, field)) {
-            return Err(invalid(
-                &format!("metadata.{field}"),
-                format!(
-                    "Invalid value: {:?}: field is immutable",
-                    now.unwrap_or_default()
-                ),
-            ));
-        }
-    }
+    check_name(patched, name, meta_str(old, "namespace"))?;
     let projection = match touched {
         None => patched.clone(),
         Some(fields) => {
@@ -161,15 +249,93 @@ mod tests {
     }
 
     #[test]
-    fn renaming_through_a_patch_is_refused() {
+    fn a_patch_that_renames_or_unnames_the_object_is_a_bad_request() {
+        let unnamed =
+            "the name of the object (c based on URL) was undeterminable: name must be provided";
+        for (ctype, patch, message) in [
+            (
+                JSON,
+                json!([{"op": "replace", "path": "/metadata/name", "value": "d"}]),
+                "the name of the object (d) does not match the name on the URL (c)",
+            ),
+            (
+                JSON,
+                json!([{"op": "move", "from": "/metadata/name", "path": "/data/n"}]),
+                unnamed,
+            ),
+            (MERGE, json!({"metadata": null}), unnamed),
+            (STRATEGIC, json!({"$patch": "delete"}), unnamed),
+            (
+                MERGE,
+                json!({"metadata": {"namespace": "other"}}),
+                "the namespace of the object (other) does not match the namespace on the request (ns)",
+            ),
+        ] {
+            let err = check(ctype, patch.clone()).unwrap_err();
+            assert_eq!(err.code(), 400, "{ctype} {patch}: {}", err.message());
+            assert_eq!(err.message(), message, "{ctype} {patch}");
+        }
+    }
+
+    #[test]
+    fn a_failing_patch_after_a_move_into_its_parent_is_invalid_not_a_panic() {
         let err = check(
             JSON,
-            json!([{"op": "replace", "path": "/metadata/name", "value": "d"}]),
+            json!([{"op": "move", "from": "/data/a", "path": "/data"},
+                   {"op": "test", "path": "/nope", "value": 1}]),
         )
         .unwrap_err();
-        assert_eq!(err.code(), 422);
-        assert!(err.message().contains("metadata.name"), "{}", err.message());
-        assert!(err.message().contains("field is immutable"));
+        assert_eq!(err.code(), 422, "{}", err.message());
+        assert!(
+            err.message().contains("operation '/1' failed"),
+            "{}",
+            err.message()
+        );
+    }
+
+    #[test]
+    fn more_operations_than_upstream_allows_are_too_large() {
+        let ops = vec![json!({"op": "test", "path": "/data/a", "value": "b"}); 10_001];
+        let err = check(JSON, Value::Array(ops)).unwrap_err();
+        assert_eq!(err.code(), 413);
+        assert_eq!(
+            err.message(),
+            "The allowed maximum operations in a JSON patch is 10000, got 10001"
+        );
+        let ops = vec![json!({"op": "test", "path": "/data/a", "value": "b"}); 10_000];
+        check(JSON, Value::Array(ops)).unwrap();
+    }
+
+    #[test]
+    fn copies_that_add_up_past_the_limit_are_refused() {
+        // Each copy doubles the value: 2 KB of patch would build 2^30 bytes.
+        let mut ops = vec![json!({"op": "add", "path": "/data/a", "value": "x".repeat(1000)})];
+        for i in 0..21 {
+            ops.push(json!({"op": "add", "path": format!("/data/l{i}"), "value": []}));
+            ops.push(json!({"op": "copy", "from": "/data", "path": format!("/data/l{i}/-")}));
+        }
+        let err = check(JSON, Value::Array(ops)).unwrap_err();
+        assert_eq!(err.code(), 422, "{}", err.message());
+        assert!(
+            err.message()
+                .contains("Unable to complete the copy, the accumulated size increase of copy is")
+                && err.message().contains("exceeding the limit 3145728"),
+            "{}",
+            err.message()
+        );
+        // Copies under the limit are fine.
+        check(
+            JSON,
+            json!([{"op": "copy", "from": "/data/a", "path": "/data/b"}]),
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn the_copy_size_is_the_json_of_the_copied_value() {
+        assert_eq!(json_len_up_to(&json!("AAAA"), 100), 6);
+        assert_eq!(json_len_up_to(&json!({"a": [1, 2]}), 100), 11);
+        assert_eq!(json_len_up_to(&json!("x".repeat(1000)), 10), 10);
     }
 
     #[test]

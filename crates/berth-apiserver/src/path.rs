@@ -22,9 +22,15 @@ pub enum Route {
     Group(String),
 }
 
-/// Splits `/api/v1/...` or `/apis/<g>/<v>/...` into (group, version, rest).
+/// Splits `/api/v1/...` or `/apis/<g>/<v>/...` into (group, version, rest). A path with an
+/// empty segment (`.../configmaps/`, `.../namespaces/default/`, `//`) names no resource: read
+/// as the path without it, a trailing slash turned a DELETE of one object into a DELETE of its
+/// whole collection, or of a namespace. Upstream's router matches no route for them either.
 fn split_prefix(path: &str) -> Option<(&str, &str, Vec<&str>)> {
-    let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let segs: Vec<&str> = path.strip_prefix('/')?.split('/').collect();
+    if segs.iter().any(|s| s.is_empty()) {
+        return None;
+    }
     match segs.as_slice() {
         ["api", v, rest @ ..] => Some(("", v, rest.to_vec())),
         ["apis", g, v, rest @ ..] => Some((g, v, rest.to_vec())),

@@ -165,9 +165,44 @@ pub fn not_acceptable() -> Response {
     )
 }
 
-/// Adds `Warning: 299 - "..."` headers, as upstream does for `fieldValidation=Warn`.
+/// Characters of warning text one answer carries before its warnings are truncated (upstream's
+/// warning recorder): one request naming 2,000 unknown fields got 2,000 headers.
+pub const WARNINGS_TOTAL_CHARS: usize = 4 * 1024;
+/// Characters each warning keeps once an answer's warnings are truncated.
+pub const WARNING_TRUNCATED_CHARS: usize = 256;
+
+/// The warnings an answer carries, as upstream's recorder keeps them: each text once; past
+/// [`WARNINGS_TOTAL_CHARS`] in all, every warning is cut to [`WARNING_TRUNCATED_CHARS`]
+/// characters, and once the cut ones reach the total too, the rest are dropped.
+pub fn bounded_warnings(warnings: &[String]) -> Vec<String> {
+    let cut = |w: &str| w.chars().take(WARNING_TRUNCATED_CHARS).collect::<String>();
+    let mut seen = std::collections::HashSet::new();
+    let unique: Vec<&str> = warnings
+        .iter()
+        .map(String::as_str)
+        .filter(|w| !w.is_empty() && seen.insert(*w))
+        .collect();
+    let total: usize = unique.iter().map(|w| w.chars().count()).sum();
+    if total <= WARNINGS_TOTAL_CHARS {
+        return unique.into_iter().map(str::to_string).collect();
+    }
+    let mut written = 0;
+    let mut out = Vec::new();
+    for w in unique {
+        if written >= WARNINGS_TOTAL_CHARS {
+            break;
+        }
+        let w = cut(w);
+        written += w.chars().count();
+        out.push(w);
+    }
+    out
+}
+
+/// Adds `Warning: 299 - "..."` headers, as upstream does for `fieldValidation=Warn`, bounded as
+/// [`bounded_warnings`] says.
 pub fn with_warnings(mut resp: Response, warnings: &[String]) -> Response {
-    for w in warnings {
+    for w in &bounded_warnings(warnings) {
         // Quoted as an RFC 7234 warn-text, so kubectl prints the text as upstream's.
         let text = w.replace('\\', "\\\\").replace('"', "\\\"");
         if let Ok(v) = axum::http::HeaderValue::from_str(&format!("299 - \"{text}\"")) {
@@ -192,6 +227,21 @@ pub fn streaming(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn warnings_are_deduplicated_then_truncated_then_dropped_as_upstream() {
+        let few = vec!["a".to_string(), "b".to_string(), "a".to_string()];
+        assert_eq!(super::bounded_warnings(&few), vec!["a", "b"]);
+        // 2,000 distinct warnings of 300 characters: cut to 256 each, 16 of them fill 4 KiB.
+        let many: Vec<String> = (0..2000).map(|i| format!("{i:0>300}")).collect();
+        let kept = super::bounded_warnings(&many);
+        assert_eq!(kept.len(), 16);
+        assert!(kept.iter().all(|w| w.chars().count() == 256));
+        assert_eq!(kept[0], many[0][..256]);
+        // Under the total, nothing is cut.
+        let fit: Vec<String> = (0..10).map(|i| format!("{i:0>300}")).collect();
+        assert_eq!(super::bounded_warnings(&fit), fit);
+    }
+
     use super::*;
 
     fn content_type(r: &Response) -> &str {

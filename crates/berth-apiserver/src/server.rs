@@ -76,7 +76,26 @@ async fn discard(mut body: axum::body::Body) {
 /// set (the network listener); in-process clients act as the identity their router carries,
 /// or as the admin.
 pub fn router(ctx: Ctx) -> Router {
-    Router::new().fallback(dispatch).with_state(ctx)
+    Router::new()
+        .fallback(dispatch)
+        .with_state(ctx)
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(panicked))
+}
+
+/// The answer to a request whose handler panicked: upstream's panic recovery answers 500
+/// instead of dropping the connection, and the server goes on. No request should get here
+/// (the router fuzz test looks for one that does); the panic is logged and counted as a 500.
+fn panicked(panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    let what = panic
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| panic.downcast_ref::<&str>().copied())
+        .unwrap_or("");
+    tracing::error!(panic = what, "a request handler panicked");
+    ApiError::Internal(
+        "This request caused apiserver to panic. Look in the logs for details.".into(),
+    )
+    .into_response()
 }
 
 async fn dispatch(State(ctx): State<Ctx>, req: Request) -> Response {
@@ -97,7 +116,6 @@ async fn dispatch(State(ctx): State<Ctx>, req: Request) -> Response {
             None => UserInfo::admin(),
         },
         Some(authn) => match authn.authenticate(
-            req.uri().path(),
             req.headers(),
             req.extensions().get::<authn::CertificateUser>(),
         ) {
@@ -219,6 +237,24 @@ fn metrics_verb(
     }
 }
 
+/// The name a field selector requires exactly (`metadata.name=X` or `==X`, alone or among
+/// other terms), when it is one a path could carry; else "".
+fn exact_name(field_selector: &str) -> &str {
+    field_selector
+        .split(',')
+        .filter_map(|term| {
+            let term = term.trim();
+            let value = term
+                .strip_prefix("metadata.name==")
+                .or_else(|| term.strip_prefix("metadata.name="))?;
+            let valid =
+                !value.is_empty() && value != "." && value != ".." && !value.contains(['/', '%']);
+            valid.then_some(value)
+        })
+        .next()
+        .unwrap_or("")
+}
+
 /// Authorizes a request for a node's or a pod's proxy, log or exec.
 fn authorize_proxy(
     ctx: &Ctx,
@@ -230,7 +266,11 @@ fn authorize_proxy(
     let (resource, subresource, namespace, name) = match target {
         node_proxy::Target::Node { node, .. } => ("nodes", "proxy", "", *node),
         node_proxy::Target::Log { namespace, pod } => ("pods", "log", *namespace, *pod),
-        node_proxy::Target::Exec { pod, what } => ("pods", *what, "", *pod),
+        node_proxy::Target::Exec {
+            namespace,
+            pod,
+            what,
+        } => ("pods", *what, *namespace, *pod),
     };
     authorize(
         ctx,
@@ -349,7 +389,13 @@ async fn route(
             resource: target.rt.plural,
             subresource: target.subresource.as_deref().unwrap_or(""),
             namespace,
-            name: target.name.as_deref().unwrap_or(""),
+            name: match (&target.name, &method) {
+                (Some(name), _) => name,
+                // A list or watch of one name is authorized as that name, so a `resourceNames`
+                // rule allows it (upstream's RequestInfo).
+                (None, &Method::GET) => exact_name(query.get("fieldSelector").unwrap_or("")),
+                (None, _) => "",
+            },
             path: "",
             field_selector: query.get("fieldSelector").unwrap_or(""),
         },
@@ -393,6 +439,12 @@ async fn route(
         Method::GET if req.query.flag("watch") => watch::watch(ctx, &req).await,
         Method::GET => objects::list(ctx, &req).await,
         Method::POST => objects::create(ctx, &req).await,
+        // A collection is neither replaced nor patched as a whole (upstream routes neither).
+        Method::PUT | Method::PATCH if req.target.name.is_none() => {
+            Err(ApiError::MethodNotAllowed(
+                "the server does not allow this method on the requested resource".to_string(),
+            ))
+        }
         Method::PUT => objects::update(ctx, &req).await,
         Method::PATCH => objects::patch(ctx, &req).await,
         Method::DELETE if req.target.name.is_some() => objects::delete(ctx, &req).await,
@@ -492,4 +544,24 @@ fn discovery_response(ctx: &Ctx, route: Route, answer: Answer) -> ApiResult<Resp
             &discovery::api_resource_list(&g, &v).ok_or(ApiError::NoRoute)?,
         ),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_list_of_one_name_is_authorized_as_that_name() {
+        for (selector, name) in [
+            ("metadata.name=web", "web"),
+            ("metadata.name==web", "web"),
+            ("status.phase=Running,metadata.name=web", "web"),
+            ("metadata.name!=web", ""),
+            ("metadata.name=", ""),
+            ("metadata.name=a/b", ""),
+            ("metadata.name=..", ""),
+            ("metadata.namespace=web", ""),
+            ("", ""),
+        ] {
+            assert_eq!(super::exact_name(selector), name, "{selector}");
+        }
+    }
 }

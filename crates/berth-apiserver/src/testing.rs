@@ -12,6 +12,7 @@ pub const PROTOBUF: &str = crate::protobuf::MEDIA_TYPE;
 /// A bootstrapped API server (namespaces `default`, `kube-system`, ...) and its router.
 pub struct TestServer {
     router: axum::Router,
+    server: ApiServer,
 }
 
 impl TestServer {
@@ -24,6 +25,23 @@ impl TestServer {
         server.bootstrap().await.expect("bootstrap");
         TestServer {
             router: server.in_process_router(),
+            server,
+        }
+    }
+
+    /// The same server, called as the user `name` in `groups` (and `system:authenticated`),
+    /// whom RBAC authorizes; their bindings reach the authorizer shortly after they are stored.
+    pub fn as_user(&self, name: &str, groups: &[&str]) -> TestServer {
+        let mut groups: Vec<String> = groups.iter().map(|g| g.to_string()).collect();
+        groups.push(crate::user::SYSTEM_AUTHENTICATED.into());
+        let user = crate::user::UserInfo {
+            name: name.into(),
+            groups,
+            ..Default::default()
+        };
+        TestServer {
+            router: self.server.in_process_router_as(user),
+            server: self.server.clone(),
         }
     }
 

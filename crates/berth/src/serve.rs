@@ -91,6 +91,11 @@ pub struct ServeArgs {
     /// With --descheduler-policy: time between descheduler runs (0: once, after the start).
     #[arg(long, default_value = "5m", value_parser = crate::scheduler::parse_duration)]
     pub descheduling_interval: std::time::Duration,
+    /// As kube-apiserver's flag: requests without credentials are `system:anonymous` (in
+    /// `system:unauthenticated`), whom RBAC authorizes: the health and version paths are open
+    /// to them, anything else is 403. `=false` refuses them (401).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub anonymous_auth: bool,
     /// Upstream's static token file (CSV `token,user,uid,"group1,group2"`): bearer tokens of
     /// further users, authorized by RBAC.
     #[arg(long)]
@@ -235,7 +240,8 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
     let server = server
         .with_service_account_key_file(&args.data_dir.join("sa.key"))
         .map_err(|e| anyhow::anyhow!("{e}"))?
-        .with_extend_token_expiration(args.service_account_extend_token_expiration);
+        .with_extend_token_expiration(args.service_account_extend_token_expiration)
+        .with_anonymous_auth(args.anonymous_auth);
     tracing::info!(plugins = ?server.admission_plugins(), "admission chain");
     server.bootstrap().await.map_err(|e| {
         anyhow::anyhow!(

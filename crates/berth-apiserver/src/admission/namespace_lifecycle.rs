@@ -18,6 +18,11 @@ pub const REGISTRATION: Registration = Registration {
     build,
 };
 
+/// The namespaces the cluster's own components live in or rely on, which may not be deleted
+/// (upstream's immortal namespaces).
+pub const IMMORTAL_NAMESPACES: [&str; 4] =
+    ["default", "kube-system", "kube-public", "kube-node-lease"];
+
 struct NamespaceLifecycle {
     store: Store,
     cache: Arc<AdmissionCache>,
@@ -51,5 +56,15 @@ impl Plugin for NamespaceLifecycle {
             ))),
             NamespaceState::Terminating | NamespaceState::Active => Ok(()),
         }
+    }
+
+    fn admit_delete(&self, _user: &UserInfo, rt: &ResourceType, existing: &Value) -> ApiResult<()> {
+        let name = meta_str(existing, "name");
+        if rt.group.is_empty() && rt.kind == "Namespace" && IMMORTAL_NAMESPACES.contains(&name) {
+            return Err(ApiError::Forbidden(format!(
+                "namespaces \"{name}\" is forbidden: this namespace may not be deleted"
+            )));
+        }
+        Ok(())
     }
 }

@@ -1,10 +1,11 @@
 //! Who is asking: upstream's union of authenticators, each in its own module. A client
 //! certificate signed by berth's CA ([`x509`]) comes first, then the bearer token (the admin
 //! token, then `--token-auth-file` [`token_file`], then ServiceAccount tokens
-//! [`service_account`]); a request without credentials is
-//! `system:anonymous` on the health and version paths and refused (401) elsewhere (upstream's
-//! anonymous authenticator limited to those endpoints, as its `anonymous.conditions` do), and
-//! one with a token nobody knows is refused (401).
+//! [`service_account`]); a request without credentials is `system:anonymous` in
+//! `system:unauthenticated`, whom RBAC authorizes (upstream's anonymous authenticator, on by
+//! default: a 403 names the user, and `system:public-info-viewer` opens the health and version
+//! paths to it), or refused (401) with `--anonymous-auth=false`; one with a token nobody knows,
+//! or credentials of a scheme berth does not take, is refused (401).
 
 pub mod impersonation;
 pub mod service_account;
@@ -20,10 +21,6 @@ use std::collections::HashMap;
 pub const ANONYMOUS: &str = "system:anonymous";
 pub const UNAUTHENTICATED: &str = "system:unauthenticated";
 
-/// The paths a request without credentials may reach (as `system:anonymous`, and then only if
-/// RBAC allows: `system:public-info-viewer`).
-pub const ANONYMOUS_PATHS: &[&str] = &["/healthz", "/livez", "/readyz", "/version", "/version/"];
-
 /// The identity of a verified client certificate, put on the request by the TLS listener.
 #[derive(Clone, Debug)]
 pub struct CertificateUser(pub UserInfo);
@@ -33,6 +30,8 @@ pub struct CertificateUser(pub UserInfo);
 pub struct Authenticator {
     /// The admin bearer token (`<data-dir>/token`): `system:admin` in `system:masters`.
     pub admin_token: String,
+    /// Whether a request without credentials is `system:anonymous` (else 401).
+    pub anonymous: bool,
     /// `--token-auth-file`: token → user.
     pub tokens: HashMap<String, UserInfo>,
     /// ServiceAccount tokens (bound and legacy), when the server has a signing key.
@@ -71,7 +70,6 @@ impl Authenticator {
     /// no authenticator knows is 401, as upstream answers it.
     pub fn authenticate(
         &self,
-        path: &str,
         headers: &HeaderMap,
         certificate: Option<&CertificateUser>,
     ) -> Result<UserInfo, ApiError> {
@@ -79,7 +77,7 @@ impl Authenticator {
             return Ok(authenticated(user.clone()));
         }
         let Some(token) = bearer_token(headers) else {
-            if headers.contains_key(header::AUTHORIZATION) || !ANONYMOUS_PATHS.contains(&path) {
+            if headers.contains_key(header::AUTHORIZATION) || !self.anonymous {
                 return Err(ApiError::Unauthorized);
             }
             return Ok(anonymous());
@@ -146,12 +144,11 @@ mod tests {
         h
     }
 
-    const P: &str = "/api/v1/pods";
-
     fn authenticator() -> Authenticator {
         let tokens = token_file::parse("t", "devtoken,dev,42,\"dev,qa\"\n").unwrap();
         Authenticator {
             admin_token: "admintoken".into(),
+            anonymous: true,
             tokens,
             service_accounts: None,
         }
@@ -161,21 +158,30 @@ mod tests {
     fn tokens_certificates_and_anonymous() {
         let a = authenticator();
         assert_eq!(
-            a.authenticate(P, &headers(Some("Bearer admintoken")), None)
+            a.authenticate(&headers(Some("Bearer admintoken")), None)
                 .unwrap(),
             UserInfo::admin()
         );
         let dev = a
-            .authenticate(P, &headers(Some("Bearer devtoken")), None)
+            .authenticate(&headers(Some("Bearer devtoken")), None)
             .unwrap();
         assert_eq!(dev.name, "dev");
         assert_eq!(dev.groups, vec!["dev", "qa", SYSTEM_AUTHENTICATED]);
-        let anon = a.authenticate("/healthz", &headers(None), None).unwrap();
+        let anon = a.authenticate(&headers(None), None).unwrap();
         assert_eq!(anon.name, ANONYMOUS);
         assert_eq!(anon.groups, vec![UNAUTHENTICATED]);
-        // Elsewhere, no credentials is no user.
+        // Everywhere: RBAC, not authentication, decides what anonymous may do (issue 30).
+        assert_eq!(
+            a.authenticate(&headers(None), None).unwrap().name,
+            ANONYMOUS
+        );
+        // Unless anonymous requests are off (`--anonymous-auth=false`).
+        let closed = Authenticator {
+            anonymous: false,
+            ..authenticator()
+        };
         assert!(matches!(
-            a.authenticate(P, &headers(None), None),
+            closed.authenticate(&headers(None), None),
             Err(ApiError::Unauthorized)
         ));
         let cert = CertificateUser(UserInfo {
@@ -185,7 +191,7 @@ mod tests {
         });
         // A certificate wins over a token, as upstream's x509 authenticator runs first.
         let alice = a
-            .authenticate(P, &headers(Some("Bearer nonsense")), Some(&cert))
+            .authenticate(&headers(Some("Bearer nonsense")), Some(&cert))
             .unwrap();
         assert_eq!(alice.name, "alice");
         assert!(alice.in_group(SYSTEM_AUTHENTICATED));
@@ -202,7 +208,7 @@ mod tests {
         ] {
             assert!(
                 matches!(
-                    a.authenticate(P, &headers(Some(bad)), None),
+                    a.authenticate(&headers(Some(bad)), None),
                     Err(ApiError::Unauthorized)
                 ),
                 "{bad}"

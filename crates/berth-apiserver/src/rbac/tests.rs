@@ -205,3 +205,132 @@ async fn create_only_resources_refuse_other_verbs() {
     assert_eq!(code, StatusCode::METHOD_NOT_ALLOWED, "{status}");
     assert_eq!(status["reason"], "MethodNotAllowed");
 }
+
+/// Issue 30: a user who may write ClusterRoles but holds no full authority used an
+/// aggregation rule to gather `admin`'s rules into a role bound to them. Every write path that
+/// sets or keeps an aggregation rule is refused in upstream's words and stores nothing.
+#[tokio::test]
+async fn an_aggregation_rule_needs_full_authority_on_every_write_path() {
+    let api = TestServer::new().await;
+    let roles = "/apis/rbac.authorization.k8s.io/v1/clusterroles";
+    let (code, body) = api
+        .json(
+            Method::POST,
+            roles,
+            json!({"metadata": {"name": "role-writer"}, "rules": [{"apiGroups": [GROUP],
+                "resources": ["clusterroles"], "verbs": ["create", "get", "update", "patch"]}]}),
+        )
+        .await;
+    assert_eq!(code, 201, "{body}");
+    let (code, body) = api
+        .json(
+            Method::POST,
+            "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+            json!({"metadata": {"name": "mallory-writes-roles"},
+                "roleRef": {"apiGroup": GROUP, "kind": "ClusterRole", "name": "role-writer"},
+                "subjects": [{"apiGroup": GROUP, "kind": "User", "name": "mallory"}]}),
+        )
+        .await;
+    assert_eq!(code, 201, "{body}");
+    let mallory = api.as_user("mallory", &[]);
+    // A role without the rule: allowed, once the binding reached the authorizer.
+    let mut created = false;
+    for _ in 0..200 {
+        let (code, _) = mallory
+            .json(Method::POST, roles, json!({"metadata": {"name": "mine"}}))
+            .await;
+        if code == 201 {
+            created = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert!(created, "the binding never reached the authorizer");
+
+    let aggregation = json!({"clusterRoleSelectors": [{"matchLabels":
+        {"rbac.authorization.k8s.io/aggregate-to-admin": "true"}}]});
+    let refused = |(code, body): (axum::http::StatusCode, Value), what: &str| {
+        assert_eq!(code, 403, "{what}: {body}");
+        assert_eq!(
+            body["message"],
+            "clusterroles.rbac.authorization.k8s.io \"mine\" is forbidden: must have \
+             cluster-admin privileges to use the aggregationRule",
+            "{what}"
+        );
+    };
+    let mut role = json!({"metadata": {"name": "mine"}, "aggregationRule": aggregation});
+    refused(
+        mallory.json(Method::POST, roles, role.clone()).await,
+        "create",
+    );
+    refused(
+        mallory
+            .json(Method::POST, &format!("{roles}?dryRun=All"), role.clone())
+            .await,
+        "dry-run create",
+    );
+    let one = format!("{roles}/mine");
+    refused(
+        mallory.json(Method::PUT, &one, role.clone()).await,
+        "update",
+    );
+    refused(
+        mallory
+            .merge_patch(&one, json!({"aggregationRule": aggregation}))
+            .await,
+        "merge patch",
+    );
+    refused(
+        mallory
+            .call(
+                Method::PATCH,
+                &one,
+                "application/json-patch+json",
+                json!([{"op": "add", "path": "/aggregationRule", "value": aggregation}])
+                    .to_string()
+                    .into_bytes(),
+            )
+            .await,
+        "json patch",
+    );
+    refused(
+        mallory
+            .call(
+                Method::PATCH,
+                &one,
+                "application/strategic-merge-patch+json",
+                json!({"aggregationRule": aggregation})
+                    .to_string()
+                    .into_bytes(),
+            )
+            .await,
+        "strategic merge patch",
+    );
+    role["apiVersion"] = json!("rbac.authorization.k8s.io/v1");
+    role["kind"] = json!("ClusterRole");
+    refused(
+        mallory
+            .call(
+                Method::PATCH,
+                &format!("{one}?fieldManager=m&force=true"),
+                "application/apply-patch+yaml",
+                role.to_string().into_bytes(),
+            )
+            .await,
+        "apply",
+    );
+    let (_, stored) = api.json(Method::GET, &one, Value::Null).await;
+    assert!(stored.get("aggregationRule").is_none(), "{stored}");
+
+    // Nor may they take the rule off a role that has one (the old object is checked too).
+    let (code, _) = api
+        .merge_patch(&one, json!({"aggregationRule": aggregation}))
+        .await;
+    assert_eq!(code, 200);
+    refused(
+        mallory
+            .merge_patch(&one, json!({"aggregationRule": null}))
+            .await,
+        "removing the rule",
+    );
+}
