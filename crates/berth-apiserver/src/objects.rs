@@ -1,6 +1,6 @@
 //! CRUD on objects: get, list, create, update, patch, delete.
 
-use crate::codec::{self, decode, meta_mut, meta_str};
+use crate::codec::{self, decode, meta_mut, meta_str, stamped_json};
 use crate::context::{read, Ctx};
 use crate::deletion::{delete_object, DeleteOptions};
 use crate::error::{from_store, ApiError, ApiResult, Cause};
@@ -10,10 +10,10 @@ use crate::request::{Answer, ApiRequest};
 use crate::response::{
     answer_list, include_object, json_response, respond, respond_written, with_warnings,
 };
-use crate::selectors::Selectors;
+use crate::selectors::{self, Selectors};
 use crate::strategy::{self, Strategy};
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use berth_api::registry::ResourceType;
 use berth_api::tables;
@@ -132,14 +132,18 @@ pub async fn list(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
         }
     }
     let resource = req.resource();
+    // A plain JSON list is written from each object's stored bytes, stamped as a watch sends
+    // them; only Tables and protobuf decode every object into a tree.
+    let from_bytes = req.answer == Answer::Json;
     let mut items = Vec::new();
+    let mut item_bytes: Vec<Vec<u8>> = Vec::new();
     let mut revision;
     let mut next = None;
     loop {
         let page = if limit == 0 {
             0
         } else {
-            (limit - items.len()).max(64)
+            (limit - items.len() - item_bytes.len()).max(64)
         };
         let started = Stopwatch::now();
         let r = ctx.store.range(&prefix, start_after.as_deref(), page, at);
@@ -152,13 +156,32 @@ pub async fn list(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
         for kv in &r.kvs {
             taken += 1;
             start_after = Some(kv.key.clone());
-            let obj = decode(kv, &req.target)?;
-            if selectors.matches(&obj) {
-                items.push(obj);
-                if limit > 0 && items.len() >= limit {
-                    full = true;
-                    break;
+            let matched = match from_bytes.then(|| stamped_json(kv, &req.target)).flatten() {
+                Some(json) => {
+                    let matches = selectors.is_empty()
+                        || match selectors::selectable(rt.kind, &json) {
+                            Some(members) => selectors.matches(&members),
+                            None => selectors.matches(&decode(kv, &req.target)?),
+                        };
+                    if matches {
+                        item_bytes.push(json);
+                    }
+                    matches
                 }
+                None => {
+                    let obj = decode(kv, &req.target)?;
+                    let matches = selectors.matches(&obj);
+                    if matches && from_bytes {
+                        item_bytes.push(serde_json::to_vec(&obj).unwrap_or_default());
+                    } else if matches {
+                        items.push(obj);
+                    }
+                    matches
+                }
+            };
+            if matched && limit > 0 && items.len() + item_bytes.len() >= limit {
+                full = true;
+                break;
             }
         }
         if full {
@@ -187,6 +210,9 @@ pub async fn list(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
         );
         return Ok(json_response(StatusCode::OK, &t));
     }
+    if from_bytes {
+        return Ok(json_list(rt, &meta, &item_bytes));
+    }
     let list = json!({
         "kind": rt.list_kind(),
         "apiVersion": rt.api_version(),
@@ -194,6 +220,32 @@ pub async fn list(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
         "items": items,
     });
     Ok(answer_list(req.answer, rt.kind, &list))
+}
+
+/// A JSON list of objects already encoded: `{"kind":..,"apiVersion":..,"metadata":..,
+/// "items":[..]}` written once into one buffer.
+fn json_list(rt: &ResourceType, meta: &Value, items: &[Vec<u8>]) -> Response {
+    let head = format!(
+        "{{\"kind\":{},\"apiVersion\":{},\"metadata\":{meta},\"items\":[",
+        Value::from(rt.list_kind()),
+        Value::from(rt.api_version()),
+    );
+    let size = head.len() + items.iter().map(|i| i.len() + 1).sum::<usize>() + 2;
+    let mut body = Vec::with_capacity(size);
+    body.extend_from_slice(head.as_bytes());
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            body.push(b',');
+        }
+        body.extend_from_slice(item);
+    }
+    body.extend_from_slice(b"]}");
+    (
+        StatusCode::OK,
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        body,
+    )
+        .into_response()
 }
 
 /// Decodes the body of a create/update for the target's kind.
@@ -717,5 +769,73 @@ mod tests {
             keep_all_but_status(&old, &mut kept);
             prop_assert_eq!(kept, expected);
         }
+    }
+}
+
+#[cfg(test)]
+mod list_tests {
+    use crate::testing::TestServer;
+    use axum::http::Method;
+    use serde_json::{json, Value};
+
+    /// A JSON list is written from the stored bytes: each item must be what a GET of it says,
+    /// with selectors and pages applied as before.
+    #[tokio::test]
+    async fn a_json_list_carries_each_object_as_a_get_shows_it() {
+        let api = TestServer::new().await;
+        let base = "/api/v1/namespaces/default/configmaps";
+        for i in 0..7 {
+            let cm = json!({"metadata": {"name": format!("cm{i}"),
+                "labels": {"parity": if i % 2 == 0 { "even" } else { "odd" }}},
+                "data": {"i": i.to_string()}});
+            let (code, body) = api.json(Method::POST, base, cm).await;
+            assert_eq!(code, 201, "{body}");
+        }
+        let names = |list: &Value| -> Vec<String> {
+            list["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|i| i["metadata"]["name"].as_str().unwrap().to_string())
+                .collect()
+        };
+        let (_, list) = api
+            .json(
+                Method::GET,
+                &format!("{base}?labelSelector=parity%3Deven"),
+                Value::Null,
+            )
+            .await;
+        assert_eq!(list["kind"], "ConfigMapList");
+        assert_eq!(list["apiVersion"], "v1");
+        assert_eq!(names(&list), ["cm0", "cm2", "cm4", "cm6"]);
+        for item in list["items"].as_array().unwrap() {
+            let name = item["metadata"]["name"].as_str().unwrap();
+            let (_, one) = api
+                .json(Method::GET, &format!("{base}/{name}"), Value::Null)
+                .await;
+            assert_eq!(*item, one);
+        }
+        let (_, page) = api
+            .json(
+                Method::GET,
+                &format!("{base}?fieldSelector=metadata.name!%3Dcm0&limit=2"),
+                Value::Null,
+            )
+            .await;
+        assert_eq!(names(&page), ["cm1", "cm2"]);
+        let token: String = form_urlencoded::byte_serialize(
+            page["metadata"]["continue"].as_str().unwrap().as_bytes(),
+        )
+        .collect();
+        let (_, rest) = api
+            .json(
+                Method::GET,
+                &format!("{base}?fieldSelector=metadata.name!%3Dcm0&limit=10&continue={token}"),
+                Value::Null,
+            )
+            .await;
+        assert_eq!(names(&rest), ["cm3", "cm4", "cm5", "cm6"]);
+        assert!(rest["metadata"].get("continue").is_none());
     }
 }
