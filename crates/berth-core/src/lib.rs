@@ -13,7 +13,8 @@
 //! * [`pod_conditions`]: pod conditions as upstream updates them, and `DisruptionTarget`'s reasons;
 //! * [`duration`]: durations in Go's `time.ParseDuration` syntax (`1h2m3.5s`, `300ms`);
 //! * [`taints`]: whether a toleration tolerates a taint;
-//! * [`clock`]: the injected wall clock, and timestamps as Kubernetes writes them.
+//! * [`clock`]: the injected wall clock, timestamps as Kubernetes writes them, and saturating
+//!   time arithmetic for every number of seconds a user writes.
 //!
 //! What it is not: no I/O, no reading of the system clock outside [`clock`], no HTTP status
 //! mapping (the API server turns [`validation::FieldError`]s and the error enums here into
