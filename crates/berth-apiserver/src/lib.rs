@@ -117,6 +117,8 @@ pub struct ApiServer {
     metrics: Arc<metrics::ApiMetrics>,
     /// `--service-account-extend-token-expiration`: kubelets' hour-long tokens last a year.
     extend_token_expiration: bool,
+    /// The control loops that are down, which `/readyz` reports (see [`ApiServer::loop_health`]).
+    loop_health: berth_core::loop_health::LoopHealth,
 }
 
 /// Signs legacy ServiceAccount tokens for the token controller (upstream gives
@@ -178,6 +180,7 @@ impl ApiServer {
             service_account_keys: None,
             metrics: Default::default(),
             extend_token_expiration: true,
+            loop_health: Default::default(),
         }
     }
 
@@ -187,6 +190,12 @@ impl ApiServer {
     pub fn with_extend_token_expiration(mut self, extend: bool) -> ApiServer {
         self.extend_token_expiration = extend;
         self
+    }
+
+    /// The handle the supervisor of in-process control loops marks a loop down and up on:
+    /// while any is down, `/readyz` fails its `poststarthook/berth-control-loops` check.
+    pub fn loop_health(&self) -> berth_core::loop_health::LoopHealth {
+        self.loop_health.clone()
     }
 
     /// Adds another in-process component's metrics (Prometheus text) to what `/metrics`
@@ -283,6 +292,7 @@ impl ApiServer {
             api_audiences: vec![authn::service_account::ISSUER.to_string()],
             metrics: self.metrics.clone(),
             extend_token_expiration: self.extend_token_expiration,
+            loop_health: self.loop_health.clone(),
         })
     }
 

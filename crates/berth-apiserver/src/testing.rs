@@ -12,6 +12,7 @@ pub const PROTOBUF: &str = crate::protobuf::MEDIA_TYPE;
 /// A bootstrapped API server (namespaces `default`, `kube-system`, ...) and its router.
 pub struct TestServer {
     router: axum::Router,
+    loop_health: berth_core::loop_health::LoopHealth,
 }
 
 impl TestServer {
@@ -24,7 +25,18 @@ impl TestServer {
         server.bootstrap().await.expect("bootstrap");
         TestServer {
             router: server.in_process_router(),
+            loop_health: server.loop_health(),
         }
+    }
+
+    /// The router, for requests `call` cannot express.
+    pub fn router(&self) -> axum::Router {
+        self.router.clone()
+    }
+
+    /// The server's control-loop health, as a supervisor marks it.
+    pub fn loop_health(&self) -> berth_core::loop_health::LoopHealth {
+        self.loop_health.clone()
     }
 
     /// Sends one request; returns the status and the JSON body (`null` when not JSON).

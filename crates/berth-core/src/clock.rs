@@ -145,13 +145,11 @@ pub fn seconds(secs: i64) -> TimeDelta {
 
 /// `t + d`, saturating at [`earliest`] and [`latest`] instead of panicking on overflow.
 pub fn add(t: DateTime<Utc>, d: TimeDelta) -> DateTime<Utc> {
-    let sum = t
-        .checked_add_signed(d)
-        .unwrap_or(if d < TimeDelta::zero() {
-            earliest()
-        } else {
-            latest()
-        });
+    let sum = t.checked_add_signed(d).unwrap_or(if d < TimeDelta::zero() {
+        earliest()
+    } else {
+        latest()
+    });
     sum.clamp(earliest(), latest())
 }
 
@@ -245,15 +243,33 @@ mod tests {
         let now = at(1_700_000_000);
         let cases = [
             ("a small number adds", 60, "2023-11-14T22:14:20Z"),
-            ("i64::MAX stops at the last writable second", i64::MAX, "9999-12-31T23:59:59Z"),
-            ("i64::MIN stops at the first writable second", i64::MIN, "0000-01-01T00:00:00Z"),
-            ("a sum past year 9999 stops there", 300_000_000_000, "9999-12-31T23:59:59Z"),
+            (
+                "i64::MAX stops at the last writable second",
+                i64::MAX,
+                "9999-12-31T23:59:59Z",
+            ),
+            (
+                "i64::MIN stops at the first writable second",
+                i64::MIN,
+                "0000-01-01T00:00:00Z",
+            ),
+            (
+                "a sum past year 9999 stops there",
+                300_000_000_000,
+                "9999-12-31T23:59:59Z",
+            ),
         ];
         for (name, secs, want) in cases {
             assert_eq!(timestamp(add_seconds(now, secs)), want, "{name}");
         }
-        assert_eq!(timestamp(sub(now, seconds(i64::MAX))), "0000-01-01T00:00:00Z");
-        assert_eq!(timestamp(sub(now, seconds(i64::MIN))), "9999-12-31T23:59:59Z");
+        assert_eq!(
+            timestamp(sub(now, seconds(i64::MAX))),
+            "0000-01-01T00:00:00Z"
+        );
+        assert_eq!(
+            timestamp(sub(now, seconds(i64::MIN))),
+            "9999-12-31T23:59:59Z"
+        );
         assert_eq!(add(now, TimeDelta::MAX), latest());
         assert_eq!(add(now, TimeDelta::MIN), earliest());
     }

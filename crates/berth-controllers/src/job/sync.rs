@@ -62,7 +62,10 @@ pub fn finished_at(job: &Job) -> Option<DateTime<Utc>> {
 /// When a finished Job with `ttlSecondsAfterFinished` is due for deletion.
 pub fn ttl_expires_at(job: &Job) -> Option<DateTime<Utc>> {
     let ttl = job.spec.as_ref()?.ttl_seconds_after_finished?;
-    Some(berth_core::clock::add_seconds(finished_at(job)?, ttl.into()))
+    Some(berth_core::clock::add_seconds(
+        finished_at(job)?,
+        ttl.into(),
+    ))
 }
 
 fn conditions(job: &Job) -> &[JobCondition] {
