@@ -202,7 +202,7 @@ impl Controllers {
             clock = self.clock.clone()
         );
         // Endpoints and EndpointSlices of Services; a default ServiceAccount per namespace.
-        let writers = crate::endpoints::Writers {
+        let endpoint_writers = crate::endpoints::Writers {
             endpoints: self.client_as("endpoint-controller"),
             slices: self.client_as("endpointslice-controller"),
         };
@@ -211,7 +211,7 @@ impl Controllers {
             "endpoints-controller",
             crate::endpoints::run,
             reads = reads.clone(),
-            writers = writers
+            writers = endpoint_writers
         );
         supervise!(
             sup,
@@ -220,7 +220,7 @@ impl Controllers {
             reads = reads.clone(),
             client = self.client_as("service-account-controller")
         );
-        if let Some((signer, ca)) = self.service_account_tokens.clone() {
+        if let Some((token_signer, token_ca)) = self.service_account_tokens.clone() {
             // Upstream's tokens controller runs with the controller manager's own
             // credentials, not a ServiceAccount's.
             supervise!(
@@ -228,8 +228,8 @@ impl Controllers {
                 "serviceaccount-token-controller",
                 crate::serviceaccount_token::run,
                 reads = reads.clone(),
-                signer = signer,
-                ca = ca
+                signer = token_signer,
+                ca = token_ca
             );
         }
         supervise!(
