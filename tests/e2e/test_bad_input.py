@@ -389,7 +389,8 @@ def test_plain_http_to_the_https_port_gets_go_s_400(berth):
 def test_readyz_and_livez_list_their_checks_when_verbose(berth):
     r = berth.kubectl("get", "--raw", "/readyz?verbose")
     lines = r.stdout.splitlines()
-    for check in ("[+]ping ok", "[+]etcd ok", "[+]informer-sync ok", "[+]shutdown ok"):
+    for check in ("[+]ping ok", "[+]etcd ok", "[+]informer-sync ok", "[+]shutdown ok",
+                  "[+]poststarthook/berth-control-loops ok"):
         assert check in lines, r.stdout
     assert lines[-1] == "readyz check passed"
     assert berth.kubectl("get", "--raw", "/livez?verbose").stdout.splitlines()[-1] == \

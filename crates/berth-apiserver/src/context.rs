@@ -36,6 +36,8 @@ pub struct Inner {
     /// Whether a kubelet's hour-long pod token is signed for a year (upstream's
     /// `--service-account-extend-token-expiration`, on by default).
     pub extend_token_expiration: bool,
+    /// The in-process control loops that are down, for `/readyz`.
+    pub loop_health: berth_core::loop_health::LoopHealth,
 }
 
 pub type Ctx = Arc<Inner>;

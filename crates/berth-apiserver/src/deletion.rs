@@ -34,7 +34,15 @@ impl DeleteOptions {
     pub fn from_value(body: &Value, query: &Query) -> ApiResult<DeleteOptions> {
         let grace = match query.int("gracePeriodSeconds")? {
             Some(g) => Some(g),
-            None => body.get("gracePeriodSeconds").and_then(Value::as_i64),
+            None => match body.get("gracePeriodSeconds") {
+                None | Some(Value::Null) => None,
+                // Any int64 is accepted, as upstream does; its arithmetic saturates.
+                Some(g) => Some(g.as_i64().ok_or_else(|| {
+                    ApiError::BadRequest(format!(
+                        "error decoding DeleteOptions: gracePeriodSeconds must be an int64, got {g}"
+                    ))
+                })?),
+            },
         };
         let dry_run = match body.get("dryRun") {
             None | Some(Value::Null) => false,
@@ -138,8 +146,8 @@ pub async fn delete_object(
 
     if let Deletion::Graceful(grace) = deletion {
         // A bound, running pod terminates: its kubelet removes it when it has stopped.
-        let deadline = (now + chrono::Duration::seconds(grace))
-            .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+        // Saturating: any int64 is a valid grace period (issue 30: i64::MAX panicked here).
+        let deadline = berth_core::clock::timestamp(berth_core::clock::add_seconds(now, grace));
         let shorter = current["metadata"]["deletionGracePeriodSeconds"]
             .as_i64()
             .is_none_or(|g| grace < g);
@@ -278,5 +286,71 @@ mod tests {
         );
         assert!(DeleteOptions::from_value(&json!({"dryRun": ["Some"]}), &none).is_err());
         assert!(DeleteOptions::from_value(&json!({"dryRun": "All"}), &none).is_err());
+    }
+
+    #[test]
+    fn a_grace_period_in_the_body_is_any_int64_and_nothing_else() {
+        let none = Query::default();
+        let grace =
+            |body: Value| DeleteOptions::from_value(&body, &none).map(|o| o.grace_period_seconds);
+        assert_eq!(
+            grace(json!({"gracePeriodSeconds": i64::MAX})).unwrap(),
+            Some(i64::MAX)
+        );
+        assert_eq!(grace(json!({"gracePeriodSeconds": null})).unwrap(), None);
+        assert!(grace(json!({"gracePeriodSeconds": "30"})).is_err());
+        assert!(grace(json!({"gracePeriodSeconds": 1.5})).is_err());
+        assert!(grace(json!({"gracePeriodSeconds": u64::MAX})).is_err());
+    }
+
+    /// Issue 30: deleting a running pod with `gracePeriodSeconds=9223372036854775807` (in the
+    /// query or the body) or a `terminationGracePeriodSeconds` that large panicked the handler
+    /// and dropped the connection. Upstream accepts any int64; the deadline saturates.
+    #[tokio::test]
+    async fn r30_an_enormous_grace_period_saturates_the_deletion_timestamp() {
+        use axum::http::Method;
+        let server = crate::testing::TestServer::new().await;
+        let pods = "/api/v1/namespaces/default/pods";
+        let bound = |name: &str, grace: Option<i64>| {
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+                   "spec": {"nodeName": "n1", "terminationGracePeriodSeconds": grace,
+                            "containers": [{"name": "c", "image": "nginx"}]}})
+        };
+        for name in ["query", "body", "spec"] {
+            let grace = (name == "spec").then_some(i64::MAX);
+            let (code, body) = server.json(Method::POST, pods, bound(name, grace)).await;
+            assert_eq!(code, StatusCode::CREATED, "{body}");
+        }
+        let max = i64::MAX;
+        let deletes = [
+            (
+                "query",
+                format!("{pods}/query?gracePeriodSeconds={max}"),
+                Value::Null,
+            ),
+            (
+                "body",
+                format!("{pods}/body"),
+                json!({"gracePeriodSeconds": max}),
+            ),
+            ("spec", format!("{pods}/spec"), Value::Null),
+        ];
+        for (name, path, options) in deletes {
+            let (code, pod) = server.json(Method::DELETE, &path, options).await;
+            assert_eq!(code, StatusCode::OK, "{name}: {pod}");
+            assert_eq!(
+                pod["metadata"]["deletionTimestamp"], "9999-12-31T23:59:59Z",
+                "{name}"
+            );
+            assert_eq!(pod["metadata"]["deletionGracePeriodSeconds"], max, "{name}");
+        }
+        let (code, status) = server
+            .json(
+                Method::DELETE,
+                &format!("{pods}/query?gracePeriodSeconds=9223372036854775808"),
+                Value::Null,
+            )
+            .await;
+        assert_eq!(code, StatusCode::BAD_REQUEST, "{status}");
     }
 }

@@ -6,6 +6,9 @@ use crate::context::Ctx;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
+/// The readiness check that fails while any in-process control loop is down.
+pub const CONTROL_LOOPS: &str = "poststarthook/berth-control-loops";
+
 /// One named check: its name and whether it passes.
 type Check = (&'static str, bool);
 
@@ -22,6 +25,8 @@ fn checks(ctx: &Ctx, endpoint: &str) -> Vec<Check> {
     if endpoint == "readyz" {
         out.insert(3, ("etcd-readiness", store));
         out.insert(4, ("informer-sync", true));
+        // Fails while a supervised control loop is down (crashed, waiting to restart).
+        out.push((CONTROL_LOOPS, ctx.loop_health.healthy()));
         out.push(("shutdown", true));
     }
     out
@@ -77,4 +82,47 @@ pub fn respond(ctx: &Ctx, path: &str, query: Option<&str>) -> Option<Response> {
     }
     lines.push(format!("{endpoint} check passed"));
     Some((StatusCode::OK, lines.join("\n") + "\n").into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::Method;
+
+    async fn readyz(server: &crate::testing::TestServer) -> (StatusCode, String) {
+        let req = axum::http::Request::builder()
+            .method(Method::GET)
+            .uri("/readyz?verbose")
+            .body(axum::body::Body::empty())
+            .expect("request");
+        let resp = tower::ServiceExt::oneshot(server.router(), req)
+            .await
+            .expect("infallible");
+        let status = resp.status();
+        let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX)
+            .await
+            .expect("body");
+        (status, String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    #[tokio::test]
+    async fn readyz_fails_while_a_control_loop_is_down() {
+        let server = crate::testing::TestServer::new().await;
+        let health = server.loop_health();
+        let (code, body) = readyz(&server).await;
+        assert_eq!(code, StatusCode::OK, "{body}");
+        assert!(
+            body.contains("[+]poststarthook/berth-control-loops ok"),
+            "{body}"
+        );
+        health.down("taint-manager");
+        let (code, body) = readyz(&server).await;
+        assert_eq!(code, StatusCode::INTERNAL_SERVER_ERROR, "{body}");
+        assert!(
+            body.contains("[-]poststarthook/berth-control-loops failed: reason withheld"),
+            "{body}"
+        );
+        health.up("taint-manager");
+        assert_eq!(readyz(&server).await.0, StatusCode::OK);
+    }
 }

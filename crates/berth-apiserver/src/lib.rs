@@ -121,6 +121,8 @@ pub struct ApiServer {
     extend_token_expiration: bool,
     /// `--anonymous-auth`: requests without credentials are `system:anonymous` (default), or 401.
     anonymous_auth: bool,
+    /// The control loops that are down, which `/readyz` reports (see [`ApiServer::loop_health`]).
+    loop_health: berth_core::loop_health::LoopHealth,
 }
 
 /// Signs legacy ServiceAccount tokens for the token controller (upstream gives
@@ -183,6 +185,7 @@ impl ApiServer {
             metrics: Default::default(),
             extend_token_expiration: true,
             anonymous_auth: true,
+            loop_health: Default::default(),
         }
     }
 
@@ -200,6 +203,12 @@ impl ApiServer {
     pub fn with_extend_token_expiration(mut self, extend: bool) -> ApiServer {
         self.extend_token_expiration = extend;
         self
+    }
+
+    /// The handle the supervisor of in-process control loops marks a loop down and up on:
+    /// while any is down, `/readyz` fails its `poststarthook/berth-control-loops` check.
+    pub fn loop_health(&self) -> berth_core::loop_health::LoopHealth {
+        self.loop_health.clone()
     }
 
     /// Adds another in-process component's metrics (Prometheus text) to what `/metrics`
@@ -296,6 +305,7 @@ impl ApiServer {
             api_audiences: vec![authn::service_account::ISSUER.to_string()],
             metrics: self.metrics.clone(),
             extend_token_expiration: self.extend_token_expiration,
+            loop_health: self.loop_health.clone(),
         })
     }
 

@@ -13,6 +13,7 @@ pub const PROTOBUF: &str = crate::protobuf::MEDIA_TYPE;
 pub struct TestServer {
     router: axum::Router,
     server: ApiServer,
+    loop_health: berth_core::loop_health::LoopHealth,
 }
 
 impl TestServer {
@@ -25,6 +26,7 @@ impl TestServer {
         server.bootstrap().await.expect("bootstrap");
         TestServer {
             router: server.in_process_router(),
+            loop_health: server.loop_health(),
             server,
         }
     }
@@ -42,7 +44,18 @@ impl TestServer {
         TestServer {
             router: self.server.in_process_router_as(user),
             server: self.server.clone(),
+            loop_health: self.loop_health.clone(),
         }
+    }
+
+    /// The router, for requests `call` cannot express.
+    pub fn router(&self) -> axum::Router {
+        self.router.clone()
+    }
+
+    /// The server's control-loop health, as a supervisor marks it.
+    pub fn loop_health(&self) -> berth_core::loop_health::LoopHealth {
+        self.loop_health.clone()
     }
 
     /// Sends one request; returns the status and the JSON body (`null` when not JSON).

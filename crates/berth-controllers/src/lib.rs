@@ -51,6 +51,7 @@ pub mod replicaset;
 pub mod serviceaccount;
 pub mod serviceaccount_token;
 pub mod statefulset;
+pub mod supervisor;
 pub mod taint_manager;
 pub mod update;
 pub mod volume;

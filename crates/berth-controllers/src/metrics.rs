@@ -1,7 +1,8 @@
 //! The controllers' Prometheus metrics, under upstream's names: the node lifecycle
 //! controller's `node_collector_zone_health`, `node_collector_zone_size`,
 //! `node_collector_unhealthy_nodes_in_zone` and `node_collector_evictions_total` (one per
-//! zone), and the taint manager's `taint_eviction_controller_pod_deletions_total`.
+//! zone), the taint manager's `taint_eviction_controller_pod_deletions_total`, and berth's
+//! `berth_control_loop_restarts_total{loop}` (see [`crate::supervisor`]).
 //!
 //! The engines count nothing themselves: their drivers report what the engines decided.
 
@@ -13,6 +14,11 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct LoopLabel {
+    r#loop: String,
+}
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ZoneLabel {
@@ -47,6 +53,7 @@ struct Inner {
     unhealthy: Family<ZoneLabel, Gauge>,
     evictions: Family<ZoneLabel, Counter>,
     pod_deletions: Counter,
+    loop_restarts: Family<LoopLabel, Counter>,
 }
 
 /// The controllers' metrics; cloning shares them.
@@ -75,6 +82,7 @@ impl ControllerMetrics {
         let unhealthy: Family<ZoneLabel, Gauge> = Family::default();
         let evictions: Family<ZoneLabel, Counter> = Family::default();
         let pod_deletions = Counter::default();
+        let loop_restarts: Family<LoopLabel, Counter> = Family::default();
         let mut registry = Registry::default();
         registry.register(
             "node_collector_zone_health",
@@ -102,6 +110,12 @@ impl ControllerMetrics {
             "Total number of Pods deleted by TaintEvictionController since its start.",
             pod_deletions.clone(),
         );
+        // berth's own (upstream restarts the whole controller manager instead).
+        registry.register(
+            "berth_control_loop_restarts",
+            "Number of times a control loop stopped (panicked or returned) and was restarted by its supervisor.",
+            loop_restarts.clone(),
+        );
         ControllerMetrics {
             inner: Arc::new(Inner {
                 registry,
@@ -110,6 +124,7 @@ impl ControllerMetrics {
                 unhealthy,
                 evictions,
                 pod_deletions,
+                loop_restarts,
             }),
         }
     }
@@ -137,6 +152,16 @@ impl ControllerMetrics {
             .evictions
             .get_or_create(&ZoneLabel {
                 zone: zone.to_string(),
+            })
+            .inc();
+    }
+
+    /// Counts a restart of control loop `name` after it stopped.
+    pub fn loop_restarted(&self, name: &str) {
+        self.inner
+            .loop_restarts
+            .get_or_create(&LoopLabel {
+                r#loop: name.to_string(),
             })
             .inc();
     }

@@ -397,7 +397,7 @@ fn deadline(tolerations: &[Toleration], taints: &[Counted]) -> Option<DateTime<U
             None => *start,
             Some(t) => match t.toleration_seconds {
                 None => continue,
-                Some(s) => *start + Duration::seconds(s.max(0)),
+                Some(s) => berth_core::clock::add_seconds(*start, s.max(0)),
             },
         };
         earliest = Some(earliest.map_or(at, |e| e.min(at)));

@@ -5,8 +5,13 @@
 //! `SystemTime::now`, `Instant::now` and `thread::sleep` everywhere else. Components take a
 //! [`Clock`]; benchmarks, which measure real elapsed time on purpose, use a [`Stopwatch`].
 
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, SecondsFormat, TimeDelta, Utc};
 use tokio::time::Instant;
+
+/// The longest wait a [`Clock`] schedules at once: about 30 years, tokio's own "far future".
+/// A deadline further out (a toleration or grace period of `i64::MAX` seconds) waits this long
+/// instead of overflowing tokio's instant; the loop that waits re-checks when it wakes anyway.
+pub const FAR_FUTURE: std::time::Duration = std::time::Duration::from_secs(86_400 * 365 * 30);
 
 /// Wall time anchored once, advanced by tokio's monotonic clock, `speed` times as fast when
 /// accelerated (`berth serve --time-scale`), so that minutes of cluster time (CronJob schedules,
@@ -70,8 +75,11 @@ impl Clock {
     }
 
     /// The tokio instant `cluster` of cluster time from now.
+    /// Saturates at [`FAR_FUTURE`] from now, so no user-given number can overflow it.
     pub fn instant_after(&self, cluster: std::time::Duration) -> Instant {
-        tokio_now() + self.tokio_duration(cluster)
+        let now = tokio_now();
+        let wait = self.tokio_duration(cluster).min(FAR_FUTURE);
+        now.checked_add(wait).unwrap_or(now)
     }
 
     /// Waits `cluster` of cluster time.
@@ -103,6 +111,62 @@ impl Clock {
         let ahead = (at - now).to_std().unwrap_or_default();
         self.instant_after(ahead)
     }
+}
+
+/// The earliest time saturating arithmetic yields: `0000-01-01T00:00:00Z`, the first time
+/// Kubernetes can write as a `Time` (RFC 3339 has four-digit years).
+pub fn earliest() -> DateTime<Utc> {
+    DateTime::from_timestamp(EARLIEST_SECONDS, 0).unwrap_or(DateTime::<Utc>::MIN_UTC)
+}
+
+/// The latest time saturating arithmetic yields: `9999-12-31T23:59:59Z`, the last time
+/// Kubernetes can write as a `Time` (Go's encoder refuses five-digit years), so a saturated
+/// deadline can still be stored and read back by every client.
+pub fn latest() -> DateTime<Utc> {
+    DateTime::from_timestamp(LATEST_SECONDS, 0).unwrap_or(DateTime::<Utc>::MAX_UTC)
+}
+
+/// Unix seconds of [`earliest`].
+const EARLIEST_SECONDS: i64 = -62_167_219_200;
+/// Unix seconds of [`latest`].
+const LATEST_SECONDS: i64 = 253_402_300_799;
+
+/// `secs` seconds as a duration, saturating at [`TimeDelta::MIN`]/[`TimeDelta::MAX`] instead of
+/// panicking as `TimeDelta::seconds` does beyond ±`i64::MAX` milliseconds: how every number
+/// of seconds a user wrote (`tolerationSeconds`, `activeDeadlineSeconds`,
+/// `gracePeriodSeconds`, ...) becomes a duration.
+pub fn seconds(secs: i64) -> TimeDelta {
+    TimeDelta::try_seconds(secs).unwrap_or(if secs < 0 {
+        TimeDelta::MIN
+    } else {
+        TimeDelta::MAX
+    })
+}
+
+/// `t + d`, saturating at [`earliest`] and [`latest`] instead of panicking on overflow.
+pub fn add(t: DateTime<Utc>, d: TimeDelta) -> DateTime<Utc> {
+    let sum = t.checked_add_signed(d).unwrap_or(if d < TimeDelta::zero() {
+        earliest()
+    } else {
+        latest()
+    });
+    sum.clamp(earliest(), latest())
+}
+
+/// `t - d`, saturating at [`earliest`] and [`latest`] instead of panicking on overflow.
+pub fn sub(t: DateTime<Utc>, d: TimeDelta) -> DateTime<Utc> {
+    // `TimeDelta::MIN` is `-TimeDelta::MAX`, so negation cannot overflow.
+    add(t, -d)
+}
+
+/// `t` plus `secs` seconds, saturating: [`add`] of [`seconds`].
+pub fn add_seconds(t: DateTime<Utc>, secs: i64) -> DateTime<Utc> {
+    add(t, seconds(secs))
+}
+
+/// `secs` seconds as a wait: zero if negative, at most [`FAR_FUTURE`].
+pub fn wait_seconds(secs: i64) -> std::time::Duration {
+    std::time::Duration::from_secs(secs.max(0).unsigned_abs()).min(FAR_FUTURE)
 }
 
 /// `t` as Kubernetes writes `Time` (`2026-11-22T19:59:15Z`, whole seconds).
@@ -161,6 +225,71 @@ fn real_now() -> std::time::Instant {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn at(secs: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp(secs, 0).unwrap_or_default()
+    }
+
+    #[test]
+    fn seconds_saturate_instead_of_panicking() {
+        assert_eq!(seconds(90), TimeDelta::seconds(90));
+        assert_eq!(seconds(-90), TimeDelta::seconds(-90));
+        assert_eq!(seconds(i64::MAX), TimeDelta::MAX);
+        assert_eq!(seconds(i64::MIN), TimeDelta::MIN);
+    }
+
+    #[test]
+    fn adding_to_a_time_saturates_at_the_years_kubernetes_can_write() {
+        let now = at(1_700_000_000);
+        let cases = [
+            ("a small number adds", 60, "2023-11-14T22:14:20Z"),
+            (
+                "i64::MAX stops at the last writable second",
+                i64::MAX,
+                "9999-12-31T23:59:59Z",
+            ),
+            (
+                "i64::MIN stops at the first writable second",
+                i64::MIN,
+                "0000-01-01T00:00:00Z",
+            ),
+            (
+                "a sum past year 9999 stops there",
+                300_000_000_000,
+                "9999-12-31T23:59:59Z",
+            ),
+        ];
+        for (name, secs, want) in cases {
+            assert_eq!(timestamp(add_seconds(now, secs)), want, "{name}");
+        }
+        assert_eq!(
+            timestamp(sub(now, seconds(i64::MAX))),
+            "0000-01-01T00:00:00Z"
+        );
+        assert_eq!(
+            timestamp(sub(now, seconds(i64::MIN))),
+            "9999-12-31T23:59:59Z"
+        );
+        assert_eq!(add(now, TimeDelta::MAX), latest());
+        assert_eq!(add(now, TimeDelta::MIN), earliest());
+    }
+
+    #[test]
+    fn waits_are_never_negative_nor_beyond_the_far_future() {
+        assert_eq!(wait_seconds(-5), std::time::Duration::ZERO);
+        assert_eq!(wait_seconds(i64::MIN), std::time::Duration::ZERO);
+        assert_eq!(wait_seconds(7), std::time::Duration::from_secs(7));
+        assert_eq!(wait_seconds(i64::MAX), FAR_FUTURE);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_instant_after_an_enormous_wait_is_the_far_future() {
+        let clock = Clock::starting_at(at(1_700_000_000));
+        let far = clock.instant_after(std::time::Duration::MAX);
+        assert_eq!(far - tokio_now(), FAR_FUTURE);
+        let year_9999 = clock.instant_at(latest());
+        assert_eq!(year_9999 - tokio_now(), FAR_FUTURE);
+    }
 
     #[tokio::test(start_paused = true)]
     async fn a_paused_runtime_moves_the_wall_clock() {

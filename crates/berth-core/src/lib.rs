@@ -13,7 +13,9 @@
 //! * [`pod_conditions`]: pod conditions as upstream updates them, and `DisruptionTarget`'s reasons;
 //! * [`duration`]: durations in Go's `time.ParseDuration` syntax (`1h2m3.5s`, `300ms`);
 //! * [`taints`]: whether a toleration tolerates a taint;
-//! * [`clock`]: the injected wall clock, and timestamps as Kubernetes writes them.
+//! * [`clock`]: the injected wall clock, timestamps as Kubernetes writes them, and saturating
+//!   time arithmetic for every number of seconds a user writes;
+//! * [`loop_health`]: which control loops are down, for `/readyz`.
 //!
 //! What it is not: no I/O, no reading of the system clock outside [`clock`], no HTTP status
 //! mapping (the API server turns [`validation::FieldError`]s and the error enums here into
@@ -37,6 +39,7 @@ pub mod clock;
 pub mod duration;
 pub mod fields;
 pub mod labels;
+pub mod loop_health;
 pub mod managed_fields;
 pub mod patch;
 pub mod pod_conditions;

@@ -424,6 +424,8 @@ impl Loops {
         )
         .informer_client(self.identities.controller_manager())
         .metrics(controller_metrics)
+        // A crashed loop makes /readyz fail until its supervisor has restarted it.
+        .loop_health(self.server.loop_health())
         .node_monitor_grace_period(args.node_monitor_grace_period)
         .terminated_pod_gc_threshold(args.terminated_pod_gc_threshold)
         .node_monitor_period(args.zones.node_monitor_period)

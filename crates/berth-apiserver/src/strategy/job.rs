@@ -110,6 +110,14 @@ impl Strategy for CronJob {
                 &policies,
             ));
         }
+        // Any larger value is accepted, as upstream does: the controller's arithmetic saturates.
+        if let Some(n) = spec["startingDeadlineSeconds"].as_i64().filter(|n| *n < 0) {
+            errors.push(FieldError::invalid_rendered(
+                "spec.startingDeadlineSeconds",
+                &n.to_string(),
+                "must be greater than or equal to 0",
+            ));
+        }
         errors.extend(validate_job_spec(
             &spec["jobTemplate"]["spec"],
             "spec.jobTemplate.spec",
@@ -231,6 +239,7 @@ fn validate_job_spec(spec: &Value, at: &str) -> Vec<FieldError> {
         "backoffLimit",
         "backoffLimitPerIndex",
         "maxFailedIndexes",
+        "ttlSecondsAfterFinished",
     ] {
         if let Some(n) = spec[field].as_i64().filter(|n| *n < 0) {
             out.push(FieldError::invalid_rendered(
@@ -428,6 +437,45 @@ mod tests {
         let mut new = old.clone();
         new["spec"]["parallelism"] = json!(5);
         assert!(Job.prepare_for_update(&old, &mut new).is_ok());
+    }
+
+    /// Issue 30: the time fields a tenant sets are validated as upstream validates them (no
+    /// upper bound: the controllers' arithmetic saturates), so `i64::MAX` is accepted and
+    /// negative values are refused.
+    #[test]
+    fn time_fields_are_validated_as_upstream() {
+        let jobs = berth_api::registry::find("batch", "v1", "jobs").unwrap();
+        let crons = berth_api::registry::find("batch", "v1", "cronjobs").unwrap();
+        let messages = |c: Vec<Cause>| {
+            c.into_iter()
+                .map(|c| format!("{}: {}", c.field, c.message))
+                .collect::<Vec<_>>()
+        };
+        let job_with = |field: &str, v: Value| {
+            let mut j = job();
+            j["spec"][field] = v;
+            Job.prepare_for_create(&mut j);
+            messages(Job.validate(jobs, &j, None))
+        };
+        let cron_with = |v: Value| {
+            let mut c = json!({"metadata": {"name": "c", "namespace": "ns"},
+                "spec": {"schedule": "* * * * *", "startingDeadlineSeconds": v,
+                "jobTemplate": {"spec": job()["spec"].clone()}}});
+            CronJob.prepare_for_create(&mut c);
+            messages(CronJob.validate(crons, &c, None))
+        };
+        assert!(job_with("activeDeadlineSeconds", json!(i64::MAX)).is_empty());
+        assert!(job_with("ttlSecondsAfterFinished", json!(i32::MAX)).is_empty());
+        assert_eq!(
+            job_with("ttlSecondsAfterFinished", json!(-1)),
+            ["spec.ttlSecondsAfterFinished: Invalid value: -1: must be greater than or equal to 0"]
+        );
+        assert!(cron_with(json!(i64::MAX)).is_empty());
+        assert!(cron_with(json!(0)).is_empty());
+        assert_eq!(
+            cron_with(json!(-5)),
+            ["spec.startingDeadlineSeconds: Invalid value: -5: must be greater than or equal to 0"]
+        );
     }
 
     #[test]

@@ -80,7 +80,7 @@ pub fn most_recent_due(
     starting_deadline: Option<Duration>,
 ) -> (Option<DateTime<Utc>>, i64) {
     if let Some(deadline) = starting_deadline {
-        earliest = earliest.max(now - deadline);
+        earliest = earliest.max(berth_core::clock::sub(now, deadline));
     }
     let Some(t1) = schedule.next_after(earliest) else {
         return (None, 0);
@@ -98,7 +98,8 @@ pub fn most_recent_due(
     // so that a schedule missed for a year does not take half a million steps.
     let between = (t2 - t1).num_seconds().max(1);
     let missed = (now - t1).num_seconds() / between + 1;
-    let mut t = t1 + Duration::seconds((missed - 2).max(0) * between);
+    let skip = (missed - 2).max(0).saturating_mul(between);
+    let mut t = berth_core::clock::add_seconds(t1, skip);
     if t > now {
         t = t1;
     }

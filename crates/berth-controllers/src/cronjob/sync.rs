@@ -9,7 +9,7 @@
 
 use super::schedule::{most_recent_due, Schedule, TOO_MANY_MISSED};
 use crate::model::to_chrono;
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Utc};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use serde_json::{json, Value};
 
@@ -133,7 +133,9 @@ pub fn sync(cron: &CronJob, jobs: &[&Job], now: DateTime<Utc>) -> CronJobSync {
         let earliest = last_schedule
             .or(cron.metadata.creation_timestamp.as_ref().map(to_chrono))
             .unwrap_or(now);
-        let deadline = spec.starting_deadline_seconds.map(Duration::seconds);
+        let deadline = spec
+            .starting_deadline_seconds
+            .map(berth_core::clock::seconds);
         let (due, missed) = most_recent_due(schedule, earliest, now, deadline);
         out.next_at = schedule.next_after(now);
         if missed > TOO_MANY_MISSED {

@@ -12,9 +12,19 @@ use crate::recorder;
 mod taints;
 
 use crate::lifecycle::LifecycleConfig;
+use crate::supervisor::Supervisor;
 use crate::Clock;
 use informers::Informers;
 use std::time::Duration;
+
+/// Runs `$run($args...)` under the supervisor `$sup` as the loop `$name`: each named argument
+/// is evaluated once and cloned into every (re)start.
+macro_rules! supervise {
+    ($sup:expr, $name:literal, $run:path $(, $arg:ident = $val:expr)* $(,)?) => {{
+        $(let $arg = $val;)*
+        $sup.spawn($name, move || $run($($arg.clone()),*));
+    }};
+}
 
 /// The node lifecycle controller's ServiceAccount: it also taints nodes by condition.
 const NODE_CONTROLLER: &str = "node-controller";
@@ -33,6 +43,8 @@ pub struct Controllers {
     metrics: crate::metrics::ControllerMetrics,
     /// Each controller's own client, by its ServiceAccount name in `kube-system`.
     credentials: Option<ServiceAccountCredentials>,
+    /// Which loops are down, as the supervisor marks them.
+    health: berth_core::loop_health::LoopHealth,
 }
 
 /// Makes the client a controller writes through from its ServiceAccount name
@@ -52,6 +64,7 @@ impl Controllers {
             service_account_tokens: None,
             metrics: Default::default(),
             credentials: None,
+            health: Default::default(),
         }
     }
 
@@ -128,122 +141,195 @@ impl Controllers {
         }
     }
 
-    /// Starts the watches and every controller loop in background tasks.
+    /// The handle on which the supervisor marks a loop down while it waits to restart it
+    /// (`berth serve` hands the API server's, so that `/readyz` reports it).
+    pub fn loop_health(mut self, health: berth_core::loop_health::LoopHealth) -> Controllers {
+        self.health = health;
+        self
+    }
+
+    /// Starts the watches and every controller loop in background tasks, each under the
+    /// [`Supervisor`]: a loop that panics or returns is logged, counted and restarted.
     pub fn spawn(self) {
         let reads = self.informer_client.clone().unwrap_or(self.client.clone());
         let informers = Informers::start(&reads);
         let recorder_as =
             |account: &str| recorder::Recorder::new(self.client_as(account), self.clock.clone());
+        let sup = Supervisor::new(
+            self.metrics.clone(),
+            self.health.clone(),
+            self.clock.clone(),
+        );
         let node_controller = self.client_as(NODE_CONTROLLER);
-        tokio::spawn(nodes::run_condition_taints(
-            node_controller.clone(),
-            informers.clone(),
-            self.clock.clone(),
-        ));
-        tokio::spawn(nodes::run_lifecycle(
-            node_controller,
-            informers.clone(),
-            recorder_as(NODE_CONTROLLER),
-            self.clock.clone(),
-            self.lifecycle.clone(),
-            self.monitor_period,
-            self.metrics.clone(),
-        ));
-        tokio::spawn(taints::run(
-            // As upstream's taint eviction controller, with the node controller's credentials.
-            self.client_as(NODE_CONTROLLER),
-            informers.clone(),
-            recorder_as(NODE_CONTROLLER),
-            self.clock.clone(),
-            self.metrics.clone(),
-        ));
-        tokio::spawn(daemonsets::run(
-            self.client_as("daemon-set-controller"),
-            informers.clone(),
-            recorder_as("daemon-set-controller"),
-            self.clock.clone(),
-        ));
+        supervise!(
+            sup,
+            "node-condition-taints",
+            nodes::run_condition_taints,
+            client = node_controller.clone(),
+            informers = informers.clone(),
+            clock = self.clock.clone()
+        );
+        supervise!(
+            sup,
+            "node-lifecycle",
+            nodes::run_lifecycle,
+            client = node_controller,
+            informers = informers.clone(),
+            recorder = recorder_as(NODE_CONTROLLER),
+            clock = self.clock.clone(),
+            lifecycle = self.lifecycle.clone(),
+            period = self.monitor_period,
+            metrics = self.metrics.clone()
+        );
+        // As upstream's taint eviction controller, with the node controller's credentials.
+        supervise!(
+            sup,
+            "taint-manager",
+            taints::run,
+            client = self.client_as(NODE_CONTROLLER),
+            informers = informers.clone(),
+            recorder = recorder_as(NODE_CONTROLLER),
+            clock = self.clock.clone(),
+            metrics = self.metrics.clone()
+        );
+        supervise!(
+            sup,
+            "daemonset-controller",
+            daemonsets::run,
+            client = self.client_as("daemon-set-controller"),
+            informers = informers.clone(),
+            recorder = recorder_as("daemon-set-controller"),
+            clock = self.clock.clone()
+        );
         // Endpoints and EndpointSlices of Services; a default ServiceAccount per namespace.
-        let writers = crate::endpoints::Writers {
+        let endpoint_writers = crate::endpoints::Writers {
             endpoints: self.client_as("endpoint-controller"),
             slices: self.client_as("endpointslice-controller"),
         };
-        tokio::spawn(crate::endpoints::run(reads.clone(), writers));
-        tokio::spawn(crate::serviceaccount::run(
-            reads.clone(),
-            self.client_as("service-account-controller"),
-        ));
-        if let Some((signer, ca)) = self.service_account_tokens.clone() {
+        supervise!(
+            sup,
+            "endpoints-controller",
+            crate::endpoints::run,
+            reads = reads.clone(),
+            writers = endpoint_writers
+        );
+        supervise!(
+            sup,
+            "serviceaccount-controller",
+            crate::serviceaccount::run,
+            reads = reads.clone(),
+            client = self.client_as("service-account-controller")
+        );
+        if let Some((token_signer, token_ca)) = self.service_account_tokens.clone() {
             // Upstream's tokens controller runs with the controller manager's own
             // credentials, not a ServiceAccount's.
-            tokio::spawn(crate::serviceaccount_token::run(reads.clone(), signer, ca));
+            supervise!(
+                sup,
+                "serviceaccount-token-controller",
+                crate::serviceaccount_token::run,
+                reads = reads.clone(),
+                signer = token_signer,
+                ca = token_ca
+            );
         }
-        tokio::spawn(crate::aggregation::run(
-            self.client_as("clusterrole-aggregation-controller"),
-        ));
+        supervise!(
+            sup,
+            "clusterrole-aggregation-controller",
+            crate::aggregation::run,
+            client = self.client_as("clusterrole-aggregation-controller")
+        );
         // Workloads: ReplicaSets and ReplicationControllers, Deployments, garbage collection.
         spawn_workloads(
+            &sup,
             &|account| self.client_as(account),
             &informers,
             &self.clock,
             self.terminated_pod_gc_threshold,
         );
-        tokio::spawn(crate::job::driver::run(
-            self.client_as("job-controller"),
-            self.client_as("ttl-after-finished-controller"),
-            informers.pods.clone(),
-            self.clock.clone(),
-        ));
-        tokio::spawn(crate::cronjob::driver::run(
-            self.client_as("cronjob-controller"),
-            self.clock.clone(),
-        ));
-        tokio::spawn(crate::statefulset::driver::run(
-            self.client_as("statefulset-controller"),
-            reads.clone(),
-            informers.stateful_sets.clone(),
-            informers.pods.clone(),
-            self.clock.clone(),
-        ));
-        tokio::spawn(crate::volume::driver::run(
-            self.client_as("persistent-volume-binder"),
-            reads.clone(),
-        ));
-        tokio::spawn(disruption::run(
-            self.client_as("disruption-controller"),
-            informers,
-            recorder_as("disruption-controller"),
-            self.clock.clone(),
-        ));
+        supervise!(
+            sup,
+            "job-controller",
+            crate::job::driver::run,
+            client = self.client_as("job-controller"),
+            ttl = self.client_as("ttl-after-finished-controller"),
+            pods = informers.pods.clone(),
+            clock = self.clock.clone()
+        );
+        supervise!(
+            sup,
+            "cronjob-controller",
+            crate::cronjob::driver::run,
+            client = self.client_as("cronjob-controller"),
+            clock = self.clock.clone()
+        );
+        supervise!(
+            sup,
+            "statefulset-controller",
+            crate::statefulset::driver::run,
+            client = self.client_as("statefulset-controller"),
+            reads = reads.clone(),
+            sets = informers.stateful_sets.clone(),
+            pods = informers.pods.clone(),
+            clock = self.clock.clone()
+        );
+        supervise!(
+            sup,
+            "persistentvolume-binder-controller",
+            crate::volume::driver::run,
+            client = self.client_as("persistent-volume-binder"),
+            reads = reads.clone()
+        );
+        supervise!(
+            sup,
+            "disruption-controller",
+            disruption::run,
+            client = self.client_as("disruption-controller"),
+            informers = informers,
+            recorder = recorder_as("disruption-controller"),
+            clock = self.clock.clone()
+        );
     }
 }
 
 /// The workload controllers: ReplicaSets and RCs, Deployments, garbage collection, pod GC.
 fn spawn_workloads(
+    sup: &Supervisor,
     client_as: &dyn Fn(&str) -> kube::Client,
     informers: &crate::informers::Informers,
     clock: &crate::Clock,
     terminated_pod_gc_threshold: usize,
 ) {
-    tokio::spawn(crate::replicaset::driver::run(
-        client_as("replicaset-controller"),
-        client_as("replication-controller"),
-        informers.clone(),
-        clock.clone(),
-    ));
-    tokio::spawn(crate::garbage_collector::driver::run(
-        client_as("generic-garbage-collector"),
-        informers.clone(),
-    ));
-    tokio::spawn(crate::podgc::driver::run(
-        client_as("pod-garbage-collector"),
-        informers.clone(),
-        clock.clone(),
-        terminated_pod_gc_threshold,
-    ));
-    tokio::spawn(crate::deployment::driver::run(
-        client_as("deployment-controller"),
-        informers.clone(),
-        clock.clone(),
-    ));
+    supervise!(
+        sup,
+        "replicaset-controller",
+        crate::replicaset::driver::run,
+        sets = client_as("replicaset-controller"),
+        rcs = client_as("replication-controller"),
+        informers = informers.clone(),
+        clock = clock.clone()
+    );
+    supervise!(
+        sup,
+        "garbage-collector-controller",
+        crate::garbage_collector::driver::run,
+        client = client_as("generic-garbage-collector"),
+        informers = informers.clone()
+    );
+    supervise!(
+        sup,
+        "pod-garbage-collector",
+        crate::podgc::driver::run,
+        client = client_as("pod-garbage-collector"),
+        informers = informers.clone(),
+        clock = clock.clone(),
+        threshold = terminated_pod_gc_threshold
+    );
+    supervise!(
+        sup,
+        "deployment-controller",
+        crate::deployment::driver::run,
+        client = client_as("deployment-controller"),
+        informers = informers.clone(),
+        clock = clock.clone()
+    );
 }

@@ -26,6 +26,7 @@ const RETRY: Duration = Duration::from_secs(1);
 
 /// The clients the two controllers write through: the endpoint-controller's and the
 /// endpointslice-controller's.
+#[derive(Clone)]
 pub struct Writers {
     pub endpoints: kube::Client,
     pub slices: kube::Client,

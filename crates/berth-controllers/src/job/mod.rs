@@ -143,7 +143,7 @@ pub fn step(
     if let (Some(deadline), Some(started), false) =
         (spec.active_deadline_seconds, started, spec.suspend)
     {
-        if now - started >= Duration::seconds(deadline) {
+        if now - started >= berth_core::clock::seconds(deadline) {
             return Step::Fail(Failure::DeadlineExceeded);
         }
     }

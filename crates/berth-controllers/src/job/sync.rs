@@ -62,7 +62,10 @@ pub fn finished_at(job: &Job) -> Option<DateTime<Utc>> {
 /// When a finished Job with `ttlSecondsAfterFinished` is due for deletion.
 pub fn ttl_expires_at(job: &Job) -> Option<DateTime<Utc>> {
     let ttl = job.spec.as_ref()?.ttl_seconds_after_finished?;
-    Some(finished_at(job)? + Duration::seconds(ttl.into()))
+    Some(berth_core::clock::add_seconds(
+        finished_at(job)?,
+        ttl.into(),
+    ))
 }
 
 fn conditions(job: &Job) -> &[JobCondition] {
@@ -251,7 +254,7 @@ pub fn sync(job: &Job, pods: &[&Pod], in_flight: &[Option<i32>], now: DateTime<U
     }
     if let (Some(deadline), Some(started), None) = (spec.active_deadline_seconds, started, &ending)
     {
-        let at = started + Duration::seconds(deadline);
+        let at = berth_core::clock::add_seconds(started, deadline);
         out.retry_at = Some(out.retry_at.map_or(at, |r| r.min(at)));
     }
     let mut conditions: Vec<Value> = conditions(job)

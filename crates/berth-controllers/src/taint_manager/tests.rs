@@ -231,3 +231,27 @@ fn deleting_pods_are_left_alone() {
     p.metadata.deletion_timestamp = Some(crate::model::to_time(at(0)));
     assert_eq!(m.pass(&[&n], &[&p], at(0)), TaintPass::default());
 }
+
+/// Issue 30: a toleration of `i64::MAX` seconds panicked the taint manager for good
+/// (`TimeDelta::seconds out of bounds`), after which no `NoExecute` taint evicted anything.
+#[test]
+fn r30_a_toleration_of_i64_max_seconds_waits_until_the_last_writable_second() {
+    let mut m = TaintManager::new();
+    let n = node(serde_json::from_str(TAINT1).unwrap());
+    let patient = pod(
+        "patient",
+        Some("node1"),
+        json!([tol("testTaint1", Some(i64::MAX))]),
+    );
+    let brief = pod("brief", Some("node1"), json!([tol("testTaint1", Some(5))]));
+    let pass = m.pass(&[&n], &[&patient, &brief], at(0));
+    assert_eq!(pass.next_wakeup, Some(at(5)));
+    // The others are still evicted on time; the patient pod stays.
+    assert_eq!(
+        deleted(&m.pass(&[&n], &[&patient, &brief], at(5))),
+        vec!["brief"]
+    );
+    let pass = m.pass(&[&n], &[&patient], at(6));
+    assert_eq!(pass.next_wakeup, Some(berth_core::clock::latest()));
+    assert!(deleted(&pass).is_empty());
+}

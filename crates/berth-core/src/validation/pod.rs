@@ -47,10 +47,15 @@ fn containers(
     }
 }
 
+/// The largest `activeDeadlineSeconds` a pod (or pod template) may set: upstream's
+/// `math.MaxInt32` (about 68 years), so the deadline stays far inside any time arithmetic.
+pub const MAX_ACTIVE_DEADLINE_SECONDS: i64 = i32::MAX as i64;
+
 /// Validates a pod spec at `path` (`spec`, or `spec.template.spec` for workloads) with the
 /// rules shared by pods and templates: at least one container; container names present,
 /// DNS-1123 labels and unique across containers and init containers; resources; restart
-/// policy; node selector labels; affinity; node name; tolerations; priority class name.
+/// policy; node selector labels; affinity; node name; `activeDeadlineSeconds` in
+/// 1..=[`MAX_ACTIVE_DEADLINE_SECONDS`]; tolerations; priority class name.
 /// Images are not required here (templates may omit them); [`validate_pod`] requires them.
 pub fn validate_pod_spec(spec: &Value, path: &str) -> Vec<FieldError> {
     let mut errs = Vec::new();
@@ -96,6 +101,15 @@ pub fn validate_pod_spec(spec: &Value, path: &str) -> Vec<FieldError> {
         spec.get("tolerations").unwrap_or(&NULL),
         &format!("{path}.tolerations"),
     ));
+    if let Some(n) = spec.get("activeDeadlineSeconds").and_then(Value::as_i64) {
+        if !(1..=MAX_ACTIVE_DEADLINE_SECONDS).contains(&n) {
+            errs.push(FieldError::invalid_rendered(
+                format!("{path}.activeDeadlineSeconds"),
+                &n.to_string(),
+                &format!("must be between 1 and {MAX_ACTIVE_DEADLINE_SECONDS}, inclusive"),
+            ));
+        }
+    }
     let pc = str_of(spec, "priorityClassName");
     if !pc.is_empty() {
         for m in names::dns1123_subdomain(pc) {

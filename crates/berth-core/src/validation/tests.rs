@@ -102,6 +102,71 @@ fn tolerations_table() {
     }
 }
 
+/// Issue 30: a pod's `activeDeadlineSeconds` is refused outside upstream's 1..=MaxInt32; a
+/// toleration's `tolerationSeconds` has no bound upstream (any int64 is accepted and the taint
+/// manager's arithmetic saturates).
+#[test]
+fn time_fields_table() {
+    let range = "must be between 1 and 2147483647, inclusive";
+    let cases: Vec<(&str, Value, Vec<String>)> = vec![
+        (
+            "a deadline of one second is valid",
+            json!({"activeDeadlineSeconds": 1}),
+            vec![],
+        ),
+        (
+            "a deadline of MaxInt32 is valid",
+            json!({"activeDeadlineSeconds": 2_147_483_647}),
+            vec![],
+        ),
+        (
+            "a deadline of zero is refused",
+            json!({"activeDeadlineSeconds": 0}),
+            vec![format!(
+                "spec.activeDeadlineSeconds: Invalid value: 0: {range}"
+            )],
+        ),
+        (
+            "a deadline past MaxInt32 is refused",
+            json!({"activeDeadlineSeconds": 2_147_483_648_i64}),
+            vec![format!(
+                "spec.activeDeadlineSeconds: Invalid value: 2147483648: {range}"
+            )],
+        ),
+        (
+            "a deadline of i64::MAX is refused",
+            json!({"activeDeadlineSeconds": i64::MAX}),
+            vec![format!(
+                "spec.activeDeadlineSeconds: Invalid value: 9223372036854775807: {range}"
+            )],
+        ),
+        (
+            "a toleration of i64::MAX seconds is valid",
+            json!({"tolerations": [{"key": "k", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": i64::MAX}]}),
+            vec![],
+        ),
+        (
+            "a grace period of i64::MAX seconds is valid",
+            json!({"terminationGracePeriodSeconds": i64::MAX}),
+            vec![],
+        ),
+    ];
+    for (name, fields, want) in cases {
+        let mut spec = json!({"containers": [ok_container()]});
+        for (k, v) in fields.as_object().unwrap() {
+            spec[k] = v.clone();
+        }
+        assert_eq!(messages(&validate_pod(&pod(spec.clone()))), want, "{name}");
+        let template = json!({"spec": spec});
+        let want: Vec<String> = want.iter().map(|w| format!("spec.template.{w}")).collect();
+        assert_eq!(
+            messages(&validate_pod_template(&template, "spec.template")),
+            want,
+            "{name} (template)"
+        );
+    }
+}
+
 #[test]
 fn object_meta_table() {
     let cases: Vec<(Value, bool, Vec<String>)> = vec![

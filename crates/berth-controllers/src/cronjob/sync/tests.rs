@@ -163,3 +163,17 @@ fn a_time_zone_other_than_utc_is_reported_and_not_scheduled() {
     assert!(s.create.is_none());
     assert_eq!(s.event.unwrap().1, "UnknownTimeZone");
 }
+
+/// Issue 30: `startingDeadlineSeconds: 9223372036854775807` panicked the CronJob controller
+/// (`TimeDelta::seconds out of bounds`) on every pass, for good. A deadline that far back
+/// forgets nothing: the most recent due time still starts.
+#[test]
+fn r30_a_starting_deadline_of_i64_max_seconds_forgets_nothing() {
+    let c = cron(
+        json!({"schedule": "* * * * *", "startingDeadlineSeconds": i64::MAX}),
+        json!({}),
+    );
+    let s = sync(&c, &[], at(12, 0, 10));
+    let job = s.create.unwrap();
+    assert_eq!(job["metadata"]["name"], job_name("tick", at(12, 0, 0)));
+}

@@ -182,6 +182,46 @@ fn the_active_deadline_fails_the_job_and_is_when_to_look_again() {
     );
 }
 
+/// Issue 30: `activeDeadlineSeconds: 9223372036854775807` panicked the Job controller
+/// (`TimeDelta::seconds out of bounds`) on every pass, for good.
+#[test]
+fn r30_an_active_deadline_of_i64_max_seconds_saturates_instead_of_panicking() {
+    let j = job(
+        json!({"completions": 1, "parallelism": 1, "activeDeadlineSeconds": i64::MAX}),
+        json!({"startTime": "2026-11-24T11:59:50Z", "active": 1, "ready": 1}),
+    );
+    let a = pod("a", "Running", true, "2026-11-24T11:59:50Z");
+    let s = sync(&j, &[&a], &[], now());
+    assert!(s.status.is_none(), "{:?}", s.status);
+    assert_eq!(s.retry_at, Some(berth_core::clock::latest()));
+    let spec = job_spec(&j);
+    let started = Utc.with_ymd_and_hms(2026, 11, 24, 11, 59, 50).unwrap();
+    let counts = super::super::PodCounts {
+        active: 1,
+        succeeded: 0,
+        failed: 0,
+        fail_job: None,
+    };
+    assert_eq!(
+        super::super::step(&spec, counts, Some(started), None, now()),
+        super::super::Step::Wait
+    );
+}
+
+/// Issue 30: the TTL of a finished Job is an `i32`, but its expiry is computed as safely.
+#[test]
+fn r30_a_ttl_of_i32_max_seconds_expires_decades_later() {
+    let j = job(
+        json!({"completions": 1, "ttlSecondsAfterFinished": i32::MAX}),
+        json!({"conditions": [{"type": "Complete", "status": "True",
+                               "lastTransitionTime": "2026-11-24T12:00:00Z"}]}),
+    );
+    assert_eq!(
+        ttl_expires_at(&j).map(berth_core::clock::timestamp),
+        Some("2094-12-12T15:14:07Z".to_string())
+    );
+}
+
 #[test]
 fn a_finished_job_is_left_alone_and_expires_after_its_ttl() {
     let j = job(
