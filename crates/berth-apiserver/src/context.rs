@@ -36,6 +36,11 @@ pub struct Inner {
     /// Whether a kubelet's hour-long pod token is signed for a year (upstream's
     /// `--service-account-extend-token-expiration`, on by default).
     pub extend_token_expiration: bool,
+    /// The in-flight seats (`--max-requests-inflight`, ...); `None` for the in-process
+    /// routers, whose clients are berth's own components and are never refused.
+    pub inflight: Option<Arc<crate::overload::InflightLimiter>>,
+    /// `--request-timeout` for requests that are not long-running; `None`: none.
+    pub request_timeout: Option<std::time::Duration>,
 }
 
 pub type Ctx = Arc<Inner>;

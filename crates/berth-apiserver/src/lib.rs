@@ -42,6 +42,7 @@ mod metrics_api;
 mod node_proxy;
 mod objects;
 mod openapi_endpoint;
+pub mod overload;
 mod patch;
 mod path;
 mod protobuf;
@@ -117,6 +118,10 @@ pub struct ApiServer {
     metrics: Arc<metrics::ApiMetrics>,
     /// `--service-account-extend-token-expiration`: kubelets' hour-long tokens last a year.
     extend_token_expiration: bool,
+    /// The network listener's in-flight seats, shared by its routers.
+    inflight: Arc<overload::InflightLimiter>,
+    /// `--request-timeout`.
+    request_timeout: Option<Duration>,
 }
 
 /// Signs legacy ServiceAccount tokens for the token controller (upstream gives
@@ -178,7 +183,20 @@ impl ApiServer {
             service_account_keys: None,
             metrics: Default::default(),
             extend_token_expiration: true,
+            inflight: Arc::new(overload::InflightLimiter::new(
+                &overload::RequestLimits::default(),
+            )),
+            request_timeout: overload::RequestLimits::default().request_timeout,
         }
+    }
+
+    /// The same server with `limits` (`--max-requests-inflight`,
+    /// `--max-mutating-requests-inflight`, `--request-timeout`). The in-flight limits apply to
+    /// the network listener's routers made after; the timeout to every router made after.
+    pub fn with_request_limits(mut self, limits: overload::RequestLimits) -> ApiServer {
+        self.inflight = Arc::new(overload::InflightLimiter::new(&limits));
+        self.request_timeout = limits.request_timeout;
+        self
     }
 
     /// The same server extending (default) or not the pod-bound tokens kubelets ask for with
@@ -270,6 +288,8 @@ impl ApiServer {
     }
 
     fn ctx(&self, authn: Option<authn::Authenticator>) -> Ctx {
+        // berth's own components call the in-process routers: they are never refused.
+        let inflight = authn.as_ref().map(|_| self.inflight.clone());
         Arc::new(Inner {
             store: self.store.clone(),
             clock: self.clock.clone(),
@@ -283,6 +303,8 @@ impl ApiServer {
             api_audiences: vec![authn::service_account::ISSUER.to_string()],
             metrics: self.metrics.clone(),
             extend_token_expiration: self.extend_token_expiration,
+            inflight,
+            request_timeout: self.request_timeout,
         })
     }
 
