@@ -36,6 +36,7 @@ mod deletion;
 mod error;
 mod event_view;
 mod health;
+pub mod listener;
 mod managed;
 mod metrics;
 mod metrics_api;
