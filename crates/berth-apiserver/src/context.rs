@@ -38,6 +38,11 @@ pub struct Inner {
     pub extend_token_expiration: bool,
     /// The in-process control loops that are down, for `/readyz`.
     pub loop_health: berth_core::loop_health::LoopHealth,
+    /// The in-flight seats (`--max-requests-inflight`, ...); `None` for the in-process
+    /// routers, whose clients are berth's own components and are never refused.
+    pub inflight: Option<Arc<crate::overload::InflightLimiter>>,
+    /// `--request-timeout` for requests that are not long-running; `None`: none.
+    pub request_timeout: Option<std::time::Duration>,
 }
 
 pub type Ctx = Arc<Inner>;

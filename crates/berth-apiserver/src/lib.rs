@@ -38,12 +38,14 @@ mod event_view;
 #[cfg(test)]
 mod fuzz;
 mod health;
+pub mod listener;
 mod managed;
 mod metrics;
 mod metrics_api;
 mod node_proxy;
 mod objects;
 mod openapi_endpoint;
+pub mod overload;
 mod patch;
 mod path;
 mod protobuf;
@@ -123,6 +125,10 @@ pub struct ApiServer {
     anonymous_auth: bool,
     /// The control loops that are down, which `/readyz` reports (see [`ApiServer::loop_health`]).
     loop_health: berth_core::loop_health::LoopHealth,
+    /// The network listener's in-flight seats, shared by its routers.
+    inflight: Arc<overload::InflightLimiter>,
+    /// `--request-timeout`.
+    request_timeout: Option<Duration>,
 }
 
 /// Signs legacy ServiceAccount tokens for the token controller (upstream gives
@@ -186,6 +192,10 @@ impl ApiServer {
             extend_token_expiration: true,
             anonymous_auth: true,
             loop_health: Default::default(),
+            inflight: Arc::new(overload::InflightLimiter::new(
+                &overload::RequestLimits::default(),
+            )),
+            request_timeout: overload::RequestLimits::default().request_timeout,
         }
     }
 
@@ -194,6 +204,15 @@ impl ApiServer {
     /// as kube-apiserver's `--anonymous-auth`.
     pub fn with_anonymous_auth(mut self, enabled: bool) -> ApiServer {
         self.anonymous_auth = enabled;
+        self
+    }
+
+    /// The same server with `limits` (`--max-requests-inflight`,
+    /// `--max-mutating-requests-inflight`, `--request-timeout`). The in-flight limits apply to
+    /// the network listener's routers made after; the timeout to every router made after.
+    pub fn with_request_limits(mut self, limits: overload::RequestLimits) -> ApiServer {
+        self.inflight = Arc::new(overload::InflightLimiter::new(&limits));
+        self.request_timeout = limits.request_timeout;
         self
     }
 
@@ -292,6 +311,8 @@ impl ApiServer {
     }
 
     fn ctx(&self, authn: Option<authn::Authenticator>) -> Ctx {
+        // berth's own components call the in-process routers: they are never refused.
+        let inflight = authn.as_ref().map(|_| self.inflight.clone());
         Arc::new(Inner {
             store: self.store.clone(),
             clock: self.clock.clone(),
@@ -306,6 +327,8 @@ impl ApiServer {
             metrics: self.metrics.clone(),
             extend_token_expiration: self.extend_token_expiration,
             loop_health: self.loop_health.clone(),
+            inflight,
+            request_timeout: self.request_timeout,
         })
     }
 

@@ -10,6 +10,7 @@
 //! additions: the labels of a request are `&'static str`s taken from the resource registry, so
 //! nothing is allocated per request. Object counts are read from the store at scrape time.
 
+use crate::overload::RequestKind;
 use crate::path;
 use berth_api::registry::{self, ResourceType};
 use berth_store::Store;
@@ -87,10 +88,6 @@ impl RequestLabels {
     /// Refines the verb of a resource request (`GET` of a collection is `LIST`, ...).
     pub fn verb(&mut self, verb: &'static str) {
         self.verb = verb;
-    }
-
-    fn read_only(&self) -> bool {
-        matches!(self.verb, "GET" | "LIST" | "WATCH")
     }
 
     fn long_running(&self) -> bool {
@@ -297,12 +294,15 @@ impl ApiMetrics {
             .observe(took.as_secs_f64());
     }
 
-    /// Counts the request as in flight (long-running ones, watches, are not, as upstream).
-    pub fn start(&self, labels: &RequestLabels) -> InFlight<'_> {
-        if labels.long_running() {
-            return InFlight(None);
-        }
-        let g = &self.inflight[usize::from(!labels.read_only())];
+    /// Counts a request of `kind` as in flight until the guard is dropped: read-only and
+    /// mutating ones under their `request_kind`; long-running ones (watches, exec, logs, ...)
+    /// not at all, as upstream. The kind is known before routing, so a watch is never counted.
+    pub fn start(&self, kind: RequestKind) -> InFlight<'_> {
+        let g = match kind {
+            RequestKind::LongRunning => return InFlight(None),
+            RequestKind::ReadOnly => &self.inflight[0],
+            RequestKind::Mutating => &self.inflight[1],
+        };
         g.inc();
         InFlight(Some(g))
     }
@@ -447,7 +447,7 @@ mod tests {
         l.resource(pods(), None, Some("default"), false);
         l.verb("LIST");
         {
-            let _f = m.start(&l);
+            let _f = m.start(RequestKind::ReadOnly);
             assert!(m
                 .render(&Store::memory())
                 .contains("apiserver_current_inflight_requests{request_kind=\"readOnly\"} 1"));
@@ -472,7 +472,7 @@ mod tests {
         let mut l = RequestLabels::non_resource(&Method::GET);
         l.resource(pods(), None, None, false);
         l.verb("WATCH");
-        let _f = m.start(&l);
+        let _f = m.start(RequestKind::LongRunning);
         m.observe(l, 200, Duration::from_secs(300));
         let text = m.render(&Store::memory());
         assert!(text.contains("verb=\"WATCH\""), "{text}");

@@ -11,6 +11,7 @@ use crate::authz;
 use crate::context::Ctx;
 use crate::error::{ApiError, ApiResult};
 use crate::metrics::RequestLabels;
+use crate::overload::{self, RequestKind};
 use crate::path::{self, Route};
 use crate::request::{negotiate, Answer, ApiRequest, Query};
 use crate::response::{self, json_response};
@@ -132,14 +133,24 @@ async fn dispatch(State(ctx): State<Ctx>, req: Request) -> Response {
         user
     };
     let user = Arc::new(user);
-    let mut labels = RequestLabels::non_resource(req.method());
-    let response = {
-        let _in_flight = ctx.metrics.start(&labels);
-        match route(&ctx, req, answer, user.clone(), &mut labels).await {
-            Ok(r) => r,
-            Err(e) => response::error(answer, e),
-        }
+    // Upstream's order: authentication, impersonation, the in-flight limit, authorization.
+    let kind = RequestKind::of(req.method(), req.uri().path(), req.uri().query());
+    let seat = match &ctx.inflight {
+        None => None,
+        Some(limiter) => match limiter.admit(kind, req.uri().path(), &user) {
+            Some(seat) => Some(seat),
+            None => {
+                let response = overload::too_many_requests(answer);
+                let labels = RequestLabels::non_resource(req.method());
+                ctx.metrics.observe(labels, 429, started.elapsed());
+                if let Some(entry) = access {
+                    entry.finish(&user.name, None, 429, started.elapsed());
+                }
+                return response;
+            }
+        },
     };
+    let (response, labels) = handle(ctx.clone(), req, answer, user.clone(), kind, seat).await;
     let code = response.status().as_u16();
     ctx.metrics.observe(labels, code, started.elapsed());
     if let Some(entry) = access {
@@ -155,6 +166,49 @@ async fn dispatch(State(ctx): State<Ctx>, req: Request) -> Response {
         );
     }
     response
+}
+
+/// Routes and answers one admitted request holding its `seat`, within `--request-timeout`
+/// unless it is long-running; returns the answer and what the request was, for the metrics.
+///
+/// A timed request runs as a task of its own: past the timeout the client gets upstream's
+/// 504 while the handler finishes what it started (a write is not cut in half), as upstream's
+/// timeout filter lets it; a handler that panics is answered 500 instead of dropping the
+/// connection.
+async fn handle(
+    ctx: Ctx,
+    req: Request,
+    answer: Answer,
+    user: Arc<UserInfo>,
+    kind: RequestKind,
+    seat: Option<overload::Seat>,
+) -> (Response, RequestLabels) {
+    let labels = RequestLabels::non_resource(req.method());
+    let timeout = match kind {
+        RequestKind::LongRunning => None,
+        RequestKind::ReadOnly | RequestKind::Mutating => ctx.request_timeout,
+    };
+    let serve = async move {
+        let _seat = seat;
+        let _in_flight = ctx.metrics.start(kind);
+        let mut labels = labels;
+        let response = match route(&ctx, req, answer, user, &mut labels).await {
+            Ok(r) => r,
+            Err(e) => response::error(answer, e),
+        };
+        (response, labels)
+    };
+    let Some(timeout) = timeout else {
+        return serve.await;
+    };
+    match tokio::time::timeout(timeout, tokio::spawn(serve)).await {
+        Ok(Ok(done)) => done,
+        Ok(Err(e)) => {
+            tracing::error!(error = %e, "a request handler panicked");
+            (overload::panicked(answer), labels)
+        }
+        Err(_) => (overload::timed_out(answer), labels),
+    }
 }
 
 /// Refuses (403, upstream's words) what the authorizer does not allow.

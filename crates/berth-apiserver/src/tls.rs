@@ -3,9 +3,6 @@
 
 use axum::Router;
 use base64::Engine;
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto;
-use hyper_util::service::TowerToHyperService;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use std::path::{Path, PathBuf};
@@ -297,71 +294,10 @@ pub fn server_config(creds: &Credentials) -> Result<rustls::ServerConfig, TlsErr
     Ok(config)
 }
 
-/// Whether the client opened with plain HTTP (a request line) rather than a TLS handshake,
-/// whose first byte is the handshake record type 0x16.
-async fn speaks_plain_http(tcp: &tokio::net::TcpStream) -> bool {
-    let mut first = [0u8; 1];
-    matches!(tcp.peek(&mut first).await, Ok(1) if first[0].is_ascii_uppercase())
-}
-
-/// Go's TLS server answer to plain HTTP on an HTTPS port, which upstream's API server sends.
-async fn answer_plain_http(mut tcp: tokio::net::TcpStream) {
-    use tokio::io::AsyncWriteExt;
-    let _ = tcp
-        .write_all(
-            b"HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n",
-        )
-        .await;
-    let _ = tcp.shutdown().await;
-}
-
-/// Serves `router` over TLS on `listener` until the process ends.
+/// Serves `router` over TLS on `listener` with kube-apiserver's connection bounds (see
+/// [`crate::listener`]) until the process ends.
 pub async fn serve(listener: TcpListener, router: Router, config: rustls::ServerConfig) {
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-    loop {
-        let (tcp, peer) = match listener.accept().await {
-            Ok(c) => c,
-            Err(e) => {
-                tracing::warn!(error = %e, "accept failed");
-                continue;
-            }
-        };
-        let _ = tcp.set_nodelay(true);
-        let acceptor = acceptor.clone();
-        let router = router.clone();
-        tokio::spawn(async move {
-            if speaks_plain_http(&tcp).await {
-                answer_plain_http(tcp).await;
-                return;
-            }
-            let tls = match acceptor.accept(tcp).await {
-                Ok(t) => t,
-                Err(e) => {
-                    tracing::debug!(%peer, error = %e, "TLS handshake failed");
-                    return;
-                }
-            };
-            // The verified certificate's user travels with every request of the connection.
-            let user = tls
-                .get_ref()
-                .1
-                .peer_certificates()
-                .and_then(|certs| certs.first())
-                .and_then(|c| crate::authn::x509::user_of(c.as_ref()))
-                .map(crate::authn::CertificateUser);
-            let router = match user {
-                Some(user) => router.layer(axum::Extension(user)),
-                None => router,
-            };
-            let service = TowerToHyperService::new(router);
-            if let Err(e) = auto::Builder::new(TokioExecutor::new())
-                .serve_connection_with_upgrades(TokioIo::new(tls), service)
-                .await
-            {
-                tracing::debug!(%peer, error = %e, "connection ended with an error");
-            }
-        });
-    }
+    crate::listener::serve(listener, router, config, Default::default()).await
 }
 
 #[cfg(test)]

@@ -104,6 +104,30 @@ pub struct ServeArgs {
     /// 10s). Keep it well under --node-monitor-grace-period.
     #[arg(long, default_value = "10s", value_parser = parse_interval)]
     pub node_status_update_frequency: std::time::Duration,
+    /// As kube-apiserver's flag: how long a request that is not long-running (a watch, exec,
+    /// attach, port-forward, logs, proxy) may take before the client gets a 504
+    /// `Timeout` (0: no limit).
+    #[arg(long, default_value = "1m", value_parser = berth_controllers::parse_duration)]
+    pub request_timeout: std::time::Duration,
+    /// As kube-apiserver's flag: read-only requests (get, list) of network clients served at
+    /// once; beyond it a request gets 429 with `Retry-After: 1` (0: no limit). Watches and
+    /// other long-running requests, `system:masters`, health probes and berth's own
+    /// components are never refused.
+    #[arg(long, default_value_t = berth_apiserver::overload::DEFAULT_MAX_REQUESTS_INFLIGHT)]
+    pub max_requests_inflight: usize,
+    /// As kube-apiserver's flag: the same for mutating requests (create, update, patch,
+    /// delete).
+    #[arg(long, default_value_t = berth_apiserver::overload::DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT)]
+    pub max_mutating_requests_inflight: usize,
+    /// As kube-apiserver's flag: streams one HTTP/2 connection may have open at once (0:
+    /// upstream's default, 100).
+    #[arg(long, default_value_t = 0)]
+    pub http2_max_streams_per_connection: u32,
+    /// Connections the HTTPS listener keeps open at once; beyond it new clients wait until
+    /// one closes (0: the open-file limit, raised to its hard maximum at start as Go
+    /// programs do, less the descriptors kept for the store and the components).
+    #[arg(long, default_value_t = 0)]
+    pub max_connections: usize,
     /// Node lifecycle zones and taint rates (--node-eviction-rate, ...).
     #[command(flatten)]
     pub zones: crate::controllers::ZoneArgs,
@@ -120,6 +144,55 @@ pub struct Running {
 
 fn parse_interval(s: &str) -> Result<std::time::Duration, String> {
     berth_kubelet::eviction::thresholds::parse_duration(s).map_err(|e| e.to_string())
+}
+
+/// File descriptors kept for everything but client connections: the store's files, the
+/// etcd connections, the simulated nodes' and components' sockets, the log.
+const RESERVED_FILE_DESCRIPTORS: u64 = 256;
+
+/// The listener's bounds from the flags: `--max-connections 0` is the open-file limit less
+/// [`RESERVED_FILE_DESCRIPTORS`], so that connections alone never exhaust the process.
+fn connection_limits(args: &ServeArgs) -> berth_apiserver::listener::ConnectionLimits {
+    let mut limits = berth_apiserver::listener::ConnectionLimits::default();
+    if args.http2_max_streams_per_connection > 0 {
+        limits.http2_max_streams_per_connection = args.http2_max_streams_per_connection;
+    }
+    limits.max_connections = match args.max_connections {
+        0 => match raise_open_file_limit() {
+            Some(files) => usize::try_from(files.saturating_sub(RESERVED_FILE_DESCRIPTORS))
+                .unwrap_or(usize::MAX)
+                .max(1),
+            None => limits.max_connections,
+        },
+        n => n,
+    };
+    tracing::info!(max_connections = limits.max_connections, "HTTPS listener");
+    limits
+}
+
+/// Raises the soft open-file limit to the hard one, as the Go runtime does at every start
+/// (so kube-apiserver runs with it), and returns the limit now in force.
+fn raise_open_file_limit() -> Option<u64> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit only read and write the struct passed by pointer.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+            return None;
+        }
+        if limit.rlim_cur < limit.rlim_max {
+            let raised = libc::rlimit {
+                rlim_cur: limit.rlim_max,
+                rlim_max: limit.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                limit = raised;
+            }
+        }
+    }
+    Some(limit.rlim_cur)
 }
 
 /// The simulated nodes: the cluster file's pools, or `--nodes N` quick nodes.
@@ -241,7 +314,12 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
         .with_service_account_key_file(&args.data_dir.join("sa.key"))
         .map_err(|e| anyhow::anyhow!("{e}"))?
         .with_extend_token_expiration(args.service_account_extend_token_expiration)
-        .with_anonymous_auth(args.anonymous_auth);
+        .with_anonymous_auth(args.anonymous_auth)
+        .with_request_limits(berth_apiserver::overload::RequestLimits {
+            max_requests_inflight: args.max_requests_inflight,
+            max_mutating_requests_inflight: args.max_mutating_requests_inflight,
+            request_timeout: (!args.request_timeout.is_zero()).then_some(args.request_timeout),
+        });
     tracing::info!(plugins = ?server.admission_plugins(), "admission chain");
     server.bootstrap().await.map_err(|e| {
         anyhow::anyhow!(
@@ -257,10 +335,11 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
     let creds = tls::load_or_create(&args.data_dir, std::slice::from_ref(&host))?;
     let kubeconfig = tls::write_kubeconfig(&args.data_dir, &url, &creds)?;
     let config = tls::server_config(&creds)?;
-    tokio::spawn(tls::serve(
+    tokio::spawn(berth_apiserver::listener::serve(
         listener,
         server.authenticated_router(creds.token.clone()),
         config,
+        connection_limits(args),
     ));
 
     let client = kube::Client::new(server.in_process_router(), "default");
