@@ -244,6 +244,11 @@ impl EventType {
 /// a few revisions of each other; one that falls further behind decodes for itself.
 const CACHED_OBJECTS: usize = 1024;
 
+/// How many bytes of objects (their JSON, counted twice for the event line made from it)
+/// [`EventCache`] keeps: a thousand pods fit, but a thousand large objects (a tenant's 512 KiB
+/// ConfigMap rewritten in a loop) would hold a gigabyte after every watch has moved on.
+const CACHED_BYTES: usize = 64 << 20;
+
 /// Stored object versions as watches send them, decoded and encoded once however many watches
 /// send them.
 ///
@@ -260,6 +265,13 @@ struct CacheEntries {
     map: HashMap<(i64, usize), Arc<SharedObject>>,
     /// Keys in insertion order, for eviction.
     order: VecDeque<(i64, usize)>,
+    /// What the entries hold, as [`CACHED_BYTES`] counts it.
+    bytes: usize,
+}
+
+/// What an entry counts against [`CACHED_BYTES`].
+fn cached_bytes(shared: &SharedObject) -> usize {
+    2 * shared.json.len()
 }
 
 /// One object version as a watch of one resource type shows it.
@@ -353,13 +365,20 @@ impl EventCache {
         if let Some(first) = entries.map.get(&key) {
             return Some(first.clone());
         }
-        if entries.order.len() >= CACHED_OBJECTS {
-            if let Some(oldest) = entries.order.pop_front() {
-                entries.map.remove(&oldest);
+        let size = cached_bytes(&shared);
+        while entries.order.len() >= CACHED_OBJECTS
+            || (!entries.order.is_empty() && entries.bytes + size > CACHED_BYTES)
+        {
+            let Some(oldest) = entries.order.pop_front() else {
+                break;
+            };
+            if let Some(evicted) = entries.map.remove(&oldest) {
+                entries.bytes -= cached_bytes(&evicted);
             }
         }
         entries.map.insert(key, shared.clone());
         entries.order.push_back(key);
+        entries.bytes += size;
         Some(shared)
     }
 
@@ -582,6 +601,26 @@ mod tests {
         }
         assert_eq!(cache.lock().map.len(), CACHED_OBJECTS);
         assert!(!cache.lock().map.contains_key(&(7, first_key(&pods()))));
+    }
+
+    #[test]
+    fn the_cache_forgets_its_oldest_objects_past_its_byte_bound() {
+        let cache = EventCache::default();
+        let big = format!(
+            "{{\"metadata\":{{\"name\":\"p\"}},\"data\":\"{}\"}}",
+            "x".repeat(1 << 20)
+        );
+        for revision in 1..=100 {
+            let mut version = kv(revision);
+            version.value = Bytes::from(big.clone());
+            cache.object(&version, &pods());
+        }
+        let entries = cache.lock();
+        assert!(entries.bytes <= CACHED_BYTES, "{}", entries.bytes);
+        assert!(entries.map.len() < 100 && !entries.map.is_empty());
+        assert!(entries.map.contains_key(&(100, first_key(&pods()))));
+        let held: usize = entries.map.values().map(|s| cached_bytes(s)).sum();
+        assert_eq!(held, entries.bytes);
     }
 
     fn first_key(target: &Target) -> usize {
