@@ -94,6 +94,8 @@ fn default_service_ranges() -> ServiceAllocator {
 /// held in memory: under churn, memory grows until it is full, so it is bounded to what fills in
 /// well under a minute at berth's write rates (~2,000/s), and memory stays flat after that. A
 /// watch resumed from further back gets 410 Gone and relists, as from upstream's watch cache.
+/// The store also bounds the history's bytes as it writes ([`berth_store::HISTORY_BYTES`]), so
+/// large objects rewritten in a loop cannot fill memory before this count is reached.
 const HISTORY_REVISIONS: i64 = 50_000;
 
 /// How often the history is compacted to [`HISTORY_REVISIONS`].

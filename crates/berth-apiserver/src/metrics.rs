@@ -137,6 +137,20 @@ struct StorageLabels {
     r#type: &'static str,
 }
 
+/// `apiserver_terminated_watchers_total`'s labels, as upstream's cacher records them.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct GroupResource {
+    group: &'static str,
+    resource: &'static str,
+}
+
+/// Gauges of the store's in-memory history, set at each scrape.
+struct HistoryGauges {
+    bytes: Gauge,
+    events: Gauge,
+    limit_bytes: Gauge,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ResourceLabel {
     resource: String,
@@ -172,6 +186,9 @@ pub struct ApiMetrics {
     valid_tokens: Counter,
     stale_tokens: Counter,
     legacy_tokens: Counter,
+    /// Watches ended because their reader fell behind the store's bound on their queue.
+    terminated_watchers: Family<GroupResource, Counter>,
+    history: HistoryGauges,
 }
 
 impl std::fmt::Debug for ApiMetrics {
@@ -265,8 +282,36 @@ impl ApiMetrics {
             "Cumulative stale projected service account tokens used",
             stale_tokens.clone(),
         );
+        let terminated_watchers: Family<GroupResource, Counter> = Family::default();
+        registry.register(
+            "apiserver_terminated_watchers",
+            "Counter of watchers closed due to unresponsiveness broken by resource type.",
+            terminated_watchers.clone(),
+        );
+        let history = HistoryGauges {
+            bytes: Gauge::default(),
+            events: Gauge::default(),
+            limit_bytes: Gauge::default(),
+        };
+        registry.register(
+            "berth_store_history_bytes",
+            "Bytes of keys and values held in the store's in-memory history (what watches and paged lists from an older resourceVersion read)",
+            history.bytes.clone(),
+        );
+        registry.register(
+            "berth_store_history_events",
+            "Changes held in the store's in-memory history",
+            history.events.clone(),
+        );
+        registry.register(
+            "berth_store_history_limit_bytes",
+            "Bound on berth_store_history_bytes: past it the oldest changes are forgotten",
+            history.limit_bytes.clone(),
+        );
         ApiMetrics {
             registry,
+            terminated_watchers,
+            history,
             valid_tokens,
             stale_tokens,
             legacy_tokens,
@@ -322,6 +367,17 @@ impl ApiMetrics {
         }
     }
 
+    /// Counts a watch of `rt` ended because its reader fell behind (upstream: a cacher's
+    /// watcher whose buffer stayed full).
+    pub fn watcher_terminated(&self, rt: &'static ResourceType) {
+        self.terminated_watchers
+            .get_or_create(&GroupResource {
+                group: rt.group,
+                resource: rt.plural,
+            })
+            .inc();
+    }
+
     /// Counts one authentication with a legacy (Secret-kept) ServiceAccount token.
     pub fn legacy_service_account_token_used(&self) {
         self.legacy_tokens.inc();
@@ -350,6 +406,12 @@ impl ApiMetrics {
     /// The text served at `/metrics`: the API server's, the process's, then each source's.
     pub fn render(&self, store: &Store) -> String {
         self.count_objects(store);
+        if let Some(history) = store.history() {
+            let gauge = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+            self.history.bytes.set(gauge(history.bytes));
+            self.history.events.set(gauge(history.changes));
+            self.history.limit_bytes.set(gauge(history.limit_bytes));
+        }
         let mut out = String::new();
         if encode(&mut out, &self.registry).is_err() {
             out.clear();
@@ -513,6 +575,33 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("apiserver_storage_objects{resource=\"deployments.apps\"} 0"));
+    }
+
+    #[tokio::test]
+    async fn the_history_and_its_bound_are_gauges_and_terminated_watchers_a_counter() {
+        let store = Store::memory();
+        store
+            .create("/registry/x", bytes::Bytes::from_static(b"0123456789"))
+            .await
+            .expect("created");
+        let m = ApiMetrics::new();
+        m.watcher_terminated(pods());
+        m.watcher_terminated(pods());
+        let text = m.render(&store);
+        let bytes = std::mem::size_of::<berth_store::WatchEvent>() + "/registry/x".len() + 10;
+        assert!(
+            text.contains(&format!("berth_store_history_bytes {bytes}\n")),
+            "{text}"
+        );
+        assert!(text.contains("berth_store_history_events 1\n"), "{text}");
+        assert!(text.contains(&format!(
+            "berth_store_history_limit_bytes {}\n",
+            berth_store::HISTORY_BYTES
+        )));
+        assert!(
+            text.contains("apiserver_terminated_watchers_total{group=\"\",resource=\"pods\"} 2"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -18,11 +18,12 @@ pub struct TestServer {
 
 impl TestServer {
     pub async fn new() -> TestServer {
-        let server = ApiServer::new(
-            berth_store::Store::memory(),
-            Clock::system(),
-            "127.0.0.1:6443".into(),
-        );
+        TestServer::with_store(berth_store::Store::memory()).await
+    }
+
+    /// A bootstrapped server over `store` (one with small limits, say).
+    pub async fn with_store(store: berth_store::Store) -> TestServer {
+        let server = ApiServer::new(store, Clock::system(), "127.0.0.1:6443".into());
         server.bootstrap().await.expect("bootstrap");
         TestServer {
             router: server.in_process_router(),
@@ -56,6 +57,11 @@ impl TestServer {
     /// The server's control-loop health, as a supervisor marks it.
     pub fn loop_health(&self) -> berth_core::loop_health::LoopHealth {
         self.loop_health.clone()
+    }
+
+    /// Sends one request; returns the response as it comes (a watch's body streams).
+    pub async fn send(&self, req: Request<Body>) -> axum::response::Response {
+        self.router.clone().oneshot(req).await.expect("infallible")
     }
 
     /// Sends one request; returns the status and the JSON body (`null` when not JSON).

@@ -12,13 +12,16 @@ use crate::response::{not_acceptable, streaming};
 use crate::selectors::{self, Selectors};
 use berth_api::registry::ResourceType;
 use berth_api::tables::{self, IncludeObject};
-use berth_store::{EventKind, KeyValue, WatchEvent};
+use berth_store::{EventKind, KeyValue, Watch, WatchEvent};
 use bytes::Bytes;
+use futures::StreamExt;
 use serde_json::{json, Value};
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
-use tokio::sync::mpsc;
+use tokio::sync::mpsc::error::TrySendError;
+use tokio::sync::{mpsc, Notify};
 
 /// The Content-Type of a protobuf watch, as upstream names it.
 const PROTOBUF_STREAM: &str = "application/vnd.kubernetes.protobuf;stream=watch";
@@ -27,6 +30,18 @@ const PROTOBUF_STREAM: &str = "application/vnd.kubernetes.protobuf;stream=watch"
 const BOOKMARK_EVERY: Duration = Duration::from_secs(30);
 /// Upper bound on a watch without `timeoutSeconds` (upstream: 30 min, randomised).
 const MAX_WATCH: Duration = Duration::from_secs(1800);
+
+/// Most events a watch hands its connection ahead of what the connection has taken: enough
+/// that a reader keeping up never waits on the watch, few enough to be cheap per watch.
+const OUTPUT_EVENTS: usize = 256;
+
+/// Most bytes of events a watch hands its connection ahead of what the connection has taken
+/// (an event larger than this goes alone). With [`OUTPUT_EVENTS`] this bounds what a client
+/// that stops reading pins in its connection; behind it, the store's queue for the watch is
+/// bounded too ([`berth_store::Limits`]), and passing that ends the watch (counted in
+/// `apiserver_terminated_watchers_total`), as upstream terminates a watcher whose buffer stays
+/// full. 4 MiB is a couple of objects at the largest size stored, a thousand or so pods.
+const OUTPUT_BYTES: usize = 4 << 20;
 
 pub async fn watch(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
     let rt = req.target.rt;
@@ -66,17 +81,17 @@ pub async fn watch(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
             .parse::<i64>()
             .map_err(|_| ApiError::BadRequest(format!("invalid resource version: {rv_param}")))?
     };
-    let (tx, rx) = mpsc::channel::<Result<Bytes, std::io::Error>>(256);
+    let (out, body) = output();
     let events = match ctx.store.watch(&prefix, from) {
         Ok(events) => Some(events),
         Err(e) => {
             // Expired versions are reported inside a 200 stream, which is what clients relist on.
             let status = from_store(e, &req.resource(), "").status();
-            let _ = tx.try_send(Ok(if protobuf {
+            out.try_send(if protobuf {
                 frame("ERROR", &status)
             } else {
                 line("ERROR", &status)
-            }));
+            });
             None
         }
     };
@@ -96,17 +111,113 @@ pub async fn watch(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
         ctx: ctx.clone(),
     };
     if let Some(events) = events {
-        tokio::spawn(stream.run(initial, events, tx, timeout));
+        tokio::spawn(stream.run(initial, events, out, timeout));
     }
     let content_type = if protobuf {
         PROTOBUF_STREAM
     } else {
         "application/json"
     };
-    Ok(streaming(
-        content_type,
-        tokio_stream::wrappers::ReceiverStream::new(rx),
-    ))
+    Ok(streaming(content_type, body))
+}
+
+/// What a watch hands its connection: at most [`OUTPUT_EVENTS`] events and [`OUTPUT_BYTES`]
+/// bytes ahead of what the connection has taken.
+struct Output {
+    tx: mpsc::Sender<(Bytes, usize)>,
+    budget: Arc<Budget>,
+}
+
+/// The bytes a watch has handed its connection and the connection has not taken yet.
+#[derive(Default)]
+struct Budget {
+    in_flight: AtomicUsize,
+    /// Woken when the connection takes an event.
+    room: Notify,
+}
+
+impl Budget {
+    /// Counts `bytes` in flight if they fit (anything fits when nothing is in flight).
+    fn take(&self, bytes: usize) -> bool {
+        let before = self.in_flight.fetch_add(bytes, Ordering::AcqRel);
+        if before == 0 || before + bytes <= OUTPUT_BYTES {
+            return true;
+        }
+        self.in_flight.fetch_sub(bytes, Ordering::AcqRel);
+        false
+    }
+
+    /// Counts `bytes` in flight once they fit.
+    async fn wait_take(&self, bytes: usize) {
+        loop {
+            let room = self.room.notified();
+            tokio::pin!(room);
+            room.as_mut().enable();
+            if self.take(bytes) {
+                return;
+            }
+            room.await;
+        }
+    }
+
+    /// The connection has taken `bytes`.
+    fn give_back(&self, bytes: usize) {
+        self.in_flight.fetch_sub(bytes, Ordering::AcqRel);
+        self.room.notify_one();
+    }
+}
+
+/// A watch's output and the response body it feeds.
+fn output() -> (
+    Output,
+    impl futures::Stream<Item = Result<Bytes, std::io::Error>> + Send + 'static,
+) {
+    let (tx, rx) = mpsc::channel(OUTPUT_EVENTS);
+    let budget = Arc::new(Budget::default());
+    let taken = Arc::clone(&budget);
+    let body = tokio_stream::wrappers::ReceiverStream::new(rx).map(move |(bytes, len)| {
+        taken.give_back(len);
+        Ok(bytes)
+    });
+    (Output { tx, budget }, body)
+}
+
+impl Output {
+    /// Hands `bytes` on if there is room now (the first and only event of a failed watch).
+    fn try_send(&self, bytes: Bytes) {
+        let len = bytes.len();
+        if self.budget.take(len) {
+            let _ = self.tx.try_send((bytes, len));
+        }
+    }
+
+    /// Hands `bytes` on, waiting for room while the connection is behind, unless the store ends
+    /// `events` meanwhile (its reader fell behind: the watch stops, and the client resumes from
+    /// the last event it read). False when the watch should stop. While there is room (a
+    /// reader keeping up), this costs a few atomic operations.
+    async fn send(&self, bytes: Bytes, events: &Watch) -> bool {
+        let len = bytes.len();
+        let (item, taken) = if self.budget.take(len) {
+            match self.tx.try_send((bytes, len)) {
+                Ok(()) => return true,
+                Err(TrySendError::Closed(_)) => return false,
+                Err(TrySendError::Full(item)) => (item, true),
+            }
+        } else {
+            ((bytes, len), false)
+        };
+        let wait = async {
+            if !taken {
+                self.budget.wait_take(len).await;
+            }
+            self.tx.send(item).await.is_ok()
+        };
+        tokio::select! {
+            biased;
+            sent = wait => sent,
+            _ = events.ended() => false,
+        }
+    }
 }
 
 use axum::response::Response;
@@ -133,6 +244,11 @@ impl EventType {
 /// a few revisions of each other; one that falls further behind decodes for itself.
 const CACHED_OBJECTS: usize = 1024;
 
+/// How many bytes of objects (their JSON, counted twice for the event line made from it)
+/// [`EventCache`] keeps: a thousand pods fit, but a thousand large objects (a tenant's 512 KiB
+/// ConfigMap rewritten in a loop) would hold a gigabyte after every watch has moved on.
+const CACHED_BYTES: usize = 64 << 20;
+
 /// Stored object versions as watches send them, decoded and encoded once however many watches
 /// send them.
 ///
@@ -149,6 +265,13 @@ struct CacheEntries {
     map: HashMap<(i64, usize), Arc<SharedObject>>,
     /// Keys in insertion order, for eviction.
     order: VecDeque<(i64, usize)>,
+    /// What the entries hold, as [`CACHED_BYTES`] counts it.
+    bytes: usize,
+}
+
+/// What an entry counts against [`CACHED_BYTES`].
+fn cached_bytes(shared: &SharedObject) -> usize {
+    2 * shared.json.len()
 }
 
 /// One object version as a watch of one resource type shows it.
@@ -242,13 +365,20 @@ impl EventCache {
         if let Some(first) = entries.map.get(&key) {
             return Some(first.clone());
         }
-        if entries.order.len() >= CACHED_OBJECTS {
-            if let Some(oldest) = entries.order.pop_front() {
-                entries.map.remove(&oldest);
+        let size = cached_bytes(&shared);
+        while entries.order.len() >= CACHED_OBJECTS
+            || (!entries.order.is_empty() && entries.bytes + size > CACHED_BYTES)
+        {
+            let Some(oldest) = entries.order.pop_front() else {
+                break;
+            };
+            if let Some(evicted) = entries.map.remove(&oldest) {
+                entries.bytes -= cached_bytes(&evicted);
             }
         }
         entries.map.insert(key, shared.clone());
         entries.order.push_back(key);
+        entries.bytes += size;
         Some(shared)
     }
 
@@ -291,16 +421,29 @@ fn line(event_type: &str, obj: &impl serde::Serialize) -> Bytes {
 }
 
 impl WatchStream {
-    async fn run(
-        mut self,
+    /// Streams `initial`, then `events`, until the client goes, the watch times out or the
+    /// store ends the watch; counts a watch ended for falling behind.
+    async fn run(mut self, initial: Vec<Value>, mut events: Watch, out: Output, timeout: Duration) {
+        self.stream(initial, &mut events, out, timeout).await;
+        if events.fell_behind() {
+            tracing::debug!(
+                resource = self.target.rt.plural,
+                "watcher fell behind; closed"
+            );
+            self.ctx.metrics.watcher_terminated(self.target.rt);
+        }
+    }
+
+    async fn stream(
+        &mut self,
         initial: Vec<Value>,
-        mut events: mpsc::UnboundedReceiver<WatchEvent>,
-        tx: mpsc::Sender<Result<Bytes, std::io::Error>>,
+        events: &mut Watch,
+        out: Output,
         timeout: Duration,
     ) {
         for obj in initial {
             let ev = self.event(EventType::Added, &obj);
-            if tx.send(Ok(ev)).await.is_err() {
+            if !out.send(ev, events).await {
                 return;
             }
         }
@@ -311,7 +454,7 @@ impl WatchStream {
         loop {
             tokio::select! {
                 _ = &mut deadline => return,
-                _ = tx.closed() => return,
+                _ = out.tx.closed() => return,
                 _ = bookmark.tick(), if self.bookmarks => {
                     // The store hands a revision's events to watchers before that revision is
                     // readable: with none waiting, nothing up to `current` is left for this
@@ -328,7 +471,7 @@ impl WatchStream {
                     } else {
                         line("BOOKMARK", &obj)
                     };
-                    if tx.send(Ok(bytes)).await.is_err() {
+                    if !out.send(bytes, events).await {
                         return;
                     }
                 }
@@ -336,7 +479,7 @@ impl WatchStream {
                     let Some(ev) = ev else { return };
                     self.last_revision = ev.kv.mod_revision;
                     if let Some(bytes) = self.translate(&ev) {
-                        if tx.send(Ok(bytes)).await.is_err() {
+                        if !out.send(bytes, events).await {
                             return;
                         }
                     }
@@ -460,7 +603,203 @@ mod tests {
         assert!(!cache.lock().map.contains_key(&(7, first_key(&pods()))));
     }
 
+    #[test]
+    fn the_cache_forgets_its_oldest_objects_past_its_byte_bound() {
+        let cache = EventCache::default();
+        let big = format!(
+            "{{\"metadata\":{{\"name\":\"p\"}},\"data\":\"{}\"}}",
+            "x".repeat(1 << 20)
+        );
+        for revision in 1..=100 {
+            let mut version = kv(revision);
+            version.value = Bytes::from(big.clone());
+            cache.object(&version, &pods());
+        }
+        let entries = cache.lock();
+        assert!(entries.bytes <= CACHED_BYTES, "{}", entries.bytes);
+        assert!(entries.map.len() < 100 && !entries.map.is_empty());
+        assert!(entries.map.contains_key(&(100, first_key(&pods()))));
+        let held: usize = entries.map.values().map(|s| cached_bytes(s)).sum();
+        assert_eq!(held, entries.bytes);
+    }
+
     fn first_key(target: &Target) -> usize {
         target.rt as *const ResourceType as usize
+    }
+
+    /// A watch of ConfigMaps in `default` from the current revision, as it streams.
+    async fn watch_configmaps(
+        server: &crate::testing::TestServer,
+        store: &berth_store::Store,
+    ) -> axum::body::BodyDataStream {
+        let path = format!(
+            "/api/v1/namespaces/default/configmaps?watch=true&resourceVersion={}",
+            store.current_revision()
+        );
+        let req = axum::http::Request::get(path)
+            .body(axum::body::Body::empty())
+            .expect("request");
+        let resp = server.send(req).await;
+        assert_eq!(resp.status(), axum::http::StatusCode::OK);
+        resp.into_body().into_data_stream()
+    }
+
+    #[tokio::test]
+    async fn a_watcher_that_never_reads_is_closed_and_counted_and_one_that_reads_is_not() {
+        use futures::StreamExt;
+        let store = berth_store::Store::memory_with_limits(berth_store::Limits {
+            watch_queue_events: 16,
+            ..berth_store::Limits::default()
+        });
+        let server = crate::testing::TestServer::with_store(store.clone()).await;
+        let mut reading = watch_configmaps(&server, &store).await;
+        let idle = watch_configmaps(&server, &store).await;
+        let writes = OUTPUT_EVENTS + 100;
+        for i in 0..writes {
+            let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": format!("cm{i}")}});
+            let (code, _) = server
+                .json(
+                    axum::http::Method::POST,
+                    "/api/v1/namespaces/default/configmaps",
+                    cm,
+                )
+                .await;
+            assert_eq!(code, axum::http::StatusCode::CREATED);
+            let line = reading.next().await.expect("an event").expect("bytes");
+            assert!(line.starts_with(br#"{"type":"ADDED""#));
+            // The idle watch's task forwards what its connection has room for, then waits.
+            tokio::task::yield_now().await;
+        }
+        // The idle watch ended: what it had handed its connection is there, then the end.
+        let body = tokio::time::timeout(
+            Duration::from_secs(10),
+            axum::body::to_bytes(axum::body::Body::from_stream(idle), usize::MAX),
+        )
+        .await
+        .expect("the idle watch has ended")
+        .expect("body");
+        let names: Vec<String> = body
+            .split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(|l| serde_json::from_slice::<Value>(l).expect("an event line"))
+            .map(|e| {
+                e["object"]["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned()
+            })
+            .collect();
+        assert!(
+            names.len() >= OUTPUT_EVENTS && names.len() < writes,
+            "{} events",
+            names.len()
+        );
+        let expected: Vec<String> = (0..names.len()).map(|i| format!("cm{i}")).collect();
+        assert_eq!(
+            names, expected,
+            "in order, from the first: the client resumes after the last"
+        );
+        let text = get_text(&server, "/metrics").await;
+        assert!(
+            text.contains(
+                r#"apiserver_terminated_watchers_total{group="",resource="configmaps"} 1"#
+            ),
+            "{text}"
+        );
+    }
+
+    async fn get_text(server: &crate::testing::TestServer, path: &str) -> String {
+        let req = axum::http::Request::get(path)
+            .body(axum::body::Body::empty())
+            .expect("request");
+        let body = axum::body::to_bytes(server.send(req).await.into_body(), usize::MAX)
+            .await
+            .expect("body");
+        String::from_utf8_lossy(&body).into_owned()
+    }
+
+    /// The value of the unlabelled metric `name` in `text`.
+    fn metric(text: &str, name: &str) -> usize {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or_else(|| panic!("{name} in {text}"))
+    }
+
+    /// Issue 30's attack, scaled down: a large ConfigMap patched over and over while a watcher
+    /// never reads. The history stays within its bound, the watcher is closed, and a watch from
+    /// a revision forgotten since answers 410 Gone, so memory stays flat.
+    #[tokio::test]
+    async fn patching_a_large_object_while_a_watcher_never_reads_keeps_memory_bounded() {
+        let limits = berth_store::Limits {
+            watch_queue_events: usize::MAX,
+            watch_queue_bytes: 1 << 20,
+            history_bytes: 2 << 20,
+        };
+        let store = berth_store::Store::memory_with_limits(limits);
+        let server = crate::testing::TestServer::with_store(store.clone()).await;
+        let big = "x".repeat(64 << 10);
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big"},
+            "data": {"a": big}});
+        let path = "/api/v1/namespaces/default/configmaps";
+        let (code, _) = server.json(axum::http::Method::POST, path, cm).await;
+        assert_eq!(code, axum::http::StatusCode::CREATED);
+        let first = store.current_revision();
+        let idle = watch_configmaps(&server, &store).await;
+        for i in 0..100 {
+            let patch = json!({"data": {"a": format!("{i}{big}")}});
+            let (code, _) = server.merge_patch(&format!("{path}/big"), patch).await;
+            assert_eq!(code, axum::http::StatusCode::OK);
+            tokio::task::yield_now().await;
+            let history = store.history().expect("a memory store keeps history");
+            assert!(history.bytes <= limits.history_bytes, "{history:?}");
+        }
+        let text = get_text(&server, "/metrics").await;
+        assert!(metric(&text, "berth_store_history_bytes") <= limits.history_bytes);
+        assert_eq!(
+            metric(&text, "berth_store_history_limit_bytes"),
+            limits.history_bytes
+        );
+        assert!(
+            text.contains(
+                r#"apiserver_terminated_watchers_total{group="",resource="configmaps"} 1"#
+            ),
+            "{text}"
+        );
+        drop(idle);
+        let gone = get_text(
+            &server,
+            &format!("/api/v1/namespaces/default/configmaps?watch=true&resourceVersion={first}"),
+        )
+        .await;
+        let event: Value = serde_json::from_str(gone.trim()).expect("one event");
+        assert_eq!(event["type"], "ERROR");
+        assert_eq!(event["object"]["code"], 410);
+        assert!(event["object"]["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("too old resource version")));
+    }
+
+    #[tokio::test]
+    async fn a_watchs_output_waits_past_its_byte_bound_and_an_oversized_event_goes_alone() {
+        let budget = Arc::new(Budget::default());
+        assert!(
+            budget.take(OUTPUT_BYTES * 2),
+            "anything fits when nothing is in flight"
+        );
+        assert!(!budget.take(1));
+        budget.give_back(OUTPUT_BYTES * 2);
+        assert!(budget.take(OUTPUT_BYTES - 10));
+        assert!(budget.take(10));
+        let waiter = {
+            let budget = Arc::clone(&budget);
+            tokio::spawn(async move { budget.wait_take(100).await })
+        };
+        tokio::task::yield_now().await;
+        assert!(!waiter.is_finished());
+        budget.give_back(OUTPUT_BYTES - 10);
+        tokio::time::timeout(Duration::from_secs(10), waiter)
+            .await
+            .expect("woken once there is room")
+            .expect("task");
     }
 }

@@ -4,10 +4,8 @@
 use std::future::Future;
 use std::pin::Pin;
 
+use crate::{KeyValue, RangeResult, Result, Revision, Watch};
 use bytes::Bytes;
-use tokio::sync::mpsc::UnboundedReceiver;
-
-use crate::{KeyValue, RangeResult, Result, Revision, WatchEvent};
 
 /// The answer to a write, once the backend has committed (or refused) it.
 pub type Pending<'a, T> = Pin<Box<dyn Future<Output = Result<T>> + Send + 'a>>;
@@ -64,8 +62,10 @@ pub trait Backend: Send + Sync {
     /// changes, in revision order with no gap and no duplicate. Compacted if `after` is below
     /// the compacted revision; an `after` in the future starts once the store passes it. The
     /// receiver ends when the backend closes (or can no longer continue the stream: the caller
-    /// then lists again); dropping it cancels the watch.
-    fn watch(&self, prefix: &str, after: Revision) -> Result<UnboundedReceiver<WatchEvent>>;
+    /// then lists again), or when its reader falls behind past the watch queue's bounds
+    /// ([`crate::Limits`]; the caller then watches again from the last revision it received);
+    /// dropping it cancels the watch.
+    fn watch(&self, prefix: &str, after: Revision) -> Result<Watch>;
 
     /// Forgets history at or below `revision`; the state as of `revision` stays readable. At or
     /// below the compacted revision does nothing; above the current one is FutureRevision.
@@ -74,6 +74,11 @@ pub trait Backend: Send + Sync {
     /// Refuses further calls and ends every watch; queued writes finish first, and a backend
     /// holding a file releases it before returning.
     fn close(&self);
+
+    /// What the in-memory history holds, for metrics. None where the backend keeps none.
+    fn history(&self) -> Option<History> {
+        None
+    }
 
     /// What the backend holds on to, for the conformance suite's leak checks. None where the
     /// backend cannot tell (it then skips those checks).
@@ -91,4 +96,15 @@ pub struct Footprint {
     pub watchers: usize,
     /// Keys with any retained version (live, or deleted but still in history).
     pub indexed_keys: usize,
+}
+
+/// What a backend's in-memory history holds (see [`Backend::history`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct History {
+    /// Bytes of keys and values of the retained changes.
+    pub bytes: usize,
+    /// Retained changes.
+    pub changes: usize,
+    /// The bound on `bytes` ([`crate::Limits::history_bytes`]).
+    pub limit_bytes: usize,
 }

@@ -15,7 +15,6 @@ use std::thread::JoinHandle;
 
 use bytes::Bytes;
 use redb::{Database, Durability, ReadableTable, TableDefinition};
-use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::backend::{Backend, Footprint, Pending};
@@ -173,7 +172,7 @@ impl Backend for Durable {
         }))
     }
 
-    fn watch(&self, prefix: &str, after: Revision) -> Result<UnboundedReceiver<WatchEvent>> {
+    fn watch(&self, prefix: &str, after: Revision) -> Result<crate::Watch> {
         self.engine.watch(prefix, after)
     }
 
@@ -185,6 +184,10 @@ impl Backend for Durable {
     fn close(&self) {
         self.shutdown();
         self.engine.close();
+    }
+
+    fn history(&self) -> Option<crate::backend::History> {
+        Some(self.engine.history())
     }
 
     fn footprint(&self) -> Option<Footprint> {

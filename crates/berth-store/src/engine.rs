@@ -7,26 +7,30 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use tokio::sync::mpsc::{self, UnboundedReceiver};
-
-use crate::backend::Footprint;
+use crate::backend::{Footprint, History};
 use crate::mvcc::{State, WriteOp};
-use crate::watch::Watchers;
-use crate::{Error, KeyValue, RangeResult, Result, Revision, WatchEvent};
+use crate::watch::{Watch, Watcher, Watchers};
+use crate::{Error, KeyValue, Limits, RangeResult, Result, Revision, WatchEvent};
 
 /// MVCC state and watchers, shared by the store handles and the durable writer.
 pub(crate) struct Engine {
     state: RwLock<State>,
     watchers: Mutex<Watchers>,
     closed: AtomicBool,
+    limits: Limits,
 }
 
 impl Engine {
     pub(crate) fn new(state: State) -> Engine {
+        Engine::with_limits(state, Limits::default())
+    }
+
+    pub(crate) fn with_limits(state: State, limits: Limits) -> Engine {
         Engine {
             state: RwLock::new(state),
             watchers: Mutex::new(Watchers::default()),
             closed: AtomicBool::new(false),
+            limits,
         }
     }
 
@@ -76,11 +80,7 @@ impl Engine {
         self.read().range(prefix, start_after, limit, at)
     }
 
-    pub(crate) fn watch(
-        &self,
-        prefix: &str,
-        after: Revision,
-    ) -> Result<UnboundedReceiver<WatchEvent>> {
+    pub(crate) fn watch(&self, prefix: &str, after: Revision) -> Result<Watch> {
         let state = self.read();
         // Checked under the lock so that `close` (which clears watchers after setting the flag)
         // cannot miss this watcher.
@@ -91,10 +91,10 @@ impl Engine {
                 compacted: state.compacted(),
             });
         }
-        let (tx, rx) = mpsc::unbounded_channel();
-        let history = state.changes_after(after);
-        self.watchers().register(prefix, after, tx, history);
-        Ok(rx)
+        let (watcher, watch) = Watcher::new(prefix, after, &self.limits);
+        self.watchers()
+            .register(watcher, state.changes_after(after));
+        Ok(watch)
     }
 
     pub(crate) fn compact(&self, revision: Revision) -> Result<()> {
@@ -120,6 +120,7 @@ impl Engine {
         if let Ok(event) = &result {
             let events = std::slice::from_ref(event);
             state.apply(events);
+            state.trim_history(self.limits.history_bytes);
             self.watchers().notify(events);
         }
         result.map(|event| event.kv)
@@ -136,6 +137,7 @@ impl Engine {
     pub(crate) fn apply(&self, events: &[WatchEvent]) {
         let mut state = self.write();
         state.apply(events);
+        state.trim_history(self.limits.history_bytes);
         self.watchers().notify(events);
     }
 
@@ -149,6 +151,7 @@ impl Engine {
             state.apply(std::slice::from_ref(&event));
             completed.push(event);
         }
+        state.trim_history(self.limits.history_bytes);
         self.watchers().notify(&completed);
     }
 
@@ -171,6 +174,16 @@ impl Engine {
         let _state = self.write();
         self.closed.store(true, Ordering::Release);
         self.watchers().clear();
+    }
+
+    /// Bytes and changes held in the history, and its bound.
+    pub(crate) fn history(&self) -> History {
+        let state = self.read();
+        History {
+            bytes: state.history_bytes(),
+            changes: state.history_len(),
+            limit_bytes: self.limits.history_bytes,
+        }
     }
 
     /// Registered watchers and retained keys, for the conformance suite's leak checks.

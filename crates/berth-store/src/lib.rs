@@ -12,6 +12,11 @@
 //!   changes, in revision order with no gap and no duplicate;
 //! - [`Store::compact`]: forget history, cheaply (cost is proportional to the changes forgotten).
 //!
+//! Memory is bounded whatever clients do ([`Limits`]): each watch's queue of events not yet
+//! received (a watch whose reader falls behind past it ends, and its reader resumes), and the
+//! bytes of the in-memory history (the oldest changes are forgotten past it, as by a
+//! compaction).
+//!
 //! [`Store`] is the handle the API server holds: a cheap clone over one `Arc<dyn` [`Backend`]`>`,
 //! the trait that carries these semantics. Two backends share one in-memory engine:
 //! [`Store::memory`] (tests, simulation) and [`Store::open`], an embedded durable store on redb.
@@ -61,6 +66,7 @@ pub mod conformance;
 mod durable;
 mod engine;
 mod etcd;
+mod limits;
 mod memory;
 mod mvcc;
 mod store;
@@ -70,9 +76,11 @@ use bytes::Bytes;
 
 #[doc(hidden)]
 pub use backend::Footprint;
-pub use backend::{Backend, Pending};
+pub use backend::{Backend, History, Pending};
 pub use etcd::EtcdConfig;
+pub use limits::{Limits, HISTORY_BYTES, WATCH_QUEUE_BYTES, WATCH_QUEUE_EVENTS};
 pub use store::Store;
+pub use watch::Watch;
 
 /// A store revision. The first write gets revision 1; an empty store is at revision 0.
 pub type Revision = i64;

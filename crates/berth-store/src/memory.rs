@@ -1,12 +1,11 @@
 //! The memory backend: the engine alone, each write applied at once. For tests and simulation.
 
 use bytes::Bytes;
-use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::backend::{Backend, Footprint, Pending};
 use crate::engine::Engine;
 use crate::mvcc::{State, WriteOp};
-use crate::{KeyValue, RangeResult, Result, Revision, WatchEvent};
+use crate::{KeyValue, Limits, RangeResult, Result, Revision};
 
 /// A store that lives in memory only.
 pub(crate) struct Memory {
@@ -14,9 +13,9 @@ pub(crate) struct Memory {
 }
 
 impl Memory {
-    pub(crate) fn new() -> Memory {
+    pub(crate) fn new(limits: Limits) -> Memory {
         Memory {
-            engine: Engine::new(State::default()),
+            engine: Engine::with_limits(State::default(), limits),
         }
     }
 
@@ -81,7 +80,7 @@ impl Backend for Memory {
         })
     }
 
-    fn watch(&self, prefix: &str, after: Revision) -> Result<UnboundedReceiver<WatchEvent>> {
+    fn watch(&self, prefix: &str, after: Revision) -> Result<crate::Watch> {
         self.engine.watch(prefix, after)
     }
 
@@ -91,6 +90,10 @@ impl Backend for Memory {
 
     fn close(&self) {
         self.engine.close();
+    }
+
+    fn history(&self) -> Option<crate::backend::History> {
+        Some(self.engine.history())
     }
 
     fn footprint(&self) -> Option<Footprint> {

@@ -8,6 +8,7 @@ use std::ops::Bound;
 
 use bytes::Bytes;
 
+use crate::watch::event_bytes;
 use crate::{Error, EventKind, KeyValue, RangeResult, Result, Revision, WatchEvent};
 
 /// A write asked for by a caller, before it is checked and given a revision.
@@ -54,6 +55,8 @@ pub(crate) struct State {
     keys: BTreeMap<String, Vec<Version>>,
     /// The change of every revision in `compacted + 1 ..= current`, in order.
     log: VecDeque<WatchEvent>,
+    /// What `log` holds, as [`event_bytes`] counts it.
+    log_bytes: usize,
     current: Revision,
     compacted: Revision,
 }
@@ -79,6 +82,7 @@ impl State {
         State {
             keys,
             log: VecDeque::new(),
+            log_bytes: 0,
             current,
             compacted: current,
         }
@@ -207,9 +211,38 @@ impl State {
                     self.keys.insert(kv.key.clone(), vec![version]);
                 }
             }
+            self.log_bytes += event_bytes(event);
             self.log.push_back(event.clone());
             self.current = kv.mod_revision;
         }
+    }
+
+    /// Bytes of the retained history (see [`event_bytes`]).
+    pub(crate) fn history_bytes(&self) -> usize {
+        self.log_bytes
+    }
+
+    /// Changes in the retained history.
+    pub(crate) fn history_len(&self) -> usize {
+        self.log.len()
+    }
+
+    /// Forgets the oldest history, as [`State::compact`] does, until at most `max_bytes` are
+    /// left. Whole revisions go, so the compacted revision stays a state as it was.
+    pub(crate) fn trim_history(&mut self, max_bytes: usize) {
+        if self.log_bytes <= max_bytes {
+            return;
+        }
+        let mut left = self.log_bytes;
+        let mut upto = self.compacted;
+        for event in &self.log {
+            if left <= max_bytes && event.kv.mod_revision > upto {
+                break;
+            }
+            left -= event_bytes(event);
+            upto = event.kv.mod_revision;
+        }
+        self.compact(upto);
     }
 
     /// `event` completed from this state as it stands before it: its previous value, and for
@@ -255,6 +288,7 @@ impl State {
             let Some(event) = self.log.pop_front() else {
                 break;
             };
+            self.log_bytes -= event_bytes(&event);
             let key = event.kv.key;
             let Some(versions) = self.keys.get_mut(key.as_str()) else {
                 continue;
@@ -340,6 +374,93 @@ fn decide(op: WriteOp, latest: Option<KeyValue>, revision: Revision) -> Result<W
                 },
                 prev: Some(current),
             })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+
+    use crate::{Error, Limits, Store};
+
+    fn store(history_bytes: usize) -> Store {
+        Store::memory_with_limits(Limits {
+            history_bytes,
+            ..Limits::default()
+        })
+    }
+
+    fn value(len: usize) -> Bytes {
+        Bytes::from(vec![b'x'; len])
+    }
+
+    #[tokio::test]
+    async fn the_history_forgets_its_oldest_changes_past_its_byte_bound() {
+        let store = store(8 << 10);
+        store.create("/quiet", value(10)).await.unwrap();
+        let mut revision = store
+            .create("/big", value(1 << 10))
+            .await
+            .unwrap()
+            .mod_revision;
+        for _ in 0..100 {
+            let updated = store.update("/big", value(1 << 10), None).await.unwrap();
+            revision = updated.mod_revision;
+            let history = store.history().unwrap();
+            assert!(history.bytes <= 8 << 10, "{history:?}");
+        }
+        let history = store.history().unwrap();
+        assert!(history.changes >= 4 && history.changes < 10, "{history:?}");
+        assert_eq!(
+            store.compacted_revision(),
+            revision - history.changes as i64
+        );
+        // The current state is whole: keys not rewritten for long are still there.
+        assert_eq!(store.get("/quiet").unwrap().unwrap().value, value(10));
+        assert_eq!(store.range("/", None, 0, None).unwrap().kvs.len(), 2);
+    }
+
+    #[tokio::test]
+    async fn a_watch_from_a_forgotten_revision_is_told_it_is_compacted() {
+        let store = store(4 << 10);
+        for _ in 0..20 {
+            store.create_or_update("/big", value(1 << 10)).await;
+        }
+        let compacted = store.compacted_revision();
+        assert!(compacted > 1);
+        assert!(matches!(
+            store.watch("/", 1),
+            Err(Error::Compacted { requested: 1, compacted: c }) if c == compacted
+        ));
+        assert!(matches!(
+            store.range("/", None, 0, Some(1)),
+            Err(Error::Compacted { .. })
+        ));
+        let mut watch = store.watch("/", compacted).unwrap();
+        assert_eq!(
+            watch.recv().await.unwrap().kv.mod_revision,
+            compacted + 1,
+            "what is kept is replayed in full"
+        );
+    }
+
+    #[tokio::test]
+    async fn one_change_larger_than_the_bound_leaves_the_history_empty_not_the_state() {
+        let store = store(1 << 10);
+        let kv = store.create("/big", value(4 << 10)).await.unwrap();
+        assert_eq!(store.history().unwrap().changes, 0);
+        assert_eq!(store.compacted_revision(), kv.mod_revision);
+        assert_eq!(store.get("/big").unwrap(), Some(kv));
+    }
+
+    impl Store {
+        async fn create_or_update(&self, key: &str, value: Bytes) {
+            if self.get(key).unwrap().is_some() {
+                self.update(key, value, None).await.unwrap();
+            } else {
+                self.create(key, value).await.unwrap();
+            }
         }
     }
 }

@@ -4,13 +4,12 @@ use std::path::Path;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use tokio::sync::mpsc::UnboundedReceiver;
 
-use crate::backend::Backend;
+use crate::backend::{Backend, History};
 use crate::durable::Durable;
 use crate::etcd::{Etcd, EtcdConfig};
 use crate::memory::Memory;
-use crate::{KeyValue, RangeResult, Result, Revision, WatchEvent};
+use crate::{KeyValue, Limits, RangeResult, Result, Revision, Watch};
 
 /// A revisioned key-value store with watch. Cheap to clone; clones share one backend.
 ///
@@ -24,7 +23,12 @@ pub struct Store {
 impl Store {
     /// A store that lives in memory only.
     pub fn memory() -> Store {
-        Store::from_backend(Arc::new(Memory::new()))
+        Store::memory_with_limits(Limits::default())
+    }
+
+    /// A store that lives in memory only, with bounds of its own (tests use small ones).
+    pub fn memory_with_limits(limits: Limits) -> Store {
+        Store::from_backend(Arc::new(Memory::new(limits)))
     }
 
     /// Embedded durable backend (redb file `<dir>/berth.redb`), creating it if absent; reloads
@@ -100,9 +104,17 @@ impl Store {
     /// closes.
     ///
     /// `after` may be in the future: events then start once the store passes it. Dropping the
-    /// receiver cancels the watch.
-    pub fn watch(&self, prefix: &str, after: Revision) -> Result<UnboundedReceiver<WatchEvent>> {
+    /// receiver cancels the watch. A receiver whose reader falls behind past the watch queue's
+    /// bounds ([`Limits`]) ends too ([`Watch::fell_behind`]): watch again from the last
+    /// revision received.
+    pub fn watch(&self, prefix: &str, after: Revision) -> Result<Watch> {
         self.backend.watch(prefix, after)
+    }
+
+    /// What the in-memory history holds (bytes, changes, and its byte bound); None where the
+    /// backend keeps none.
+    pub fn history(&self) -> Option<History> {
+        self.backend.history()
     }
 
     /// Forget history at or below `revision` (ranges at older revisions and watches from before

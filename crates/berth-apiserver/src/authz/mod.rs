@@ -49,8 +49,8 @@ impl Authorizer for Rbac {
 }
 
 /// Lists the keys under `prefix` into `load`, then feeds each change to `event` in a task,
-/// listing again if the watch falls behind compaction: how an authorizer's index follows the
-/// store.
+/// watching again from the last change if the watch ends and listing again if it falls behind
+/// compaction: how an authorizer's index follows the store.
 fn follow_prefix(
     store: &Store,
     prefix: &'static str,
@@ -82,6 +82,15 @@ fn follow_prefix(
             while let Some(e) = events.recv().await {
                 after = e.kv.mod_revision;
                 event(e.kind, &e.kv);
+            }
+            // The watch ended: the store closed (the next watch says so), or this follower fell
+            // behind its queue's bound; either way, watch again from the last change applied.
+            if events.fell_behind() {
+                tracing::warn!(
+                    prefix,
+                    after,
+                    "authorizer watch fell behind; watching again"
+                );
             }
         }
     });

@@ -14,7 +14,7 @@ pub(super) fn v(s: &str) -> Bytes {
     Bytes::copy_from_slice(s.as_bytes())
 }
 
-pub(super) async fn next(rx: &mut tokio::sync::mpsc::UnboundedReceiver<WatchEvent>) -> WatchEvent {
+pub(super) async fn next(rx: &mut crate::Watch) -> WatchEvent {
     tokio::time::timeout(std::time::Duration::from_secs(5), rx.recv())
         .await
         .expect("watch event in time")

@@ -21,13 +21,12 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use tokio::runtime::{Handle, Runtime};
-use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::backend::{Backend, Footprint, Pending};
 use crate::engine::Engine;
-use crate::{Error, KeyValue, RangeResult, Result, Revision, WatchEvent};
+use crate::{Error, KeyValue, RangeResult, Result, Revision};
 
 use compaction::Compactor;
 pub use config::EtcdConfig;
@@ -170,7 +169,7 @@ impl Backend for Etcd {
         })
     }
 
-    fn watch(&self, prefix: &str, after: Revision) -> Result<UnboundedReceiver<WatchEvent>> {
+    fn watch(&self, prefix: &str, after: Revision) -> Result<crate::Watch> {
         self.engine.watch(prefix, after)
     }
 
@@ -195,6 +194,10 @@ impl Backend for Etcd {
         if let Some(runtime) = runtime {
             runtime.shutdown_background();
         }
+    }
+
+    fn history(&self) -> Option<crate::backend::History> {
+        Some(self.engine.history())
     }
 
     fn footprint(&self) -> Option<Footprint> {
