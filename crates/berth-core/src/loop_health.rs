@@ -124,7 +124,11 @@ mod tests {
         health.restarted("weird\"name\\");
         let text = health.render_metrics();
         assert_eq!(health.restarts("scheduler"), 2);
-        assert_eq!(text.matches("# TYPE berth_control_loop_restarts counter").count(), 1);
+        assert_eq!(
+            text.matches("# TYPE berth_control_loop_restarts counter")
+                .count(),
+            1
+        );
         assert!(text.contains("berth_control_loop_restarts_total{loop=\"scheduler\"} 2\n"));
         assert!(text.contains("berth_control_loop_restarts_total{loop=\"weird\\\"name\\\\\"} 1\n"));
         assert!(!text.contains("# EOF"));

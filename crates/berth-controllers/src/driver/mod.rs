@@ -12,8 +12,8 @@ use crate::recorder;
 mod taints;
 
 use crate::lifecycle::LifecycleConfig;
-use berth_core::supervisor::Supervisor;
 use crate::Clock;
+use berth_core::supervisor::Supervisor;
 use informers::Informers;
 use std::time::Duration;
 

@@ -332,7 +332,10 @@ mod tests {
         ops.set_synced();
         loops.down("scheduler");
         loops.restarted("scheduler");
-        assert_eq!(ops.readyz(), (500, "control loops down: scheduler".to_string()));
+        assert_eq!(
+            ops.readyz(),
+            (500, "control loops down: scheduler".to_string())
+        );
         let text = ops.render();
         assert!(text.contains("berth_control_loop_restarts_total{loop=\"scheduler\"} 1\n"));
         assert_eq!(text.matches("# EOF").count(), 1);
