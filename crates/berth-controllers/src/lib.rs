@@ -51,7 +51,6 @@ pub mod replicaset;
 pub mod serviceaccount;
 pub mod serviceaccount_token;
 pub mod statefulset;
-pub mod supervisor;
 pub mod taint_manager;
 pub mod update;
 pub mod volume;

@@ -1,11 +1,14 @@
 //! The controllers' Prometheus metrics, under upstream's names: the node lifecycle
 //! controller's `node_collector_zone_health`, `node_collector_zone_size`,
 //! `node_collector_unhealthy_nodes_in_zone` and `node_collector_evictions_total` (one per
-//! zone), the taint manager's `taint_eviction_controller_pod_deletions_total`, and berth's
-//! `berth_control_loop_restarts_total{loop}` (see [`crate::supervisor`]).
+//! zone) and the taint manager's `taint_eviction_controller_pod_deletions_total`. berth's
+//! `berth_control_loop_restarts_total{loop}` is counted by the loops' supervisor in a
+//! [`LoopHealth`] (one per process, shared by every component's loops) and served next to
+//! these by [`serve`] in `berth controllers`.
 //!
 //! The engines count nothing themselves: their drivers report what the engines decided.
 
+use berth_core::loop_health::LoopHealth;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -14,11 +17,6 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct LoopLabel {
-    r#loop: String,
-}
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ZoneLabel {
@@ -53,7 +51,6 @@ struct Inner {
     unhealthy: Family<ZoneLabel, Gauge>,
     evictions: Family<ZoneLabel, Counter>,
     pod_deletions: Counter,
-    loop_restarts: Family<LoopLabel, Counter>,
 }
 
 /// The controllers' metrics; cloning shares them.
@@ -82,7 +79,6 @@ impl ControllerMetrics {
         let unhealthy: Family<ZoneLabel, Gauge> = Family::default();
         let evictions: Family<ZoneLabel, Counter> = Family::default();
         let pod_deletions = Counter::default();
-        let loop_restarts: Family<LoopLabel, Counter> = Family::default();
         let mut registry = Registry::default();
         registry.register(
             "node_collector_zone_health",
@@ -110,12 +106,6 @@ impl ControllerMetrics {
             "Total number of Pods deleted by TaintEvictionController since its start.",
             pod_deletions.clone(),
         );
-        // berth's own (upstream restarts the whole controller manager instead).
-        registry.register(
-            "berth_control_loop_restarts",
-            "Number of times a control loop stopped (panicked or returned) and was restarted by its supervisor.",
-            loop_restarts.clone(),
-        );
         ControllerMetrics {
             inner: Arc::new(Inner {
                 registry,
@@ -124,7 +114,6 @@ impl ControllerMetrics {
                 unhealthy,
                 evictions,
                 pod_deletions,
-                loop_restarts,
             }),
         }
     }
@@ -156,16 +145,6 @@ impl ControllerMetrics {
             .inc();
     }
 
-    /// Counts a restart of control loop `name` after it stopped.
-    pub fn loop_restarted(&self, name: &str) {
-        self.inner
-            .loop_restarts
-            .get_or_create(&LoopLabel {
-                r#loop: name.to_string(),
-            })
-            .inc();
-    }
-
     /// Counts a pod the taint manager deleted.
     pub fn pod_deleted(&self) {
         self.inner.pod_deletions.inc();
@@ -181,29 +160,61 @@ impl ControllerMetrics {
     }
 }
 
-/// Serves `/metrics` and `/healthz` over plain HTTP on `listener` (`berth controllers
-/// --metrics-bind-address`) until the process ends.
+/// The controllers' metrics followed by the loops' restart counts, as one text ending with
+/// `# EOF`.
+pub fn render_with_loops(metrics: &ControllerMetrics, loops: &LoopHealth) -> String {
+    let mut out = metrics.render();
+    if let Some(at) = out.rfind("# EOF") {
+        out.truncate(at);
+    }
+    out.push_str(&loops.render_metrics());
+    out.push_str("# EOF\n");
+    out
+}
+
+/// Serves `/metrics`, `/healthz` and `/readyz` over plain HTTP on `listener` (`berth
+/// controllers --metrics-bind-address`) until the process ends. `/metrics` adds the restart
+/// counts in `loops`; `/readyz` fails, naming them, while any loop is down.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     metrics: ControllerMetrics,
+    loops: LoopHealth,
 ) -> std::io::Result<()> {
-    use axum::http::header;
+    use axum::http::{header, StatusCode};
     use axum::routing::get;
-    let render = move || {
-        let metrics = metrics.clone();
+    let render = {
+        let loops = loops.clone();
+        move || {
+            let text = render_with_loops(&metrics, &loops);
+            async move {
+                (
+                    [(
+                        header::CONTENT_TYPE,
+                        "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                    )],
+                    text,
+                )
+            }
+        }
+    };
+    let readyz = move || {
+        let failing = loops.failing();
         async move {
-            (
-                [(
-                    header::CONTENT_TYPE,
-                    "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                )],
-                metrics.render(),
-            )
+            if failing.is_empty() {
+                (StatusCode::OK, "ok".to_string())
+            } else {
+                let names = failing.join(", ");
+                (
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    format!("control loops down: {names}"),
+                )
+            }
         }
     };
     let app = axum::Router::new()
         .route("/metrics", get(render))
-        .route("/healthz", get(|| async { "ok" }));
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/readyz", get(readyz));
     axum::serve(listener, app).await
 }
 
@@ -234,6 +245,18 @@ mod tests {
         // A zone that is gone is no longer reported.
         m.zones(&[]);
         assert!(!m.render().contains("node_collector_zone_size{"));
+    }
+
+    #[test]
+    fn the_loops_restart_counts_are_served_with_the_controllers_metrics() {
+        let m = ControllerMetrics::new();
+        let loops = LoopHealth::new();
+        loops.restarted("taint-manager");
+        let text = render_with_loops(&m, &loops);
+        assert!(text.contains("berth_control_loop_restarts_total{loop=\"taint-manager\"} 1\n"));
+        assert!(text.contains("taint_eviction_controller_pod_deletions_total 0"));
+        assert_eq!(text.matches("# EOF").count(), 1);
+        assert!(text.ends_with("# EOF\n"));
     }
 
     #[test]

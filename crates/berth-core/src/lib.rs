@@ -15,7 +15,8 @@
 //! * [`taints`]: whether a toleration tolerates a taint;
 //! * [`clock`]: the injected wall clock, timestamps as Kubernetes writes them, and saturating
 //!   time arithmetic for every number of seconds a user writes;
-//! * [`loop_health`]: which control loops are down, for `/readyz`.
+//! * [`loop_health`]: which control loops are down, for `/readyz`, and their restart counts;
+//! * [`supervisor`]: runs a control loop and restarts it with back-off when it stops.
 //!
 //! What it is not: no I/O, no reading of the system clock outside [`clock`], no HTTP status
 //! mapping (the API server turns [`validation::FieldError`]s and the error enums here into
@@ -45,5 +46,6 @@ pub mod patch;
 pub mod pod_conditions;
 pub mod qos;
 pub mod quantity;
+pub mod supervisor;
 pub mod taints;
 pub mod validation;

@@ -17,13 +17,18 @@
 //! early. Times run on berth's injected clock (a paused or accelerated runtime moves them).
 //!
 //! [`timeline`] turns the schedule into annotation changes (pure); [`run`] writes them when
-//! they are due.
+//! they are due; [`supervise`] runs it under a loop supervisor, resuming after the changes
+//! already made when it is restarted.
 
 use crate::simulate::{Simulate, SIMULATE_ANNOTATION};
 use berth_core::clock::Clock;
+use berth_core::supervisor::Supervisor;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, Patch, PatchParams};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
+use tokio::time::Instant;
 
 /// One failure of one node.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -35,6 +40,9 @@ pub struct Failure {
     /// How it fails (never [`Simulate::Running`]).
     pub mode: Simulate,
 }
+
+/// The name the failure schedule's loop is supervised under.
+pub const LOOP_NAME: &str = "node-failure-schedule";
 
 /// A change of one node's behaviour, due `at` after the start.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -76,12 +84,66 @@ pub fn timeline<'a>(nodes: impl IntoIterator<Item = (&'a str, &'a [Failure])>) -
 
 /// Writes each change's annotation when it is due, from now on.
 pub async fn run(client: kube::Client, clock: Clock, changes: Vec<Change>) {
+    let progress = Progress::new(&clock);
+    resume(client, clock, changes.into(), progress).await;
+}
+
+/// How far a schedule got: when it started and how many changes it has made, shared by the
+/// runs of one schedule so that a restarted run neither replays nor shifts them.
+#[derive(Clone, Debug)]
+struct Progress {
+    start: Instant,
+    done: Arc<AtomicUsize>,
+}
+
+impl Progress {
+    fn new(clock: &Clock) -> Progress {
+        Progress {
+            start: clock.instant(),
+            done: Arc::default(),
+        }
+    }
+}
+
+/// Runs the schedule as `name` under `supervisor`: a run that panics is restarted with the
+/// changes not yet made, each still due at its time from the first start. A schedule that is
+/// done stays done (its task waits, rather than being restarted).
+pub fn supervise(
+    supervisor: &Supervisor,
+    name: &'static str,
+    client: kube::Client,
+    clock: Clock,
+    changes: Vec<Change>,
+) {
+    let changes: Arc<[Change]> = changes.into();
+    let progress = Progress::new(&clock);
+    supervisor.spawn(name, move || {
+        let run = resume(
+            client.clone(),
+            clock.clone(),
+            changes.clone(),
+            progress.clone(),
+        );
+        async move {
+            run.await;
+            std::future::pending::<()>().await;
+        }
+    });
+}
+
+/// Writes the changes `progress` has not made yet, each when it is due.
+async fn resume(client: kube::Client, clock: Clock, changes: Arc<[Change]>, progress: Progress) {
     let api: Api<Node> = Api::all(client);
-    let start = clock.instant();
-    for change in changes {
-        tokio::time::sleep_until(start + clock.tokio_duration(change.at)).await;
+    while let Some(change) = changes.get(progress.done.load(Ordering::SeqCst)) {
+        // A time too far to represent is never due (and does not overflow).
+        let Some(due) = progress.start.checked_add(clock.tokio_duration(change.at)) else {
+            return;
+        };
+        tokio::time::sleep_until(due).await;
         let patch = serde_json::json!({"metadata": {"annotations": {
             SIMULATE_ANNOTATION: change.mode.as_str()}}});
+        // Counted first: a change that panics the run is not tried again.
+        progress.done.fetch_add(1, Ordering::SeqCst);
         match api
             .patch(&change.node, &PatchParams::default(), &Patch::Merge(&patch))
             .await

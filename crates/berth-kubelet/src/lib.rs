@@ -52,6 +52,8 @@ pub use config::NodeConfig;
 /// The former name of [`NodeConfig`].
 pub use config::NodeConfig as NodeSpec;
 
+use berth_core::loop_health::LoopHealth;
+use berth_core::supervisor::Supervisor;
 use berth_informers::{Event, Informer, Keep};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::Api;
@@ -87,6 +89,7 @@ pub struct Kubelet {
     commands: commands::Commands,
     lease_renew_interval: Duration,
     sharing: Option<share::Sharing>,
+    supervisor: Option<Supervisor>,
 }
 
 /// Upstream's housekeeping interval.
@@ -104,7 +107,17 @@ impl Kubelet {
             commands: commands::Commands::default(),
             lease_renew_interval: DEFAULT_LEASE_RENEW_INTERVAL,
             sharing: None,
+            supervisor: None,
         }
+    }
+
+    /// The supervisor the nodes' long-running loops run under (lease renewal, housekeeping,
+    /// the node and pod watches, the sharing among replicas, the failure schedule): each is
+    /// logged, counted and restarted when it panics. Without one, a supervisor of their own
+    /// on the kubelets' clock, whose health nobody reads.
+    pub fn supervisor(mut self, supervisor: Supervisor) -> Kubelet {
+        self.supervisor = Some(supervisor);
+        self
     }
 
     /// Shares the nodes with the other replicas on the same etcd ([`share`]): each node's
@@ -157,6 +170,10 @@ impl Kubelet {
 
     /// Registers the nodes, then runs leases, pods and the endpoints in background tasks.
     pub async fn start(self) -> Result<(), Error> {
+        let sup = self
+            .supervisor
+            .clone()
+            .unwrap_or_else(|| Supervisor::new(LoopHealth::new(), self.clock.clone()));
         let listener = tokio::net::TcpListener::bind((self.endpoint_host.as_str(), 0))
             .await
             .and_then(|l| l.local_addr().map(|a| (l, a.port())))
@@ -206,11 +223,13 @@ impl Kubelet {
                 .map(|n| (n.name.as_str(), n.failures.as_slice())),
         );
         if !schedule.is_empty() {
-            tokio::spawn(failures::run(
+            failures::supervise(
+                &sup,
+                failures::LOOP_NAME,
                 self.client.clone(),
                 self.clock.clone(),
                 schedule,
-            ));
+            );
         }
         let configs = self.nodes.clone();
         let models = self.nodes.into_iter().map(model::NodeModel::new).collect();
@@ -223,14 +242,22 @@ impl Kubelet {
         ));
         let leases = Arc::new(share::NodeLeases::default());
         let holder = self.sharing.as_ref().map(|s| s.replica.clone());
-        tokio::spawn(renew_leases(
+        let renewing = (
             clients.clone(),
             sim.clone(),
             self.lease_renew_interval,
             holder.map(|h| (h, leases.clone(), self.commands.clone())),
-        ));
+        );
+        sup.spawn("kubelet-lease-renewal", move || {
+            let (clients, sim, every, shared) = renewing.clone();
+            renew_leases(clients, sim, every, shared)
+        });
         sim.show_program_output(self.commands.output());
-        sim.spawn();
+        let housekept = sim.clone();
+        sup.spawn("kubelet-housekeeping", move || {
+            housekept.clone().housekeeping()
+        });
+        // An HTTP server: a handler that panics ends its request, not the server.
         tokio::spawn(endpoints::serve(listener, sim.clone()));
         let pods = PodRunner {
             clients,
@@ -238,10 +265,14 @@ impl Kubelet {
             commands: self.commands,
             runs: Arc::default(),
         };
-        tokio::spawn(watch_nodes(self.client.clone(), pods.clone()));
-        tokio::spawn(run_pods(pods.clone()));
+        let (watching, client) = (pods.clone(), self.client.clone());
+        sup.spawn("kubelet-node-watch", move || {
+            watch_nodes(client.clone(), watching.clone())
+        });
+        let running = pods.clone();
+        sup.spawn("kubelet-pod-watch", move || run_pods(running.clone()));
         if let Some(sharing) = self.sharing {
-            let names = configs.iter().map(|c| c.name.clone()).collect();
+            let names: Vec<String> = configs.iter().map(|c| c.name.clone()).collect();
             let clock = pods.sim.clock().clone();
             let host = Arc::new(Homes {
                 pods,
@@ -250,15 +281,19 @@ impl Kubelet {
                 port,
                 replica: sharing.replica.clone(),
             });
-            tokio::spawn(share::run(
-                sharing,
-                self.client.clone(),
-                names,
-                hosted,
-                leases,
-                host,
-                clock,
-            ));
+            let client = self.client.clone();
+            let host: Arc<dyn share::Host> = host;
+            sup.spawn("kubelet-sharing", move || {
+                share::run(
+                    sharing.clone(),
+                    client.clone(),
+                    names.clone(),
+                    hosted.clone(),
+                    leases.clone(),
+                    host.clone(),
+                    clock.clone(),
+                )
+            });
         }
         Ok(())
     }

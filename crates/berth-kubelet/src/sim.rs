@@ -364,10 +364,17 @@ impl Sim {
         .await;
     }
 
-    /// Runs every node's housekeeping loop.
-    pub fn spawn(self: &Arc<Self>) {
+    /// Runs every node's housekeeping loop until one stops (a panic is carried on), then
+    /// stops the others: one loop for a supervisor to restart, rather than one per node.
+    pub async fn housekeeping(self: Arc<Self>) {
+        let mut loops = tokio::task::JoinSet::new();
         for name in self.nodes.keys() {
-            tokio::spawn(self.clone().housekeeping_loop(name.clone()));
+            loops.spawn(self.clone().housekeeping_loop(name.clone()));
+        }
+        if let Some(Err(e)) = loops.join_next().await {
+            if e.is_panic() {
+                std::panic::resume_unwind(e.into_panic());
+            }
         }
     }
 

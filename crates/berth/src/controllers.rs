@@ -42,7 +42,7 @@ pub struct ControllersArgs {
     pub node_monitor_grace_period: Duration,
     #[command(flatten)]
     pub zones: ZoneArgs,
-    /// Serve the controllers' /metrics and /healthz on this address (plain HTTP, e.g.
+    /// Serve the controllers' /metrics, /healthz and /readyz on this address (plain HTTP, e.g.
     /// `127.0.0.1:10257`); empty serves none.
     #[arg(long, default_value = "")]
     pub metrics_bind_address: String,
@@ -101,24 +101,27 @@ pub async fn run(args: ControllersArgs) -> anyhow::Result<()> {
     let client = client(args.kubeconfig.as_deref()).await?;
     let clock = Clock::system();
     let metrics = berth_controllers::metrics::ControllerMetrics::new();
+    // The controllers' supervisor marks a crashed loop here: served at /readyz and /metrics.
+    let loops = berth_core::loop_health::LoopHealth::new();
     if !args.metrics_bind_address.is_empty() {
         let address = &args.metrics_bind_address;
         let listener = tokio::net::TcpListener::bind(address)
             .await
             .with_context(|| format!("--metrics-bind-address: listening on {address}"))?;
         println!(
-            "serving /metrics and /healthz at http://{} (plain HTTP)",
+            "serving /metrics, /healthz and /readyz at http://{} (plain HTTP)",
             listener.local_addr()?
         );
-        let served = metrics.clone();
+        let (served, loops) = (metrics.clone(), loops.clone());
         tokio::spawn(async move {
-            if let Err(e) = berth_controllers::metrics::serve(listener, served).await {
+            if let Err(e) = berth_controllers::metrics::serve(listener, served, loops).await {
                 tracing::error!(error = %e, "serving /metrics stopped");
             }
         });
     }
     let controllers = berth_controllers::Controllers::new(client.clone(), clock.clone())
         .metrics(metrics)
+        .loop_health(loops)
         .node_monitor_grace_period(args.node_monitor_grace_period)
         .node_monitor_period(args.zones.node_monitor_period)
         .zones(args.zones.zones()?)

@@ -149,8 +149,14 @@ pub async fn run(args: DeschedulerArgs) -> anyhow::Result<()> {
     .await
 }
 
-/// `berth serve --descheduler-policy`: the loop in a background task, each run's table printed.
+/// The name the in-process descheduler's loop is supervised under.
+pub const LOOP_NAME: &str = "descheduler";
+
+/// `berth serve --descheduler-policy`: the loop in a background task under `supervisor`, each
+/// run's table printed. A run that panics or fails is restarted after a back-off, waiting one
+/// interval again first; with interval 0 the one run, once done, stays done.
 pub fn spawn_in_process(
+    supervisor: &berth_core::supervisor::Supervisor,
     client: kube::Client,
     policy: Policy,
     interval: Duration,
@@ -168,14 +174,19 @@ pub fn spawn_in_process(
         verbosity: 0,
         output: "table".into(),
     };
-    tokio::spawn(async move {
-        // The cluster has only just started: the first run waits one interval.
-        if !interval.is_zero() {
-            clock.sleep(interval).await;
-        }
-        let printed = |text: String| print!("{text}");
-        if let Err(e) = run_loop(client, &args, policy, clock, metrics, printed).await {
-            tracing::error!(error = %e, "the in-process descheduler stopped");
+    supervisor.spawn(LOOP_NAME, move || {
+        let (client, args, policy) = (client.clone(), args.clone(), policy.clone());
+        let (clock, metrics) = (clock.clone(), metrics.clone());
+        async move {
+            // The cluster has only just started: the first run waits one interval.
+            if !interval.is_zero() {
+                clock.sleep(interval).await;
+            }
+            let printed = |text: String| print!("{text}");
+            run_loop(client, &args, policy, clock, metrics, printed).await?;
+            // Only a single run (interval 0) ends well: it is done, not to be restarted.
+            std::future::pending::<()>().await;
+            anyhow::Ok(())
         }
     });
 }

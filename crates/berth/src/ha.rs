@@ -18,10 +18,12 @@
 
 use std::future::Future;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
 use berth_apiserver::Clock;
+use berth_core::supervisor::Supervisor;
 use berth_scheduler::driver::{leader, LeaderElectionConfig, LeaderElector};
 use berth_store::{EtcdConfig, Store};
 
@@ -145,8 +147,14 @@ impl EtcdArgs {
     }
 
     /// This replica's elections: one identity for all its Leases (so `kubectl get leases -n
-    /// kube-system` shows which replica leads what), with the flags' timings.
-    pub fn election(&self, client: kube::Client, clock: Clock) -> anyhow::Result<Election> {
+    /// kube-system` shows which replica leads what), with the flags' timings; their campaigns
+    /// run under `supervisor`.
+    pub fn election(
+        &self,
+        client: kube::Client,
+        clock: Clock,
+        supervisor: Supervisor,
+    ) -> anyhow::Result<Election> {
         let timings = LeaderElectionConfig {
             lease_duration: self.leader_elect_lease_duration,
             renew_deadline: self.leader_elect_renew_deadline,
@@ -158,6 +166,7 @@ impl EtcdArgs {
             timings,
             client,
             clock,
+            supervisor,
         })
     }
 
@@ -174,6 +183,16 @@ pub struct Election {
     timings: LeaderElectionConfig,
     client: kube::Client,
     clock: Clock,
+    /// Each campaign is a loop: one that panics is restarted (and campaigns again).
+    supervisor: Supervisor,
+}
+
+/// The name the campaign for this replica's own Lease is supervised under.
+pub const MEMBERSHIP_LOOP: &str = "replica-membership";
+
+/// The name the campaign for the Lease `lease` is supervised under.
+pub fn campaign_loop(lease: &str) -> String {
+    format!("leader-election-{lease}")
 }
 
 impl Election {
@@ -193,13 +212,8 @@ impl Election {
         );
         let (tx, rx) = tokio::sync::watch::channel(false);
         let (client, clock) = (self.client.clone(), self.clock.clone());
-        tokio::spawn(async move {
-            loop {
-                let elector = LeaderElector::new(client.clone(), cfg.clone(), clock.clone());
-                if let Err(lost) = elector.run(tx.clone(), std::future::pending()).await {
-                    println!("{lost}; this replica's kubelets stopped until it renews again");
-                }
-            }
+        self.supervisor.spawn(MEMBERSHIP_LOOP, move || {
+            renew_membership(client.clone(), cfg.clone(), clock.clone(), tx.clone())
         });
         rx
     }
@@ -229,14 +243,35 @@ impl Election {
             "{what} elected through the Lease kube-system/{lease} as {}",
             election.identity
         );
-        tokio::spawn(crate::leading::campaign(
-            self.client.clone(),
-            election,
-            self.clock.clone(),
-            what,
-            loops,
-        ));
+        let (client, clock) = (self.client.clone(), self.clock.clone());
+        let loops = Arc::new(loops);
+        self.supervisor.spawn(campaign_loop(lease), move || {
+            let loops = loops.clone();
+            crate::leading::campaign(
+                client.clone(),
+                election.clone(),
+                clock.clone(),
+                what,
+                move || loops(),
+            )
+        });
         Ok(())
+    }
+}
+
+/// Holds this replica's own Lease for as long as the process runs, campaigning again after
+/// each renewal that missed its deadline.
+async fn renew_membership(
+    client: kube::Client,
+    cfg: LeaderElectionConfig,
+    clock: Clock,
+    tx: tokio::sync::watch::Sender<bool>,
+) {
+    loop {
+        let elector = LeaderElector::new(client.clone(), cfg.clone(), clock.clone());
+        if let Err(lost) = elector.run(tx.clone(), std::future::pending()).await {
+            println!("{lost}; this replica's kubelets stopped until it renews again");
+        }
     }
 }
 

@@ -3,6 +3,8 @@
 
 use anyhow::Context;
 use berth_core::duration;
+use berth_core::loop_health::LoopHealth;
+use berth_core::supervisor::Supervisor;
 use berth_scheduler::driver::{self, leader, DriverConfig, LeaderElectionConfig, Ops};
 use berth_scheduler::policy::Policy;
 use std::path::{Path, PathBuf};
@@ -139,6 +141,24 @@ pub(crate) fn election_config(
     Ok(election)
 }
 
+/// The name the scheduler's loop is supervised under.
+pub(crate) const LOOP_NAME: &str = "scheduler";
+
+/// Runs the scheduling driver under `supervisor`: a driver that panics or fails (a watch
+/// that ended, say) is logged, counted and started afresh after a back-off. The task runs
+/// until aborted.
+pub(crate) fn supervise(
+    supervisor: &Supervisor,
+    client: kube::Client,
+    cfg: DriverConfig,
+    ops: Ops,
+    leading: Option<tokio::sync::watch::Receiver<bool>>,
+) -> tokio::task::JoinHandle<()> {
+    supervisor.spawn(LOOP_NAME, move || {
+        driver::run_with(client.clone(), cfg.clone(), ops.clone(), leading.clone())
+    })
+}
+
 /// The driver configuration the flags ask for.
 pub(crate) fn driver_config(args: &SchedulerArgs, policy: Policy) -> DriverConfig {
     DriverConfig {
@@ -156,7 +176,11 @@ pub async fn run(args: SchedulerArgs) -> anyhow::Result<()> {
     let source = policy_source(args.policy_config_file.as_deref());
     publish_policy(client.clone(), &args.scheduler_name, &policy, &source).await;
     let cfg = driver_config(&args, policy);
-    let ops = Ops::new();
+    // The scheduling loop's supervisor reports here: /metrics counts its restarts and
+    // /readyz fails while it is down.
+    let loops = LoopHealth::new();
+    let ops = Ops::with_loops(loops.clone());
+    let supervisor = Supervisor::new(loops, cfg.clock.clone());
     if !args.metrics_bind_address.is_empty() {
         let at = serve_metrics(&args.metrics_bind_address, ops.clone()).await?;
         println!("serving /metrics, /healthz and /readyz at http://{at} (plain HTTP)");
@@ -164,13 +188,11 @@ pub async fn run(args: SchedulerArgs) -> anyhow::Result<()> {
     println!("berth scheduler {:?} is running", args.scheduler_name);
     let Some(election) = election else {
         ops.set_leading(true);
-        return tokio::select! {
-            done = driver::run_with(client, cfg, ops, None) => Ok(done?),
-            signal = shutdown_signal() => {
-                println!("received {signal}; exiting");
-                Ok(())
-            }
-        };
+        let scheduling = supervise(&supervisor, client, cfg, ops, None);
+        let signal = shutdown_signal().await;
+        scheduling.abort();
+        println!("received {signal}; exiting");
+        return Ok(());
     };
     let lease = format!("{}/{}", election.namespace, election.name);
     println!(
@@ -191,27 +213,23 @@ pub async fn run(args: SchedulerArgs) -> anyhow::Result<()> {
             }
         }
     });
-    let scheduling = driver::run_with(client, cfg, ops, Some(rx));
+    let scheduling = supervise(&supervisor, client, cfg, ops, Some(rx));
     let (signal_tx, signal_rx) = tokio::sync::oneshot::channel();
     let shutdown = async move {
         let signal = shutdown_signal().await;
         let _ = signal_tx.send(signal);
     };
-    tokio::select! {
-        ended = elector.run(tx, shutdown) => match ended {
-            // Stopped by a signal: scheduling has stopped and the lease is given up.
-            Ok(()) => {
-                let signal = signal_rx.await.unwrap_or("a signal");
-                println!("received {signal}; stopped leading and gave up the lease {lease}; exiting");
-                Ok(())
-            }
-            // Like kube-scheduler: stop at once; a supervisor restarts us as a standby.
-            Err(lost) => anyhow::bail!("{lost}; exiting"),
-        },
-        done = scheduling => {
-            done?;
+    let ended = elector.run(tx, shutdown).await;
+    scheduling.abort();
+    match ended {
+        // Stopped by a signal: scheduling has stopped and the lease is given up.
+        Ok(()) => {
+            let signal = signal_rx.await.unwrap_or("a signal");
+            println!("received {signal}; stopped leading and gave up the lease {lease}; exiting");
             Ok(())
         }
+        // Like kube-scheduler: stop at once; a supervisor restarts us as a standby.
+        Err(lost) => anyhow::bail!("{lost}; exiting"),
     }
 }
 

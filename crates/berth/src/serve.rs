@@ -328,6 +328,12 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
         )
     })?;
     server.spawn_compactor();
+    // Every supervised loop's restarts, whichever component it is, at /metrics.
+    let loops_health = server.loop_health();
+    server.add_metrics_source(
+        "control-loops",
+        std::sync::Arc::new(move || loops_health.render_metrics()),
+    );
     // Seed 16.6.6: disablePreemption in the master config turns the feature off, admission too.
     let master_disable = crate::master_config::disable_preemption(args.master_config.as_deref())?;
     server.set_pod_priority_disabled(master_disable);
@@ -367,7 +373,9 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
     // With etcd, several replicas serve one cluster: each group of loops runs only in the
     // replica holding its own Lease, as upstream's components do.
     if args.etcd.enabled() {
-        let election = args.etcd.election(client.clone(), loops.clock.clone())?;
+        let election =
+            args.etcd
+                .election(client.clone(), loops.clock.clone(), loops.supervisor())?;
         // The kubelets are shared among the replicas; the failure schedule runs in one.
         election.run_when_leading(crate::ha::KUBELETS_LEASE, "the node failure schedule", {
             let loops = loops.clone();
@@ -431,6 +439,13 @@ struct Loops {
 }
 
 impl Loops {
+    /// The supervisor every loop of the process runs under: a loop that stops is logged,
+    /// counted in `berth_control_loop_restarts_total{loop}`, restarted with back-off, and
+    /// fails `/readyz` (`poststarthook/berth-control-loops`) while it is down.
+    fn supervisor(&self) -> berth_core::supervisor::Supervisor {
+        berth_core::supervisor::Supervisor::new(self.server.loop_health(), self.clock.clone())
+    }
+
     /// The simulated nodes' kubelets.
     async fn kubelets(self) -> anyhow::Result<()> {
         self.start_kubelets(None).await
@@ -450,11 +465,13 @@ impl Loops {
                 .map(|n| (n.name.as_str(), n.failures.as_slice())),
         );
         if !schedule.is_empty() {
-            tokio::spawn(berth_kubelet::failures::run(
+            berth_kubelet::failures::supervise(
+                &self.supervisor(),
+                berth_kubelet::failures::LOOP_NAME,
                 self.identities.admin(),
                 self.clock.clone(),
                 schedule,
-            ));
+            );
         }
         Ok(())
     }
@@ -466,6 +483,7 @@ impl Loops {
         if self.nodes.is_empty() {
             return Ok(());
         }
+        let supervisor = self.supervisor();
         let kubelet = berth_kubelet::Kubelet::new(
             self.identities.admin_as(crate::identities::KUBELET_PROGRAM),
             self.nodes,
@@ -479,6 +497,7 @@ impl Loops {
             .housekeeping_interval(self.args.housekeeping_interval)
             .lease_renew_interval(self.args.node_status_update_frequency)
             .clock(self.clock.clone())
+            .supervisor(supervisor)
             .commands(programs(&self.clock, self.accounts.connect))
             .start()
             .await?;
@@ -521,6 +540,7 @@ impl Loops {
 
     /// The in-process descheduler, if a policy was given.
     async fn descheduler(self) -> anyhow::Result<()> {
+        let supervisor = self.supervisor();
         let Some(policy) = self.descheduler_policy else {
             return Ok(());
         };
@@ -530,6 +550,7 @@ impl Loops {
         self.server
             .add_metrics_source("descheduler", std::sync::Arc::new(move || rendered.text()));
         crate::descheduler::spawn_in_process(
+            &supervisor,
             self.identities.admin_as("descheduler"),
             policy,
             self.args.descheduling_interval,
@@ -541,6 +562,7 @@ impl Loops {
 
     /// The built-in default-scheduler, unless disabled.
     async fn scheduler(self) -> anyhow::Result<()> {
+        let supervisor = self.supervisor();
         let args = &self.args;
         if args.disable_scheduler {
             return Ok(());
@@ -571,11 +593,7 @@ impl Loops {
         ops.set_leading(true);
         // As upstream's kube-scheduler: RBAC authorizes it by its bootstrap role.
         let client = self.identities.scheduler();
-        tokio::spawn(async move {
-            if let Err(e) = berth_scheduler::driver::run_with(client, cfg, ops, None).await {
-                tracing::error!(error = %e, "default-scheduler stopped");
-            }
-        });
+        crate::scheduler::supervise(&supervisor, client, cfg, ops, None);
         Ok(())
     }
 }

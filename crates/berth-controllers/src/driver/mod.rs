@@ -12,8 +12,8 @@ use crate::recorder;
 mod taints;
 
 use crate::lifecycle::LifecycleConfig;
-use crate::supervisor::Supervisor;
 use crate::Clock;
+use berth_core::supervisor::Supervisor;
 use informers::Informers;
 use std::time::Duration;
 
@@ -155,11 +155,7 @@ impl Controllers {
         let informers = Informers::start(&reads);
         let recorder_as =
             |account: &str| recorder::Recorder::new(self.client_as(account), self.clock.clone());
-        let sup = Supervisor::new(
-            self.metrics.clone(),
-            self.health.clone(),
-            self.clock.clone(),
-        );
+        let sup = Supervisor::new(self.health.clone(), self.clock.clone());
         let node_controller = self.client_as(NODE_CONTROLLER);
         supervise!(
             sup,

@@ -1,6 +1,7 @@
 //! Operations: the scheduler's Prometheus metrics (upstream names) and the plain-HTTP
 //! `/metrics`, `/healthz` and `/readyz` endpoints.
 
+use berth_core::loop_health::LoopHealth;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -69,6 +70,9 @@ struct Inner {
     metrics: Metrics,
     synced: AtomicBool,
     leading: AtomicBool,
+    /// The process's supervised loops, when this scheduler is the process (`berth scheduler`):
+    /// their restarts are served with these metrics and a loop that is down fails `/readyz`.
+    loops: Option<LoopHealth>,
 }
 
 /// Shared operational state of one scheduler: metrics, informer sync and leadership.
@@ -87,6 +91,16 @@ impl Default for Ops {
 impl Ops {
     /// Fresh metrics, registered under upstream's names; every label value starts at 0.
     pub fn new() -> Ops {
+        Ops::build(None)
+    }
+
+    /// Fresh metrics that also serve `loops`' restart counts, with a `/readyz` that fails
+    /// while one of them is down: for a process whose only component is this scheduler.
+    pub fn with_loops(loops: LoopHealth) -> Ops {
+        Ops::build(Some(loops))
+    }
+
+    fn build(loops: Option<LoopHealth>) -> Ops {
         let attempt: HistogramFamily = Family::new_with_constructor(latency_histogram);
         let attempts: Family<Labels, Counter> = Family::default();
         let pending: Family<Labels, Gauge> = Family::default();
@@ -139,6 +153,7 @@ impl Ops {
                 metrics,
                 synced: AtomicBool::new(false),
                 leading: AtomicBool::new(false),
+                loops,
             }),
         }
     }
@@ -193,10 +208,23 @@ impl Ops {
         if encode(&mut out, &self.inner.registry).is_err() {
             out.clear();
         }
+        if let Some(loops) = &self.inner.loops {
+            if let Some(at) = out.rfind("# EOF") {
+                out.truncate(at);
+            }
+            out.push_str(&loops.render_metrics());
+            out.push_str("# EOF\n");
+        }
         out
     }
 
     fn readyz(&self) -> (u16, String) {
+        if let Some(loops) = &self.inner.loops {
+            let failing = loops.failing();
+            if !failing.is_empty() {
+                return (500, format!("control loops down: {}", failing.join(", ")));
+            }
+        }
         let leader = if self.inner.leading.load(Ordering::SeqCst) {
             "leading"
         } else {
@@ -295,5 +323,23 @@ mod tests {
         assert_eq!(ops.readyz(), (200, "ok (not leading)".to_string()));
         ops.set_leading(true);
         assert_eq!(ops.readyz(), (200, "ok (leading)".to_string()));
+    }
+
+    #[test]
+    fn with_loops_a_loop_down_fails_readyz_and_restarts_are_served() {
+        let loops = berth_core::loop_health::LoopHealth::new();
+        let ops = Ops::with_loops(loops.clone());
+        ops.set_synced();
+        loops.down("scheduler");
+        loops.restarted("scheduler");
+        assert_eq!(
+            ops.readyz(),
+            (500, "control loops down: scheduler".to_string())
+        );
+        let text = ops.render();
+        assert!(text.contains("berth_control_loop_restarts_total{loop=\"scheduler\"} 1\n"));
+        assert_eq!(text.matches("# EOF").count(), 1);
+        loops.up("scheduler");
+        assert_eq!(ops.readyz().0, 200);
     }
 }
