@@ -299,3 +299,130 @@ async fn hostile_configuration_objects_never_panic() {
         .expect("one seat at least");
     assert_eq!(p.classification().priority_level, "x");
 }
+
+mod served {
+    use crate::testing::TestServer;
+    use axum::http::{Method, StatusCode};
+    use serde_json::{json, Value};
+
+    const FS: &str = "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas";
+    const PL: &str = "/apis/flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations";
+
+    fn names(list: &Value) -> Vec<String> {
+        let mut names: Vec<String> = list["items"]
+            .as_array()
+            .map(|items| {
+                items
+                    .iter()
+                    .filter_map(|i| i["metadata"]["name"].as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
+        names.sort();
+        names
+    }
+
+    #[tokio::test]
+    async fn the_bootstrap_set_is_listed_like_kubectl_get_flowschemas() {
+        let s = TestServer::new().await;
+        let (status, list) = s.json(Method::GET, FS, Value::Null).await;
+        assert_eq!(status, StatusCode::OK, "{list}");
+        assert_eq!(
+            names(&list),
+            [
+                "catch-all",
+                "endpoint-controller",
+                "exempt",
+                "global-default",
+                "kube-controller-manager",
+                "kube-scheduler",
+                "kube-system-service-accounts",
+                "probes",
+                "service-accounts",
+                "system-leader-election",
+                "system-node-high",
+                "system-nodes",
+                "workload-leader-election"
+            ]
+        );
+        let (status, list) = s.json(Method::GET, PL, Value::Null).await;
+        assert_eq!(status, StatusCode::OK, "{list}");
+        assert_eq!(
+            names(&list),
+            [
+                "catch-all",
+                "exempt",
+                "global-default",
+                "leader-election",
+                "node-high",
+                "system",
+                "workload-high",
+                "workload-low"
+            ]
+        );
+        let (_, exempt) = s
+            .json(Method::GET, &format!("{FS}/exempt"), Value::Null)
+            .await;
+        assert_eq!(
+            exempt["metadata"]["annotations"]["apf.kubernetes.io/autoupdate-spec"],
+            "true"
+        );
+        assert_eq!(exempt["status"]["conditions"][0]["type"], "Dangling");
+    }
+
+    #[tokio::test]
+    async fn an_invalid_priority_level_is_refused_and_not_stored() {
+        let s = TestServer::new().await;
+        let (status, answer) = s
+            .json(
+                Method::POST,
+                PL,
+                json!({"apiVersion": "flowcontrol.apiserver.k8s.io/v1",
+                    "kind": "PriorityLevelConfiguration", "metadata": {"name": "bad"},
+                    "spec": {"type": "Limited", "limited": {"limitResponse": {"type": "Queue",
+                        "queuing": {"queues": 4, "handSize": 9, "queueLengthLimit": 1}}}}}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{answer}");
+        let (status, _) = s.json(Method::GET, &format!("{PL}/bad"), Value::Null).await;
+        assert_eq!(status, StatusCode::NOT_FOUND);
+    }
+
+    #[tokio::test]
+    async fn a_user_edit_marked_not_to_autoupdate_survives_a_restart_and_others_are_restored() {
+        let s = TestServer::new().await;
+        let (status, _) = s
+            .merge_patch(
+                &format!("{PL}/workload-low"),
+                json!({"metadata": {"annotations": {"apf.kubernetes.io/autoupdate-spec": "false"}},
+                    "spec": {"limited": {"nominalConcurrencyShares": 7}}}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK);
+        let (status, _) = s
+            .merge_patch(
+                &format!("{PL}/workload-high"),
+                json!({"spec": {"limited": {"nominalConcurrencyShares": 7}}}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK);
+        let (status, _) = s
+            .json(Method::DELETE, &format!("{FS}/probes"), Value::Null)
+            .await;
+        assert_eq!(status, StatusCode::OK);
+        s.server().bootstrap().await.expect("bootstrap again");
+        let shares = |v: Value| v["spec"]["limited"]["nominalConcurrencyShares"].clone();
+        let (_, low) = s
+            .json(Method::GET, &format!("{PL}/workload-low"), Value::Null)
+            .await;
+        assert_eq!(shares(low), 7);
+        let (_, high) = s
+            .json(Method::GET, &format!("{PL}/workload-high"), Value::Null)
+            .await;
+        assert_eq!(shares(high), 40);
+        let (status, _) = s
+            .json(Method::GET, &format!("{FS}/probes"), Value::Null)
+            .await;
+        assert_eq!(status, StatusCode::OK);
+    }
+}
