@@ -43,6 +43,10 @@ pub enum TableKind {
     PriorityClass,
     /// `NAME HOLDER AGE`.
     Lease,
+    /// `NAME PRIORITYLEVEL MATCHINGPRECEDENCE DISTINGUISHERMETHOD AGE MISSINGPL`.
+    FlowSchema,
+    /// `NAME TYPE NOMINALCONCURRENCYSHARES QUEUES HANDSIZE QUEUELENGTHLIMIT AGE`.
+    PriorityLevelConfiguration,
     /// `NAME MIN AVAILABLE MAX UNAVAILABLE ALLOWED DISRUPTIONS AGE`.
     PodDisruptionBudget,
     /// `NAME READY UP-TO-DATE AVAILABLE AGE` + wide `CONTAINERS IMAGES SELECTOR`.
@@ -593,6 +597,35 @@ pub static RESOURCES: &[ResourceType] = &[
             "leases",
             "lease",
             true,
+        )
+    },
+    // ---- flowcontrol.apiserver.k8s.io/v1 (API Priority and Fairness)
+    ResourceType {
+        subresources: &[status("flowcontrol.apiserver.k8s.io", "v1", "FlowSchema")],
+        table: TableKind::FlowSchema,
+        ..base(
+            "flowcontrol.apiserver.k8s.io",
+            "v1",
+            "FlowSchema",
+            "flowschemas",
+            "flowschema",
+            false,
+        )
+    },
+    ResourceType {
+        subresources: &[status(
+            "flowcontrol.apiserver.k8s.io",
+            "v1",
+            "PriorityLevelConfiguration",
+        )],
+        table: TableKind::PriorityLevelConfiguration,
+        ..base(
+            "flowcontrol.apiserver.k8s.io",
+            "v1",
+            "PriorityLevelConfiguration",
+            "prioritylevelconfigurations",
+            "prioritylevelconfiguration",
+            false,
         )
     },
     // ---- events.k8s.io/v1 (same objects as core/v1 events)

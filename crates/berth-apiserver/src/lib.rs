@@ -35,6 +35,7 @@ mod context;
 mod deletion;
 mod error;
 mod event_view;
+pub mod flowcontrol;
 #[cfg(test)]
 mod fuzz;
 mod health;
@@ -444,7 +445,66 @@ impl ApiServer {
             }
         }
         self.reconcile_rbac_bootstrap(&ts).await?;
+        self.reconcile_flowcontrol_bootstrap(&ts).await?;
         self.write_kubernetes_endpoints(&ts).await
+    }
+
+    /// Creates the bootstrap FlowSchemas and PriorityLevelConfigurations that are missing and
+    /// brings back the spec of those still annotated `apf.kubernetes.io/autoupdate-spec:
+    /// "true"`, as upstream's APF configuration ensurer; objects annotated otherwise are the
+    /// user's.
+    async fn reconcile_flowcontrol_bootstrap(&self, ts: &str) -> Result<(), ApiError> {
+        use flowcontrol::bootstrap::{self, Outcome};
+        let internal = |e: berth_store::Error| ApiError::Internal(e.to_string());
+        let group = "flowcontrol.apiserver.k8s.io";
+        let kinds = [
+            ("prioritylevelconfigurations", bootstrap::priority_levels()),
+            ("flowschemas", bootstrap::flow_schemas()),
+        ];
+        for (plural, objects) in kinds {
+            let rt = berth_api::registry::find(group, "v1", plural).ok_or(ApiError::NoRoute)?;
+            for mut expected in objects {
+                let name = expected["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
+                let key = path::key(rt, None, &name);
+                let stored = self.store.get(&key).map_err(internal)?;
+                let Some(kv) = stored else {
+                    expected["metadata"]["uid"] = json!(uuid::Uuid::new_v4().to_string());
+                    expected["metadata"]["creationTimestamp"] = json!(ts);
+                    expected["metadata"]["generation"] = json!(1);
+                    if plural == "flowschemas" {
+                        let level = expected["spec"]["priorityLevelConfiguration"]["name"].clone();
+                        expected["status"] = json!({"conditions": [{
+                            "type": "Dangling", "status": "False", "reason": "Found",
+                            "message": format!("This FlowSchema references the PriorityLevelConfiguration object named {level} and it exists"),
+                            "lastTransitionTime": ts}]});
+                    }
+                    match self.store.create(&key, codec::encode(&expected)).await {
+                        Ok(_) | Err(berth_store::Error::AlreadyExists { .. }) => {}
+                        Err(e) => return Err(internal(e)),
+                    }
+                    continue;
+                };
+                let Ok(existing) = serde_json::from_slice::<serde_json::Value>(&kv.value) else {
+                    continue;
+                };
+                if let Outcome::Update(obj) = bootstrap::reconcile(&existing, &expected) {
+                    tracing::info!("reconciled bootstrap {plural}/{name}");
+                    // A concurrent writer (another replica) wins; the next start reconciles again.
+                    match self
+                        .store
+                        .update(&key, codec::encode(&obj), Some(kv.mod_revision))
+                        .await
+                    {
+                        Ok(_) | Err(berth_store::Error::Conflict { .. }) => {}
+                        Err(e) => return Err(internal(e)),
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Creates the bootstrap roles and bindings that are missing and reconciles the stored

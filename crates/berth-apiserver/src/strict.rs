@@ -552,6 +552,12 @@ pub fn schema_check(group: &str, kind: &str, v: &Value) -> Result<Vec<FieldPath>
             typed_check::<a::scheduling::v1::PriorityClass>(v)
         }
         ("coordination.k8s.io", "Lease") => typed_check::<a::coordination::v1::Lease>(v),
+        ("flowcontrol.apiserver.k8s.io", "FlowSchema") => {
+            typed_check::<a::flowcontrol::v1::FlowSchema>(v)
+        }
+        ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration") => {
+            typed_check::<a::flowcontrol::v1::PriorityLevelConfiguration>(v)
+        }
         ("storage.k8s.io", "StorageClass") => typed_check::<a::storage::v1::StorageClass>(v),
         ("", "Endpoints") => typed_check::<a::core::v1::Endpoints>(v),
         ("apps", "ControllerRevision") => typed_check::<a::apps::v1::ControllerRevision>(v),

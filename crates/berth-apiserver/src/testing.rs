@@ -32,6 +32,11 @@ impl TestServer {
         }
     }
 
+    /// The API server behind the router (to run its bootstrap again, as a restart does).
+    pub fn server(&self) -> &ApiServer {
+        &self.server
+    }
+
     /// The same server, called as the user `name` in `groups` (and `system:authenticated`),
     /// whom RBAC authorizes; their bindings reach the authorizer shortly after they are stored.
     pub fn as_user(&self, name: &str, groups: &[&str]) -> TestServer {

@@ -89,6 +89,10 @@ fn main() {
     }
     // coordination, discovery, events
     k.add::<a::coordination::v1::Lease>("coordination.k8s.io", "v1", "Lease");
+    // flowcontrol.apiserver.k8s.io
+    let g = "flowcontrol.apiserver.k8s.io";
+    k.add::<a::flowcontrol::v1::FlowSchema>(g, "v1", "FlowSchema");
+    k.add::<a::flowcontrol::v1::PriorityLevelConfiguration>(g, "v1", "PriorityLevelConfiguration");
     k.add::<a::discovery::v1::EndpointSlice>("discovery.k8s.io", "v1", "EndpointSlice");
     k.add::<a::events::v1::Event>("events.k8s.io", "v1", "Event");
     // storage.k8s.io

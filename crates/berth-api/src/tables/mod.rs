@@ -4,6 +4,7 @@
 //! which kubectl hides unless `-o wide`.
 
 mod event;
+mod flowcontrol;
 mod misc;
 mod network;
 mod node;
@@ -107,6 +108,8 @@ pub fn columns(kind: TableKind) -> &'static [Column] {
         TableKind::Namespace => misc::NAMESPACE_COLUMNS,
         TableKind::PriorityClass => misc::PRIORITY_CLASS_COLUMNS,
         TableKind::Lease => misc::LEASE_COLUMNS,
+        TableKind::FlowSchema => flowcontrol::FLOW_SCHEMA_COLUMNS,
+        TableKind::PriorityLevelConfiguration => flowcontrol::PRIORITY_LEVEL_COLUMNS,
         TableKind::ConfigMap => misc::CONFIG_MAP_COLUMNS,
         TableKind::Secret => misc::SECRET_COLUMNS,
         TableKind::ServiceAccount => misc::SERVICE_ACCOUNT_COLUMNS,
@@ -138,6 +141,8 @@ pub fn cells(kind: TableKind, obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
         TableKind::Namespace => misc::namespace_cells(obj, now),
         TableKind::PriorityClass => misc::priority_class_cells(obj, now),
         TableKind::Lease => misc::lease_cells(obj, now),
+        TableKind::FlowSchema => flowcontrol::flow_schema_cells(obj, now),
+        TableKind::PriorityLevelConfiguration => flowcontrol::priority_level_cells(obj, now),
         TableKind::ConfigMap => misc::config_map_cells(obj, now),
         TableKind::Secret => misc::secret_cells(obj, now),
         TableKind::ServiceAccount => misc::service_account_cells(obj, now),

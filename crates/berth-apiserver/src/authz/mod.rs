@@ -51,7 +51,7 @@ impl Authorizer for Rbac {
 /// Lists the keys under `prefix` into `load`, then feeds each change to `event` in a task,
 /// watching again from the last change if the watch ends and listing again if it falls behind
 /// compaction: how an authorizer's index follows the store.
-fn follow_prefix(
+pub(crate) fn follow_prefix(
     store: &Store,
     prefix: &'static str,
     load: impl Fn(&[berth_store::KeyValue]) + Send + 'static,

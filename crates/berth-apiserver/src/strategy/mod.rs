@@ -17,6 +17,7 @@ use serde_json::Value;
 
 mod config_data;
 mod defaults;
+mod flowcontrol;
 mod job;
 mod namespace;
 mod node;
@@ -115,6 +116,16 @@ static STRATEGIES: &[(&str, &str, &dyn Strategy)] = &[
     ("batch", "CronJob", &job::CronJob),
     ("apps", "DaemonSet", &workload_sets::DaemonSet),
     ("apps", "StatefulSet", &workload_sets::StatefulSet),
+    (
+        "flowcontrol.apiserver.k8s.io",
+        "FlowSchema",
+        &flowcontrol::FlowSchema,
+    ),
+    (
+        "flowcontrol.apiserver.k8s.io",
+        "PriorityLevelConfiguration",
+        &flowcontrol::PriorityLevelConfiguration,
+    ),
 ];
 
 /// The strategy of `rt`'s kind.
