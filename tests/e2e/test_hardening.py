@@ -221,3 +221,28 @@ def test_exec_is_authorized_in_the_pods_namespace(berth, ns, tmp_path):
     r = as_user(berth, kubeconfig, "create", "--raw",
                 "/api/v1/namespaces/default/pods/p/exec?command=true", "-f", "-", stdin="{}")
     assert "forbidden" in r.stderr, r.stderr
+
+
+def test_priority_and_fairness_classifies_every_request(berth, tmp_path):
+    names = berth.kubectl("get", "flowschemas", "-o", "name").stdout.split()
+    for schema in ("exempt", "probes", "system-nodes", "kube-scheduler", "global-default",
+                   "catch-all"):
+        assert f"flowschema.flowcontrol.apiserver.k8s.io/{schema}" in names, names
+    levels = berth.kubectl("get", "prioritylevelconfigurations", "-o", "name").stdout.split()
+    assert "prioritylevelconfiguration.flowcontrol.apiserver.k8s.io/workload-low" in levels
+
+    def uid(kind, name):
+        return berth.kubectl("get", kind, name, "-o", "jsonpath={.metadata.uid}").stdout
+
+    def headers(token=None, cert=None):
+        r = requests.get(berth.url + "/api/v1/namespaces/default/configmaps",
+                         headers={"Authorization": f"Bearer {token}"} if token else {},
+                         cert=cert, verify=berth.ca_file(), timeout=30)
+        return (r.headers.get("X-Kubernetes-PF-FlowSchema-UID"),
+                r.headers.get("X-Kubernetes-PF-PriorityLevel-UID"))
+
+    # The admin (system:masters) is exempt; anyone else lands in global-default.
+    assert headers(berth.token()) == (uid("flowschema", "exempt"),
+                                      uid("prioritylevelconfiguration", "exempt"))
+    assert headers() == (uid("flowschema", "global-default"),
+                         uid("prioritylevelconfiguration", "global-default"))

@@ -43,6 +43,9 @@ pub struct Inner {
     pub inflight: Option<Arc<crate::overload::InflightLimiter>>,
     /// `--request-timeout` for requests that are not long-running; `None`: none.
     pub request_timeout: Option<std::time::Duration>,
+    /// API Priority and Fairness, which then takes the place of `inflight`; `None` for the
+    /// in-process routers and with `--enable-priority-and-fairness=false`.
+    pub flow_control: Option<crate::flowcontrol::FlowControl>,
 }
 
 pub type Ctx = Arc<Inner>;

@@ -132,6 +132,19 @@ pub struct ApiServer {
     inflight: Arc<overload::InflightLimiter>,
     /// `--request-timeout`.
     request_timeout: Option<Duration>,
+    /// `--max-requests-inflight` plus `--max-mutating-requests-inflight`: the seats API
+    /// Priority and Fairness shares among its priority levels.
+    server_concurrency: u32,
+    /// `--enable-priority-and-fairness`: the network listener's requests pass API Priority and
+    /// Fairness (default), or only the in-flight limits.
+    priority_and_fairness: bool,
+}
+
+/// The seats API Priority and Fairness shares (upstream's server concurrency limit: the sum
+/// of the two in-flight limits; 0 in one of them still leaves the other's).
+fn server_concurrency(limits: &overload::RequestLimits) -> u32 {
+    let sum = limits.max_requests_inflight + limits.max_mutating_requests_inflight;
+    u32::try_from(sum.max(1)).unwrap_or(u32::MAX)
 }
 
 /// Signs legacy ServiceAccount tokens for the token controller (upstream gives
@@ -199,6 +212,8 @@ impl ApiServer {
                 &overload::RequestLimits::default(),
             )),
             request_timeout: overload::RequestLimits::default().request_timeout,
+            server_concurrency: server_concurrency(&overload::RequestLimits::default()),
+            priority_and_fairness: true,
         }
     }
 
@@ -216,6 +231,17 @@ impl ApiServer {
     pub fn with_request_limits(mut self, limits: overload::RequestLimits) -> ApiServer {
         self.inflight = Arc::new(overload::InflightLimiter::new(&limits));
         self.request_timeout = limits.request_timeout;
+        self.server_concurrency = server_concurrency(&limits);
+        self
+    }
+
+    /// The same server with API Priority and Fairness on (default) or off, as kube-apiserver's
+    /// `--enable-priority-and-fairness`: on, the network listener's requests are classified by
+    /// the FlowSchemas and wait in their priority level's fair queues for one of the
+    /// `--max-requests-inflight` + `--max-mutating-requests-inflight` seats; off, only the two
+    /// in-flight limits apply.
+    pub fn with_priority_and_fairness(mut self, enabled: bool) -> ApiServer {
+        self.priority_and_fairness = enabled;
         self
     }
 
@@ -314,8 +340,20 @@ impl ApiServer {
     }
 
     fn ctx(&self, authn: Option<authn::Authenticator>) -> Ctx {
-        // berth's own components call the in-process routers: they are never refused.
-        let inflight = authn.as_ref().map(|_| self.inflight.clone());
+        self.ctx_with(authn, None)
+    }
+
+    fn ctx_with(
+        &self,
+        authn: Option<authn::Authenticator>,
+        flow_control: Option<flowcontrol::FlowControl>,
+    ) -> Ctx {
+        // berth's own components call the in-process routers: they are never refused. With
+        // API Priority and Fairness the in-flight limits are its seats instead.
+        let inflight = authn
+            .as_ref()
+            .filter(|_| flow_control.is_none())
+            .map(|_| self.inflight.clone());
         Arc::new(Inner {
             store: self.store.clone(),
             clock: self.clock.clone(),
@@ -332,6 +370,7 @@ impl ApiServer {
             loop_health: self.loop_health.clone(),
             inflight,
             request_timeout: self.request_timeout,
+            flow_control,
         })
     }
 
@@ -390,22 +429,41 @@ impl ApiServer {
     /// inside the Tokio runtime.
     pub fn authenticated_router(&self, token: String) -> axum::Router {
         self.follow_rbac();
-        server::router(self.ctx(Some(authn::Authenticator {
-            admin_token: token,
-            anonymous: self.anonymous_auth,
-            tokens: (*self.tokens).clone(),
-            service_accounts: self.service_account_keys.clone().map(|keys| {
-                Arc::new(
-                    authn::service_account::Verifier::new(
-                        keys,
-                        self.store.clone(),
-                        self.clock.clone(),
-                        vec![authn::service_account::ISSUER.to_string()],
+        let flow_control = self.priority_and_fairness.then(|| {
+            let fc = flowcontrol::FlowControl::new(self.server_concurrency);
+            if let Err(e) = fc.follow(&self.store) {
+                tracing::error!(error = %e, "reading the FlowSchemas failed; every request is catch-all's");
+            }
+            let shown = fc.clone();
+            self.metrics.add_source(
+                "flowcontrol",
+                Arc::new(move || {
+                    let mut text = String::new();
+                    shown.encode(&mut text);
+                    text
+                }),
+            );
+            fc
+        });
+        server::router(self.ctx_with(
+            Some(authn::Authenticator {
+                admin_token: token,
+                anonymous: self.anonymous_auth,
+                tokens: (*self.tokens).clone(),
+                service_accounts: self.service_account_keys.clone().map(|keys| {
+                    Arc::new(
+                        authn::service_account::Verifier::new(
+                            keys,
+                            self.store.clone(),
+                            self.clock.clone(),
+                            vec![authn::service_account::ISSUER.to_string()],
+                        )
+                        .counting(self.metrics.clone()),
                     )
-                    .counting(self.metrics.clone()),
-                )
+                }),
             }),
-        })))
+            flow_control,
+        ))
     }
 
     /// Creates what exists in every cluster: the four namespaces, the two system priority

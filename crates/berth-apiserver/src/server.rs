@@ -20,7 +20,7 @@ use crate::{
     health, metrics_api, node_proxy, objects, openapi_endpoint, rbac, subresources, watch,
 };
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderMap, Method, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use berth_api::discovery;
@@ -150,7 +150,37 @@ async fn dispatch(State(ctx): State<Ctx>, req: Request) -> Response {
             }
         },
     };
-    let (response, labels) = handle(ctx.clone(), req, answer, user.clone(), kind, seat).await;
+    // API Priority and Fairness: a seat of the request's priority level, at once or after
+    // waiting its turn in the level's fair queues, or 429 (long-running requests are not
+    // counted, as with the in-flight limits).
+    let permit = match (&ctx.flow_control, kind) {
+        (Some(flow), RequestKind::ReadOnly | RequestKind::Mutating) => {
+            let (method, uri) = (req.method().clone(), req.uri().clone());
+            match admit_flow(flow, &method, &uri, &user).await {
+                Ok(permit) => Some(permit),
+                Err(rejected) => {
+                    let mut response = overload::too_many_requests(answer);
+                    set_flow_headers(&mut response, &rejected.classification);
+                    if let Ok(v) = HeaderValue::from_str(&rejected.retry_after.to_string()) {
+                        response.headers_mut().insert(header::RETRY_AFTER, v);
+                    }
+                    let labels = RequestLabels::non_resource(req.method());
+                    ctx.metrics.observe(labels, 429, started.elapsed());
+                    if let Some(entry) = access {
+                        entry.finish(&user.name, None, 429, started.elapsed());
+                    }
+                    return response;
+                }
+            }
+        }
+        _ => None,
+    };
+    let classification = permit.as_ref().map(|p| p.classification().clone());
+    let (mut response, labels) =
+        handle(ctx.clone(), req, answer, user.clone(), kind, seat, permit).await;
+    if let Some(classification) = &classification {
+        set_flow_headers(&mut response, classification);
+    }
     let code = response.status().as_u16();
     ctx.metrics.observe(labels, code, started.elapsed());
     if let Some(entry) = access {
@@ -168,6 +198,59 @@ async fn dispatch(State(ctx): State<Ctx>, req: Request) -> Response {
     response
 }
 
+/// Classifies the request as API Priority and Fairness sees it (upstream's RequestInfo: a
+/// resource request's verb, group, resource, namespace and name, or a path) and waits for a
+/// seat of its priority level.
+async fn admit_flow(
+    flow: &crate::flowcontrol::FlowControl,
+    method: &Method,
+    uri: &axum::http::Uri,
+    user: &UserInfo,
+) -> Result<crate::flowcontrol::Permit, crate::flowcontrol::Rejected> {
+    let uri_path = uri.path();
+    let query = Query::parse(uri.query());
+    let target = path::parse(uri_path);
+    let non_resource_verb = method.as_str().to_ascii_lowercase();
+    let attributes = match &target {
+        Some(t) => Attributes {
+            user,
+            verb: resource_verb(method, t.name.is_some(), query.flag("watch")),
+            api_group: t.rt.group,
+            resource: t.rt.plural,
+            subresource: t.subresource.as_deref().unwrap_or(""),
+            namespace: t.namespace.as_deref().unwrap_or(""),
+            name: t.name.as_deref().unwrap_or(""),
+            path: "",
+            field_selector: "",
+        },
+        None => Attributes {
+            user,
+            verb: &non_resource_verb,
+            api_group: "",
+            resource: "",
+            subresource: "",
+            namespace: "",
+            name: "",
+            path: uri_path,
+            field_selector: "",
+        },
+    };
+    flow.admit(&attributes).await
+}
+
+/// The `X-Kubernetes-PF-FlowSchema-UID` and `X-Kubernetes-PF-PriorityLevel-UID` headers of
+/// an answer, as upstream's filter sets them.
+fn set_flow_headers(response: &mut Response, c: &crate::flowcontrol::Classification) {
+    for (name, value) in [
+        ("x-kubernetes-pf-flowschema-uid", &c.flow_schema_uid),
+        ("x-kubernetes-pf-prioritylevel-uid", &c.priority_level_uid),
+    ] {
+        if let Ok(v) = HeaderValue::from_str(value) {
+            response.headers_mut().insert(name, v);
+        }
+    }
+}
+
 /// Routes and answers one admitted request holding its `seat`, within `--request-timeout`
 /// unless it is long-running; returns the answer and what the request was, for the metrics.
 ///
@@ -182,6 +265,7 @@ async fn handle(
     user: Arc<UserInfo>,
     kind: RequestKind,
     seat: Option<overload::Seat>,
+    permit: Option<crate::flowcontrol::Permit>,
 ) -> (Response, RequestLabels) {
     let labels = RequestLabels::non_resource(req.method());
     let timeout = match kind {
@@ -190,6 +274,7 @@ async fn handle(
     };
     let serve = async move {
         let _seat = seat;
+        let _permit = permit;
         let _in_flight = ctx.metrics.start(kind);
         let mut labels = labels;
         let response = match route(&ctx, req, answer, user, &mut labels).await {

@@ -119,6 +119,11 @@ pub struct ServeArgs {
     /// delete).
     #[arg(long, default_value_t = berth_apiserver::overload::DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT)]
     pub max_mutating_requests_inflight: usize,
+    /// As kube-apiserver's flag: API Priority and Fairness classifies each request by the
+    /// FlowSchemas (`kubectl get flowschemas`) and queues it fairly in its priority level for
+    /// one of the two in-flight limits' seats; `=false` applies only the in-flight limits.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub enable_priority_and_fairness: bool,
     /// As kube-apiserver's flag: streams one HTTP/2 connection may have open at once (0:
     /// upstream's default, 100).
     #[arg(long, default_value_t = 0)]
@@ -319,7 +324,8 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
             max_requests_inflight: args.max_requests_inflight,
             max_mutating_requests_inflight: args.max_mutating_requests_inflight,
             request_timeout: (!args.request_timeout.is_zero()).then_some(args.request_timeout),
-        });
+        })
+        .with_priority_and_fairness(args.enable_priority_and_fairness);
     tracing::info!(plugins = ?server.admission_plugins(), "admission chain");
     server.bootstrap().await.map_err(|e| {
         anyhow::anyhow!(
