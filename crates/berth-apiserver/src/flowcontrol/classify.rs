@@ -533,12 +533,12 @@ mod tests {
         assert_eq!(fs.matching_precedence, 1000);
         let sa = user("system:serviceaccount:ns:x", &[]);
         let other_sa = user("system:serviceaccount:ns2:x", &[]);
-        let check = |u: &UserInfo, verb, ns, path| {
+        let check = |u: &UserInfo, verb, ns, path: &str| {
             fs.matches(&Attributes {
                 user: u,
                 verb,
                 api_group: "",
-                resource: if path == "" { "pods" } else { "" },
+                resource: if path.is_empty() { "pods" } else { "" },
                 subresource: "",
                 namespace: ns,
                 name: "",

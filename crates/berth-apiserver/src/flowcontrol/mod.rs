@@ -127,7 +127,7 @@ type Gauges = BTreeMap<(String, String), (i64, i64)>;
 struct Inner {
     server_limit: u32,
     wait_limit: Duration,
-    started: tokio::time::Instant,
+    clock: crate::Clock,
     config: RwLock<Arc<Config>>,
     tickets: AtomicU64,
     /// The stored objects by key, while following the store.
@@ -269,17 +269,22 @@ impl FlowControl {
     /// Flow control over `server_limit` seats (upstream: `--max-requests-inflight` plus
     /// `--max-mutating-requests-inflight`), configured with the bootstrap objects until
     /// [`FlowControl::reload`] or [`FlowControl::follow`] brings the stored ones.
-    pub fn new(server_limit: u32) -> FlowControl {
-        FlowControl::with_wait_limit(server_limit, QUEUE_WAIT_LIMIT)
+    /// `clock` is the API server's (time only through it: paused and accelerated with it).
+    pub fn new(server_limit: u32, clock: crate::Clock) -> FlowControl {
+        FlowControl::with_wait_limit(server_limit, QUEUE_WAIT_LIMIT, clock)
     }
 
     /// As [`FlowControl::new`], with another queue wait limit (tests).
-    pub fn with_wait_limit(server_limit: u32, wait_limit: Duration) -> FlowControl {
+    pub fn with_wait_limit(
+        server_limit: u32,
+        wait_limit: Duration,
+        clock: crate::Clock,
+    ) -> FlowControl {
         let fc = FlowControl {
             inner: Arc::new(Inner {
                 server_limit,
                 wait_limit,
-                started: tokio::time::Instant::now(),
+                clock,
                 config: RwLock::new(Arc::new(Config {
                     schemas: Vec::new(),
                     levels: HashMap::new(),
@@ -463,7 +468,8 @@ impl FlowControl {
             seat: rx,
             done: false,
         };
-        let waited = tokio::time::timeout(self.inner.wait_limit, &mut waiting.seat).await;
+        let wait = self.inner.clock.tokio_duration(self.inner.wait_limit);
+        let waited = tokio::time::timeout(wait, &mut waiting.seat).await;
         self.inner.gauge(&classification, -1, 0);
         let outcome = match waited {
             Ok(Ok(seat)) => {
@@ -493,7 +499,7 @@ impl FlowControl {
     }
 
     fn reject(&self, level: &Level, classification: Classification, reason: Reason) -> Rejected {
-        let now = self.inner.started.elapsed().as_secs();
+        let now = u64::try_from(self.inner.clock.now().timestamp()).unwrap_or(0);
         let retry_after = {
             let mut retry = lock(&level.retry);
             retry.record(now);

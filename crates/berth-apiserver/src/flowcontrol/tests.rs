@@ -57,7 +57,7 @@ async fn settle() {
 
 #[tokio::test(start_paused = true)]
 async fn system_masters_never_wait_however_many_they_are() {
-    let fc = FlowControl::new(1);
+    let fc = FlowControl::new(1, crate::Clock::system());
     let admin = UserInfo::admin();
     let mut permits = Vec::new();
     for _ in 0..100 {
@@ -69,7 +69,7 @@ async fn system_masters_never_wait_however_many_they_are() {
 
 #[tokio::test(start_paused = true)]
 async fn a_request_waits_for_a_seat_and_gets_it_when_one_is_released() {
-    let fc = FlowControl::new(1);
+    let fc = FlowControl::new(1, crate::Clock::system());
     tiny(&fc, 4, 2, 10);
     let alice = user("alice", &[]);
     let first = fc.admit(&get_pods(&alice)).await.expect("a free seat");
@@ -102,7 +102,7 @@ async fn a_request_waits_for_a_seat_and_gets_it_when_one_is_released() {
 
 #[tokio::test(start_paused = true)]
 async fn a_full_queue_is_refused_at_once_with_429_words_and_retry_after() {
-    let fc = FlowControl::new(1);
+    let fc = FlowControl::new(1, crate::Clock::system());
     tiny(&fc, 1, 1, 1);
     let alice = user("alice", &[]);
     let _executing = fc.admit(&get_pods(&alice)).await.expect("a free seat");
@@ -136,11 +136,11 @@ async fn a_full_queue_is_refused_at_once_with_429_words_and_retry_after() {
 
 #[tokio::test(start_paused = true)]
 async fn a_request_that_waits_past_the_limit_is_refused_as_timed_out() {
-    let fc = FlowControl::new(1);
+    let fc = FlowControl::new(1, crate::Clock::system());
     tiny(&fc, 4, 2, 10);
     let alice = user("alice", &[]);
     let _executing = fc.admit(&get_pods(&alice)).await.expect("a free seat");
-    let start = tokio::time::Instant::now();
+    let start = crate::Clock::system().instant();
     let refused = fc
         .admit(&get_pods(&alice))
         .await
@@ -157,7 +157,7 @@ async fn a_request_that_waits_past_the_limit_is_refused_as_timed_out() {
 
 #[tokio::test(start_paused = true)]
 async fn a_waiter_that_goes_away_leaves_its_queue_and_frees_its_place() {
-    let fc = FlowControl::new(1);
+    let fc = FlowControl::new(1, crate::Clock::system());
     tiny(&fc, 1, 1, 1);
     let alice = user("alice", &[]);
     let executing = fc.admit(&get_pods(&alice)).await.expect("a free seat");
@@ -178,7 +178,7 @@ async fn a_waiter_that_goes_away_leaves_its_queue_and_frees_its_place() {
 
 #[tokio::test(start_paused = true)]
 async fn a_quiet_user_is_served_between_a_noisy_users_requests() {
-    let fc = FlowControl::new(1);
+    let fc = FlowControl::new(1, crate::Clock::system());
     // Hands of one queue out of 64: find a quiet user whose queue is not the noisy one's.
     tiny(&fc, 64, 1, 100);
     let noisy_queue = dispatch::deal(dispatch::flow_hash("tiny", "noisy"), 64, 1);
@@ -215,7 +215,7 @@ async fn a_quiet_user_is_served_between_a_noisy_users_requests() {
 
 #[tokio::test(start_paused = true)]
 async fn a_reload_keeps_executing_requests_and_frees_their_seats_later() {
-    let fc = FlowControl::new(1);
+    let fc = FlowControl::new(1, crate::Clock::system());
     tiny(&fc, 4, 2, 10);
     let alice = user("alice", &[]);
     let executing = fc.admit(&get_pods(&alice)).await.expect("a free seat");
@@ -236,8 +236,10 @@ async fn a_reload_keeps_executing_requests_and_frees_their_seats_later() {
 
 #[tokio::test(start_paused = true)]
 async fn the_bootstrap_configuration_splits_600_seats() {
-    let fc =
-        FlowControl::new(DEFAULT_MAX_REQUESTS_INFLIGHT + DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT);
+    let fc = FlowControl::new(
+        DEFAULT_MAX_REQUESTS_INFLIGHT + DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT,
+        crate::Clock::system(),
+    );
     let mut metrics = String::new();
     fc.encode(&mut metrics);
     for (level, seats) in [
@@ -260,7 +262,7 @@ async fn the_bootstrap_configuration_splits_600_seats() {
 
 #[tokio::test(start_paused = true)]
 async fn without_stored_mandatory_objects_the_bootstrap_ones_apply() {
-    let fc = FlowControl::new(10);
+    let fc = FlowControl::new(10, crate::Clock::system());
     fc.reload(&[], &[]);
     let alice = user("alice", &[]);
     let c = fc.classify(&get_pods(&alice));
@@ -274,7 +276,7 @@ async fn without_stored_mandatory_objects_the_bootstrap_ones_apply() {
 
 #[tokio::test(start_paused = true)]
 async fn hostile_configuration_objects_never_panic() {
-    let fc = FlowControl::new(1);
+    let fc = FlowControl::new(1, crate::Clock::system());
     let junk = [
         json!(null),
         json!(5),
