@@ -430,7 +430,7 @@ impl ApiServer {
     pub fn authenticated_router(&self, token: String) -> axum::Router {
         self.follow_rbac();
         let flow_control = self.priority_and_fairness.then(|| {
-            let fc = flowcontrol::FlowControl::new(self.server_concurrency);
+            let fc = flowcontrol::FlowControl::new(self.server_concurrency, self.clock.clone());
             if let Err(e) = fc.follow(&self.store) {
                 tracing::error!(error = %e, "reading the FlowSchemas failed; every request is catch-all's");
             }
