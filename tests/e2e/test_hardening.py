@@ -246,3 +246,12 @@ def test_priority_and_fairness_classifies_every_request(berth, tmp_path):
                                       uid("prioritylevelconfiguration", "exempt"))
     assert headers() == (uid("flowschema", "global-default"),
                          uid("prioritylevelconfiguration", "global-default"))
+
+
+def test_sigterm_is_a_clean_shutdown(berth_factory):
+    import signal
+    b = berth_factory(nodes=1)
+    b.kubectl("get", "nodes")
+    b.proc.send_signal(signal.SIGTERM)
+    # Drained and exited by itself (a process killed by SIGTERM returns -15).
+    assert b.proc.wait(timeout=60) == 0

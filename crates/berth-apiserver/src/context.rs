@@ -46,6 +46,9 @@ pub struct Inner {
     /// API Priority and Fairness, which then takes the place of `inflight`; `None` for the
     /// in-process routers and with `--enable-priority-and-fairness=false`.
     pub flow_control: Option<crate::flowcontrol::FlowControl>,
+    /// Network clients' requests being served (not long-running ones), which a shutdown
+    /// waits for; `None` for the in-process routers.
+    pub network_requests: Option<Arc<std::sync::atomic::AtomicUsize>>,
 }
 
 pub type Ctx = Arc<Inner>;

@@ -138,7 +138,12 @@ pub struct ApiServer {
     /// `--enable-priority-and-fairness`: the network listener's requests pass API Priority and
     /// Fairness (default), or only the in-flight limits.
     priority_and_fairness: bool,
+    /// Network clients' requests being served, which [`ApiServer::drain`] waits for.
+    network_requests: Arc<std::sync::atomic::AtomicUsize>,
 }
+
+/// How often [`ApiServer::drain`] looks at the requests in flight.
+const DRAIN_POLL: Duration = Duration::from_millis(20);
 
 /// The seats API Priority and Fairness shares (upstream's server concurrency limit: the sum
 /// of the two in-flight limits; 0 in one of them still leaves the other's).
@@ -214,6 +219,23 @@ impl ApiServer {
             request_timeout: overload::RequestLimits::default().request_timeout,
             server_concurrency: server_concurrency(&overload::RequestLimits::default()),
             priority_and_fairness: true,
+            network_requests: Default::default(),
+        }
+    }
+
+    /// Waits, at most `limit`, until no network client's request is being served (watches and
+    /// other long-running requests aside): what a shutdown does before the process exits, so
+    /// that a request in flight gets its answer, as kube-apiserver drains on SIGTERM. Returns
+    /// how many were still in flight at the limit.
+    pub async fn drain(&self, limit: Duration) -> usize {
+        use std::sync::atomic::Ordering;
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let in_flight = self.network_requests.load(Ordering::SeqCst);
+            if in_flight == 0 || tokio::time::Instant::now() >= deadline {
+                return in_flight;
+            }
+            tokio::time::sleep(DRAIN_POLL).await;
         }
     }
 
@@ -357,6 +379,7 @@ impl ApiServer {
         // Nor timed out: a request of theirs is never abandoned (they wait for their own
         // answers), and a task and a timer per request was 4% of `bench e2e`'s CPU.
         let request_timeout = authn.as_ref().and(self.request_timeout);
+        let authn_present = authn.is_some();
         Arc::new(Inner {
             store: self.store.clone(),
             clock: self.clock.clone(),
@@ -373,6 +396,7 @@ impl ApiServer {
             loop_health: self.loop_health.clone(),
             inflight,
             request_timeout,
+            network_requests: authn_present.then(|| self.network_requests.clone()),
             flow_control,
         })
     }
@@ -726,5 +750,39 @@ impl ApiServer {
                 }
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod drain_tests {
+    use super::*;
+    use std::sync::atomic::Ordering;
+
+    fn server() -> ApiServer {
+        ApiServer::new(Store::memory(), Clock::system(), "127.0.0.1:6443".into())
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_shutdown_waits_for_the_requests_in_flight() {
+        let server = server();
+        assert_eq!(server.drain(Duration::from_secs(60)).await, 0);
+        server.network_requests.fetch_add(2, Ordering::SeqCst);
+        let draining = tokio::spawn({
+            let server = server.clone();
+            async move { server.drain(Duration::from_secs(60)).await }
+        });
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        assert!(!draining.is_finished());
+        server.network_requests.fetch_sub(2, Ordering::SeqCst);
+        assert_eq!(draining.await.unwrap(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_shutdown_waits_no_longer_than_its_limit() {
+        let server = server();
+        server.network_requests.fetch_add(1, Ordering::SeqCst);
+        let started = tokio::time::Instant::now();
+        assert_eq!(server.drain(Duration::from_secs(60)).await, 1);
+        assert!(started.elapsed() >= Duration::from_secs(60));
     }
 }

@@ -198,6 +198,22 @@ async fn dispatch(State(ctx): State<Ctx>, req: Request) -> Response {
     response
 }
 
+/// A network client's request being served, counted for a shutdown's drain until dropped.
+struct NetworkRequest(Arc<std::sync::atomic::AtomicUsize>);
+
+impl NetworkRequest {
+    fn begin(count: Arc<std::sync::atomic::AtomicUsize>) -> NetworkRequest {
+        count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        NetworkRequest(count)
+    }
+}
+
+impl Drop for NetworkRequest {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
 /// Classifies the request as API Priority and Fairness sees it (upstream's RequestInfo: a
 /// resource request's verb, group, resource, namespace and name, or a path) and waits for a
 /// seat of its priority level.
@@ -272,9 +288,14 @@ async fn handle(
         RequestKind::LongRunning => None,
         RequestKind::ReadOnly | RequestKind::Mutating => ctx.request_timeout,
     };
+    let counted = match (kind, &ctx.network_requests) {
+        (RequestKind::LongRunning, _) | (_, None) => None,
+        (_, Some(count)) => Some(NetworkRequest::begin(count.clone())),
+    };
     let serve = async move {
         let _seat = seat;
         let _permit = permit;
+        let _counted = counted;
         let _in_flight = ctx.metrics.start(kind);
         let mut labels = labels;
         let response = match route(&ctx, req, answer, user, &mut labels).await {

@@ -145,6 +145,22 @@ pub struct ServeArgs {
 pub struct Running {
     pub kubeconfig: PathBuf,
     pub url: String,
+    /// The API server, for the shutdown's drain.
+    pub server: berth_apiserver::ApiServer,
+}
+
+/// How long a shutdown waits for requests in flight (the default `--request-timeout`: none
+/// runs longer).
+const DRAIN_LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Waits for SIGINT (Ctrl-C) or SIGTERM (what `kill`, systemd and the kubelet send).
+async fn shutdown_signal() -> std::io::Result<()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut terminate = signal(SignalKind::terminate())?;
+    tokio::select! {
+        result = tokio::signal::ctrl_c() => result,
+        _ = terminate.recv() => Ok(()),
+    }
 }
 
 fn parse_interval(s: &str) -> Result<std::time::Duration, String> {
@@ -365,6 +381,7 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
     });
     let accounts = ServiceAccounts { tokens, connect };
     let identities = crate::identities::Identities::new(server.clone(), client.clone());
+    let api_server = server.clone();
     let loops = Loops {
         args: args.clone(),
         server,
@@ -412,13 +429,21 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
                 move || loops.clone().scheduler()
             })?;
         }
-        return Ok(Running { kubeconfig, url });
+        return Ok(Running {
+            kubeconfig,
+            url,
+            server: api_server,
+        });
     }
     loops.clone().kubelets().await?;
     loops.clone().controllers().await?;
     loops.clone().descheduler().await?;
     loops.scheduler().await?;
-    Ok(Running { kubeconfig, url })
+    Ok(Running {
+        kubeconfig,
+        url,
+        server: api_server,
+    })
 }
 
 /// What acts on behalf of ServiceAccounts: the tokens controller's signer and the cluster CA,
@@ -665,6 +690,11 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         "try:\n  export KUBECONFIG={}\n  kubectl get nodes",
         running.kubeconfig.display()
     );
-    tokio::signal::ctrl_c().await?;
+    shutdown_signal().await?;
+    // As kube-apiserver on SIGTERM: requests in flight get their answers before the exit.
+    let left = running.server.drain(DRAIN_LIMIT).await;
+    if left > 0 {
+        tracing::warn!(left, "exiting with requests still in flight");
+    }
     Ok(())
 }
