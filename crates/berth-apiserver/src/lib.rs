@@ -229,10 +229,10 @@ impl ApiServer {
     /// how many were still in flight at the limit.
     pub async fn drain(&self, limit: Duration) -> usize {
         use std::sync::atomic::Ordering;
-        let deadline = tokio::time::Instant::now() + limit;
+        let deadline = self.clock.instant() + limit;
         loop {
             let in_flight = self.network_requests.load(Ordering::SeqCst);
-            if in_flight == 0 || tokio::time::Instant::now() >= deadline {
+            if in_flight == 0 || self.clock.instant() >= deadline {
                 return in_flight;
             }
             tokio::time::sleep(DRAIN_POLL).await;
@@ -781,8 +781,8 @@ mod drain_tests {
     async fn a_shutdown_waits_no_longer_than_its_limit() {
         let server = server();
         server.network_requests.fetch_add(1, Ordering::SeqCst);
-        let started = tokio::time::Instant::now();
+        let started = server.clock.instant();
         assert_eq!(server.drain(Duration::from_secs(60)).await, 1);
-        assert!(started.elapsed() >= Duration::from_secs(60));
+        assert!(server.clock.instant() - started >= Duration::from_secs(60));
     }
 }
