@@ -471,7 +471,10 @@ mod tests {
                 Clock::system(),
                 "127.0.0.1:6443".into(),
             )
-            .with_request_limits(limits);
+            .with_request_limits(limits)
+            // The in-flight limits as such: API Priority and Fairness (on by default) would
+            // share their seats among its levels instead.
+            .with_priority_and_fairness(false);
             server.bootstrap().await.expect("bootstrap");
             server
         }
