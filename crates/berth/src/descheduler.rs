@@ -144,7 +144,9 @@ pub async fn run(args: DeschedulerArgs) -> anyhow::Result<()> {
         policy,
         Clock::system(),
         Metrics::default(),
-        |text| print!("{text}"),
+        |text| {
+            let _ = crate::output::print(&text);
+        },
     )
     .await
 }
@@ -182,7 +184,9 @@ pub fn spawn_in_process(
             if !interval.is_zero() {
                 clock.sleep(interval).await;
             }
-            let printed = |text: String| print!("{text}");
+            let printed = |text: String| {
+                let _ = crate::output::print(&text);
+            };
             run_loop(client, &args, policy, clock, metrics, printed).await?;
             // Only a single run (interval 0) ends well: it is done, not to be restarted.
             std::future::pending::<()>().await;

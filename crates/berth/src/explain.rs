@@ -80,11 +80,11 @@ pub async fn run(cmd: ExplainCommand) -> anyhow::Result<()> {
     match args.output {
         Output::Json => {
             eprintln!("{policy_note}");
-            println!("{}", serde_json::to_string_pretty(&ex)?);
+            crate::output::print(&format!("{}\n", serde_json::to_string_pretty(&ex)?))?;
         }
         Output::Table => {
-            print!("{}", table(&ex, bound_to.as_deref()));
-            println!("{policy_note}");
+            let text = table(&ex, bound_to.as_deref());
+            crate::output::print(&format!("{text}{policy_note}\n"))?;
         }
     }
     Ok(())

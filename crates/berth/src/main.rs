@@ -10,6 +10,7 @@ mod kubeconfig;
 mod leading;
 mod master_config;
 mod node;
+mod output;
 mod scheduler;
 mod scheduler_pod;
 mod serve;
