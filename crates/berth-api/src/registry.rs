@@ -86,6 +86,15 @@ pub enum TableKind {
     /// `NAME STATUS VOLUME CAPACITY ACCESS MODES STORAGECLASS VOLUMEATTRIBUTESCLASS AGE` + wide
     /// `VOLUMEMODE`.
     PersistentVolumeClaim,
+    /// `NAME DISPLAY NAME STATUS` (OpenShift's projects).
+    Project,
+    /// `NAME UID FULL NAME IDENTITIES` (OpenShift's users).
+    User,
+    /// `NAME USERS` (OpenShift's groups).
+    Group,
+    /// `NAME CONFIG UPDATED UPDATING DEGRADED MACHINECOUNT READYMACHINECOUNT
+    /// UPDATEDMACHINECOUNT DEGRADEDMACHINECOUNT AGE` (OpenShift's machine config pools).
+    MachineConfigPool,
 }
 
 /// One kind the API server serves, with everything discovery and printing need to know.
@@ -764,6 +773,94 @@ pub static RESOURCES: &[ResourceType] = &[
         "resourceslice",
         false,
     ),
+    // ---- OpenShift's APIs that its documentation's `oc` procedures use (crate
+    // berth-apiserver's `openshift` module): projects are a view of namespaces, reviews are
+    // answered from the RBAC index, users and groups are stored.
+    ResourceType {
+        table: TableKind::Project,
+        verbs: &["create", "delete", "get", "list"],
+        ..base(
+            "project.openshift.io",
+            "v1",
+            "Project",
+            "projects",
+            "project",
+            false,
+        )
+    },
+    ResourceType {
+        verbs: &["create", "list"],
+        ..base(
+            "project.openshift.io",
+            "v1",
+            "ProjectRequest",
+            "projectrequests",
+            "projectrequest",
+            false,
+        )
+    },
+    ResourceType {
+        table: TableKind::User,
+        ..base("user.openshift.io", "v1", "User", "users", "user", false)
+    },
+    ResourceType {
+        table: TableKind::Group,
+        ..base("user.openshift.io", "v1", "Group", "groups", "group", false)
+    },
+    ResourceType {
+        verbs: CREATE_ONLY,
+        ..base(
+            "authorization.openshift.io",
+            "v1",
+            "ResourceAccessReview",
+            "resourceaccessreviews",
+            "resourceaccessreview",
+            false,
+        )
+    },
+    ResourceType {
+        verbs: CREATE_ONLY,
+        ..base(
+            "authorization.openshift.io",
+            "v1",
+            "LocalResourceAccessReview",
+            "localresourceaccessreviews",
+            "localresourceaccessreview",
+            true,
+        )
+    },
+    ResourceType {
+        short_names: &["mcp"],
+        subresources: &[status(
+            "machineconfiguration.openshift.io",
+            "v1",
+            "MachineConfigPool",
+        )],
+        table: TableKind::MachineConfigPool,
+        ..base(
+            "machineconfiguration.openshift.io",
+            "v1",
+            "MachineConfigPool",
+            "machineconfigpools",
+            "machineconfigpool",
+            false,
+        )
+    },
+    ResourceType {
+        subresources: &[status(
+            "machineconfiguration.openshift.io",
+            "v1",
+            "KubeletConfig",
+        )],
+        ..base(
+            "machineconfiguration.openshift.io",
+            "v1",
+            "KubeletConfig",
+            "kubeletconfigs",
+            "kubeletconfig",
+            false,
+        )
+    },
     // ---- metrics.k8s.io/v1beta1 (computed from the kubelets on each request; `kubectl top`)
     ResourceType {
         verbs: GET_LIST,

@@ -46,6 +46,7 @@ mod metrics_api;
 mod node_proxy;
 mod objects;
 mod openapi_endpoint;
+mod openshift;
 pub mod overload;
 mod patch;
 mod path;
@@ -494,7 +495,7 @@ impl ApiServer {
     }
 
     /// Creates what exists in every cluster: the four namespaces, the two system priority
-    /// classes and the bootstrap cluster roles and bindings. Existing objects are left as they
+    /// classes (and OpenShift's `openshift-user-critical`) and the bootstrap cluster roles and bindings. Existing objects are left as they
     /// are.
     pub async fn bootstrap(&self) -> Result<(), ApiError> {
         let ts = self.clock.timestamp();
@@ -515,6 +516,12 @@ impl ApiServer {
                 "value": value, "globalDefault": false, "preemptionPolicy": "PreemptLowerPriority",
                 "description": "Used for system critical pods that must not be moved from their current node."})));
         }
+        // OpenShift's class for user workloads that must run (`oc debug node/N` asks for it).
+        objects.push((("scheduling.k8s.io", "v1", "priorityclasses"), None, "openshift-user-critical".to_string(), json!({
+            "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+            "metadata": {"name": "openshift-user-critical", "uid": uuid::Uuid::new_v4().to_string(), "creationTimestamp": ts, "generation": 1},
+            "value": 1_000_000_000, "globalDefault": false, "preemptionPolicy": "PreemptLowerPriority",
+            "description": "Used for critical pods that must run in the cluster, which can be preempted if necessary."})));
         objects.push((
             ("", "v1", "services"),
             Some("default"),

@@ -527,7 +527,13 @@ async fn route(
         authorize_path(ctx, &user, &method, &path)?;
         return Err(ApiError::NoRoute);
     };
-    let namespace = target.namespace.as_deref().unwrap_or("");
+    let namespace = crate::openshift::authorization_namespace(
+        target.rt.group,
+        target.rt.plural,
+        target.name.as_deref(),
+    )
+    .or(target.namespace.as_deref())
+    .unwrap_or("");
     labels.resource(
         target.rt,
         target.subresource.as_deref(),
@@ -589,6 +595,9 @@ async fn route(
         check_verb(&req, &method)?;
         if rbac::is_review(rt) && req.target.name.is_none() {
             return rbac::review(ctx, &req).await;
+        }
+        if let Some(answer) = crate::openshift::route(ctx, &req, &method).await {
+            return answer;
         }
         if rt.plural == "bindings" && method == Method::POST {
             return subresources::binding::bind(ctx, &req).await;

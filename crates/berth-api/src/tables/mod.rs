@@ -8,6 +8,7 @@ mod flowcontrol;
 mod misc;
 mod network;
 mod node;
+mod openshift;
 mod pod;
 mod rbac;
 mod storage;
@@ -128,6 +129,10 @@ pub fn columns(kind: TableKind) -> &'static [Column] {
         TableKind::RoleBinding => rbac::ROLE_BINDING_COLUMNS,
         TableKind::PersistentVolume => storage::PERSISTENT_VOLUME_COLUMNS,
         TableKind::PersistentVolumeClaim => storage::PERSISTENT_VOLUME_CLAIM_COLUMNS,
+        TableKind::Project => openshift::PROJECT_COLUMNS,
+        TableKind::User => openshift::USER_COLUMNS,
+        TableKind::Group => openshift::GROUP_COLUMNS,
+        TableKind::MachineConfigPool => openshift::MACHINE_CONFIG_POOL_COLUMNS,
     }
 }
 
@@ -161,6 +166,10 @@ pub fn cells(kind: TableKind, obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
         TableKind::RoleBinding => rbac::role_binding_cells(obj, now),
         TableKind::PersistentVolume => storage::persistent_volume_cells(obj, now),
         TableKind::PersistentVolumeClaim => storage::persistent_volume_claim_cells(obj, now),
+        TableKind::Project => openshift::project_cells(obj),
+        TableKind::User => openshift::user_cells(obj),
+        TableKind::Group => openshift::group_cells(obj),
+        TableKind::MachineConfigPool => openshift::machine_config_pool_cells(obj, now),
     }
 }
 

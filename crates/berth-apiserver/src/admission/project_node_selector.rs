@@ -38,6 +38,8 @@ pub const ANNOTATION: &str = "openshift.io/node-selector";
 pub const DEFAULT_NODE_SELECTOR: &str = "defaultNodeSelector";
 
 pub const CONFLICT: &str = "pod node label selector conflicts with its project node label selector";
+/// OpenShift's words for a pod bound (by `spec.nodeName`) to a node outside the project's.
+pub const NODE_NAME_CONFLICT: &str = "pod node name conflicts with project node label selector";
 
 struct ProjectNodeSelector {
     store: Store,
@@ -83,12 +85,30 @@ impl Plugin for ProjectNodeSelector {
         let annotation = namespace
             .as_deref()
             .and_then(|ns| ns["metadata"]["annotations"].get(ANNOTATION));
-        admit_pod(&self.default, annotation, obj)
+        let node_labels = |name: &str| -> ApiResult<Option<Value>> {
+            let key = format!("/registry/core/nodes/{name}");
+            let found = self
+                .store
+                .get(&key)
+                .map_err(|e| ApiError::Internal(e.to_string()))?;
+            Ok(found.and_then(|kv| {
+                let node: Value = serde_json::from_slice(&kv.value).ok()?;
+                Some(node["metadata"]["labels"].clone())
+            }))
+        };
+        admit_pod(&self.default, annotation, obj, &node_labels)
     }
 }
 
-/// Merges the project's selector (its annotation, else the default) into the pod.
-fn admit_pod(default: &LabelSet, annotation: Option<&Value>, pod: &mut Value) -> ApiResult<()> {
+/// Merges the project's selector (its annotation, else the default) into the pod; a pod that
+/// names its node must name one the project's selector matches (`node_labels` reads a node's
+/// labels, `None` for no such node), as OpenShift's plugin checks.
+fn admit_pod(
+    default: &LabelSet,
+    annotation: Option<&Value>,
+    pod: &mut Value,
+    node_labels: &dyn Fn(&str) -> ApiResult<Option<Value>>,
+) -> ApiResult<()> {
     let project = match annotation {
         Some(v) => node_selector::parse(v.as_str().unwrap_or("")).map_err(ApiError::Internal)?,
         None => default.clone(),
@@ -105,6 +125,25 @@ fn admit_pod(default: &LabelSet, annotation: Option<&Value>, pod: &mut Value) ->
             "pods \"{name}\" is forbidden: {CONFLICT}"
         )));
     }
+    let node_name = pod["spec"]["nodeName"].as_str().unwrap_or("").to_string();
+    if !node_name.is_empty() {
+        let Some(labels) = node_labels(&node_name)? else {
+            return Err(ApiError::Forbidden(format!(
+                "pods \"{name}\" is forbidden: cannot validate project node label selector: node \"{node_name}\" not found"
+            )));
+        };
+        if project
+            .iter()
+            .any(|(k, v)| labels[k.as_str()] != v.as_str())
+        {
+            return Err(ApiError::Forbidden(format!(
+                "pods \"{name}\" is forbidden: {NODE_NAME_CONFLICT}"
+            )));
+        }
+    }
+    let Some(pod_selector) = node_selector::pod_node_selector(pod) else {
+        return Ok(());
+    };
     node_selector::merge(&project, pod_selector);
     Ok(())
 }
@@ -118,9 +157,40 @@ mod tests {
         let default = configure(Some(&json!({DEFAULT_NODE_SELECTOR: default}))).unwrap();
         let mut pod = json!({"metadata": {"name": "p"}, "spec": {"nodeSelector": given}});
         let annotation = annotation.map(|a| json!(a));
-        admit_pod(&default, annotation.as_ref(), &mut pod)
+        admit_pod(&default, annotation.as_ref(), &mut pod, &|_| Ok(None))
             .map(|()| pod["spec"]["nodeSelector"].clone())
             .map_err(|e| e.message())
+    }
+
+    #[test]
+    fn a_pod_naming_its_node_must_name_one_of_the_project() {
+        let default = LabelSet::new();
+        let annotation = json!("superregion=us");
+        let labels = |name: &str| -> ApiResult<Option<Value>> {
+            Ok(match name {
+                "us-1" => Some(json!({"superregion": "us", "kubernetes.io/hostname": "us-1"})),
+                "eu-1" => Some(json!({"superregion": "eu"})),
+                _ => None,
+            })
+        };
+        let mut admit_on = |node: &str| {
+            let mut pod = json!({"metadata": {"name": "p"}, "spec": {"nodeName": node}});
+            admit_pod(&default, Some(&annotation), &mut pod, &labels)
+                .map(|()| pod["spec"]["nodeSelector"].clone())
+                .map_err(|e| e.message())
+        };
+        assert_eq!(admit_on("us-1"), Ok(json!({"superregion": "us"})));
+        assert_eq!(
+            admit_on("eu-1"),
+            Err(
+                "pods \"p\" is forbidden: pod node name conflicts with project node label selector"
+                    .into()
+            )
+        );
+        assert_eq!(
+            admit_on("gone"),
+            Err("pods \"p\" is forbidden: cannot validate project node label selector: node \"gone\" not found".into())
+        );
     }
 
     #[test]

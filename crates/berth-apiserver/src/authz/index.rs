@@ -204,6 +204,53 @@ impl Index {
         self.visit(user, namespace, |rules| rules.iter().any(&mut allows))
     }
 
+    /// Every subject of a binding that applies in `namespace` (cluster-wide ones always; with
+    /// `""` only those) to a role with a rule `allows` accepts: (users, groups), sorted and
+    /// without repeats; a service account is the user `system:serviceaccount:NS:NAME`.
+    pub fn subjects_allowed(
+        &self,
+        namespace: &str,
+        mut allows: impl FnMut(&Rule) -> bool,
+    ) -> (Vec<String>, Vec<String>) {
+        let (mut users, mut groups) = (
+            std::collections::BTreeSet::new(),
+            std::collections::BTreeSet::new(),
+        );
+        for binding in self.bindings.values() {
+            if binding
+                .namespace
+                .as_deref()
+                .is_some_and(|ns| ns != namespace)
+            {
+                continue;
+            }
+            let rules = match &binding.role {
+                RoleRef::ClusterRole(name) => self.cluster_roles.get(name),
+                RoleRef::Role(name) => binding
+                    .namespace
+                    .as_ref()
+                    .and_then(|ns| self.roles.get(&(ns.clone(), name.clone()))),
+            };
+            if !rules.is_some_and(|rules| rules.iter().any(&mut allows)) {
+                continue;
+            }
+            for subject in &binding.subjects {
+                match subject {
+                    Subject::User(name) => {
+                        users.insert(name.clone());
+                    }
+                    Subject::Group(name) => {
+                        groups.insert(name.clone());
+                    }
+                    Subject::ServiceAccount { namespace, name } => {
+                        users.insert(format!("system:serviceaccount:{namespace}:{name}"));
+                    }
+                }
+            }
+        }
+        (users.into_iter().collect(), groups.into_iter().collect())
+    }
+
     /// Calls `f` with the rules of each binding of `user` that applies in `namespace`, until
     /// `f` returns true.
     fn visit(
@@ -350,6 +397,54 @@ mod tests {
         index.remove(&binding);
         assert!(index.by_subject.is_empty());
         assert!(index.rules_for(&user("bob", &[]), "x").is_empty());
+    }
+
+    #[test]
+    fn who_can_lists_the_subjects_of_bindings_that_apply_in_the_namespace() {
+        let mut index = Index::default();
+        index.apply(key(Kind::ClusterRole, "", "pods"), &pod_writer());
+        index.apply(
+            key(Kind::ClusterRole, "", "nodes"),
+            &json!({"rules": [{"verbs": ["get"], "apiGroups": [""], "resources": ["nodes"]}]}),
+        );
+        index.apply(
+            key(Kind::ClusterRoleBinding, "", "admins"),
+            &json!({"roleRef": {"kind": "ClusterRole", "name": "pods"},
+                    "subjects": [{"kind": "Group", "name": "ops"}]}),
+        );
+        index.apply(
+            key(Kind::RoleBinding, "dev", "b"),
+            &json!({"roleRef": {"kind": "ClusterRole", "name": "pods"},
+                    "subjects": [{"kind": "User", "name": "alice"},
+                                 {"kind": "ServiceAccount", "name": "robot"}]}),
+        );
+        index.apply(
+            key(Kind::RoleBinding, "dev", "nodes"),
+            &json!({"roleRef": {"kind": "ClusterRole", "name": "nodes"},
+                    "subjects": [{"kind": "User", "name": "bob"}]}),
+        );
+        let creates_pods = |r: &Rule| {
+            let u = user("x", &[]);
+            r.allows(&Attributes {
+                user: &u,
+                verb: "create",
+                api_group: "",
+                resource: "pods",
+                subresource: "",
+                namespace: "dev",
+                name: "",
+                path: "",
+                field_selector: "",
+            })
+        };
+        let (users, groups) = index.subjects_allowed("dev", creates_pods);
+        assert_eq!(users, ["alice", "system:serviceaccount:dev:robot"]);
+        assert_eq!(groups, ["ops"]);
+        let (users, groups) = index.subjects_allowed("other", creates_pods);
+        assert!(users.is_empty());
+        assert_eq!(groups, ["ops"]);
+        let (users, _) = index.subjects_allowed("", creates_pods);
+        assert!(users.is_empty());
     }
 
     #[test]

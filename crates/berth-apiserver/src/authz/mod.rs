@@ -8,6 +8,7 @@ pub mod index;
 pub mod node;
 pub mod node_graph;
 pub mod rule;
+pub mod user_groups;
 pub mod volume_secrets;
 
 use crate::authorizer::{Attributes, Authorizer, Decision};
@@ -26,6 +27,8 @@ const PREFIX: &str = "/registry/rbac.authorization.k8s.io/";
 pub struct Rbac {
     index: Arc<RwLock<Index>>,
     nodes: node::NodeAuthorizer,
+    /// OpenShift's Groups: who is in which beyond what their credentials say.
+    groups: Arc<RwLock<user_groups::UserGroups>>,
 }
 
 impl Authorizer for Rbac {
@@ -39,8 +42,10 @@ impl Authorizer for Rbac {
             Some(Decision::Deny(reason)) => reason,
             None => String::new(),
         };
+        let with_groups = self.with_groups(a.user);
+        let user = with_groups.as_ref().unwrap_or(a.user);
         let index = self.index.read().unwrap_or_else(|e| e.into_inner());
-        if index.any_rule(a.user, a.namespace, |r| r.allows(a)) {
+        if index.any_rule(user, a.namespace, |r| r.allows(a)) {
             Decision::Allow
         } else {
             Decision::Deny(node_reason)
@@ -121,8 +126,38 @@ impl Rbac {
         user: &crate::user::UserInfo,
         namespace: &str,
     ) -> Vec<Arc<Vec<rule::Rule>>> {
+        let with_groups = self.with_groups(user);
         let index = self.index.read().unwrap_or_else(|e| e.into_inner());
-        index.rules_for(user, namespace)
+        index.rules_for(with_groups.as_ref().unwrap_or(user), namespace)
+    }
+
+    /// `user` with the OpenShift Groups that list them added to their groups, or `None` when
+    /// no Group lists them (most requests: one read lock and one lookup).
+    pub fn with_groups(&self, user: &crate::user::UserInfo) -> Option<crate::user::UserInfo> {
+        let groups = self.groups.read().unwrap_or_else(|e| e.into_inner());
+        if groups.is_empty() {
+            return None;
+        }
+        let extra = groups.of(&user.name)?;
+        let mut user = user.clone();
+        for g in extra {
+            if !user.groups.contains(g) {
+                user.groups.push(g.clone());
+            }
+        }
+        Some(user)
+    }
+
+    /// Who may do what `allows` accepts in `namespace` (`""`: cluster-wide bindings only):
+    /// the users (service accounts as `system:serviceaccount:NS:NAME`) and groups bound to a
+    /// role with such a rule, each sorted, for OpenShift's ResourceAccessReview.
+    pub fn who_can(
+        &self,
+        namespace: &str,
+        allows: impl FnMut(&rule::Rule) -> bool,
+    ) -> (Vec<String>, Vec<String>) {
+        let index = self.index.read().unwrap_or_else(|e| e.into_inner());
+        index.subjects_allowed(namespace, allows)
     }
 
     /// Loads every RBAC object of `store` into the index and every pod into the Node
@@ -134,6 +169,33 @@ impl Rbac {
             PREFIX,
             move |kvs| this.load(kvs),
             move |kind, kv| that.event(kind, kv),
+        )?;
+        let (load, event) = (self.groups.clone(), self.groups.clone());
+        follow_prefix(
+            store,
+            user_groups::PREFIX,
+            move |kvs| {
+                let mut groups = user_groups::UserGroups::default();
+                for kv in kvs {
+                    if let (Some(name), Ok(obj)) = (
+                        user_groups::group_name(&kv.key),
+                        serde_json::from_slice::<serde_json::Value>(&kv.value),
+                    ) {
+                        groups.apply(name, &obj);
+                    }
+                }
+                *load.write().unwrap_or_else(|e| e.into_inner()) = groups;
+            },
+            move |kind, kv| {
+                let Some(name) = user_groups::group_name(&kv.key) else {
+                    return;
+                };
+                let mut groups = event.write().unwrap_or_else(|e| e.into_inner());
+                match (kind, serde_json::from_slice::<serde_json::Value>(&kv.value)) {
+                    (EventKind::Put, Ok(obj)) => groups.apply(name, &obj),
+                    _ => groups.remove(name),
+                }
+            },
         )?;
         self.nodes.follow(store)
     }

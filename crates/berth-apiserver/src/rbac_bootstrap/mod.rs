@@ -9,6 +9,7 @@
 //! ServiceAccount in `kube-system`.
 
 pub mod controllers;
+pub mod openshift;
 pub mod reconcile;
 pub mod roles;
 
@@ -179,14 +180,21 @@ pub fn objects(ts: &str, mut uid: impl FnMut() -> String) -> Vec<(&'static str, 
     for role in all {
         out.push(("clusterroles", role.name.clone(), role.object(uid(), ts)));
     }
-    for (role, subjects) in cluster_role_bindings() {
+    let openshift_bindings = openshift::cluster_role_bindings()
+        .into_iter()
+        .map(|(binding, role, subjects)| (binding.to_string(), role.to_string(), subjects));
+    let bindings = cluster_role_bindings()
+        .into_iter()
+        .map(|(role, subjects)| (role.clone(), role, subjects))
+        .chain(openshift_bindings);
+    for (binding, role, subjects) in bindings {
         let mut obj = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-               "metadata": meta(&role, uid(), ts),
+               "metadata": meta(&binding, uid(), ts),
                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role}});
         if !subjects.is_empty() {
             obj["subjects"] = subjects.iter().map(Subject::to_json).collect();
         }
-        out.push(("clusterrolebindings", role, obj));
+        out.push(("clusterrolebindings", binding, obj));
     }
     out
 }

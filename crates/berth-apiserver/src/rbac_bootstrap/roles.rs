@@ -29,7 +29,12 @@ fn user_facing() -> Vec<ClusterRole> {
     vec![
         ClusterRole::aggregated("admin", TO_ADMIN, &[]),
         ClusterRole::aggregated("edit", TO_EDIT, &[TO_ADMIN]),
-        ClusterRole::aggregated("view", TO_VIEW, &[TO_EDIT]),
+        // OpenShift's `cluster-reader` gathers what `view` may read, and more.
+        ClusterRole::aggregated(
+            "view",
+            TO_VIEW,
+            &[TO_EDIT, super::openshift::TO_CLUSTER_READER],
+        ),
         ClusterRole::new(
             "system:aggregate-to-admin",
             vec![
@@ -457,5 +462,6 @@ pub fn cluster_roles() -> Vec<ClusterRole> {
     let mut out = everyone();
     out.extend(user_facing());
     out.extend(components());
+    out.extend(super::openshift::cluster_roles());
     out
 }
