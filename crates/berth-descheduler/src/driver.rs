@@ -10,6 +10,7 @@ use crate::model::{NodeState, PodState};
 use crate::policy::Policy;
 use crate::report::{Outcome, Report};
 use crate::strategies::plan;
+use berth_scheduler::driver::outstanding::Outstanding;
 use k8s_openapi::api::core::v1::{Event, Node, ObjectReference, Pod};
 use kube::api::{Api, EvictParams, ListParams, ObjectMeta, PostParams};
 use std::collections::BTreeMap;
@@ -26,6 +27,55 @@ pub struct RunConfig {
     pub dry_run: bool,
     /// Where the Events' timestamps come from.
     pub clock: berth_core::clock::Clock,
+    /// Set when the process is told to stop: no further eviction starts.
+    pub stop: Stop,
+}
+
+/// The descheduler's stop request (SIGTERM). A run in progress carries out no further
+/// eviction once it is set; the eviction in flight finishes and its `Descheduled` event is
+/// written (each holds a ticket of the process's outstanding work, which
+/// `berth_scheduler::driver::flush_events` waits for), so no pod is evicted without its event.
+/// Cloning shares it.
+#[derive(Debug, Clone, Default)]
+pub struct Stop(Arc<StopInner>);
+
+#[derive(Debug, Default)]
+struct StopInner {
+    set: std::sync::atomic::AtomicBool,
+    changed: tokio::sync::Notify,
+}
+
+static PROCESS_STOP: std::sync::LazyLock<Stop> = std::sync::LazyLock::new(Stop::default);
+
+impl Stop {
+    /// The process's stop request, which its signal handler sets.
+    pub fn process() -> Stop {
+        PROCESS_STOP.clone()
+    }
+
+    /// Asks the runs to stop.
+    pub fn set(&self) {
+        self.0.set.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.0.changed.notify_waiters();
+    }
+
+    /// True once [`Stop::set`] was called.
+    pub fn is_set(&self) -> bool {
+        self.0.set.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Resolves once [`Stop::set`] is called (at once if it was).
+    pub async fn stopped(&self) {
+        loop {
+            let notified = self.0.changed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.is_set() {
+                return;
+            }
+            notified.await;
+        }
+    }
 }
 
 /// A run that could not read the cluster (nothing was evicted).
@@ -98,9 +148,20 @@ pub async fn snapshot(
 /// One descheduling run: read, decide, evict (unless dry run), report.
 pub async fn run_once(client: &kube::Client, cfg: &RunConfig) -> Result<Report, DriverError> {
     let (nodes, pods, mut warnings) = snapshot(client).await?;
-    let plan: Plan = plan(&nodes, &pods, &cfg.policy, &cfg.options);
+    // Ages (PodLifeTime, minPodAge, minPodLifetimeSeconds) are measured at the run's start.
+    let options = Options {
+        now: Some(cfg.clock.now().timestamp()),
+        ..cfg.options.clone()
+    };
+    let mut plan: Plan = plan(&nodes, &pods, &cfg.policy, &options);
     let mut outcomes = Vec::with_capacity(plan.evictions.len());
     for e in &plan.evictions {
+        // Taken before the stop check: a stopping process either sees this eviction pending
+        // (and waits for it and its event) or it is never started.
+        let _pending = Outstanding::process().start();
+        if cfg.stop.is_set() {
+            break;
+        }
         if cfg.dry_run {
             outcomes.push(Outcome::WouldEvict);
             continue;
@@ -130,6 +191,14 @@ pub async fn run_once(client: &kube::Client, cfg: &RunConfig) -> Result<Report, 
             }
         }
         outcomes.push(outcome);
+    }
+    let left = plan.evictions.len() - outcomes.len();
+    if left > 0 {
+        plan.evictions.truncate(outcomes.len());
+        plan.notes.push(crate::engine::Note {
+            strategy: None,
+            message: format!("stopping: {left} chosen evictions were not attempted"),
+        });
     }
     warnings.extend(cfg.policy.warnings.iter().cloned());
     Ok(Report::new(plan, outcomes, cfg.dry_run, warnings))

@@ -1,7 +1,7 @@
 //! One descheduling pass: the node set, the pods on each node, the per-node eviction cap, and the
 //! strategies in upstream's fixed order (control-loops §1.1–1.5).
 
-use crate::evictable::evictable;
+use crate::evictable::{evictable, evictable_in_context, EVICT_ANNOTATION};
 use crate::model::{NodeState, PodState};
 use crate::policy::{EvictorArgs, Policy};
 use crate::Strategy;
@@ -18,6 +18,10 @@ pub struct Options {
     pub max_pods_to_evict_per_node: Option<u32>,
     /// Pods with `emptyDir`/`hostPath` volumes may be evicted (`--evict-local-storage-pods`).
     pub evict_local_storage_pods: bool,
+    /// The time of the pass, seconds since the epoch: what PodLifeTime, RemoveFailedPods'
+    /// `minPodLifetimeSeconds` and the evictor's `minPodAge` measure ages against. Without it
+    /// (a caller with no clock) those treat every pod as too young.
+    pub now: Option<i64>,
 }
 
 /// One eviction the pass chose.
@@ -86,6 +90,12 @@ pub(crate) struct Pass<'a> {
     pub pods: &'a [PodState],
     /// Per node (same index as `nodes`), its pods' indices, by (namespace, name).
     pub on_node: Vec<Vec<usize>>,
+    /// Per node, its `Failed` pods' indices, by (namespace, name) (RemoveFailedPods' only).
+    pub failed_on_node: Vec<Vec<usize>>,
+    /// The time of the pass (see [`Options::now`]).
+    pub now: Option<i64>,
+    /// The evictor's `nodeFit`: an eviction needs another node that would take the pod.
+    node_fit: bool,
     /// Per pod: may be evicted.
     pub evictable: Vec<bool>,
     /// Per pod: chosen for eviction earlier in this pass.
@@ -125,15 +135,18 @@ impl<'a> Pass<'a> {
             .map(|(i, n)| (n.name.as_str(), i))
             .collect();
         let mut on_node = vec![Vec::new(); chosen.len()];
+        let mut failed_on_node = vec![Vec::new(); chosen.len()];
         for (i, p) in pods.iter().enumerate() {
-            if p.is_terminal() {
+            let Some(&n) = index.get(p.node.as_str()) else {
                 continue;
-            }
-            if let Some(&n) = index.get(p.node.as_str()) {
+            };
+            if p.phase() == "Failed" {
+                failed_on_node[n].push(i);
+            } else if !p.is_terminal() {
                 on_node[n].push(i);
             }
         }
-        for list in &mut on_node {
+        for list in on_node.iter_mut().chain(failed_on_node.iter_mut()) {
             list.sort_by(|&a, &b| {
                 (&pods[a].namespace, &pods[a].name).cmp(&(&pods[b].namespace, &pods[b].name))
             });
@@ -143,7 +156,22 @@ impl<'a> Pass<'a> {
                 || o.evict_local_storage_pods,
             ..policy.evictor.clone()
         };
-        let evictable = pods.iter().map(|p| evictable(p, &args).is_ok()).collect();
+        // `minReplicas` counts the pods of each owner (by uid) across the cluster.
+        let mut owner_pods: std::collections::HashMap<&str, u32> = Default::default();
+        for p in pods {
+            if let [owner] = p.pod.metadata.owner_references.as_slice() {
+                *owner_pods.entry(owner.uid.as_str()).or_default() += 1;
+            }
+        }
+        let now = o.now.unwrap_or(0);
+        let evictable = pods
+            .iter()
+            .map(|p| {
+                evictable(p, &args).is_ok()
+                    && (p.annotation(EVICT_ANNOTATION).is_some()
+                        || evictable_in_context(p, &args, &owner_pods, now).is_ok())
+            })
+            .collect();
         let cap = o
             .max_pods_to_evict_per_node
             .filter(|&n| n > 0)
@@ -158,6 +186,9 @@ impl<'a> Pass<'a> {
             nodes: chosen,
             pods,
             on_node,
+            failed_on_node,
+            now: o.now,
+            node_fit: args.node_fit,
             evictable,
             evicted: vec![false; pods.len()],
             cap,
@@ -183,10 +214,39 @@ impl<'a> Pass<'a> {
         self.cap.is_none_or(|cap| self.per_node[n] < cap)
     }
 
-    /// Chooses pod `p` on node `n`; returns false (and chooses nothing) when the node is at its cap.
+    /// The pods still on node `m`, as the scheduler's `fits` takes them.
+    pub fn pods_on(&self, m: usize) -> Vec<berth_scheduler::model::Pod> {
+        self.live(m).map(|p| self.pods[p].pod.clone()).collect()
+    }
+
+    /// The first schedulable node among `among`, other than `n`, that pod `p` fits next to
+    /// that node's pods (upstream's `PodFitsAnyOtherNode`).
+    pub fn fits_elsewhere(&self, p: usize, n: usize, among: &[usize]) -> Option<usize> {
+        let mut unbound = self.pods[p].pod.clone();
+        unbound.spec.node_name.clear();
+        among.iter().copied().find(|&m| {
+            m != n
+                && !self.nodes[m].node.spec.unschedulable
+                && berth_scheduler::fits(&unbound, &self.nodes[m].node, &self.pods_on(m)).fits()
+        })
+    }
+
+    /// Chooses pod `p` on node `n`; returns false (and chooses nothing) when the node is at its
+    /// cap, or, with the evictor's `nodeFit`, when no other node would take the pod.
     pub fn evict(&mut self, p: usize, n: usize, strategy: Strategy, reason: String) -> bool {
         if !self.room_on(n) || self.evicted[p] {
             return false;
+        }
+        if self.node_fit {
+            let all: Vec<usize> = (0..self.nodes.len()).collect();
+            if self.fits_elsewhere(p, n, &all).is_none() {
+                let key = self.pods[p].key();
+                self.note(
+                    Some(strategy),
+                    format!("{key} does not fit on any other node (nodeFit); not evicted"),
+                );
+                return false;
+            }
         }
         self.per_node[n] += 1;
         self.evicted[p] = true;

@@ -36,6 +36,10 @@ pub enum NotEvictable {
     Priority,
     /// The policy's label selector does not match it.
     Labels,
+    /// Its owner has fewer pods than the evictor's `minReplicas`.
+    MinReplicas,
+    /// It started less than the evictor's `minPodAge` ago, or has not started.
+    MinPodAge,
 }
 
 impl NotEvictable {
@@ -50,6 +54,8 @@ impl NotEvictable {
             NotEvictable::Terminating => "already terminating",
             NotEvictable::Priority => "priority at or above the policy's threshold",
             NotEvictable::Labels => "not selected by the policy's labelSelector",
+            NotEvictable::MinReplicas => "its owner has fewer pods than minReplicas",
+            NotEvictable::MinPodAge => "not older than minPodAge",
         }
     }
 }
@@ -66,7 +72,9 @@ pub fn evictable(pod: &PodState, args: &EvictorArgs) -> Result<(), NotEvictable>
     if is_critical(pod) && !args.evict_system_critical_pods {
         return Err(NotEvictable::Critical);
     }
-    if meta.owner_references.is_empty() {
+    // `evictFailedBarePods`: a failed pod without an owner may go (nothing will recreate it).
+    let bare_failed = args.evict_failed_bare_pods && pod.phase() == "Failed";
+    if meta.owner_references.is_empty() && !bare_failed {
         return Err(NotEvictable::NoOwner);
     }
     if !args.evict_daemonset_pods && meta.owner_references.iter().any(|o| o.kind == "DaemonSet") {
@@ -87,6 +95,30 @@ pub fn evictable(pod: &PodState, args: &EvictorArgs) -> Result<(), NotEvictable>
         let labels = pod.labels();
         if !sel.matches_fn(|k| labels.get(k).map(String::as_str)) {
             return Err(NotEvictable::Labels);
+        }
+    }
+    Ok(())
+}
+
+/// The evictor's checks that need the whole cluster or the time: `minReplicas` (pods of the
+/// same single owner, by uid, among `owner_pods`) and `minPodAge` (against `now`, seconds since
+/// the epoch). Upstream's constraints, in its order after [`evictable`]'s.
+pub fn evictable_in_context(
+    pod: &PodState,
+    args: &EvictorArgs,
+    owner_pods: &std::collections::HashMap<&str, u32>,
+    now: i64,
+) -> Result<(), NotEvictable> {
+    let owners = &pod.pod.metadata.owner_references;
+    if args.min_replicas > 1 && owners.len() == 1 {
+        let siblings = owner_pods.get(owners[0].uid.as_str()).copied().unwrap_or(0);
+        if siblings < args.min_replicas {
+            return Err(NotEvictable::MinReplicas);
+        }
+    }
+    if let Some(min_age) = args.min_pod_age_seconds {
+        if pod.started.is_none_or(|s| now.saturating_sub(s) < min_age) {
+            return Err(NotEvictable::MinPodAge);
         }
     }
     Ok(())
@@ -171,6 +203,59 @@ mod tests {
             check(pod("a").mirror().annotate(EVICT_ANNOTATION, "")),
             Ok(())
         );
+    }
+
+    #[test]
+    fn failed_bare_pods_are_evictable_only_when_asked() {
+        let bare_failed = || pod("a").phase("Failed").build();
+        assert_eq!(check(pod("a").phase("Failed")), Err(NotEvictable::NoOwner));
+        let args = EvictorArgs {
+            evict_failed_bare_pods: true,
+            ..Default::default()
+        };
+        assert_eq!(evictable(&bare_failed(), &args), Ok(()));
+        // A running bare pod stays protected (upstream: "not in failed phase").
+        assert_eq!(
+            evictable(&pod("a").build(), &args),
+            Err(NotEvictable::NoOwner)
+        );
+    }
+
+    /// `defaultevictor_test.go`'s minReplicas and minPodAge cases.
+    #[test]
+    fn min_replicas_and_min_pod_age_protect_small_owners_and_young_pods() {
+        const NOW: i64 = 1_767_226_200;
+        let args = EvictorArgs {
+            min_replicas: 3,
+            min_pod_age_seconds: Some(300),
+            ..Default::default()
+        };
+        let owners: std::collections::HashMap<&str, u32> = [("rs", 2), ("big", 3)].into();
+        let old = |o: &str| pod("a").rs(o).created_secs_before(NOW, 600).build();
+        assert_eq!(
+            evictable_in_context(&old("rs"), &args, &owners, NOW),
+            Err(NotEvictable::MinReplicas)
+        );
+        assert_eq!(
+            evictable_in_context(&old("big"), &args, &owners, NOW),
+            Ok(())
+        );
+        let young = pod("a").rs("big").created_secs_before(NOW, 60).build();
+        assert_eq!(
+            evictable_in_context(&young, &args, &owners, NOW),
+            Err(NotEvictable::MinPodAge)
+        );
+        let not_started = pod("a").rs("big").build();
+        assert_eq!(
+            evictable_in_context(&not_started, &args, &owners, NOW),
+            Err(NotEvictable::MinPodAge)
+        );
+        // minReplicas 1 is no check (upstream logs and ignores it).
+        let one = EvictorArgs {
+            min_replicas: 1,
+            ..Default::default()
+        };
+        assert_eq!(evictable_in_context(&old("rs"), &one, &owners, NOW), Ok(()));
     }
 
     #[test]

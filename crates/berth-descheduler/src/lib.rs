@@ -48,8 +48,14 @@ mod strategies;
 
 pub use engine::{Eviction, Note, Options, Plan};
 pub use evictable::{evictable, eviction_order, NotEvictable};
-pub use model::{AntiAffinityTerm, ModelError, NodeState, PodState, Qos, Request};
-pub use policy::{EvictorArgs, LowNodeUtilization, Policy, PolicyError, Thresholds};
+pub use model::{
+    AntiAffinityTerm, ContainerFacts, ModelError, NodeState, PodState, Qos, Request,
+    SpreadConstraint,
+};
+pub use policy::{
+    EvictorArgs, HighNodeUtilization, LowNodeUtilization, PodLifeTime, PodScope, Policy,
+    PolicyError, RemoveFailedPods, Thresholds, TooManyRestarts, TopologySpread,
+};
 pub use report::{metrics_text, Outcome, Report, ReportLine};
 pub use strategies::plan;
 
@@ -66,16 +72,31 @@ pub enum Strategy {
     RemovePodsViolatingNodeAffinity,
     /// Pods that do not tolerate their node's NoSchedule taints (§1.10).
     RemovePodsViolatingNodeTaints,
+    /// Empty underutilized nodes onto the others (v1alpha2).
+    HighNodeUtilization,
+    /// Pods whose topology spread constraint is skewed beyond maxSkew (v1alpha2).
+    RemovePodsViolatingTopologySpreadConstraint,
+    /// Pods whose containers restarted too often (v1alpha2).
+    RemovePodsHavingTooManyRestarts,
+    /// Pods older than a maximum age (v1alpha2).
+    PodLifeTime,
+    /// Failed pods (v1alpha2).
+    RemoveFailedPods,
 }
 
 impl Strategy {
     /// Every strategy, in pass order.
-    pub const ALL: [Strategy; 5] = [
+    pub const ALL: [Strategy; 10] = [
         Strategy::RemoveDuplicates,
         Strategy::LowNodeUtilization,
         Strategy::RemovePodsViolatingInterPodAntiAffinity,
         Strategy::RemovePodsViolatingNodeAffinity,
         Strategy::RemovePodsViolatingNodeTaints,
+        Strategy::HighNodeUtilization,
+        Strategy::RemovePodsViolatingTopologySpreadConstraint,
+        Strategy::RemovePodsHavingTooManyRestarts,
+        Strategy::PodLifeTime,
+        Strategy::RemoveFailedPods,
     ];
 
     /// The name policies use.
@@ -88,7 +109,19 @@ impl Strategy {
             }
             Strategy::RemovePodsViolatingNodeAffinity => "RemovePodsViolatingNodeAffinity",
             Strategy::RemovePodsViolatingNodeTaints => "RemovePodsViolatingNodeTaints",
+            Strategy::HighNodeUtilization => "HighNodeUtilization",
+            Strategy::RemovePodsViolatingTopologySpreadConstraint => {
+                "RemovePodsViolatingTopologySpreadConstraint"
+            }
+            Strategy::RemovePodsHavingTooManyRestarts => "RemovePodsHavingTooManyRestarts",
+            Strategy::PodLifeTime => "PodLifeTime",
+            Strategy::RemoveFailedPods => "RemoveFailedPods",
         }
+    }
+
+    /// Only a `descheduler/v1alpha2` profile can enable it (the seed's file knows five).
+    pub fn v1alpha2_only(self) -> bool {
+        Strategy::ALL[5..].contains(&self)
     }
 
     /// The strategy a policy names.
@@ -100,7 +133,10 @@ impl Strategy {
     pub fn balances(self) -> bool {
         matches!(
             self,
-            Strategy::RemoveDuplicates | Strategy::LowNodeUtilization
+            Strategy::RemoveDuplicates
+                | Strategy::LowNodeUtilization
+                | Strategy::HighNodeUtilization
+                | Strategy::RemovePodsViolatingTopologySpreadConstraint
         )
     }
 }

@@ -73,6 +73,118 @@ pub struct PodState {
     pub uses_pvc: bool,
     /// Its required anti-affinity terms.
     pub anti_affinity: Vec<AntiAffinityTerm>,
+    /// What its status says about its containers, for the plugins that read it.
+    pub containers: ContainerFacts,
+    /// `metadata.creationTimestamp`, seconds since the epoch.
+    pub created: Option<i64>,
+    /// `status.startTime`, seconds since the epoch.
+    pub started: Option<i64>,
+    /// Its `topologySpreadConstraints`.
+    pub spread: Vec<SpreadConstraint>,
+}
+
+/// One of a pod's `topologySpreadConstraints`, its selector parsed.
+#[derive(Debug, Clone)]
+pub struct SpreadConstraint {
+    /// `maxSkew`.
+    pub max_skew: i64,
+    /// `topologyKey`.
+    pub topology_key: String,
+    /// `whenUnsatisfiable` (`DoNotSchedule` or `ScheduleAnyway`).
+    pub when_unsatisfiable: String,
+    /// The selector; `None` when absent or invalid (matches nothing, as upstream skips it).
+    pub selector: Option<Selector>,
+    /// The constraint as written: identical constraints of a namespace are balanced once.
+    pub raw: Value,
+}
+
+fn spread_constraints(spec: &Value) -> Vec<SpreadConstraint> {
+    let Some(list) = spec
+        .get("topologySpreadConstraints")
+        .and_then(Value::as_array)
+    else {
+        return Vec::new();
+    };
+    list.iter()
+        .filter_map(|c| {
+            Some(SpreadConstraint {
+                max_skew: c.get("maxSkew")?.as_i64()?,
+                topology_key: c.get("topologyKey")?.as_str()?.to_string(),
+                when_unsatisfiable: c.get("whenUnsatisfiable")?.as_str()?.to_string(),
+                selector: c
+                    .get("labelSelector")
+                    .filter(|s| !s.is_null())
+                    .and_then(|s| Selector::from_label_selector(s).ok()),
+                raw: c.clone(),
+            })
+        })
+        .collect()
+}
+
+/// The container statuses as RemovePodsHavingTooManyRestarts, PodLifeTime and RemoveFailedPods
+/// read them: restart counts and the `waiting`/`terminated` reasons, apart for init containers.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ContainerFacts {
+    /// Σ restartCount over `containerStatuses`.
+    pub restarts: i64,
+    /// Σ restartCount over `initContainerStatuses`.
+    pub init_restarts: i64,
+    /// `state.waiting.reason` of each container that has one.
+    pub waiting: Vec<String>,
+    /// `state.waiting.reason` of each init container that has one.
+    pub init_waiting: Vec<String>,
+    /// `state.terminated.reason` of each container that has one.
+    pub terminated: Vec<String>,
+    /// `state.terminated.reason` of each init container that has one.
+    pub init_terminated: Vec<String>,
+    /// `status.reason` (`Evicted`, `NodeLost`, ...).
+    pub pod_reason: String,
+}
+
+impl ContainerFacts {
+    fn read(status: Option<&Value>) -> ContainerFacts {
+        let list = |field: &str| {
+            status
+                .and_then(|s| s.get(field))
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default()
+        };
+        let restarts = |l: &[Value]| {
+            l.iter()
+                .filter_map(|c| c.get("restartCount").and_then(Value::as_i64))
+                .fold(0i64, i64::saturating_add)
+        };
+        let reasons = |l: &[Value], state: &str| {
+            l.iter()
+                .filter_map(|c| c.pointer(&format!("/state/{state}/reason")))
+                .filter_map(Value::as_str)
+                .filter(|r| !r.is_empty())
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        };
+        let (main, init) = (list("containerStatuses"), list("initContainerStatuses"));
+        ContainerFacts {
+            restarts: restarts(&main),
+            init_restarts: restarts(&init),
+            waiting: reasons(&main, "waiting"),
+            init_waiting: reasons(&init, "waiting"),
+            terminated: reasons(&main, "terminated"),
+            init_terminated: reasons(&init, "terminated"),
+            pod_reason: status
+                .and_then(|s| s.get("reason"))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+        }
+    }
+}
+
+/// An RFC 3339 timestamp as seconds since the epoch.
+fn epoch_seconds(text: Option<&str>) -> Option<i64> {
+    chrono::DateTime::parse_from_rfc3339(text?)
+        .ok()
+        .map(|t| t.timestamp())
 }
 
 /// One node, compiled.
@@ -117,7 +229,13 @@ impl PodState {
         let uses_pvc = has("persistentVolumeClaim");
         let namespace = pod.metadata.namespace_or_default().to_string();
         let anti_affinity = anti_affinity_terms(&pod, &namespace);
+        let created = epoch_seconds(pod.metadata.creation_timestamp.as_deref());
+        let started = epoch_seconds(pod.status.start_time.as_deref());
         Ok(PodState {
+            spread: spread_constraints(&spec),
+            containers: ContainerFacts::read(value.get("status")),
+            created,
+            started,
             namespace,
             name: pod.metadata.name.clone(),
             node: pod.spec.node_name.clone(),
@@ -148,6 +266,11 @@ impl PodState {
     /// True once the pod has finished (it no longer counts on its node).
     pub fn is_terminal(&self) -> bool {
         matches!(self.pod.status.phase.as_str(), "Succeeded" | "Failed")
+    }
+
+    /// `status.phase`.
+    pub fn phase(&self) -> &str {
+        &self.pod.status.phase
     }
 }
 

@@ -5,7 +5,7 @@
 use anyhow::Context;
 use berth_core::clock::Clock;
 use berth_core::labels::Selector;
-use berth_descheduler::driver::{self, Metrics, RunConfig};
+use berth_descheduler::driver::{self, Metrics, RunConfig, Stop};
 use berth_descheduler::{Options, Policy, Report};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -55,6 +55,8 @@ impl DeschedulerArgs {
             node_selector,
             max_pods_to_evict_per_node: Some(self.max_pods_to_evict_per_node).filter(|&n| n > 0),
             evict_local_storage_pods: self.evict_local_storage_pods,
+            // Each run sets its own time.
+            now: None,
         })
     }
 }
@@ -81,6 +83,7 @@ pub async fn run_loop(
         options: args.options()?,
         dry_run: args.dry_run,
         clock,
+        stop: Stop::process(),
     };
     let once = args.descheduling_interval.is_zero();
     loop {
@@ -96,10 +99,13 @@ pub async fn run_loop(
             // A long-running descheduler outlives an API hiccup: the next run tries again.
             Err(e) => tracing::warn!(error = %e, "descheduling run failed"),
         }
-        if once {
+        if once || cfg.stop.is_set() {
             return Ok(());
         }
-        cfg.clock.sleep(args.descheduling_interval).await;
+        tokio::select! {
+            () = cfg.clock.sleep(args.descheduling_interval) => {}
+            () = cfg.stop.stopped() => return Ok(()),
+        }
     }
 }
 
@@ -138,17 +144,31 @@ pub async fn run(args: DeschedulerArgs) -> anyhow::Result<()> {
     let policy = load_policy(path)?;
     args.options()?;
     let client = client(args.kubeconfig.as_deref()).await?;
-    run_loop(
-        client,
-        &args,
-        policy,
-        Clock::system(),
-        Metrics::default(),
-        |text| {
-            let _ = crate::output::print(&text);
-        },
-    )
-    .await
+    // The loop runs in a task of its own: a signal must not cancel an eviction in flight
+    // before its event is written.
+    let mut running = tokio::spawn(async move {
+        run_loop(
+            client,
+            &args,
+            policy,
+            Clock::system(),
+            Metrics::default(),
+            |text| {
+                let _ = crate::output::print(&text);
+            },
+        )
+        .await
+    });
+    tokio::select! {
+        ended = &mut running => ended?,
+        signal = crate::scheduler::shutdown_signal() => {
+            // No further eviction starts; the one in flight and its event are written.
+            Stop::process().set();
+            berth_scheduler::driver::flush_events().await;
+            println!("received {signal}; exiting");
+            Ok(())
+        }
+    }
 }
 
 /// The name the in-process descheduler's loop is supervised under.

@@ -191,6 +191,7 @@ pub async fn run(args: SchedulerArgs) -> anyhow::Result<()> {
         let scheduling = supervise(&supervisor, client, cfg, ops, None);
         let signal = shutdown_signal().await;
         scheduling.abort();
+        driver::flush_events().await;
         println!("received {signal}; exiting");
         return Ok(());
     };
@@ -221,6 +222,8 @@ pub async fn run(args: SchedulerArgs) -> anyhow::Result<()> {
     };
     let ended = elector.run(tx, shutdown).await;
     scheduling.abort();
+    // Stopped or deposed, the events already queued are written before the exit (bounded).
+    driver::flush_events().await;
     match ended {
         // Stopped by a signal: scheduling has stopped and the lease is given up.
         Ok(()) => {
@@ -234,7 +237,7 @@ pub async fn run(args: SchedulerArgs) -> anyhow::Result<()> {
 }
 
 /// Resolves with the signal's name on SIGTERM (how Kubernetes stops a pod) or SIGINT (Ctrl-C).
-async fn shutdown_signal() -> &'static str {
+pub(crate) async fn shutdown_signal() -> &'static str {
     use tokio::signal::unix::{signal, SignalKind};
     match signal(SignalKind::terminate()) {
         Ok(mut term) => tokio::select! {

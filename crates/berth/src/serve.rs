@@ -691,6 +691,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         running.kubeconfig.display()
     );
     shutdown_signal().await?;
+    // The in-process scheduler's and descheduler's queued events are written while the server
+    // still answers; the descheduler starts no further eviction.
+    berth_descheduler::driver::Stop::process().set();
+    berth_scheduler::driver::flush_events().await;
     // As kube-apiserver on SIGTERM: requests in flight get their answers before the exit.
     let left = running.server.drain(DRAIN_LIMIT).await;
     if left > 0 {

@@ -6,8 +6,13 @@
 //! caller reads the file and names it.
 
 mod document;
+mod plugin_args;
 mod v1alpha1;
 mod v1alpha2;
+
+pub use plugin_args::{
+    HighNodeUtilization, PodLifeTime, PodScope, RemoveFailedPods, TooManyRestarts, TopologySpread,
+};
 
 use berth_core::labels::Selector;
 use serde_json::Value;
@@ -86,6 +91,14 @@ pub struct EvictorArgs {
     pub priority_threshold: Option<i32>,
     /// Only pods matching this are evicted.
     pub label_selector: Option<Selector>,
+    /// Failed pods without an owner may be evicted (`evictFailedBarePods`).
+    pub evict_failed_bare_pods: bool,
+    /// A pod is evicted only when another ready node would take it (`nodeFit`).
+    pub node_fit: bool,
+    /// Pods whose owner has fewer pods than this are not evicted (`minReplicas`; ≤ 1: no check).
+    pub min_replicas: u32,
+    /// Pods started less than this many seconds ago, or not started, are not evicted (`minPodAge`).
+    pub min_pod_age_seconds: Option<i64>,
 }
 
 /// A compiled descheduler policy.
@@ -101,6 +114,16 @@ pub struct Policy {
     pub node_affinity: bool,
     /// RemovePodsViolatingNodeTaints is on.
     pub node_taints: bool,
+    /// HighNodeUtilization (v1alpha2), when on.
+    pub high_node_utilization: Option<HighNodeUtilization>,
+    /// RemovePodsViolatingTopologySpreadConstraint (v1alpha2), when on.
+    pub topology_spread: Option<TopologySpread>,
+    /// RemovePodsHavingTooManyRestarts (v1alpha2), when on.
+    pub too_many_restarts: Option<TooManyRestarts>,
+    /// PodLifeTime (v1alpha2), when on.
+    pub pod_life_time: Option<PodLifeTime>,
+    /// RemoveFailedPods (v1alpha2), when on.
+    pub remove_failed_pods: Option<RemoveFailedPods>,
     /// The evictor's settings from the policy (the command line may add to them).
     pub evictor: EvictorArgs,
     /// v1alpha2 `nodeSelector`.

@@ -246,3 +246,89 @@ proptest! {
         let _ = Policy::parse("p", &v2);
     }
 }
+
+#[test]
+fn v1alpha2_default_evictor_arguments_are_read() {
+    let p = Policy::parse(
+        "v2.yaml",
+        &V2.replace(
+            "        evictLocalStoragePods: true\n",
+            "        evictLocalStoragePods: true\n        nodeFit: true\n        evictFailedBarePods: true\n        minReplicas: 2\n        minPodAge: 5m\n",
+        ),
+    )
+    .unwrap();
+    let e = &p.evictor;
+    assert!(e.node_fit && e.evict_failed_bare_pods);
+    assert_eq!(e.min_replicas, 2);
+    assert_eq!(e.min_pod_age_seconds, Some(300));
+    assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+}
+
+#[test]
+fn v1alpha2_default_evictor_refuses_a_priority_threshold_with_both_fields() {
+    let e = err(&V2.replace(
+        "          value: 1000\n",
+        "          value: 1000\n          name: high\n",
+    ));
+    assert_eq!(
+        (e.strategy.as_str(), e.field.as_str()),
+        ("DefaultEvictor", "args.priorityThreshold")
+    );
+    assert_eq!(
+        e.reason,
+        "priority threshold misconfigured, only one of priorityThreshold fields can be set"
+    );
+    let e = err(&V2.replace(
+        "        evictLocalStoragePods: true\n",
+        "        minPodAge: soon\n",
+    ));
+    assert_eq!(e.field, "args.minPodAge");
+}
+
+#[test]
+fn v1alpha2_plugins_are_enabled_at_their_extension_point_only() {
+    let with = |point: &str, plugin: &str| {
+        V2.replace(
+            "      deschedule:\n        enabled:\n",
+            &format!("      {point}:\n        enabled:\n          - \"{plugin}\"\n"),
+        )
+    };
+    let p = Policy::parse(
+        "v2",
+        &with("deschedule", "RemoveFailedPods").replace(
+            "    - name: \"RemovePodsViolatingNodeAffinity\"",
+            "    - name: \"RemoveFailedPods\"\n      args:\n        reasons: [\"OOMKilled\"]\n    - name: \"RemovePodsViolatingNodeAffinity\"",
+        ),
+    )
+    .unwrap();
+    assert_eq!(p.remove_failed_pods.unwrap().reasons, ["OOMKilled"]);
+    let e = err(&with("deschedule", "HighNodeUtilization"));
+    assert!(e.reason.contains("is a balance plugin"), "{e}");
+    let p = Policy::parse(
+        "v2",
+        &V2.replace(
+            "          - \"LowNodeUtilization\"\n",
+            "          - \"LowNodeUtilization\"\n          - \"RemovePodsViolatingTopologySpreadConstraint\"\n",
+        ),
+    )
+    .unwrap();
+    let t = p.topology_spread.unwrap();
+    assert_eq!(t.constraints, ["DoNotSchedule"]);
+    assert!(t.node_fit);
+}
+
+#[test]
+fn the_seeds_file_does_not_know_the_v1alpha2_plugins() {
+    let p = Policy::parse(
+        "p",
+        &SEED.replace("\"RemoveDuplicates\":", "\"PodLifeTime\":"),
+    )
+    .unwrap();
+    assert!(p.pod_life_time.is_none());
+    assert!(p.warnings[0].contains("\"PodLifeTime\" is not one berth knows"));
+    assert!(
+        !p.warnings[0].contains("RemoveFailedPods"),
+        "{:?}",
+        p.warnings
+    );
+}

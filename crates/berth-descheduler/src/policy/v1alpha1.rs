@@ -27,10 +27,16 @@ pub(super) fn compile(doc: &Map<String, Value>) -> FieldResult<Policy> {
     }
     let strategies = mapping("policy", "strategies", strategies)?;
     for (name, entry) in strategies {
-        let Some(strategy) = Strategy::from_name(name) else {
+        // The seed's file knows the first five; the v1alpha2 plugins are not strategies here.
+        let Some(strategy) = Strategy::from_name(name).filter(|s| !s.v1alpha2_only()) else {
+            let known: Vec<&str> = Strategy::ALL
+                .into_iter()
+                .filter(|s| !s.v1alpha2_only())
+                .map(Strategy::name)
+                .collect();
             policy.warnings.push(format!(
                 "strategy {name:?} is not one berth knows; ignored (known: {})",
-                Strategy::ALL.map(Strategy::name).join(", ")
+                known.join(", ")
             ));
             continue;
         };
@@ -83,6 +89,12 @@ pub(super) fn compile(doc: &Map<String, Value>) -> FieldResult<Policy> {
                     policy.low_node_utilization = Some(lnu);
                 }
             }
+            // Filtered out above: only v1alpha2 profiles enable these.
+            Strategy::HighNodeUtilization
+            | Strategy::RemovePodsViolatingTopologySpreadConstraint
+            | Strategy::RemovePodsHavingTooManyRestarts
+            | Strategy::PodLifeTime
+            | Strategy::RemoveFailedPods => {}
         }
     }
     Ok(policy)

@@ -1,14 +1,17 @@
 //! `descheduler/v1alpha2`: profiles with plugins and their arguments (control-loops §1.12).
 //!
-//! berth runs the same five strategies whichever format enables them (the v1alpha1 semantics,
-//! except LowNodeUtilization's thresholds, which follow v1alpha2: missing resources are 100%,
-//! both maps name the same resources, 0..100, thresholds ≤ targets, and `numberOfNodes` gates
-//! with `<=`). Profiles are merged: a strategy enabled in any profile runs once. Arguments
-//! berth accepts without acting on them are listed as warnings.
+//! The seed's five strategies run as in v1alpha1 whichever format enables them (except
+//! LowNodeUtilization's thresholds, which follow v1alpha2: missing resources are 100%, both
+//! maps name the same resources, 0..100, thresholds ≤ targets, and `numberOfNodes` gates with
+//! `<=`); five more plugins exist only here (HighNodeUtilization,
+//! RemovePodsViolatingTopologySpreadConstraint, RemovePodsHavingTooManyRestarts, PodLifeTime,
+//! RemoveFailedPods, their arguments in [`super::plugin_args`]). Profiles are merged: a plugin
+//! enabled in any profile runs once, with the arguments of the profile that enabled it first.
+//! Arguments berth accepts without acting on them are listed as warnings.
 
 use super::{
-    boolean, count, mapping, node_affinity_types, thresholds, EvictorArgs, FieldError, FieldResult,
-    LowNodeUtilization, Policy, Thresholds,
+    boolean, count, mapping, node_affinity_types, plugin_args, thresholds, EvictorArgs, FieldError,
+    FieldResult, LowNodeUtilization, Policy, Thresholds,
 };
 use crate::Strategy;
 use berth_core::labels::Selector;
@@ -178,6 +181,35 @@ fn profile(policy: &mut Policy, at: &str, v: &Value) -> FieldResult<()> {
 
 fn plugin(policy: &mut Policy, s: Strategy, args: &Map<String, Value>) -> FieldResult<()> {
     let name = s.name();
+    // The v1alpha2-only plugins act on every argument they accept.
+    match s {
+        Strategy::HighNodeUtilization => {
+            let a = plugin_args::high_node_utilization(args)?;
+            policy.high_node_utilization.get_or_insert(a);
+            return Ok(());
+        }
+        Strategy::RemovePodsViolatingTopologySpreadConstraint => {
+            let a = plugin_args::topology_spread(args)?;
+            policy.topology_spread.get_or_insert(a);
+            return Ok(());
+        }
+        Strategy::RemovePodsHavingTooManyRestarts => {
+            let a = plugin_args::too_many_restarts(args)?;
+            policy.too_many_restarts.get_or_insert(a);
+            return Ok(());
+        }
+        Strategy::PodLifeTime => {
+            let a = plugin_args::pod_life_time(args)?;
+            policy.pod_life_time.get_or_insert(a);
+            return Ok(());
+        }
+        Strategy::RemoveFailedPods => {
+            let a = plugin_args::remove_failed_pods(args)?;
+            policy.remove_failed_pods.get_or_insert(a);
+            return Ok(());
+        }
+        _ => {}
+    }
     let known: &[&str] = match s {
         Strategy::RemoveDuplicates => &["excludeOwnerKinds", "namespaces"],
         Strategy::LowNodeUtilization => &[
@@ -200,6 +232,7 @@ fn plugin(policy: &mut Policy, s: Strategy, args: &Map<String, Value>) -> FieldR
             "excludedTaints",
             "includedTaints",
         ],
+        _ => &[],
     };
     for (key, v) in args {
         if !known.contains(&key.as_str()) {
@@ -245,6 +278,7 @@ fn plugin(policy: &mut Policy, s: Strategy, args: &Map<String, Value>) -> FieldR
         Strategy::LowNodeUtilization => {
             policy.low_node_utilization = Some(low_node_utilization(name, args)?)
         }
+        _ => {}
     }
     Ok(())
 }
@@ -340,7 +374,17 @@ fn default_evictor(policy: &mut Policy, args: &Value) -> FieldResult<()> {
                         })?;
                     e.priority_threshold = Some(n);
                 }
-                if t.get("name").is_some_and(|n| !n.is_null()) {
+                let named = t
+                    .get("name")
+                    .is_some_and(|n| n.as_str().is_some_and(|n| !n.is_empty()));
+                if named && e.priority_threshold.is_some() {
+                    return Err(FieldError::new(
+                        N,
+                        &at,
+                        "priority threshold misconfigured, only one of priorityThreshold fields can be set",
+                    ));
+                }
+                if named {
                     policy.warnings.push(format!(
                         "{N}: {at}.name (a PriorityClass) is not looked up by berth; use value"
                     ));
@@ -353,13 +397,25 @@ fn default_evictor(policy: &mut Policy, args: &Value) -> FieldResult<()> {
                     e.label_selector = Some(s);
                 }
             }
-            "nodeFit"
-            | "evictFailedBarePods"
-            | "minReplicas"
-            | "minPodAge"
-            | "namespaceLabelSelector"
-            | "podProtections"
-            | "ignorePodsWithoutPDB" => {
+            "nodeFit" => e.node_fit = boolean(N, &at, v)?,
+            "evictFailedBarePods" => e.evict_failed_bare_pods = boolean(N, &at, v)?,
+            "minReplicas" => {
+                if !v.is_null() {
+                    e.min_replicas = count(N, &at, v)?;
+                }
+            }
+            "minPodAge" => {
+                if !v.is_null() {
+                    let text = v.as_str().ok_or_else(|| {
+                        FieldError::new(N, &at, "must be a duration such as \"5m\"")
+                    })?;
+                    let d =
+                        berth_core::duration::parse_with(text, berth_core::duration::Syntax::GO)
+                            .map_err(|err| FieldError::new(N, &at, format!("{text:?}: {err}")))?;
+                    e.min_pod_age_seconds = Some(i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+                }
+            }
+            "namespaceLabelSelector" | "podProtections" | "ignorePodsWithoutPDB" => {
                 if !v.is_null() && v != &Value::Bool(false) {
                     policy
                         .warnings

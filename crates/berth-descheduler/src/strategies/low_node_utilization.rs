@@ -14,10 +14,10 @@ const S: Strategy = Strategy::LowNodeUtilization;
 
 /// A node's usage in percent.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-struct Usage {
-    cpu: f64,
-    memory: f64,
-    pods: f64,
+pub(crate) struct Usage {
+    pub cpu: f64,
+    pub memory: f64,
+    pub pods: f64,
 }
 
 fn pct(used: i64, cap: i64) -> f64 {
@@ -28,7 +28,7 @@ fn pct(used: i64, cap: i64) -> f64 {
     }
 }
 
-fn usage(pass: &Pass, n: usize) -> Usage {
+pub(crate) fn usage(pass: &Pass, n: usize) -> Usage {
     let node = pass.nodes[n];
     let (mut cpu, mut memory, mut count) = (0i64, 0i64, 0i64);
     for p in pass.live(n) {
@@ -48,7 +48,7 @@ fn pairs(u: &Usage, t: &Thresholds) -> [(f64, Option<f64>); 3] {
     [(u.cpu, t.cpu), (u.memory, t.memory), (u.pods, t.pods)]
 }
 
-fn at_or_below_all(u: &Usage, t: &Thresholds) -> bool {
+pub(crate) fn at_or_below_all(u: &Usage, t: &Thresholds) -> bool {
     pairs(u, t).iter().all(|(u, t)| t.is_none_or(|t| *u <= t))
 }
 
@@ -56,7 +56,7 @@ fn above_any(u: &Usage, t: &Thresholds) -> bool {
     pairs(u, t).iter().any(|(u, t)| t.is_some_and(|t| *u > t))
 }
 
-fn describe(u: &Usage) -> String {
+pub(crate) fn describe(u: &Usage) -> String {
     format!(
         "cpu {:.1}%, memory {:.1}%, pods {:.1}%",
         u.cpu, u.memory, u.pods

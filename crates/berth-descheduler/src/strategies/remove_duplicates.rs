@@ -112,4 +112,25 @@ mod tests {
     fn a_one_node_cluster_is_left_alone() {
         assert!(evicted(vec![node("n1")], three("dev", ["p1", "p2", "p3"]), &on(), 0).is_empty());
     }
+
+    /// `defaultevictor_test.go` nodeFit: a pod no other node takes is not evicted.
+    #[test]
+    fn with_node_fit_a_duplicate_that_fits_nowhere_else_stays() {
+        let tainted = || vec![node("n1"), node("n2").taint("k", "v", "NoSchedule")];
+        let with = |fit: bool| {
+            v2_plugin_with_evictor(
+                "RemoveDuplicates",
+                "balance",
+                json!({}),
+                json!({ "nodeFit": fit }),
+            )
+        };
+        let plan = run(tainted(), three("dev", ["p1", "p2", "p3"]), &with(true), 0);
+        assert!(plan.evictions.is_empty());
+        assert!(plan.notes.iter().any(|n| n.message.contains("nodeFit")));
+        assert_eq!(
+            evicted(tainted(), three("dev", ["p1", "p2", "p3"]), &with(false), 0),
+            ["p2", "p3"]
+        );
+    }
 }

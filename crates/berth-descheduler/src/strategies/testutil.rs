@@ -75,6 +75,54 @@ impl P {
         self.0["spec"][field] = v;
         self
     }
+    pub fn phase(mut self, phase: &str) -> P {
+        self.0["status"]["phase"] = json!(phase);
+        self
+    }
+    /// Created `secs` before the epoch second `now`.
+    pub fn created_secs_before(mut self, now: i64, secs: i64) -> P {
+        let t = chrono::DateTime::from_timestamp(now - secs, 0).unwrap();
+        self.0["metadata"]["creationTimestamp"] = json!(t.to_rfc3339());
+        self.0["status"]["startTime"] = json!(t.to_rfc3339());
+        self
+    }
+    fn status_list(&mut self, list: &str) -> &mut Vec<Value> {
+        let status = self.0["status"].as_object_mut().unwrap();
+        status
+            .entry(list)
+            .or_insert(json!([]))
+            .as_array_mut()
+            .unwrap()
+    }
+    pub fn waiting(mut self, reason: &str) -> P {
+        self.status_list("containerStatuses").push(
+            json!({"name": "c", "restartCount": 0, "state": {"waiting": {"reason": reason}}}),
+        );
+        self
+    }
+    pub fn terminated(mut self, reason: &str) -> P {
+        self.status_list("containerStatuses").push(
+            json!({"name": "c", "restartCount": 0, "state": {"terminated": {"reason": reason}}}),
+        );
+        self
+    }
+    pub fn init_terminated(mut self, reason: &str) -> P {
+        self.status_list("initContainerStatuses").push(
+            json!({"name": "i", "restartCount": 0, "state": {"terminated": {"reason": reason}}}),
+        );
+        self
+    }
+    pub fn pod_reason(mut self, reason: &str) -> P {
+        self.0["status"]["reason"] = json!(reason);
+        self
+    }
+    pub fn restarts(mut self, containers: i64, init: i64) -> P {
+        self.status_list("containerStatuses")
+            .push(json!({"name": "c", "restartCount": containers, "state": {"running": {}}}));
+        self.status_list("initContainerStatuses")
+            .push(json!({"name": "i", "restartCount": init, "state": {"terminated": {}}}));
+        self
+    }
     pub fn build(self) -> PodState {
         PodState::from_json(&self.0).unwrap()
     }
@@ -124,6 +172,64 @@ impl N {
 pub(crate) fn policy(strategies: Value) -> Policy {
     let doc = json!({"apiVersion": "descheduler/v1alpha1", "kind": "DeschedulerPolicy", "strategies": strategies});
     Policy::parse("test.json", &doc.to_string()).unwrap()
+}
+
+/// A v1alpha2 policy with one profile enabling `plugin` at `point` with `args`.
+pub(crate) fn v2_plugin(plugin: &str, point: &str, args: Value) -> Policy {
+    v2_plugin_with_evictor(plugin, point, args, json!({}))
+}
+
+/// As [`v2_plugin`], with DefaultEvictor arguments.
+pub(crate) fn v2_plugin_with_evictor(
+    plugin: &str,
+    point: &str,
+    args: Value,
+    evictor: Value,
+) -> Policy {
+    Policy::parse(
+        "test.json",
+        &v2_doc(plugin, point, args, evictor).to_string(),
+    )
+    .unwrap()
+}
+
+/// The error of a v1alpha2 policy enabling `plugin` with `args`.
+pub(crate) fn v2_error(plugin: &str, point: &str, args: Value) -> crate::PolicyError {
+    Policy::parse(
+        "test.json",
+        &v2_doc(plugin, point, args, json!({})).to_string(),
+    )
+    .unwrap_err()
+}
+
+fn v2_doc(plugin: &str, point: &str, args: Value, evictor: Value) -> Value {
+    json!({"apiVersion": "descheduler/v1alpha2", "kind": "DeschedulerPolicy", "profiles": [{
+        "name": "p",
+        "pluginConfig": [{"name": "DefaultEvictor", "args": evictor}, {"name": plugin, "args": args}],
+        "plugins": {point: {"enabled": [plugin]}}}]})
+}
+
+/// A pass at `now` (epoch seconds), no cap.
+pub(crate) fn run_with_now(nodes: Vec<N>, pods: Vec<P>, policy: &Policy, now: i64) -> Plan {
+    run_with_now_cap(nodes, pods, policy, now, 0)
+}
+
+/// A pass at `now` with a per-node cap.
+pub(crate) fn run_with_now_cap(
+    nodes: Vec<N>,
+    pods: Vec<P>,
+    policy: &Policy,
+    now: i64,
+    cap: u32,
+) -> Plan {
+    let nodes: Vec<_> = nodes.into_iter().map(N::build).collect();
+    let pods: Vec<_> = pods.into_iter().map(P::build).collect();
+    let options = Options {
+        max_pods_to_evict_per_node: Some(cap),
+        now: Some(now),
+        ..Options::default()
+    };
+    plan(&nodes, &pods, policy, &options)
 }
 
 /// The evicted pods' names, in order.

@@ -10,6 +10,7 @@
 mod informers;
 pub mod leader;
 pub mod ops;
+pub mod outstanding;
 mod preemption;
 pub mod published_policy;
 mod recorder;
@@ -17,6 +18,7 @@ mod scheduling_loop;
 
 pub use leader::{LeaderElectionConfig, LeaderElector, LeaderError};
 pub use ops::Ops;
+pub use outstanding::{flush_events, EVENT_FLUSH_LIMIT};
 pub use scheduling_loop::{run, run_with};
 
 use crate::policy::Policy;

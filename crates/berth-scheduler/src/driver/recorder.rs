@@ -4,8 +4,11 @@
 //! Events go through a bounded queue to a few writer tasks, as upstream's event broadcaster
 //! does (a full queue drops the event and logs it): a `Scheduled` event costs the binding path
 //! one channel send. Repeated failures bump one event's `count` (upstream's aggregation); a pod
-//! scheduled, or gone, is forgotten by it.
+//! scheduled, or gone, is forgotten by it. Every queued job holds a ticket of the process's
+//! [`Outstanding`] work until it is written, so a stopping scheduler can wait for them
+//! ([`super::outstanding::flush_events`]).
 
+use super::outstanding::{Outstanding, Ticket};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Status, Time};
@@ -44,6 +47,12 @@ enum Job {
     },
 }
 
+/// A job with its ticket: the work stays outstanding until the job is written or dropped.
+struct Queued {
+    job: Job,
+    _pending: Ticket,
+}
+
 /// An event written before: its name and count, to bump on a repeat.
 struct Written {
     reason: &'static str,
@@ -59,8 +68,10 @@ type Seen = Arc<Mutex<HashMap<String, Vec<Written>>>>;
 #[derive(Clone)]
 pub struct Recorder {
     client: kube::Client,
-    queue: mpsc::Sender<Job>,
+    queue: mpsc::Sender<Queued>,
     seen: Seen,
+    /// The process's pending writes (see [`Outstanding`]).
+    outstanding: Outstanding,
     /// Events dropped because the queue was full; logged on the first and every 1000th, so a
     /// burst of thousands of pods does not become thousands of warnings.
     dropped: std::sync::Arc<std::sync::atomic::AtomicU64>,
@@ -84,15 +95,29 @@ impl Recorder {
             futures::stream::unfold(jobs, |mut jobs| async move {
                 jobs.recv().await.map(|job| (job, jobs))
             })
-            .for_each_concurrent(WRITERS, |job| writer.write(job))
+            .for_each_concurrent(WRITERS, |queued: Queued| {
+                let writer = &writer;
+                // The ticket lives until the write has finished.
+                async move {
+                    let Queued { job, _pending } = queued;
+                    writer.write(job).await;
+                }
+            })
             .await
         });
         Recorder {
             client,
             queue,
             seen,
+            outstanding: Outstanding::process(),
             dropped: Default::default(),
         }
+    }
+
+    /// A ticket of outstanding work: a stopping scheduler waits for it to be dropped (hold it
+    /// across a binding and its `Scheduled` event).
+    pub fn pending_work(&self) -> Ticket {
+        self.outstanding.start()
     }
 
     /// Binds the pod through `pods/binding`.
@@ -156,8 +181,12 @@ impl Recorder {
     }
 
     fn enqueue(&self, job: Job) {
-        if let Err(mpsc::error::TrySendError::Full(job)) = self.queue.try_send(job) {
-            let pod = match &job {
+        let queued = Queued {
+            job,
+            _pending: self.outstanding.start(),
+        };
+        if let Err(mpsc::error::TrySendError::Full(queued)) = self.queue.try_send(queued) {
+            let pod = match &queued.job {
                 Job::Event { pod, .. } | Job::Unschedulable { pod, .. } => pod,
             };
             let dropped = self

@@ -281,7 +281,10 @@ impl Loop {
                 }
                 let recorder = self.recorder.clone();
                 let tx = self.bound_tx.clone();
+                // Outstanding until the `Scheduled` event is queued: a stopping scheduler waits.
+                let pending = recorder.pending_work();
                 tokio::spawn(async move {
+                    let _pending = pending;
                     let result = recorder.bind(&pod, &node).await.map_err(|e| e.to_string());
                     if result.is_ok() {
                         recorder.scheduled(&pod, &node);
