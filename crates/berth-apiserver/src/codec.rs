@@ -145,14 +145,15 @@ pub fn decode_body(
     if !value.is_object() {
         return Err(bad_body(kind, version, "the body must be a JSON object"));
     }
-    let mut problems: Vec<String> = dups
-        .iter()
-        .map(|d| format!("duplicate field \"{d}\""))
-        .collect();
     // Type errors are refused whatever the validation level; unknown fields depend on it.
     let unknown =
         strict::schema_check(group, kind, &value).map_err(|e| bad_body(kind, version, &e))?;
-    problems.extend(unknown.iter().map(|u| format!("unknown field \"{u}\"")));
+    // Unknown fields first, then duplicates, as upstream's strict decoder lists them.
+    let mut problems: Vec<String> = unknown
+        .iter()
+        .map(|u| format!("unknown field \"{u}\""))
+        .collect();
+    problems.extend(dups.iter().map(|d| format!("duplicate field \"{d}\"")));
     if validation == FieldValidation::Strict && !problems.is_empty() {
         return Err(strict::strict_error(kind, version, &problems));
     }
@@ -198,6 +199,33 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use serde_json::json;
+
+    /// The conformance spec's Deployment: one unknown field and one duplicate, reported in
+    /// upstream's order (unknown fields, then duplicates).
+    #[test]
+    fn strict_decoding_lists_unknown_fields_before_duplicates() {
+        let body = br#"{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+            "spec": {"unknownField": "foo", "replicas": 2, "replicas": 3,
+            "selector": {"matchLabels": {"app": "nginx"}},
+            "template": {"metadata": {"labels": {"app": "nginx"}},
+            "spec": {"containers": [{"name": "nginx", "image": "nginx"}]}}}}"#;
+        let err = decode_body(
+            body,
+            &HeaderMap::new(),
+            FieldValidation::Strict,
+            "apps",
+            "Deployment",
+            "v1",
+        )
+        .unwrap_err();
+        assert!(
+            err.message().contains(
+                r#"strict decoding error: unknown field "spec.unknownField", duplicate field "spec.replicas""#
+            ),
+            "{}",
+            err.message()
+        );
+    }
 
     fn pods() -> Target {
         Target {

@@ -224,6 +224,18 @@ async fn mark_deleting(
     expected: Option<i64>,
 ) -> ApiResult<()> {
     let meta = meta_mut(current);
+    // Setting the deletion timestamp is a change of intent its controllers must see: the
+    // generation moves on, as upstream's `BeforeDelete` and `markAsDeleting` move it (not when
+    // a later delete only shortens the grace period).
+    if !meta.contains_key("deletionTimestamp") {
+        if let Some(generation) = meta
+            .get("generation")
+            .and_then(Value::as_i64)
+            .filter(|g| *g > 0)
+        {
+            meta.insert("generation".into(), json!(generation.saturating_add(1)));
+        }
+    }
     meta.insert("deletionTimestamp".into(), json!(deletion_timestamp));
     meta.insert("deletionGracePeriodSeconds".into(), json!(grace));
     let kv = ctx
@@ -301,6 +313,29 @@ mod tests {
         assert!(grace(json!({"gracePeriodSeconds": "30"})).is_err());
         assert!(grace(json!({"gracePeriodSeconds": 1.5})).is_err());
         assert!(grace(json!({"gracePeriodSeconds": u64::MAX})).is_err());
+    }
+
+    /// Upstream's `BeforeDelete`: setting the deletion timestamp moves the generation on; a
+    /// later delete that only shortens the grace period does not.
+    #[tokio::test]
+    async fn the_first_deletion_moves_the_generation_on() {
+        use axum::http::Method;
+        let server = crate::testing::TestServer::new().await;
+        let pods = "/api/v1/namespaces/default/pods";
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+            "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "nginx"}]}});
+        let (code, created) = server.json(Method::POST, pods, pod).await;
+        assert_eq!(code, StatusCode::CREATED, "{created}");
+        assert_eq!(created["metadata"]["generation"], 1);
+        let path = format!("{pods}/p?gracePeriodSeconds=300");
+        let (code, deleting) = server.json(Method::DELETE, &path, Value::Null).await;
+        assert_eq!(code, StatusCode::OK, "{deleting}");
+        assert_eq!(deleting["metadata"]["generation"], 2);
+        let path = format!("{pods}/p?gracePeriodSeconds=100");
+        let (code, shorter) = server.json(Method::DELETE, &path, Value::Null).await;
+        assert_eq!(code, StatusCode::OK, "{shorter}");
+        assert_eq!(shorter["metadata"]["deletionGracePeriodSeconds"], 100);
+        assert_eq!(shorter["metadata"]["generation"], 2);
     }
 
     /// Issue 30: deleting a running pod with `gracePeriodSeconds=9223372036854775807` (in the

@@ -4,6 +4,9 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 
+/// Upstream's message for a `continue` token whose revision was compacted.
+const INCONSISTENT_CONTINUE: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
+
 /// One field-level cause inside a 422 `Invalid` Status.
 #[derive(Debug, Clone)]
 pub struct Cause {
@@ -57,6 +60,12 @@ pub enum ApiError {
     /// A body over the server's limit (upstream 413, checked before it is buffered whole).
     RequestEntityTooLarge(String),
     Expired(String),
+    /// A list's `continue` token whose revision was compacted (upstream's
+    /// `handleCompactedErrorForPaging`): 410 Expired, with `continue_token` in the Status's
+    /// `metadata.continue` to list the remainder at the latest revision.
+    InconsistentContinue {
+        continue_token: String,
+    },
     TooManyRequests {
         message: String,
         causes: Vec<Cause>,
@@ -78,7 +87,7 @@ impl ApiError {
             ApiError::MethodNotAllowed(_) => 405,
             ApiError::UnsupportedMediaType(_) => 415,
             ApiError::RequestEntityTooLarge(_) => 413,
-            ApiError::Expired(_) => 410,
+            ApiError::Expired(_) | ApiError::InconsistentContinue { .. } => 410,
             ApiError::TooManyRequests { .. } => 429,
             ApiError::Internal(_) => 500,
         }
@@ -96,7 +105,7 @@ impl ApiError {
             ApiError::MethodNotAllowed(_) => "MethodNotAllowed",
             ApiError::UnsupportedMediaType(_) => "UnsupportedMediaType",
             ApiError::RequestEntityTooLarge(_) => "RequestEntityTooLarge",
-            ApiError::Expired(_) => "Expired",
+            ApiError::Expired(_) | ApiError::InconsistentContinue { .. } => "Expired",
             ApiError::TooManyRequests { .. } => "TooManyRequests",
             ApiError::Internal(_) => "InternalError",
         }
@@ -138,6 +147,7 @@ impl ApiError {
             | ApiError::Expired(m)
             | ApiError::Internal(m) => m.clone(),
             ApiError::Unauthorized => "Unauthorized".into(),
+            ApiError::InconsistentContinue { .. } => INCONSISTENT_CONTINUE.into(),
             ApiError::Denied {
                 group,
                 resource,
@@ -170,7 +180,12 @@ impl ApiError {
             "reason": self.reason(),
             "code": self.code(),
         });
+        if let ApiError::InconsistentContinue { continue_token } = self {
+            status["metadata"] = json!({ "continue": continue_token });
+        }
         let details = match self {
+            // Upstream's generic 404 has empty details (kubectl debug reads them).
+            ApiError::NoRoute => Some(json!({})),
             ApiError::NotFound { resource, name }
             | ApiError::AlreadyExists { resource, name }
             | ApiError::Conflict { resource, name, .. } => {

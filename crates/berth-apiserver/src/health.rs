@@ -10,10 +10,10 @@ use axum::response::{IntoResponse, Response};
 pub const CONTROL_LOOPS: &str = "poststarthook/berth-control-loops";
 
 /// One named check: its name and whether it passes.
-type Check = (&'static str, bool);
+pub(crate) type Check = (&'static str, bool);
 
 /// The checks of an endpoint (`healthz`, `livez`, `readyz`).
-fn checks(ctx: &Ctx, endpoint: &str) -> Vec<Check> {
+pub(crate) fn checks(ctx: &Ctx, endpoint: &str) -> Vec<Check> {
     // The store answers a read (the embedded engine, or the etcd mirror).
     let store = ctx.store.get("/registry/health").is_ok();
     let mut out = vec![

@@ -31,6 +31,7 @@ pub mod authn;
 pub mod authorizer;
 mod authz;
 mod codec;
+mod compaction;
 mod context;
 mod deletion;
 mod error;
@@ -45,6 +46,7 @@ mod metrics;
 mod metrics_api;
 mod node_proxy;
 mod objects;
+mod oidc;
 mod openapi_endpoint;
 mod openshift;
 pub mod overload;
@@ -55,9 +57,11 @@ mod rbac;
 mod rbac_bootstrap;
 mod request;
 mod response;
+mod root_paths;
 mod selectors;
 mod server;
 mod service_allocation;
+mod status_write;
 mod strategy;
 mod strict;
 mod subresources;
@@ -742,14 +746,23 @@ impl ApiServer {
     }
 
     /// Compacts the store's history every [`COMPACTION_INTERVAL`], keeping the last
-    /// [`HISTORY_REVISIONS`].
-    pub fn spawn_compactor(&self) {
+    /// [`HISTORY_REVISIONS`]; with `history_age`, also forgets what is older than that, as
+    /// kube-apiserver's compactor does every `--etcd-compaction-interval` (a paged list's
+    /// `continue` token then expires, and the list continues inconsistently).
+    pub fn spawn_compactor(&self, history_age: Option<Duration>) {
         let store = self.store.clone();
         tokio::spawn(async move {
-            let mut tick = tokio::time::interval(COMPACTION_INTERVAL);
+            let period = history_age.map_or(COMPACTION_INTERVAL, |a| a.min(COMPACTION_INTERVAL));
+            let mut tick = tokio::time::interval(period);
+            let mut ages = compaction::Ages::default();
             loop {
-                tick.tick().await;
-                let target = store.current_revision() - HISTORY_REVISIONS;
+                let now = tick.tick().await;
+                let current = store.current_revision();
+                let mut target = current - HISTORY_REVISIONS;
+                if let Some(age) = history_age {
+                    target = target.max(ages.older_than(now, age));
+                    ages.mark(now, current);
+                }
                 if target > store.compacted_revision() {
                     if let Err(e) = store.compact(target) {
                         tracing::warn!(error = %e, "compaction failed");

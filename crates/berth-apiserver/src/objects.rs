@@ -32,6 +32,10 @@ pub async fn get(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
     }
 }
 
+/// The revision of a `continue` token that resumes at the latest revision (upstream's -1,
+/// handed out with a 410 when the token's own revision was compacted).
+const LATEST_REVISION: i64 = -1;
+
 /// Where a paged list continues: the revision of its first page and the last key returned.
 struct Continue {
     rv: i64,
@@ -49,7 +53,7 @@ fn decode_continue(token: &str) -> ApiResult<Continue> {
         .decode(token)
         .map_err(|_| bad())?;
     let v: Value = serde_json::from_slice(&raw).map_err(|_| bad())?;
-    let rv = v["rv"].as_i64().ok_or_else(bad)?;
+    let rv = v["rv"].as_i64().filter(|rv| *rv != 0).ok_or_else(bad)?;
     let start = v["start"]
         .as_str()
         .ok_or_else(bad)?
@@ -115,10 +119,14 @@ pub async fn list(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
     let limit = req.query.int("limit")?.unwrap_or(0).max(0) as usize;
     let prefix = path::collection_prefix(rt, req.target.namespace.as_deref());
     let (mut start_after, mut at) = (None, None);
+    // The key a `continue` token resumes after, for the token of a 410 if its revision is gone.
+    let mut continued = None;
     if let Some(token) = req.query.get("continue").filter(|t| !t.is_empty()) {
         let c = decode_continue(token)?;
-        at = Some(c.rv);
-        start_after = Some(c.start);
+        // A token handed out with a 410 (revision -1) resumes at the latest revision.
+        at = (c.rv > 0).then_some(c.rv);
+        start_after = Some(c.start.clone());
+        continued = Some(c.start);
     } else if let Some(rv) = req
         .query
         .get("resourceVersion")
@@ -148,7 +156,12 @@ pub async fn list(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
         let started = Stopwatch::now();
         let r = ctx.store.range(&prefix, start_after.as_deref(), page, at);
         ctx.metrics.storage_request("list", rt, started.elapsed());
-        let r = r.map_err(|e| from_store(e, &resource, ""))?;
+        let r = r.map_err(|e| match (e, &continued) {
+            (berth_store::Error::Compacted { .. }, Some(start)) => ApiError::InconsistentContinue {
+                continue_token: encode_continue(LATEST_REVISION, start),
+            },
+            (e, _) => from_store(e, &resource, ""),
+        })?;
         revision = r.revision;
         at = Some(r.revision);
         let mut taken = 0;
@@ -198,6 +211,15 @@ pub async fn list(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
     let mut meta = json!({"resourceVersion": revision.to_string()});
     if let Some(last) = next {
         meta["continue"] = json!(encode_continue(revision, &last));
+        // Counted only without selectors: the store cannot tell how many of the remaining
+        // objects a selector would take (upstream leaves it out too).
+        if selectors.is_empty() {
+            let remaining = ctx
+                .store
+                .count(&prefix, Some(last.as_str()), Some(revision))
+                .map_err(|e| from_store(e, &resource, ""))?;
+            meta["remainingItemCount"] = json!(remaining);
+        }
     }
     if req.answer == Answer::Table {
         let t = tables::table(
@@ -393,8 +415,9 @@ pub async fn update(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
         )));
     }
     let (old, old_rv) = read(ctx, req)?;
+    // Upstream updates unconditionally when the object's resourceVersion is empty or "0".
     let expected = match meta_str(&new, "resourceVersion") {
-        "" => None,
+        "" | "0" => None,
         rv => Some(
             rv.parse::<i64>()
                 .map_err(|_| ApiError::BadRequest(format!("invalid resourceVersion: {rv}")))?,
@@ -438,8 +461,10 @@ pub async fn write_update(
     let rt = req.target.rt;
     let status_only = req.target.subresource.as_deref() == Some("status");
     if status_only {
-        // The status subresource changes status (and nothing else).
-        keep_all_but_status(old, &mut new);
+        // The status subresource changes status and metadata, as the kind's upstream status
+        // strategy lets it (server-managed metadata is kept below).
+        keep_all_but(old, &mut new, &["status", "metadata"]);
+        crate::status_write::keep_reset_metadata(rt, old, &mut new);
     } else if rt.subresources.iter().any(|s| s.name == "status") {
         // The main resource cannot change status where a status subresource exists.
         match old.get("status") {
@@ -521,17 +546,18 @@ pub async fn write_update(
     ))
 }
 
-/// Makes `new` what `old` is but for its status. Members that did not change are left in
-/// place (a status write usually changes nothing else), so the object is not copied whole.
-fn keep_all_but_status(old: &Value, new: &mut Value) {
+/// Makes `new` what `old` is but for its members named in `taken`. Members that did not
+/// change are left in place (a status write usually changes nothing else), so the object is
+/// not copied whole.
+fn keep_all_but(old: &Value, new: &mut Value, taken: &[&str]) {
     let (Some(before), Some(after)) = (old.as_object(), new.as_object_mut()) else {
         // Stored objects are objects; anything else has no status to take.
         *new = old.clone();
         return;
     };
-    after.retain(|key, _| key == "status" || before.contains_key(key));
+    after.retain(|key, _| taken.contains(&key.as_str()) || before.contains_key(key));
     for (key, value) in before {
-        if key != "status" && after.get(key) != Some(value) {
+        if !taken.contains(&key.as_str()) && after.get(key) != Some(value) {
             after.insert(key.clone(), value.clone());
         }
     }
@@ -601,7 +627,7 @@ pub async fn patch(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
         };
         // A resourceVersion inside the patch is a precondition.
         let expected = match patched["metadata"]["resourceVersion"].as_str() {
-            Some(p) if !p.is_empty() && p != rv.to_string() => {
+            Some(p) if !p.is_empty() && p != "0" && p != rv.to_string() => {
                 return Err(from_store(
                     berth_store::Error::Conflict {
                         key: req.key(),
@@ -665,28 +691,45 @@ fn strip_server_fields(patched: &mut Value, old: &Value) {
     }
 }
 
+/// How many times a DELETE without a resourceVersion precondition reads the object again when
+/// a concurrent write (the scheduler binding the pod, a kubelet's status) changed it between
+/// the read and the delete. Upstream retries until it wins; a bound keeps a hot object from
+/// holding the handler, and each retry needs another write to lose to.
+const DELETE_CONFLICT_RETRIES: usize = 16;
+
 pub async fn delete(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
     let options = DeleteOptions::from_request(req)?;
-    let (current, rv) = read(ctx, req)?;
-    if let Some(uid) = &options.precondition_uid {
-        if uid != meta_str(&current, "uid") {
-            return Err(ApiError::Conflict {
-                resource: req.resource(),
-                name: req.name().to_string(),
-                message: format!(
-                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                    meta_str(&current, "uid")
-                ),
-            });
+    let strategy = strategy::for_type(req.target.rt);
+    let mut retries = 0;
+    loop {
+        let (current, rv) = read(ctx, req)?;
+        if let Some(uid) = &options.precondition_uid {
+            if uid != meta_str(&current, "uid") {
+                return Err(ApiError::Conflict {
+                    resource: req.resource(),
+                    name: req.name().to_string(),
+                    message: format!(
+                        "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                        meta_str(&current, "uid")
+                    ),
+                });
+            }
+        }
+        ctx.admission
+            .admit_delete(&req.user, req.target.rt, &current)?;
+        if options.dry_run {
+            return Ok(respond(ctx, req, StatusCode::OK, current));
+        }
+        match delete_object(ctx, req, strategy, current, rv, &options).await {
+            // Only the caller's own precondition makes a concurrent write a conflict.
+            Err(ApiError::Conflict { .. })
+                if options.precondition_rv.is_none() && retries < DELETE_CONFLICT_RETRIES =>
+            {
+                retries += 1;
+            }
+            answer => return answer,
         }
     }
-    ctx.admission
-        .admit_delete(&req.user, req.target.rt, &current)?;
-    if options.dry_run {
-        return Ok(respond(ctx, req, StatusCode::OK, current));
-    }
-    let strategy = strategy::for_type(req.target.rt);
-    delete_object(ctx, req, strategy, current, rv, &options).await
 }
 
 pub async fn delete_collection(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
@@ -766,7 +809,7 @@ mod tests {
                 None => drop(expected.as_object_mut().unwrap().remove("status")),
             }
             let mut kept = new;
-            keep_all_but_status(&old, &mut kept);
+            keep_all_but(&old, &mut kept, &["status"]);
             prop_assert_eq!(kept, expected);
         }
     }
@@ -837,5 +880,82 @@ mod list_tests {
             .await;
         assert_eq!(names(&rest), ["cm3", "cm4", "cm5", "cm6"]);
         assert!(rest["metadata"].get("continue").is_none());
+    }
+
+    fn url_token(list: &Value) -> String {
+        form_urlencoded::byte_serialize(list["metadata"]["continue"].as_str().unwrap().as_bytes())
+            .collect()
+    }
+
+    /// Upstream's chunking: `remainingItemCount` counts what the pages after this one hold
+    /// (left out with selectors and on the last page); a token whose revision was compacted
+    /// answers 410 with a token that lists the rest at the latest revision.
+    #[tokio::test]
+    async fn pages_count_what_remains_and_outlive_compaction_inconsistently() {
+        let store = berth_store::Store::memory();
+        let api = TestServer::with_store(store.clone()).await;
+        let base = "/api/v1/namespaces/default/configmaps";
+        for i in 0..5 {
+            let cm = json!({"metadata": {"name": format!("cm{i}")}});
+            let (code, body) = api.json(Method::POST, base, cm).await;
+            assert_eq!(code, 201, "{body}");
+        }
+        let (_, first) = api
+            .json(Method::GET, &format!("{base}?limit=2"), Value::Null)
+            .await;
+        assert_eq!(first["metadata"]["remainingItemCount"], 3);
+        let (_, selected) = api
+            .json(
+                Method::GET,
+                &format!("{base}?limit=2&labelSelector=!x"),
+                Value::Null,
+            )
+            .await;
+        assert!(selected["metadata"].get("remainingItemCount").is_none());
+        let token = url_token(&first);
+        let (_, last) = api
+            .json(
+                Method::GET,
+                &format!("{base}?limit=3&continue={token}"),
+                Value::Null,
+            )
+            .await;
+        assert!(last["metadata"].get("continue").is_none());
+        assert!(last["metadata"].get("remainingItemCount").is_none());
+
+        let (code, _) = api
+            .json(Method::POST, base, json!({"metadata": {"name": "cm5"}}))
+            .await;
+        assert_eq!(code, 201);
+        store.compact(store.current_revision()).unwrap();
+        let (code, status) = api
+            .json(
+                Method::GET,
+                &format!("{base}?limit=2&continue={token}"),
+                Value::Null,
+            )
+            .await;
+        assert_eq!(code, 410, "{status}");
+        assert_eq!(status["reason"], "Expired");
+        assert!(status["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("The provided continue parameter is too old"));
+        let (code, rest) = api
+            .json(
+                Method::GET,
+                &format!("{base}?limit=2&continue={}", url_token(&status)),
+                Value::Null,
+            )
+            .await;
+        assert_eq!(code, 200, "{rest}");
+        let names: Vec<&str> = rest["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["metadata"]["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["cm2", "cm3"]);
+        assert_eq!(rest["metadata"]["remainingItemCount"], 2);
     }
 }

@@ -594,6 +594,11 @@ async fn route(
     if req.target.subresource.is_none() {
         check_verb(&req, &method)?;
         if rbac::is_review(rt) && req.target.name.is_none() {
+            // A review has no object metadata, so no Table form (upstream has no
+            // TableConvertor for it and fails negotiation).
+            if req.answer == crate::request::Answer::Table {
+                return Ok(crate::response::not_acceptable());
+            }
             return rbac::review(ctx, &req).await;
         }
         if let Some(answer) = crate::openshift::route(ctx, &req, &method).await {
@@ -647,7 +652,7 @@ fn check_verb(req: &ApiRequest, method: &Method) -> ApiResult<()> {
     ))
 }
 
-/// `/version` and `/metrics`.
+/// `/version`, `/metrics`, the paths index `/` and the service-account issuer's OIDC discovery.
 fn fixed_route(ctx: &Ctx, path: &str, _answer: Answer) -> Option<Response> {
     let r = match path {
         "/metrics" => (
@@ -660,7 +665,8 @@ fn fixed_route(ctx: &Ctx, path: &str, _answer: Answer) -> Option<Response> {
         )
             .into_response(),
         "/version" | "/version/" => json_response(StatusCode::OK, &version()),
-        _ => return None,
+        "/" => json_response(StatusCode::OK, &crate::root_paths::index(ctx)),
+        _ => return crate::oidc::respond(ctx, path),
     };
     Some(r)
 }

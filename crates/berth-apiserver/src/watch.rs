@@ -4,7 +4,7 @@
 
 use crate::codec::{decode, stamped_json};
 use crate::context::Ctx;
-use crate::error::{from_store, ApiError, ApiResult};
+use crate::error::{from_store, ApiError, ApiResult, Cause};
 use crate::path::{self, Target};
 use crate::protobuf;
 use crate::request::{Answer, ApiRequest};
@@ -43,6 +43,62 @@ const OUTPUT_EVENTS: usize = 256;
 /// full. 4 MiB is a couple of objects at the largest size stored, a thousand or so pods.
 const OUTPUT_BYTES: usize = 4 << 20;
 
+/// The annotation of the bookmark that ends a watch-list's initial events (upstream's
+/// `metav1.InitialEventsAnnotationKey`).
+const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
+
+/// A watch's `sendInitialEvents` (`None` when not given), with upstream's checks of the
+/// `resourceVersionMatch` that goes with it (`validateWatchOptions`, 422).
+fn initial_events(query: &crate::request::Query) -> ApiResult<Option<bool>> {
+    let send = match query.get("sendInitialEvents") {
+        None => None,
+        Some("true") => Some(true),
+        Some("false") => Some(false),
+        Some(other) => {
+            return Err(ApiError::BadRequest(format!(
+                "sendInitialEvents: Invalid value: {other:?}: strconv.ParseBool: parsing {other:?}: invalid syntax"
+            )))
+        }
+    };
+    let rv_match = query.get("resourceVersionMatch").unwrap_or("");
+    let field = "resourceVersionMatch";
+    let forbidden = |message: &str| Cause {
+        reason: "FieldValueForbidden".into(),
+        message: format!("Forbidden: {message}"),
+        field: field.into(),
+    };
+    let mut causes = Vec::new();
+    if send.is_some() && rv_match != "NotOlderThan" {
+        causes.push(forbidden(
+            "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+        ));
+    }
+    if !rv_match.is_empty() {
+        if send.is_none() {
+            causes.push(forbidden(
+                "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+            ));
+        }
+        if rv_match != "NotOlderThan" {
+            causes.push(Cause {
+                reason: "FieldValueNotSupported".into(),
+                message: format!(
+                    "Unsupported value: {rv_match:?}: supported values: \"NotOlderThan\""
+                ),
+                field: field.into(),
+            });
+        }
+    }
+    if !causes.is_empty() {
+        return Err(ApiError::Invalid {
+            kind: "ListOptions.meta.k8s.io".into(),
+            name: String::new(),
+            causes,
+        });
+    }
+    Ok(send)
+}
+
 pub async fn watch(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
     let rt = req.target.rt;
     let selectors = Selectors::from_query(rt, &req.query)?;
@@ -50,11 +106,7 @@ pub async fn watch(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
     if req.answer == Answer::ProtobufOnly && !protobuf {
         return Ok(not_acceptable());
     }
-    if req.query.flag("sendInitialEvents") {
-        return Err(ApiError::BadRequest(
-            "sendInitialEvents is not supported by this server".into(),
-        ));
-    }
+    let send_initial_events = initial_events(&req.query)?;
     let timeout = req
         .query
         .int("timeoutSeconds")?
@@ -63,7 +115,13 @@ pub async fn watch(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
     let prefix = path::collection_prefix(rt, req.target.namespace.as_deref());
     let rv_param = req.query.get("resourceVersion").unwrap_or("");
     let mut initial = Vec::new();
-    let from = if rv_param.is_empty() || rv_param == "0" {
+    // A watch-list (`sendInitialEvents=true`) starts from the current objects whatever the
+    // version: the store is never older than the version asked for.
+    let list_first = match send_initial_events {
+        Some(send) => send,
+        None => rv_param.is_empty() || rv_param == "0",
+    };
+    let from = if list_first {
         // "Start at most recent": the current objects first, as ADDED events.
         let r = ctx
             .store
@@ -76,6 +134,8 @@ pub async fn watch(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
             }
         }
         r.revision
+    } else if rv_param.is_empty() || rv_param == "0" {
+        ctx.store.current_revision()
     } else {
         rv_param
             .parse::<i64>()
@@ -106,6 +166,7 @@ pub async fn watch(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
             _ => IncludeObject::Metadata,
         },
         bookmarks: req.query.flag("allowWatchBookmarks"),
+        initial_events_end: send_initial_events == Some(true),
         headers_sent: false,
         last_revision: from,
         ctx: ctx.clone(),
@@ -395,6 +456,8 @@ struct WatchStream {
     protobuf: bool,
     include: IncludeObject,
     bookmarks: bool,
+    /// Ends the initial events with a bookmark annotated [`INITIAL_EVENTS_END`].
+    initial_events_end: bool,
     headers_sent: bool,
     last_revision: i64,
     ctx: Ctx,
@@ -447,6 +510,14 @@ impl WatchStream {
                 return;
             }
         }
+        if self.initial_events_end {
+            let mut obj = self.bookmark();
+            obj["metadata"]["annotations"] = json!({ INITIAL_EVENTS_END: "true" });
+            let bytes = self.bookmark_event(&obj);
+            if !out.send(bytes, events).await {
+                return;
+            }
+        }
         let deadline = tokio::time::sleep(timeout);
         tokio::pin!(deadline);
         let mut bookmark = tokio::time::interval(BOOKMARK_EVERY);
@@ -464,13 +535,7 @@ impl WatchStream {
                     if events.is_empty() {
                         self.last_revision = self.last_revision.max(current);
                     }
-                    let obj = json!({"kind": self.target.rt.kind, "apiVersion": self.target.rt.api_version(),
-                        "metadata": {"resourceVersion": self.last_revision.to_string()}});
-                    let bytes = if self.protobuf {
-                        frame("BOOKMARK", &obj)
-                    } else {
-                        line("BOOKMARK", &obj)
-                    };
+                    let bytes = self.bookmark_event(&self.bookmark());
                     if !out.send(bytes, events).await {
                         return;
                     }
@@ -485,6 +550,20 @@ impl WatchStream {
                     }
                 }
             }
+        }
+    }
+
+    /// The object of a bookmark: the kind and the revision the watch has reached.
+    fn bookmark(&self) -> Value {
+        json!({"kind": self.target.rt.kind, "apiVersion": self.target.rt.api_version(),
+            "metadata": {"resourceVersion": self.last_revision.to_string()}})
+    }
+
+    fn bookmark_event(&self, obj: &Value) -> Bytes {
+        if self.protobuf {
+            frame("BOOKMARK", obj)
+        } else {
+            line("BOOKMARK", obj)
         }
     }
 

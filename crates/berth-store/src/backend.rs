@@ -42,6 +42,18 @@ pub trait Backend: Send + Sync {
         at: Option<Revision>,
     ) -> Result<RangeResult>;
 
+    /// How many keys [`Backend::range`] would return without a limit (the API's
+    /// `remainingItemCount` of a list page). A backend that keeps an index counts in it
+    /// without reading values.
+    fn count(
+        &self,
+        prefix: &str,
+        start_after: Option<&str>,
+        at: Option<Revision>,
+    ) -> Result<usize> {
+        self.range(prefix, start_after, 0, at).map(|r| r.kvs.len())
+    }
+
     /// Creates `key` at the next revision; AlreadyExists if it exists.
     fn create<'a>(&'a self, key: &'a str, value: Bytes) -> Pending<'a, KeyValue>;
 

@@ -80,6 +80,16 @@ impl Engine {
         self.read().range(prefix, start_after, limit, at)
     }
 
+    pub(crate) fn count(
+        &self,
+        prefix: &str,
+        start_after: Option<&str>,
+        at: Option<Revision>,
+    ) -> Result<usize> {
+        self.check_open()?;
+        self.read().count(prefix, start_after, at)
+    }
+
     pub(crate) fn watch(&self, prefix: &str, after: Revision) -> Result<Watch> {
         let state = self.read();
         // Checked under the lock so that `close` (which clears watchers after setting the flag)

@@ -166,6 +166,32 @@ impl State {
         })
     }
 
+    /// How many keys with `prefix` exist at `at`, strictly after `start_after` if given: what
+    /// [`State::range`] would return without a limit, counted without copying any value.
+    pub(crate) fn count(
+        &self,
+        prefix: &str,
+        start_after: Option<&str>,
+        at: Option<Revision>,
+    ) -> Result<usize> {
+        let at = self.read_revision(at)?;
+        let start = match start_after {
+            Some(after) if after >= prefix => Bound::Excluded(after),
+            _ => Bound::Included(prefix),
+        };
+        Ok(self
+            .keys
+            .range::<str, _>((start, Bound::Unbounded))
+            .take_while(|(key, _)| key.starts_with(prefix))
+            .filter(|(_, versions)| {
+                let idx = versions.partition_point(|v| v.mod_revision <= at);
+                idx.checked_sub(1)
+                    .and_then(|i| versions.get(i))
+                    .is_some_and(|v| v.value.is_some())
+            })
+            .count())
+    }
+
     /// Decides each write in order against the current state, as amended by the earlier writes
     /// of the same batch, giving each accepted write the next revision. Changes nothing.
     pub(crate) fn plan(&self, ops: Vec<WriteOp>) -> Vec<Result<WatchEvent>> {

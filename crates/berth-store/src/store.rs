@@ -77,6 +77,17 @@ impl Store {
         self.backend.range(prefix, start_after, limit, at)
     }
 
+    /// How many keys [`Store::range`] would return without a limit, read at `at` (None =
+    /// current).
+    pub fn count(
+        &self,
+        prefix: &str,
+        start_after: Option<&str>,
+        at: Option<Revision>,
+    ) -> Result<usize> {
+        self.backend.count(prefix, start_after, at)
+    }
+
     /// Creates `key`; [`crate::Error::AlreadyExists`] if it exists.
     pub async fn create(&self, key: &str, value: Bytes) -> Result<KeyValue> {
         self.backend.create(key, value).await

@@ -56,7 +56,10 @@ pub struct EtcdArgs {
     /// The etcd key prefix of every object (as kube-apiserver's).
     #[arg(long, default_value = "/registry")]
     pub etcd_prefix: String,
-    /// How often etcd's history is compacted (one replica per round; 0 never).
+    /// How often etcd's history is compacted (one replica per round; 0 never). Without etcd,
+    /// how long the embedded store keeps its history (a `continue` token or a watch's
+    /// resourceVersion expires about this long after it was handed out, give or take 10 s),
+    /// within its bound on revisions.
     #[arg(long, default_value = "5m", value_parser = berth_controllers::parse_duration)]
     pub etcd_compaction_interval: Duration,
     /// With etcd: how long standby replicas wait after the leader's last observed renewal

@@ -349,7 +349,11 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
             e.message()
         )
     })?;
-    server.spawn_compactor();
+    // The embedded store keeps its history as long as kube-apiserver keeps etcd's; with etcd,
+    // its compaction rounds already bound every replica's mirror.
+    let history_age = args.etcd.etcd_compaction_interval;
+    let embedded = args.etcd.etcd_servers.is_empty();
+    server.spawn_compactor((embedded && !history_age.is_zero()).then_some(history_age));
     // Every supervised loop's restarts, whichever component it is, at /metrics.
     let loops_health = server.loop_health();
     server.add_metrics_source(

@@ -53,6 +53,11 @@ pub struct KeyError {
 pub struct Keys {
     encoding: EncodingKey,
     decoding: DecodingKey,
+    /// The public key as a JSON Web Key, as `/openid/v1/jwks` serves it.
+    jwk: Value,
+    /// Upstream's key id: the unpadded base64url SHA-256 of the public key's PKIX DER. Tokens
+    /// carry it in their `kid` header, so an OIDC validator picks the key from the key set.
+    key_id: String,
 }
 
 impl std::fmt::Debug for Keys {
@@ -98,22 +103,42 @@ impl Keys {
     }
 
     fn from_rsa(key: &rsa::RsaPrivateKey) -> Result<Keys, String> {
+        use base64::Engine;
         use rsa::pkcs1::{EncodeRsaPrivateKey, EncodeRsaPublicKey};
+        use rsa::pkcs8::EncodePublicKey;
+        use rsa::traits::PublicKeyParts;
         let private = key.to_pkcs1_der().map_err(|e| e.to_string())?;
-        let public = key
-            .to_public_key()
-            .to_pkcs1_der()
-            .map_err(|e| e.to_string())?;
+        let public_key = key.to_public_key();
+        let public = public_key.to_pkcs1_der().map_err(|e| e.to_string())?;
+        let pkix = public_key.to_public_key_der().map_err(|e| e.to_string())?;
+        let url = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        let key_id = url.encode(ring::digest::digest(&ring::digest::SHA256, pkix.as_bytes()));
+        let jwk = serde_json::json!({
+            "use": "sig",
+            "kty": "RSA",
+            "kid": key_id,
+            "alg": "RS256",
+            "n": url.encode(public_key.n().to_bytes_be()),
+            "e": url.encode(public_key.e().to_bytes_be()),
+        });
         Ok(Keys {
             encoding: EncodingKey::from_rsa_der(private.as_bytes()),
             decoding: DecodingKey::from_rsa_der(public.as_bytes()),
+            jwk,
+            key_id,
         })
     }
 
-    /// Signs `claims` into a compact JWT.
+    /// The public key as a JSON Web Key (`use`, `kty`, `kid`, `alg`, `n`, `e`).
+    pub fn jwk(&self) -> &Value {
+        &self.jwk
+    }
+
+    /// Signs `claims` into a compact JWT whose header names the key.
     pub fn sign(&self, claims: &Claims) -> Result<String, String> {
-        jsonwebtoken::encode(&Header::new(Algorithm::RS256), claims, &self.encoding)
-            .map_err(|e| e.to_string())
+        let mut header = Header::new(Algorithm::RS256);
+        header.kid = Some(self.key_id.clone());
+        jsonwebtoken::encode(&header, claims, &self.encoding).map_err(|e| e.to_string())
     }
 
     /// The claims of `token` if this key signed it (nothing else is checked here).

@@ -123,6 +123,10 @@ fn cluster_role_bindings() -> Vec<(String, Vec<Subject>)> {
                 Group("system:unauthenticated"),
             ],
         ),
+        (
+            "system:service-account-issuer-discovery".into(),
+            vec![Group("system:serviceaccounts")],
+        ),
         ("system:monitoring".into(), vec![Group("system:monitoring")]),
         (
             "system:kube-scheduler".into(),

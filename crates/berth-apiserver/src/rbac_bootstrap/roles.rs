@@ -280,6 +280,19 @@ fn everyone() -> Vec<ClusterRole> {
                 &["get"],
             )],
         ),
+        // Service accounts read the issuer's OIDC discovery to validate each other's tokens.
+        ClusterRole::new(
+            "system:service-account-issuer-discovery",
+            vec![urls(
+                &[
+                    "/.well-known/openid-configuration",
+                    "/.well-known/openid-configuration/",
+                    "/openid/v1/jwks",
+                    "/openid/v1/jwks/",
+                ],
+                &["get"],
+            )],
+        ),
         ClusterRole::new(
             "system:monitoring",
             vec![urls(

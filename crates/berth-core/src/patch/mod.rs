@@ -228,14 +228,14 @@ fn merge_list(
         ListStrategy::Merge { key } => key,
     };
     let Some(key) = key.filter(|_| patch.iter().all(Value::is_object)) else {
-        // A set of primitives: union, first occurrence wins.
+        // A set of primitives: union, first occurrence wins, in upstream's order (below).
         let mut out: Vec<Value> = Vec::with_capacity(orig.len() + patch.len());
-        for v in orig.into_iter().chain(patch.iter().cloned()) {
-            if !out.contains(&v) {
-                out.push(v);
+        for v in orig.iter().chain(patch.iter()) {
+            if !out.contains(v) {
+                out.push(v.clone());
             }
         }
-        return Ok(out);
+        return Ok(reorder(out, patch, &orig, None));
     };
     let mut replace = false;
     let mut plain: Vec<&Map<String, Value>> = Vec::new();
@@ -259,8 +259,12 @@ fn merge_list(
             .map(|p| merge_map(Map::new(), p, elem).map(Value::Object))
             .collect();
     }
+    // The live items' order, by merge key, before the patch merges into them.
+    let server: Vec<Value> = orig.iter().map(|o| json_key(key, o.get(key))).collect();
+    let mut order = Vec::with_capacity(plain.len());
     for p in plain {
         let kv = p.get(key).ok_or_else(|| missing_key(p, key))?;
+        order.push(json_key(key, Some(kv)));
         match orig.iter_mut().find(|o| o.get(key) == Some(kv)) {
             Some(Value::Object(o)) => {
                 let merged = merge_map(std::mem::take(o), p, elem)?;
@@ -269,7 +273,16 @@ fn merge_list(
             _ => orig.push(Value::Object(merge_map(Map::new(), p, elem)?)),
         }
     }
-    Ok(orig)
+    Ok(reorder(orig, &order, &server, Some(key)))
+}
+
+/// `{key: value}`: an item as [`reorder`] compares it, by its merge key only.
+fn json_key(key: &str, value: Option<&Value>) -> Value {
+    let mut item = Map::new();
+    if let Some(v) = value {
+        item.insert(key.to_string(), v.clone());
+    }
+    Value::Object(item)
 }
 
 fn missing_key(map: &Map<String, Value>, key: &str) -> PatchError {
@@ -321,7 +334,9 @@ fn check_order(patch: &[Value], order: &[Value], key: Option<&str>) -> Result<()
 
 /// Orders a merged list: items named in `order` follow it; the others (server-only) keep their
 /// relative order from the live list and are interleaved by it (upstream
-/// `normalizeElementOrder` + `mergeSortedSlice`).
+/// `normalizeElementOrder` + `mergeSortedSlice`). Every merge of a list ends here, with the
+/// patch's own items as `order` (or its `$setElementOrder`): an item the live list does not
+/// have goes before the live items, as upstream places it.
 fn reorder(merged: Vec<Value>, order: &[Value], server: &[Value], key: Option<&str>) -> Vec<Value> {
     let (mut in_patch, mut server_only): (Vec<Value>, Vec<Value>) = merged
         .into_iter()

@@ -122,7 +122,7 @@ fn lists_merge_by_key_per_kind() {
     let out = smp(dep.clone(), patch.clone(), "Deployment");
     assert_eq!(
         out["spec"]["template"]["spec"]["containers"],
-        json!([{"name": "a", "image": "a:1", "env": [{"name": "X", "value": "1"}, {"name": "Y", "value": "2"}]},
+        json!([{"name": "a", "image": "a:1", "env": [{"name": "Y", "value": "2"}, {"name": "X", "value": "1"}]},
                {"name": "b", "image": "b:1"}])
     );
     // An unknown kind replaces lists.
@@ -140,7 +140,7 @@ fn lists_merge_by_key_per_kind() {
     );
     assert_eq!(
         out["spec"]["ports"],
-        json!([{"port": 80, "targetPort": 9090}, {"port": 443}, {"port": 53}])
+        json!([{"port": 80, "targetPort": 9090}, {"port": 53}, {"port": 443}])
     );
     // Tolerations are atomic.
     let pod = json!({"spec": {"tolerations": [{"key": "a", "operator": "Exists"}]}});
@@ -165,6 +165,42 @@ fn lists_merge_by_key_per_kind() {
         json!({"type": "Ready", "status": "False"})
     );
     assert_eq!(out["status"]["conditions"][1]["type"], "MemoryPressure");
+}
+
+/// Upstream's `mergeSlice` always ends in `normalizeElementOrder`: the patch's items in the
+/// patch's order, the live-only items in the live order, merged so that a live item goes first
+/// only when both are live and it came first; an item new to the list goes before the rest.
+#[test]
+fn merged_lists_take_upstreams_order() {
+    let cases = [
+        (
+            "a new finalizer goes first",
+            json!({"metadata": {"finalizers": ["a"]}}),
+            json!({"metadata": {"finalizers": ["b"]}}),
+            json!({"metadata": {"finalizers": ["b", "a"]}}),
+        ),
+        (
+            "a finalizer already there keeps its place",
+            json!({"metadata": {"finalizers": ["a", "b"]}}),
+            json!({"metadata": {"finalizers": ["b"]}}),
+            json!({"metadata": {"finalizers": ["a", "b"]}}),
+        ),
+        (
+            "a new container goes first",
+            json!({"spec": {"containers": [{"name": "a"}, {"name": "b"}]}}),
+            json!({"spec": {"containers": [{"name": "c"}]}}),
+            json!({"spec": {"containers": [{"name": "c"}, {"name": "a"}, {"name": "b"}]}}),
+        ),
+        (
+            "patched items follow the patch; a live-only item goes before one it preceded live",
+            json!({"spec": {"containers": [{"name": "a"}, {"name": "b"}, {"name": "c"}]}}),
+            json!({"spec": {"containers": [{"name": "c", "image": "x"}, {"name": "a"}]}}),
+            json!({"spec": {"containers": [{"name": "b"}, {"name": "c", "image": "x"}, {"name": "a"}]}}),
+        ),
+    ];
+    for (name, orig, patch, want) in cases {
+        assert_eq!(smp(orig, patch, "Pod"), want, "{name}");
+    }
 }
 
 #[test]

@@ -15,6 +15,7 @@ mod meta;
 pub mod names;
 mod pod;
 mod resources;
+mod sysctls;
 mod taints;
 
 use serde_json::Value;

@@ -110,6 +110,7 @@ pub fn validate_pod_spec(spec: &Value, path: &str) -> Vec<FieldError> {
             ));
         }
     }
+    errs.extend(super::sysctls::validate_sysctls(spec, path));
     let pc = str_of(spec, "priorityClassName");
     if !pc.is_empty() {
         for m in names::dns1123_subdomain(pc) {

@@ -168,6 +168,13 @@ pub fn range_at_past_revision(fixture: &dyn Fixture) {
             now,
             vec![("/k/a".to_owned(), v("a2")), ("/k/c".to_owned(), v("c1"))]
         );
+        // Counting answers what an unlimited range would, at any revision, after any key.
+        assert_eq!(s.count("/k/", None, Some(snapshot)).unwrap(), 2);
+        assert_eq!(s.count("/k/", Some("/k/a"), Some(snapshot)).unwrap(), 1);
+        assert_eq!(s.count("/k/", None, None).unwrap(), 2);
+        assert_eq!(s.count("/k/", Some("/k/a"), None).unwrap(), 1);
+        assert_eq!(s.count("/k/", Some("/k/c"), None).unwrap(), 0);
+        assert_eq!(s.count("/j/", None, None).unwrap(), 0);
         let (requested, current) = (base + 99, base + 5);
         assert!(matches!(
             s.range("/k/", None, 0, Some(requested)),

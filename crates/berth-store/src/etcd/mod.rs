@@ -142,6 +142,15 @@ impl Backend for Etcd {
         self.engine.range(prefix, start_after, limit, at)
     }
 
+    fn count(
+        &self,
+        prefix: &str,
+        start_after: Option<&str>,
+        at: Option<Revision>,
+    ) -> Result<usize> {
+        self.engine.count(prefix, start_after, at)
+    }
+
     fn create<'a>(&'a self, key: &'a str, value: Bytes) -> Pending<'a, KeyValue> {
         self.submit(Write::Create {
             key: key.to_owned(),

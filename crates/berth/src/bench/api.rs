@@ -245,7 +245,7 @@ async fn start_api_server(
         .bootstrap()
         .await
         .map_err(|e| anyhow::anyhow!("bootstrapping the API server: {}", e.message()))?;
-    server.spawn_compactor();
+    server.spawn_compactor(None);
     let creds = tls::load_or_create(data_dir, &["127.0.0.1".to_string()])?;
     let kubeconfig = tls::write_kubeconfig(data_dir, &format!("https://{address}"), &creds)?;
     let config = tls::server_config(&creds)?;
