@@ -86,6 +86,9 @@ pub enum TableKind {
     /// `NAME STATUS VOLUME CAPACITY ACCESS MODES STORAGECLASS VOLUMEATTRIBUTESCLASS AGE` + wide
     /// `VOLUMEMODE`.
     PersistentVolumeClaim,
+    /// A custom resource's `NAME` and its CustomResourceDefinition's `additionalPrinterColumns`
+    /// (see [`crate::custom`]).
+    Custom(&'static crate::tables::CustomColumns),
 }
 
 /// One kind the API server serves, with everything discovery and printing need to know.
@@ -779,6 +782,25 @@ pub static RESOURCES: &[ResourceType] = &[
     ResourceType {
         verbs: GET_LIST,
         ..base("metrics.k8s.io", "v1beta1", "PodMetrics", "pods", "", true)
+    },
+    // ---- apiextensions.k8s.io/v1 (the kinds they define: `crate::custom`)
+    ResourceType {
+        short_names: &["crd", "crds"],
+        categories: &["api-extensions"],
+        subresources: &[status(
+            "apiextensions.k8s.io",
+            "v1",
+            "CustomResourceDefinition",
+        )],
+        table: TableKind::Role,
+        ..base(
+            "apiextensions.k8s.io",
+            "v1",
+            "CustomResourceDefinition",
+            "customresourcedefinitions",
+            "customresourcedefinition",
+            false,
+        )
     },
 ];
 

@@ -3,6 +3,7 @@
 //! (`pkg/printers/internalversion/printers.go`), always with the wide (priority 1) columns,
 //! which kubectl hides unless `-o wide`.
 
+mod custom;
 mod event;
 mod flowcontrol;
 mod misc;
@@ -17,6 +18,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use serde_json::{json, Value};
 
 use crate::registry::{ResourceType, TableKind};
+pub use custom::CustomColumns;
 
 /// What each Table row carries in `object` (the `includeObject` query parameter).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -45,7 +47,7 @@ impl IncludeObject {
 }
 
 /// One Table column definition.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Column {
     /// Header as upstream names it (`Nominated Node`); kubectl upper-cases it.
     pub name: &'static str,
@@ -128,6 +130,7 @@ pub fn columns(kind: TableKind) -> &'static [Column] {
         TableKind::RoleBinding => rbac::ROLE_BINDING_COLUMNS,
         TableKind::PersistentVolume => storage::PERSISTENT_VOLUME_COLUMNS,
         TableKind::PersistentVolumeClaim => storage::PERSISTENT_VOLUME_CLAIM_COLUMNS,
+        TableKind::Custom(custom) => custom.columns,
     }
 }
 
@@ -161,6 +164,7 @@ pub fn cells(kind: TableKind, obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
         TableKind::RoleBinding => rbac::role_binding_cells(obj, now),
         TableKind::PersistentVolume => storage::persistent_volume_cells(obj, now),
         TableKind::PersistentVolumeClaim => storage::persistent_volume_claim_cells(obj, now),
+        TableKind::Custom(custom) => custom::cells(custom, obj, now),
     }
 }
 
