@@ -82,7 +82,12 @@ fn leak(s: &str) -> &'static str {
 }
 
 fn leak_all(v: &[String]) -> &'static [&'static str] {
-    Box::leak(v.iter().map(|s| leak(s)).collect::<Vec<_>>().into_boxed_slice())
+    Box::leak(
+        v.iter()
+            .map(|s| leak(s))
+            .collect::<Vec<_>>()
+            .into_boxed_slice(),
+    )
 }
 
 fn make(k: &CustomKind) -> ResourceType {

@@ -622,6 +622,16 @@ pub async fn patch(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
         let (old, rv) = read(ctx, req)?;
         let rt = req.target.rt;
         let mut patched = apply_patch(&ctype, &old, &patch_doc, rt.kind)?;
+        if applier.is_some() {
+            if let Some(schema) = ctx.custom.of(rt).and_then(|s| s.schema.clone()) {
+                crate::apiextensions::custom_resource::merge_listed_items(
+                    &schema,
+                    &old,
+                    &patch_doc,
+                    &mut patched,
+                );
+            }
+        }
         let unknown = check_patched(rt.group, rt.kind, &old, &patched, touched.as_deref())?;
         let warnings = crate::strict::settle_unknown(
             rt,

@@ -494,6 +494,10 @@ async fn route(
             authorize_path(ctx, &user, &method, &path)?;
             return Ok(r);
         }
+        if let Some(r) = crate::apiextensions::openapi::respond(&ctx.custom, &path) {
+            authorize_path(ctx, &user, &method, &path)?;
+            return Ok(r);
+        }
         if let Some(r) = openapi_endpoint::respond(&path, parts.uri.query(), &headers) {
             authorize_path(ctx, &user, &method, &path)?;
             return Ok(r);
@@ -522,8 +526,7 @@ async fn route(
         return discovery_response(ctx, route, answer);
     }
     // POST namespaces/{ns}/bindings is the older form of pods/{name}/binding.
-    let Some(target) = path::parse_with(&path, |g, v, p| ctx.custom.resource_type(g, v, p))
-    else {
+    let Some(target) = path::parse_with(&path, |g, v, p| ctx.custom.resource_type(g, v, p)) else {
         // Upstream authorizes before routing: a path nobody may get is 403, not 404.
         authorize_path(ctx, &user, &method, &path)?;
         return Err(ApiError::NoRoute);

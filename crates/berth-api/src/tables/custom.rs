@@ -82,10 +82,7 @@ fn steps(path: &str) -> Option<Vec<Step>> {
                 out.push(Step::All);
             } else if let Ok(i) = inner.parse() {
                 out.push(Step::Index(i));
-            } else if let Some(f) = inner
-                .strip_prefix("?(@.")
-                .and_then(|f| f.strip_suffix(')'))
-            {
+            } else if let Some(f) = inner.strip_prefix("?(@.").and_then(|f| f.strip_suffix(')')) {
                 let (field, value) = f.split_once("==")?;
                 let value = value.trim().trim_matches(['"', '\'']);
                 out.push(Step::Filter(field.trim().to_string(), value.to_string()));

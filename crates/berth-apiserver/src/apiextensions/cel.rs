@@ -56,10 +56,7 @@ fn compile(text: &str) -> Result<cel_interpreter::Program, String> {
             "Forbidden: rule is longer than {MAX_RULE_CHARS} characters"
         ));
     }
-    let comprehensions: usize = COMPREHENSIONS
-        .iter()
-        .map(|c| text.matches(c).count())
-        .sum();
+    let comprehensions: usize = COMPREHENSIONS.iter().map(|c| text.matches(c).count()).sum();
     if comprehensions > MAX_COMPREHENSIONS {
         return Err(format!(
             "Forbidden: estimated rule cost exceeds budget: at most {MAX_COMPREHENSIONS} comprehension (all, exists, exists_one, map, filter) per rule"
@@ -139,7 +136,9 @@ impl Rule {
             format!("{path}{}", self.field_path)
         };
         let field = field.trim_start_matches('.').to_string();
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.program.execute(&context)));
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.program.execute(&context)
+        }));
         match outcome {
             Ok(Ok(cel_interpreter::Value::Bool(true))) => None,
             Ok(Ok(cel_interpreter::Value::Bool(false))) => {
@@ -163,7 +162,10 @@ impl Rule {
             Ok(Err(e)) => Some((
                 "FieldValueInvalid".into(),
                 field,
-                format!("Invalid value: \"{type_name}\": {e} evaluating rule: {}", self.rule),
+                format!(
+                    "Invalid value: \"{type_name}\": {e} evaluating rule: {}",
+                    self.rule
+                ),
             )),
             Err(_) => Some((
                 "InternalError".into(),
@@ -205,10 +207,20 @@ mod tests {
         let r = rule(json!({"rule": "self.minReplicas <= self.replicas",
                             "message": "replicas should be greater than or equal to minReplicas"}));
         assert!(r
-            .check(&json!({"minReplicas": 1, "replicas": 3}), None, "spec", "object")
+            .check(
+                &json!({"minReplicas": 1, "replicas": 3}),
+                None,
+                "spec",
+                "object"
+            )
             .is_none());
         let (reason, field, body) = r
-            .check(&json!({"minReplicas": 5, "replicas": 3}), None, "spec", "object")
+            .check(
+                &json!({"minReplicas": 5, "replicas": 3}),
+                None,
+                "spec",
+                "object",
+            )
             .unwrap();
         assert_eq!(reason, "FieldValueInvalid");
         assert_eq!(field, "spec");
@@ -252,7 +264,9 @@ mod tests {
     #[test]
     fn rules_over_the_cost_bound_or_not_compiling_are_refused() {
         let nested = json!({"rule": "self.a.all(x, self.b.exists(y, x == y))"});
-        assert!(Rule::parse(&nested).unwrap_err().contains("cost exceeds budget"));
+        assert!(Rule::parse(&nested)
+            .unwrap_err()
+            .contains("cost exceeds budget"));
         assert!(Rule::parse(&json!({"rule": "self.x >"}))
             .unwrap_err()
             .contains("compilation failed"));

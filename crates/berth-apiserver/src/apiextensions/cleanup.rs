@@ -32,7 +32,10 @@ pub async fn after_crd_write(ctx: &Ctx, name: &str) {
 
 async fn finish_deletion(ctx: &Ctx, key: &str, mut crd: Value, mut revision: i64) {
     let group = crd["spec"]["group"].as_str().unwrap_or("").to_string();
-    let plural = crd["spec"]["names"]["plural"].as_str().unwrap_or("").to_string();
+    let plural = crd["spec"]["names"]["plural"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
     if !group.is_empty() && !plural.is_empty() {
         let prefix = format!("/registry/{group}/{plural}/");
         if let Ok(listed) = ctx.store.range(&prefix, None, 0, None) {

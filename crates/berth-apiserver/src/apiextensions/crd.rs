@@ -78,10 +78,20 @@ fn default_names(obj: &mut Value) {
     if kind.is_empty() {
         return;
     }
-    if names.get("singular").and_then(Value::as_str).unwrap_or("").is_empty() {
+    if names
+        .get("singular")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .is_empty()
+    {
         names.insert("singular".into(), json!(kind.to_lowercase()));
     }
-    if names.get("listKind").and_then(Value::as_str).unwrap_or("").is_empty() {
+    if names
+        .get("listKind")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .is_empty()
+    {
         names.insert("listKind".into(), json!(format!("{kind}List")));
     }
 }
@@ -210,10 +220,19 @@ fn validate_spec(obj: &Value) -> Vec<FieldError> {
             errs.push(FieldError::invalid(&path, &value, m));
         }
     }
-    for (i, short) in names["shortNames"].as_array().into_iter().flatten().enumerate() {
+    for (i, short) in names["shortNames"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
         let short = str_at(short);
         for m in names::dns1123_label(&short) {
-            errs.push(FieldError::invalid(format!("spec.names.shortNames[{i}]"), &short, m));
+            errs.push(FieldError::invalid(
+                format!("spec.names.shortNames[{i}]"),
+                &short,
+                m,
+            ));
         }
     }
     match spec["conversion"]["strategy"].as_str().unwrap_or("None") {
@@ -242,14 +261,20 @@ fn validate_versions(versions: &Value) -> Vec<FieldError> {
     if storage != 1 {
         errs.push(FieldError::invalid_rendered(
             "spec.versions",
-            &format!("[]apiextensions.CustomResourceDefinitionVersion{{...{} versions}}", list.len()),
+            &format!(
+                "[]apiextensions.CustomResourceDefinitionVersion{{...{} versions}}",
+                list.len()
+            ),
             "must have exactly one version marked as storage version",
         ));
     }
     if !list.iter().any(|v| v["served"] == true) {
         errs.push(FieldError::invalid_rendered(
             "spec.versions",
-            &format!("[]apiextensions.CustomResourceDefinitionVersion{{...{} versions}}", list.len()),
+            &format!(
+                "[]apiextensions.CustomResourceDefinitionVersion{{...{} versions}}",
+                list.len()
+            ),
             "must have at least one version marked as served",
         ));
     }
@@ -319,9 +344,7 @@ fn count_rules(v: &Value, depth: usize) -> usize {
     if depth > super::schema::MAX_SCHEMA_DEPTH {
         return 0;
     }
-    let own = v["x-kubernetes-validations"]
-        .as_array()
-        .map_or(0, Vec::len);
+    let own = v["x-kubernetes-validations"].as_array().map_or(0, Vec::len);
     let children: usize = v["properties"]
         .as_object()
         .into_iter()
@@ -389,8 +412,9 @@ mod tests {
     }
 
     fn messages(obj: &Value, old: Option<&Value>) -> Vec<String> {
-        let rt = berth_api::registry::find("apiextensions.k8s.io", "v1", "customresourcedefinitions")
-            .unwrap();
+        let rt =
+            berth_api::registry::find("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+                .unwrap();
         Definition
             .validate(rt, obj, old)
             .into_iter()
@@ -466,7 +490,10 @@ mod tests {
         let mut new = crd();
         new["spec"]["scope"] = json!("Cluster");
         let got = messages(&new, Some(&old));
-        assert!(got.contains(&"spec.scope: Invalid value: \"Cluster\": field is immutable".to_string()), "{got:?}");
+        assert!(
+            got.contains(&"spec.scope: Invalid value: \"Cluster\": field is immutable".to_string()),
+            "{got:?}"
+        );
     }
 
     fn merge(target: &mut Value, patch: &Value) {

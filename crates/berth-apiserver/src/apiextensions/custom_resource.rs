@@ -81,10 +81,7 @@ fn check_rules(v: &Value, old: Option<&Value>, schema: &Schema, path: &str, out:
                 if path.is_empty() && k == "metadata" {
                     continue;
                 }
-                let s = schema
-                    .properties
-                    .get(k)
-                    .or(schema.additional.as_deref());
+                let s = schema.properties.get(k).or(schema.additional.as_deref());
                 if let Some(s) = s {
                     let child_path = if path.is_empty() {
                         k.clone()
@@ -145,6 +142,58 @@ pub fn settle_unknown_fields(
     }
 }
 
+/// Server-side apply of a custom resource merges `x-kubernetes-list-type: map` lists by
+/// their `x-kubernetes-list-map-keys` (and `set` lists by value), where the generic merge
+/// replaced them whole: each applied item merged over the live item with the same keys,
+/// live items the configuration does not name kept (another manager may own them).
+pub fn merge_listed_items(schema: &Schema, live: &Value, config: &Value, merged: &mut Value) {
+    match (schema.list_type.as_str(), live, config) {
+        ("map", Value::Array(live_items), Value::Array(config_items)) => {
+            let same =
+                |a: &Value, b: &Value| schema.list_map_keys.iter().all(|k| a.get(k) == b.get(k));
+            let mut out: Vec<Value> = live_items.clone();
+            for item in config_items {
+                match out.iter_mut().find(|o| same(o, item)) {
+                    Some(existing) => {
+                        let before = existing.clone();
+                        let mut merged_item = before.clone();
+                        json_patch::merge(&mut merged_item, item);
+                        if let Some(item_schema) = &schema.items {
+                            merge_listed_items(item_schema, &before, item, &mut merged_item);
+                        }
+                        *existing = merged_item;
+                    }
+                    None => out.push(item.clone()),
+                }
+            }
+            *merged = Value::Array(out);
+        }
+        ("set", Value::Array(live_items), Value::Array(config_items)) => {
+            let mut out = live_items.clone();
+            for item in config_items {
+                if !out.contains(item) {
+                    out.push(item.clone());
+                }
+            }
+            *merged = Value::Array(out);
+        }
+        (_, Value::Object(live_o), Value::Object(config_o)) => {
+            for (k, c) in config_o {
+                let (Some(s), Some(l)) = (
+                    schema.properties.get(k).or(schema.additional.as_deref()),
+                    live_o.get(k),
+                ) else {
+                    continue;
+                };
+                if let Some(m) = merged.get_mut(k) {
+                    merge_listed_items(s, l, c, m);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
 /// Refuses a new object of a CRD being deleted, with upstream's words.
 pub fn check_create(served: &Served) -> ApiResult<()> {
     if served.terminating {
@@ -194,6 +243,28 @@ mod tests {
         assert_eq!(
             rule_messages(&renamed, Some(&ok)),
             ["spec.name: Invalid value: \"string\": Value is immutable"]
+        );
+    }
+
+    #[test]
+    fn apply_merges_map_lists_by_their_keys_and_keeps_items_it_does_not_name() {
+        let s = Schema::parse(
+            &json!({"type": "object", "properties": {"spec": {"type": "object",
+            "properties": {"ports": {"type": "array", "x-kubernetes-list-type": "map",
+                "x-kubernetes-list-map-keys": ["name"],
+                "items": {"type": "object", "properties": {
+                    "name": {"type": "string"}, "port": {"type": "integer"}}}}}}}}),
+        )
+        .unwrap();
+        let live = json!({"spec": {"ports": [{"name": "a", "port": 1}, {"name": "b", "port": 2}]}});
+        let config =
+            json!({"spec": {"ports": [{"name": "b", "port": 20}, {"name": "c", "port": 3}]}});
+        let mut merged = config.clone();
+        merge_listed_items(&s, &live, &config, &mut merged);
+        assert_eq!(
+            merged,
+            json!({"spec": {"ports": [{"name": "a", "port": 1}, {"name": "b", "port": 20},
+                                      {"name": "c", "port": 3}]}})
         );
     }
 }

@@ -7,6 +7,7 @@
 //!   defaults and refuses, and its `x-kubernetes-validations` rules;
 //! - [`custom_resource`]: the strategy every custom resource is written through;
 //! - [`cleanup`]: deleting a CRD deletes its objects, then it;
+//! - [`openapi`]: their schemas in the OpenAPI v3 documents (`kubectl explain`);
 //! - this file: [`CustomKinds`], the served custom kinds, following the stored CRDs.
 //!
 //! Built-in kinds do not pay for any of it: a request's kind is looked up in the static
@@ -17,6 +18,7 @@ pub mod cleanup;
 pub mod crd;
 pub mod custom_resource;
 pub mod formats;
+pub mod openapi;
 pub mod schema;
 
 use berth_api::custom::{CustomKind, PrinterColumn};
@@ -42,9 +44,9 @@ pub struct ScalePaths {
 #[derive(Debug)]
 pub struct Served {
     pub rt: &'static ResourceType,
-    /// The CRD's name (`widgets.example.com`).
-    pub crd: String,
     pub schema: Option<schema::Schema>,
+    /// The version's `openAPIV3Schema` as written, for the OpenAPI documents.
+    pub raw_schema: Option<Value>,
     pub scale: Option<ScalePaths>,
     /// Whether the CRD is being deleted: its objects are, and no new one is created.
     pub terminating: bool,
@@ -173,7 +175,12 @@ fn served_versions(crd: &Value) -> Vec<Arc<Served>> {
     let s = |v: &Value| v.as_str().unwrap_or("").to_string();
     let strings = |v: &Value| -> Vec<String> {
         v.as_array()
-            .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
             .unwrap_or_default()
     };
     let group = s(&spec["group"]);
@@ -193,11 +200,14 @@ fn served_versions(crd: &Value) -> Vec<Arc<Served>> {
             continue;
         }
         let subresources = &v["subresources"];
-        let scale = subresources.get("scale").filter(|s| s.is_object()).map(|sc| ScalePaths {
-            spec_replicas: s(&sc["specReplicasPath"]),
-            status_replicas: s(&sc["statusReplicasPath"]),
-            label_selector: s(&sc["labelSelectorPath"]),
-        });
+        let scale = subresources
+            .get("scale")
+            .filter(|s| s.is_object())
+            .map(|sc| ScalePaths {
+                spec_replicas: s(&sc["specReplicasPath"]),
+                status_replicas: s(&sc["statusReplicasPath"]),
+                label_selector: s(&sc["labelSelectorPath"]),
+            });
         let columns = v["additionalPrinterColumns"]
             .as_array()
             .into_iter()
@@ -240,8 +250,8 @@ fn served_versions(crd: &Value) -> Vec<Arc<Served>> {
         };
         out.push(Arc::new(Served {
             rt,
-            crd: s(&crd["metadata"]["name"]),
             schema,
+            raw_schema: v["schema"].get("openAPIV3Schema").cloned(),
             scale,
             terminating,
         }));

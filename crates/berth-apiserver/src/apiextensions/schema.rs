@@ -17,7 +17,6 @@ pub const MAX_SCHEMA_DEPTH: usize = 64;
 pub struct Schema {
     pub ty: String,
     pub format: String,
-    pub description: String,
     pub properties: BTreeMap<String, Schema>,
     /// `additionalProperties` as a schema (a map's values).
     pub additional: Option<Box<Schema>>,
@@ -72,7 +71,6 @@ fn parse(v: &Value, path: &str, depth: usize) -> Result<Schema, String> {
     let mut schema = Schema {
         ty: s("type"),
         format: s("format"),
-        description: s("description"),
         default: o.get("default").cloned(),
         nullable: b("nullable"),
         minimum: f("minimum"),
@@ -398,7 +396,9 @@ fn validate(v: &Value, schema: &Schema, path: &str, causes: &mut Vec<Cause>) {
         causes.push(cause(
             "FieldValueTypeInvalid",
             path,
-            format!("Invalid value: \"{actual}\": {path} in body must be of type {ty}: \"{actual}\""),
+            format!(
+                "Invalid value: \"{actual}\": {path} in body must be of type {ty}: \"{actual}\""
+            ),
         ));
         return;
     }
@@ -641,7 +641,11 @@ fn validate_map(
     }
     if schema.embedded_resource {
         for field in ["apiVersion", "kind"] {
-            if o.get(field).and_then(Value::as_str).unwrap_or("").is_empty() {
+            if o.get(field)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .is_empty()
+            {
                 causes.push(cause(
                     "FieldValueRequired",
                     &format!("{path}.{field}"),
@@ -657,5 +661,221 @@ fn validate_map(
         } else if let Some(additional) = &schema.additional {
             validate(child, additional, &child_path, causes);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn schema(v: Value) -> Schema {
+        Schema::parse(&v).unwrap()
+    }
+
+    fn pruned(obj: Value, s: Value) -> (Value, Vec<String>) {
+        let mut obj = obj;
+        let mut removed = Vec::new();
+        prune(&mut obj, &schema(s), "", &mut removed);
+        let mut removed: Vec<String> = removed
+            .into_iter()
+            .map(|p| p.trim_start_matches('.').to_string())
+            .collect();
+        removed.sort();
+        (obj, removed)
+    }
+
+    /// Upstream's pruning/algorithm_test.go, "object array object".
+    #[test]
+    fn pruning_drops_what_is_not_specified_in_arrays_and_objects() {
+        let (obj, removed) = pruned(
+            json!({"array":[{"a":1},{"b":1},{"a":1,"b":2,"c":3}],"unspecified":{"a":1},"specified":{"a":1,"b":2,"c":3}}),
+            json!({"properties": {
+                "array": {"items": {"properties": {"a": {}, "c": {}}}},
+                "specified": {"properties": {"a": {}, "c": {}}}}}),
+        );
+        assert_eq!(
+            obj,
+            json!({"array":[{"a":1},{},{"a":1,"c":3}],"specified":{"a":1,"c":3}})
+        );
+        assert_eq!(
+            removed,
+            ["array[1].b", "array[2].b", "specified.b", "unspecified"]
+        );
+    }
+
+    /// Upstream's "additionalProperties with schema".
+    #[test]
+    fn pruning_follows_additional_properties() {
+        let (obj, removed) = pruned(
+            json!({"a":1,"b":1,"c":{"a":1,"b":2,"c":{"a":1}}}),
+            json!({"properties": {"a": {},
+                "c": {"additionalProperties": {"type": "integer"}}}}),
+        );
+        assert_eq!(obj, json!({"a":1,"c":{"a":1,"b":2,"c":{}}}));
+        assert_eq!(removed, ["b", "c.c.a"]);
+    }
+
+    /// Upstream's "nested x-kubernetes-preserve-unknown-fields" (its main members).
+    #[test]
+    fn preserve_unknown_fields_keeps_unknown_members_but_not_below_a_pruning_child() {
+        let (obj, removed) = pruned(
+            json!({"unspecified": "bar", "alpha": "abc",
+                "pruning": {"unspecified": "bar", "pruning": {"unspecified": "bar"},
+                            "apiVersion": "unknown", "preserving": {"unspecified": "bar"}},
+                "preserving": {"unspecified": "bar", "pruning": {"unspecified": "bar"}}}),
+            json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true, "properties": {
+                "alpha": {"type": "string"},
+                "pruning": {"type": "object", "properties": {
+                    "preserving": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+                    "pruning": {"type": "object"}}},
+                "preserving": {"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+                    "properties": {"pruning": {"type": "object"}}}}}),
+        );
+        assert_eq!(
+            obj,
+            json!({"unspecified": "bar", "alpha": "abc",
+                "pruning": {"pruning": {}, "preserving": {"unspecified": "bar"}},
+                "preserving": {"unspecified": "bar", "pruning": {}}})
+        );
+        assert_eq!(
+            removed,
+            [
+                "preserving.pruning.unspecified",
+                "pruning.apiVersion",
+                "pruning.pruning.unspecified",
+                "pruning.unspecified"
+            ]
+        );
+    }
+
+    /// Upstream's "x-kubernetes-embedded-resource": an embedded object keeps its
+    /// apiVersion, kind and metadata (whose unknown members go, as ObjectMeta coercion drops them).
+    #[test]
+    fn embedded_resources_keep_their_type_and_metadata() {
+        let mut obj = json!({"apiVersion": "foo/v1", "kind": "Foo",
+            "metadata": {"name": "instance"}, "unspecified": "bar",
+            "pruned": {"apiVersion": "foo/v1", "kind": "Foo", "unspecified": "bar",
+                "metadata": {"name": "instance", "unspecified": "bar"},
+                "spec": {"unspecified": "bar"}}});
+        let s = schema(json!({"type": "object", "properties": {
+            "pruned": {"type": "object", "x-kubernetes-embedded-resource": true,
+                "properties": {"spec": {"type": "object"}}}}}));
+        let removed = prune_object(&mut obj, &s);
+        assert_eq!(
+            obj,
+            json!({"apiVersion": "foo/v1", "kind": "Foo", "metadata": {"name": "instance"},
+                "pruned": {"apiVersion": "foo/v1", "kind": "Foo",
+                    "metadata": {"name": "instance"}, "spec": {}}})
+        );
+        assert_eq!(
+            removed,
+            [
+                "pruned.spec.unspecified",
+                "pruned.unspecified",
+                "unspecified"
+            ]
+        );
+    }
+
+    #[test]
+    fn defaults_fill_absent_fields_from_the_outside_in_but_keep_what_is_set() {
+        let s = schema(json!({"type": "object", "properties": {
+            "spec": {"type": "object", "default": {}, "properties": {
+                "replicas": {"type": "integer", "default": 1},
+                "strategy": {"type": "string", "default": "Rolling"},
+                "nullable": {"type": "string", "nullable": true, "default": "x"},
+                "ports": {"type": "array", "items": {"type": "object", "properties": {
+                    "protocol": {"type": "string", "default": "TCP"}}}}}}}}));
+        let mut empty = json!({});
+        default(&mut empty, &s);
+        assert_eq!(
+            empty,
+            json!({"spec": {"replicas": 1, "strategy": "Rolling", "nullable": "x"}})
+        );
+        let mut set = json!({"spec": {"replicas": 3, "strategy": null, "nullable": null,
+            "ports": [{"name": "a"}, {"protocol": "UDP"}]}});
+        default(&mut set, &s);
+        assert_eq!(
+            set,
+            json!({"spec": {"replicas": 3, "strategy": "Rolling", "nullable": null,
+                "ports": [{"name": "a", "protocol": "TCP"}, {"protocol": "UDP"}]}})
+        );
+    }
+
+    fn messages(obj: Value, s: Value) -> Vec<String> {
+        validate_object(&obj, &schema(s))
+            .into_iter()
+            .map(|c| format!("{}: {}", c.field, c.message))
+            .collect()
+    }
+
+    #[test]
+    fn validation_errors_are_worded_as_upstreams() {
+        let s = json!({"type": "object", "required": ["spec"], "properties": {"spec": {
+            "type": "object", "required": ["name"], "properties": {
+                "name": {"type": "string", "minLength": 2, "maxLength": 5, "pattern": "^[a-z]+$"},
+                "replicas": {"type": "integer", "minimum": 1, "maximum": 10},
+                "ratio": {"type": "number", "exclusiveMaximum": true, "maximum": 1},
+                "color": {"type": "string", "enum": ["red", "green"]},
+                "email": {"type": "string", "format": "email"},
+                "port": {"x-kubernetes-int-or-string": true},
+                "tags": {"type": "array", "maxItems": 2, "minItems": 1,
+                         "x-kubernetes-list-type": "set", "items": {"type": "string"}},
+                "ports": {"type": "array", "x-kubernetes-list-type": "map",
+                          "x-kubernetes-list-map-keys": ["name"],
+                          "items": {"type": "object", "properties": {"name": {"type": "string"}}}}}}}});
+        assert_eq!(messages(json!({}), s.clone()), ["spec: Required value"]);
+        for (spec, want) in [
+            (json!({"name": "ab", "replicas": "string"}),
+             "spec.replicas: Invalid value: \"string\": spec.replicas in body must be of type integer: \"string\""),
+            (json!({"name": "ab", "replicas": 1.5}),
+             "spec.replicas: Invalid value: \"number\": spec.replicas in body must be of type integer: \"number\""),
+            (json!({}), "spec.name: Required value"),
+            (json!({"name": "a"}),
+             "spec.name: Invalid value: \"a\": spec.name in body should be at least 2 chars long"),
+            (json!({"name": "abcdef"}), "spec.name: Too long: may not be more than 5 bytes"),
+            (json!({"name": "AB"}),
+             "spec.name: Invalid value: \"AB\": spec.name in body should match '^[a-z]+$'"),
+            (json!({"name": "ab", "replicas": 20}),
+             "spec.replicas: Invalid value: 20: spec.replicas in body should be less than or equal to 10"),
+            (json!({"name": "ab", "replicas": 0}),
+             "spec.replicas: Invalid value: 0: spec.replicas in body should be greater than or equal to 1"),
+            (json!({"name": "ab", "ratio": 1}),
+             "spec.ratio: Invalid value: 1: spec.ratio in body should be less than 1"),
+            (json!({"name": "ab", "color": "blue"}),
+             "spec.color: Unsupported value: \"blue\": supported values: \"red\", \"green\""),
+            (json!({"name": "ab", "email": "nope"}),
+             "spec.email: Invalid value: \"nope\": spec.email in body must be of type email: \"nope\""),
+            (json!({"name": "ab", "port": true}),
+             "spec.port: Invalid value: \"boolean\": spec.port in body must be of type integer,string: \"boolean\""),
+            (json!({"name": "ab", "tags": ["a", "b", "c"]}),
+             "spec.tags: Too many: 3: must have at most 2 items"),
+            (json!({"name": "ab", "tags": []}),
+             "spec.tags: Invalid value: 0: spec.tags in body should have at least 1 items"),
+            (json!({"name": "ab", "tags": ["a", "a"]}), "spec.tags[1]: Duplicate value: \"a\""),
+            (json!({"name": "ab", "ports": [{"name": "x"}, {"name": "x"}]}),
+             "spec.ports[1]: Duplicate value: {\"name\":\"x\"}"),
+        ] {
+            let got = messages(json!({"spec": spec}), s.clone());
+            assert!(got.contains(&want.to_string()), "want {want}\n got {got:?}");
+        }
+        assert_eq!(
+            messages(json!({"spec": {"name": "ab", "port": 80}}), s.clone()),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            messages(json!({"spec": {"name": "ab", "port": "http"}}), s),
+            Vec::<String>::new()
+        );
+    }
+
+    #[test]
+    fn a_schema_nested_too_deep_is_refused_not_overflowed() {
+        let mut v = json!({"type": "string"});
+        for _ in 0..(MAX_SCHEMA_DEPTH + 5) {
+            v = json!({"type": "object", "properties": {"a": v}});
+        }
+        assert!(Schema::parse(&v).unwrap_err().contains("nested deeper"));
     }
 }

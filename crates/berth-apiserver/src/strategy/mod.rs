@@ -155,7 +155,9 @@ impl std::ops::Deref for Chosen {
 pub fn for_request(ctx: &crate::context::Ctx, rt: &ResourceType) -> Chosen {
     if let berth_api::registry::TableKind::Custom(_) = rt.table {
         if let Some(served) = ctx.custom.of(rt) {
-            return Chosen::Custom(crate::apiextensions::custom_resource::CustomResource(served));
+            return Chosen::Custom(crate::apiextensions::custom_resource::CustomResource(
+                served,
+            ));
         }
     }
     Chosen::Builtin(for_type(rt))
