@@ -109,7 +109,7 @@ fn walk<'a>(v: &'a Value, steps: &[Step]) -> Option<&'a Value> {
             .iter()
             .filter(|item| match item.get(field.as_str()) {
                 Some(Value::String(s)) => s == value,
-                Some(other) => other.to_string() == *value,
+                Some(other) => value.as_str() == other.to_string().as_str(),
                 None => false,
             })
             .find_map(|item| walk(item, rest)),
