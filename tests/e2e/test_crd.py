@@ -105,6 +105,13 @@ def test_a_crd_is_established_and_listed_in_discovery(berth, widgets):
     assert "wix" in line and f"{GROUP}/v1" in line and "true" in line and "Widget" in line
 
 
+def test_kubectl_explain_reads_the_published_schema(berth, widgets):
+    out = berth.kubectl("explain", "widgets.spec").stdout
+    assert "KIND:       Widget" in out and "VERSION:    v1" in out
+    for field in ("replicas", "minReplicas", "color", "ports"):
+        assert field in out
+
+
 def test_an_invalid_crd_is_refused_with_upstreams_words(berth):
     bad = crd(plural="gadgets", kind="Gadget")
     bad["metadata"]["name"] = "gadget.wrong.com"

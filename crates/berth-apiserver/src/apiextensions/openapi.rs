@@ -14,6 +14,10 @@ use std::sync::Arc;
 /// The answer to a GET of `path` when it is an OpenAPI v3 path custom kinds change, else
 /// `None` (the built-in documents answer).
 pub fn respond(custom: &CustomKinds, path: &str) -> Option<Response> {
+    // Every GET passes here: anything but an OpenAPI v3 path leaves at once.
+    if !path.starts_with("/openapi/v3") {
+        return None;
+    }
     let served = custom.served();
     if served.is_empty() {
         return None;
