@@ -15,21 +15,65 @@ pub const AGGREGATED_CONTENT_TYPE: &str =
 
 /// Body of `GET /api` with the aggregated Accept: an `APIGroupDiscoveryList` with the core group.
 pub fn aggregated_core() -> Value {
-    aggregated_list(&[""])
+    aggregated_list(&[""], &[])
 }
 
 /// Body of `GET /apis` with the aggregated Accept: an `APIGroupDiscoveryList` with every named
 /// group, versions preferred first.
 pub fn aggregated_groups() -> Value {
-    let groups: Vec<&str> = registry::groups()
+    aggregated_groups_with(&[])
+}
+
+/// [`aggregated_groups`] with `extra` resources served besides the registry's (the kinds of
+/// CustomResourceDefinitions), their groups after the built-in ones.
+pub fn aggregated_groups_with(extra: &[&ResourceType]) -> Value {
+    let groups: Vec<&str> = groups(extra)
         .into_iter()
         .filter(|g| !g.is_empty())
         .collect();
-    aggregated_list(&groups)
+    aggregated_list(&groups, extra)
 }
 
-fn aggregated_list(groups: &[&str]) -> Value {
-    let items: Vec<Value> = groups.iter().map(|g| aggregated_group(g)).collect();
+/// The groups served, the registry's first, then those only `extra` serves.
+fn groups<'a>(extra: &[&'a ResourceType]) -> Vec<&'a str> {
+    let mut out: Vec<&str> = registry::groups();
+    for rt in extra {
+        if !out.contains(&rt.group) {
+            out.push(rt.group);
+        }
+    }
+    out
+}
+
+/// The versions of `group`, preferred first, the registry's and `extra`'s.
+fn versions<'a>(group: &str, extra: &[&'a ResourceType]) -> Vec<&'a str> {
+    let mut out: Vec<&str> = registry::versions(group);
+    for rt in extra.iter().filter(|rt| rt.group == group) {
+        if !out.contains(&rt.version) {
+            out.push(rt.version);
+        }
+    }
+    out.sort_by(|a, b| registry::compare_versions(a, b));
+    out
+}
+
+/// The resources of one group version, the registry's then `extra`'s.
+fn resources_of<'a>(
+    group: &str,
+    version: &str,
+    extra: &[&'a ResourceType],
+) -> Vec<&'a ResourceType> {
+    let mut out: Vec<&ResourceType> = registry::resources_of(group, version).collect();
+    out.extend(
+        extra
+            .iter()
+            .filter(|rt| rt.group == group && rt.version == version),
+    );
+    out
+}
+
+fn aggregated_list(groups: &[&str], extra: &[&ResourceType]) -> Value {
+    let items: Vec<Value> = groups.iter().map(|g| aggregated_group(g, extra)).collect();
     json!({
         "kind": "APIGroupDiscoveryList",
         "apiVersion": "apidiscovery.k8s.io/v2",
@@ -38,11 +82,12 @@ fn aggregated_list(groups: &[&str]) -> Value {
     })
 }
 
-fn aggregated_group(group: &str) -> Value {
-    let versions: Vec<Value> = registry::versions(group)
+fn aggregated_group(group: &str, extra: &[&ResourceType]) -> Value {
+    let versions: Vec<Value> = versions(group, extra)
         .into_iter()
         .map(|version| {
-            let resources: Vec<Value> = registry::resources_of(group, version)
+            let resources: Vec<Value> = resources_of(group, version, extra)
+                .into_iter()
                 .map(aggregated_resource)
                 .collect();
             json!({"version": version, "resources": resources, "freshness": "Current"})
@@ -109,10 +154,15 @@ pub fn api_versions(server_address: &str) -> Value {
 
 /// Body of legacy `GET /apis`: `APIGroupList` of every named group.
 pub fn api_group_list() -> Value {
-    let groups: Vec<Value> = registry::groups()
+    api_group_list_with(&[])
+}
+
+/// [`api_group_list`] with `extra` resources served besides the registry's.
+pub fn api_group_list_with(extra: &[&ResourceType]) -> Value {
+    let groups: Vec<Value> = groups(extra)
         .into_iter()
         .filter(|g| !g.is_empty())
-        .filter_map(group_body)
+        .filter_map(|g| group_body(g, extra))
         .collect();
     json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
 }
@@ -120,10 +170,15 @@ pub fn api_group_list() -> Value {
 /// Body of legacy `GET /apis/<group>`: an `APIGroup`, or `None` when the group is not served
 /// (the core group is not a named group and gives `None`).
 pub fn api_group(group: &str) -> Option<Value> {
+    api_group_with(group, &[])
+}
+
+/// [`api_group`] with `extra` resources served besides the registry's.
+pub fn api_group_with(group: &str, extra: &[&ResourceType]) -> Option<Value> {
     if group.is_empty() {
         return None;
     }
-    let mut body = group_body(group)?;
+    let mut body = group_body(group, extra)?;
     let m = body.as_object_mut()?;
     let mut out = Map::new();
     out.insert("kind".into(), json!("APIGroup"));
@@ -132,8 +187,8 @@ pub fn api_group(group: &str) -> Option<Value> {
     Some(Value::Object(out))
 }
 
-fn group_body(group: &str) -> Option<Value> {
-    let versions = registry::versions(group);
+fn group_body(group: &str, extra: &[&ResourceType]) -> Option<Value> {
+    let versions = versions(group, extra);
     let preferred = *versions.first()?;
     let gv = |v: &str| json!({"groupVersion": registry::group_version(group, v), "version": v});
     Some(json!({
@@ -150,8 +205,17 @@ fn group_body(group: &str) -> Option<Value> {
 /// in another group version (`pods/eviction` → `policy/v1` `Eviction`) the entry names it with
 /// explicit `group` and `version`, which is what `kubectl drain` looks for.
 pub fn api_resource_list(group: &str, version: &str) -> Option<Value> {
+    api_resource_list_with(group, version, &[])
+}
+
+/// [`api_resource_list`] with `extra` resources served besides the registry's.
+pub fn api_resource_list_with(
+    group: &str,
+    version: &str,
+    extra: &[&ResourceType],
+) -> Option<Value> {
     let mut resources = Vec::new();
-    for rt in registry::resources_of(group, version) {
+    for rt in resources_of(group, version, extra) {
         let mut m = Map::new();
         m.insert("name".into(), json!(rt.plural));
         m.insert("singularName".into(), json!(rt.singular));

@@ -95,6 +95,9 @@ pub enum TableKind {
     /// `NAME CONFIG UPDATED UPDATING DEGRADED MACHINECOUNT READYMACHINECOUNT
     /// UPDATEDMACHINECOUNT DEGRADEDMACHINECOUNT AGE` (OpenShift's machine config pools).
     MachineConfigPool,
+    /// A custom resource's `NAME` and its CustomResourceDefinition's `additionalPrinterColumns`
+    /// (see [`crate::custom`]).
+    Custom(&'static crate::tables::CustomColumns),
 }
 
 /// One kind the API server serves, with everything discovery and printing need to know.
@@ -876,6 +879,25 @@ pub static RESOURCES: &[ResourceType] = &[
     ResourceType {
         verbs: GET_LIST,
         ..base("metrics.k8s.io", "v1beta1", "PodMetrics", "pods", "", true)
+    },
+    // ---- apiextensions.k8s.io/v1 (the kinds they define: `crate::custom`)
+    ResourceType {
+        short_names: &["crd", "crds"],
+        categories: &["api-extensions"],
+        subresources: &[status(
+            "apiextensions.k8s.io",
+            "v1",
+            "CustomResourceDefinition",
+        )],
+        table: TableKind::Role,
+        ..base(
+            "apiextensions.k8s.io",
+            "v1",
+            "CustomResourceDefinition",
+            "customresourcedefinitions",
+            "customresourcedefinition",
+            false,
+        )
     },
 ];
 

@@ -21,6 +21,8 @@ pub struct Inner {
     pub authn: Option<Arc<crate::authn::Authenticator>>,
     /// Whether a user may do what they ask (RBAC).
     pub rbac: crate::authz::Rbac,
+    /// The kinds CustomResourceDefinitions define, looked up when the registry misses.
+    pub custom: Arc<crate::apiextensions::CustomKinds>,
     /// The admission plugins every create and update passes, built once at start.
     pub admission: Arc<Chain>,
     /// Encoded events shared between requests (see [`crate::Caches`]).

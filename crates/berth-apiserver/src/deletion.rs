@@ -253,7 +253,9 @@ async fn mark_deleting(
 
 /// Deletes everything in a terminating namespace, then the namespace itself.
 async fn empty_namespace(ctx: Ctx, namespace: String) {
-    for rt in berth_api::registry::all().iter().filter(|rt| rt.namespaced) {
+    let custom = ctx.custom.resource_types();
+    let kinds = berth_api::registry::all().iter().chain(custom);
+    for rt in kinds.filter(|rt| rt.namespaced) {
         let prefix = path::collection_prefix(rt, Some(&namespace));
         let Ok(r) = ctx.store.range(&prefix, None, 0, None) else {
             continue;

@@ -196,11 +196,21 @@ impl ApiError {
                 }
                 Some(d)
             }
-            ApiError::Invalid { kind, name, causes } => Some(json!({
-                "name": name,
-                "kind": kind,
-                "causes": causes_json(causes),
-            })),
+            // A kind qualified by its group (`Widget.example.com`, a custom resource's) is
+            // told as upstream's details tell it: the kind, and the group beside it.
+            ApiError::Invalid { kind, name, causes } => Some(match kind.split_once('.') {
+                Some((kind, group)) => json!({
+                    "name": name,
+                    "group": group,
+                    "kind": kind,
+                    "causes": causes_json(causes),
+                }),
+                None => json!({
+                    "name": name,
+                    "kind": kind,
+                    "causes": causes_json(causes),
+                }),
+            }),
             ApiError::Denied {
                 group,
                 resource,

@@ -27,6 +27,7 @@
 
 mod access_log;
 mod admission;
+mod apiextensions;
 pub mod authn;
 pub mod authorizer;
 mod authz;
@@ -121,6 +122,8 @@ pub struct ApiServer {
     /// The RBAC authorizer; its index follows the store once the network listener is made.
     rbac: authz::Rbac,
     rbac_following: Arc<std::sync::atomic::AtomicBool>,
+    /// The kinds of the stored CustomResourceDefinitions.
+    custom: Arc<apiextensions::CustomKinds>,
     /// `--token-auth-file`: token → user.
     tokens: Arc<std::collections::HashMap<String, user::UserInfo>>,
     /// The ServiceAccount token signing key (`<data-dir>/sa.key`).
@@ -212,6 +215,7 @@ impl ApiServer {
             services: Arc::new(default_service_ranges()),
             rbac,
             rbac_following: Default::default(),
+            custom: Default::default(),
             tokens: Default::default(),
             service_account_keys: None,
             metrics: Default::default(),
@@ -385,12 +389,20 @@ impl ApiServer {
         // answers), and a task and a timer per request was 4% of `bench e2e`'s CPU.
         let request_timeout = authn.as_ref().and(self.request_timeout);
         let authn_present = authn.is_some();
+        // The custom kinds follow the store once there is a runtime to follow it in; until
+        // then (and after each CRD write) they are read from the store as CRDs are written.
+        if tokio::runtime::Handle::try_current().is_ok() {
+            self.custom.follow(&self.store);
+        } else {
+            self.custom.reload(&self.store);
+        }
         Arc::new(Inner {
             store: self.store.clone(),
             clock: self.clock.clone(),
             address: self.address.clone(),
             authn: authn.map(Arc::new),
             rbac: self.rbac.clone(),
+            custom: self.custom.clone(),
             admission: self.admission.clone(),
             caches: self.caches.clone(),
             services: self.services.clone(),

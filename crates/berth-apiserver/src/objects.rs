@@ -285,6 +285,7 @@ pub fn body_object(req: &ApiRequest) -> ApiResult<(Value, Vec<String>)> {
     let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
     if kind != rt.kind
         || (!api_version.is_empty()
+            && api_version != rt.api_version()
             && berth_api::registry::find_kind(api_version, kind).map(|t| t.plural)
                 != Some(rt.plural))
     {
@@ -345,15 +346,11 @@ pub async fn create(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
             meta.remove(field);
         }
     }
+    let strategy = strategy::for_request(ctx, rt);
+    let warnings = custom_fields(ctx, req, &strategy, &mut obj, warnings)?;
     crate::managed::on_create(&mut obj);
     crate::rbac::escalation::check(ctx, &req.user, rt, "", &obj, None)?;
-    strategy::admit_create(
-        &ctx.admission,
-        &req.user,
-        strategy::for_type(rt),
-        rt,
-        &mut obj,
-    )?;
+    strategy::admit_create(&ctx.admission, &req.user, &*strategy, rt, &mut obj)?;
     // Held until the object is stored: what it allocated stays reserved until then.
     let _allocation = strategy::service::allocate(&ctx.services, &ctx.store, rt, &mut obj, None)?;
     let name = meta_str(&obj, "name").to_string();
@@ -405,8 +402,41 @@ fn random_suffix() -> String {
         .collect()
 }
 
+/// A custom resource's body: refused while its CRD is being deleted (a create), and its
+/// unknown fields settled as `fieldValidation` asks; other kinds' bodies pass unchanged.
+fn custom_fields(
+    ctx: &Ctx,
+    req: &ApiRequest,
+    strategy: &strategy::Chosen,
+    obj: &mut Value,
+    mut warnings: Vec<String>,
+) -> ApiResult<Vec<String>> {
+    let strategy::Chosen::Custom(custom) = strategy else {
+        return Ok(warnings);
+    };
+    if req.target.name.is_none() {
+        crate::apiextensions::custom_resource::check_create(&custom.0)?;
+    }
+    let _ = ctx;
+    warnings.extend(
+        crate::apiextensions::custom_resource::settle_unknown_fields(
+            &custom.0,
+            req.query.field_validation()?,
+            obj,
+        )?,
+    );
+    Ok(warnings)
+}
+
 pub async fn update(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
-    let (new, warnings) = body_object(req)?;
+    let (mut new, warnings) = body_object(req)?;
+    let warnings = custom_fields(
+        ctx,
+        req,
+        &strategy::for_request(ctx, req.target.rt),
+        &mut new,
+        warnings,
+    )?;
     let name = meta_str(&new, "name");
     if !name.is_empty() && name != req.name() {
         return Err(ApiError::BadRequest(format!(
@@ -506,8 +536,8 @@ pub async fn write_update(
         crate::managed::on_update(ctx, req, old, &mut new, subresource);
     }
     crate::rbac::escalation::check(ctx, &req.user, rt, req.name(), &new, Some(old))?;
-    let strategy = strategy::for_type(rt);
-    strategy::admit_update(&ctx.admission, &req.user, strategy, rt, old, &mut new)?;
+    let strategy = strategy::for_request(ctx, rt);
+    strategy::admit_update(&ctx.admission, &req.user, &*strategy, rt, old, &mut new)?;
     let _allocation =
         strategy::service::allocate(&ctx.services, &ctx.store, rt, &mut new, Some(old))?;
     codec::stamp(&mut new, expected.unwrap_or(0), &req.target);
@@ -578,6 +608,14 @@ pub async fn patch(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
             )))
         }
     };
+    // Custom resources have no strategic merge patch (upstream: 415).
+    if let berth_api::registry::TableKind::Custom(_) = req.target.rt.table {
+        if ctype == "application/strategic-merge-patch+json" {
+            return Err(ApiError::UnsupportedMediaType(
+                "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml".into(),
+            ));
+        }
+    }
     let applier = match ctype.as_str() {
         "application/apply-patch+yaml" => Some(crate::managed::apply_manager(req)?),
         _ => None,
@@ -610,6 +648,16 @@ pub async fn patch(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
         let (old, rv) = read(ctx, req)?;
         let rt = req.target.rt;
         let mut patched = apply_patch(&ctype, &old, &patch_doc, rt.kind)?;
+        if applier.is_some() {
+            if let Some(schema) = ctx.custom.of(rt).and_then(|s| s.schema.clone()) {
+                crate::apiextensions::custom_resource::merge_listed_items(
+                    &schema,
+                    &old,
+                    &patch_doc,
+                    &mut patched,
+                );
+            }
+        }
         let unknown = check_patched(rt.group, rt.kind, &old, &patched, touched.as_deref())?;
         let warnings = crate::strict::settle_unknown(
             rt,
@@ -699,7 +747,7 @@ const DELETE_CONFLICT_RETRIES: usize = 16;
 
 pub async fn delete(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
     let options = DeleteOptions::from_request(req)?;
-    let strategy = strategy::for_type(req.target.rt);
+    let strategy = strategy::for_request(ctx, req.target.rt);
     let mut retries = 0;
     loop {
         let (current, rv) = read(ctx, req)?;
@@ -720,7 +768,7 @@ pub async fn delete(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
         if options.dry_run {
             return Ok(respond(ctx, req, StatusCode::OK, current));
         }
-        match delete_object(ctx, req, strategy, current, rv, &options).await {
+        match delete_object(ctx, req, &*strategy, current, rv, &options).await {
             // Only the caller's own precondition makes a concurrent write a conflict.
             Err(ApiError::Conflict { .. })
                 if options.precondition_rv.is_none() && retries < DELETE_CONFLICT_RETRIES =>
@@ -736,7 +784,8 @@ pub async fn delete_collection(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Respons
     let rt = req.target.rt;
     let selectors = Selectors::from_query(rt, &req.query)?;
     let options = DeleteOptions::from_request(req)?;
-    let strategy: &dyn Strategy = strategy::for_type(rt);
+    let chosen = strategy::for_request(ctx, rt);
+    let strategy: &dyn Strategy = &*chosen;
     let prefix = path::collection_prefix(rt, req.target.namespace.as_deref());
     let r = ctx
         .store

@@ -53,8 +53,19 @@ pub fn discovery_route(path: &str) -> Option<Route> {
 
 /// Resolves a resource path. `None` means the server does not serve it (404).
 pub fn parse(path: &str) -> Option<Target> {
+    parse_with(path, |_, _, _| None)
+}
+
+/// [`parse`], looking a resource the registry does not serve up in `custom` (the kinds of
+/// CustomResourceDefinitions), after the registry missed.
+pub fn parse_with(
+    path: &str,
+    custom: impl Fn(&str, &str, &str) -> Option<&'static ResourceType>,
+) -> Option<Target> {
     let (group, version, rest) = split_prefix(path)?;
-    let find = |plural: &str| registry::find(group, version, plural);
+    let find = |plural: &str| {
+        registry::find(group, version, plural).or_else(|| custom(group, version, plural))
+    };
     let target =
         |rt: &'static ResourceType, ns: Option<&str>, name: Option<&str>, sub: Option<&str>| {
             Some(Target {

@@ -494,6 +494,10 @@ async fn route(
             authorize_path(ctx, &user, &method, &path)?;
             return Ok(r);
         }
+        if let Some(r) = crate::apiextensions::openapi::respond(&ctx.custom, &path) {
+            authorize_path(ctx, &user, &method, &path)?;
+            return Ok(r);
+        }
         if let Some(r) = openapi_endpoint::respond(&path, parts.uri.query(), &headers) {
             authorize_path(ctx, &user, &method, &path)?;
             return Ok(r);
@@ -522,7 +526,7 @@ async fn route(
         return discovery_response(ctx, route, answer);
     }
     // POST namespaces/{ns}/bindings is the older form of pods/{name}/binding.
-    let Some(target) = path::parse(&path) else {
+    let Some(target) = path::parse_with(&path, |g, v, p| ctx.custom.resource_type(g, v, p)) else {
         // Upstream authorizes before routing: a path nobody may get is 403, not 404.
         authorize_path(ctx, &user, &method, &path)?;
         return Err(ApiError::NoRoute);
@@ -607,6 +611,9 @@ async fn route(
         if rt.plural == "bindings" && method == Method::POST {
             return subresources::binding::bind(ctx, &req).await;
         }
+    }
+    if crate::apiextensions::is_definitions(rt) && method != Method::GET {
+        return crate::apiextensions::handle_definition_write(ctx, &req, &method).await;
     }
     match method {
         Method::GET if req.target.name.is_some() => objects::get(ctx, &req).await,
@@ -699,24 +706,25 @@ fn discovery_response(ctx: &Ctx, route: Route, answer: Answer) -> ApiResult<Resp
         )
             .into_response()
     };
+    let custom = ctx.custom.resource_types();
     Ok(match route {
         Route::CoreVersions if answer == Answer::AggregatedDiscovery => {
             aggregated(discovery::aggregated_core())
         }
         Route::Groups if answer == Answer::AggregatedDiscovery => {
-            aggregated(discovery::aggregated_groups())
+            aggregated(discovery::aggregated_groups_with(&custom))
         }
         Route::CoreVersions => {
             json_response(StatusCode::OK, &discovery::api_versions(&ctx.address))
         }
-        Route::Groups => json_response(StatusCode::OK, &discovery::api_group_list()),
+        Route::Groups => json_response(StatusCode::OK, &discovery::api_group_list_with(&custom)),
         Route::Group(g) => json_response(
             StatusCode::OK,
-            &discovery::api_group(&g).ok_or(ApiError::NoRoute)?,
+            &discovery::api_group_with(&g, &custom).ok_or(ApiError::NoRoute)?,
         ),
         Route::GroupVersion(g, v) => json_response(
             StatusCode::OK,
-            &discovery::api_resource_list(&g, &v).ok_or(ApiError::NoRoute)?,
+            &discovery::api_resource_list_with(&g, &v, &custom).ok_or(ApiError::NoRoute)?,
         ),
     })
 }

@@ -3,6 +3,7 @@
 //! (`pkg/printers/internalversion/printers.go`), always with the wide (priority 1) columns,
 //! which kubectl hides unless `-o wide`.
 
+mod custom;
 mod event;
 mod flowcontrol;
 mod misc;
@@ -18,6 +19,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use serde_json::{json, Value};
 
 use crate::registry::{ResourceType, TableKind};
+pub use custom::CustomColumns;
 
 /// What each Table row carries in `object` (the `includeObject` query parameter).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -46,7 +48,7 @@ impl IncludeObject {
 }
 
 /// One Table column definition.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Column {
     /// Header as upstream names it (`Nominated Node`); kubectl upper-cases it.
     pub name: &'static str,
@@ -133,6 +135,7 @@ pub fn columns(kind: TableKind) -> &'static [Column] {
         TableKind::User => openshift::USER_COLUMNS,
         TableKind::Group => openshift::GROUP_COLUMNS,
         TableKind::MachineConfigPool => openshift::MACHINE_CONFIG_POOL_COLUMNS,
+        TableKind::Custom(custom) => custom.columns,
     }
 }
 
@@ -170,6 +173,7 @@ pub fn cells(kind: TableKind, obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
         TableKind::User => openshift::user_cells(obj),
         TableKind::Group => openshift::group_cells(obj),
         TableKind::MachineConfigPool => openshift::machine_config_pool_cells(obj, now),
+        TableKind::Custom(custom) => custom::cells(custom, obj, now),
     }
 }
 

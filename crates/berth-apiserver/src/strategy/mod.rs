@@ -122,11 +122,46 @@ static STRATEGIES: &[(&str, &str, &dyn Strategy)] = &[
         &flowcontrol::FlowSchema,
     ),
     (
+        "apiextensions.k8s.io",
+        "CustomResourceDefinition",
+        &crate::apiextensions::crd::Definition,
+    ),
+    (
         "flowcontrol.apiserver.k8s.io",
         "PriorityLevelConfiguration",
         &flowcontrol::PriorityLevelConfiguration,
     ),
 ];
+
+/// The strategy a request writes through: its kind's, or a custom resource's with its
+/// CRD's schema (looked up only for kinds the registry does not have).
+pub enum Chosen {
+    Builtin(&'static dyn Strategy),
+    Custom(crate::apiextensions::custom_resource::CustomResource),
+}
+
+impl std::ops::Deref for Chosen {
+    type Target = dyn Strategy;
+
+    fn deref(&self) -> &(dyn Strategy + 'static) {
+        match self {
+            Chosen::Builtin(s) => *s,
+            Chosen::Custom(c) => c,
+        }
+    }
+}
+
+/// The strategy of `rt` on this server: [`for_type`], or a custom resource's.
+pub fn for_request(ctx: &crate::context::Ctx, rt: &ResourceType) -> Chosen {
+    if let berth_api::registry::TableKind::Custom(_) = rt.table {
+        if let Some(served) = ctx.custom.of(rt) {
+            return Chosen::Custom(crate::apiextensions::custom_resource::CustomResource(
+                served,
+            ));
+        }
+    }
+    Chosen::Builtin(for_type(rt))
+}
 
 /// The strategy of `rt`'s kind.
 pub fn for_type(rt: &ResourceType) -> &'static dyn Strategy {
@@ -174,8 +209,14 @@ fn validate(
     if causes.is_empty() {
         return Ok(());
     }
+    // A custom resource is named by its group too (upstream's `Widget.example.com "w" is
+    // invalid`).
+    let kind = match rt.table {
+        berth_api::registry::TableKind::Custom(_) => format!("{}.{}", rt.kind, rt.group),
+        _ => rt.kind.to_string(),
+    };
     Err(ApiError::Invalid {
-        kind: rt.kind.to_string(),
+        kind,
         name: meta_str(obj, "name").to_string(),
         causes,
     })

@@ -24,10 +24,15 @@ const RETRIES: usize = 16;
 
 /// Serves GET, PUT and PATCH on `<parent>/scale`.
 pub async fn handle(ctx: &Ctx, req: &ApiRequest, method: &Method) -> ApiResult<Response> {
+    let custom = ctx.custom.of(req.target.rt).and_then(|s| s.scale.clone());
+    let view = |parent: &Value, rv: i64| match &custom {
+        Some(paths) => custom_scale_of(parent, rv, paths),
+        None => scale_of(parent, rv),
+    };
     match *method {
         Method::GET => {
             let (parent, rv) = read(ctx, req)?;
-            Ok(answer(req.answer, StatusCode::OK, &scale_of(&parent, rv)))
+            Ok(answer(req.answer, StatusCode::OK, &view(&parent, rv)))
         }
         Method::PUT => {
             let (body, _) = codec::decode_body(
@@ -38,11 +43,11 @@ pub async fn handle(ctx: &Ctx, req: &ApiRequest, method: &Method) -> ApiResult<R
                 "Scale",
                 "v1",
             )?;
-            write(ctx, req, |_| Ok(body.clone())).await
+            write(ctx, req, custom.as_ref(), |_| Ok(body.clone())).await
         }
         Method::PATCH => {
             let (ctype, patch) = patch_document(req)?;
-            write(ctx, req, |current| {
+            write(ctx, req, custom.as_ref(), |current| {
                 apply_patch(&ctype, current, &patch, "Scale")
             })
             .await
@@ -81,10 +86,15 @@ fn patch_document(req: &ApiRequest) -> ApiResult<(String, Value)> {
 async fn write(
     ctx: &Ctx,
     req: &ApiRequest,
+    custom: Option<&crate::apiextensions::ScalePaths>,
     desired: impl Fn(&Value) -> ApiResult<Value>,
 ) -> ApiResult<Response> {
     let rt = req.target.rt;
-    let strategy = strategy::for_type(rt);
+    let strategy = strategy::for_request(ctx, rt);
+    let scale_of = |parent: &Value, rv: i64| match custom {
+        Some(paths) => custom_scale_of(parent, rv, paths),
+        None => scale_of(parent, rv),
+    };
     for _ in 0..RETRIES {
         let (old, rv) = read(ctx, req)?;
         let scale = desired(&scale_of(&old, rv))?;
@@ -101,13 +111,16 @@ async fn write(
         }
         let replicas = replicas_of(req, &scale)?;
         let mut new = old.clone();
-        new["spec"]["replicas"] = json!(replicas);
+        match custom {
+            Some(paths) => set_at(&mut new, &paths.spec_replicas, json!(replicas)),
+            None => new["spec"]["replicas"] = json!(replicas),
+        }
         if new != old {
             let generation = old["metadata"]["generation"].as_i64().unwrap_or(1);
             codec::meta_mut(&mut new).insert("generation".into(), json!(generation + 1));
         }
         crate::managed::on_update(ctx, req, &old, &mut new, "scale");
-        strategy::admit_update(&ctx.admission, &req.user, strategy, rt, &old, &mut new)?;
+        strategy::admit_update(&ctx.admission, &req.user, &*strategy, rt, &old, &mut new)?;
         if new == old || req.query.dry_run()? {
             return Ok(answer(req.answer, StatusCode::OK, &scale_of(&new, rv)));
         }
@@ -227,6 +240,61 @@ pub fn scale_of(parent: &Value, rv: i64) -> Value {
         "spec": spec,
         "status": status,
     })
+}
+
+/// A custom resource's `Scale`, read at its CRD's `specReplicasPath`, `statusReplicasPath`
+/// and `labelSelectorPath` (upstream's `scale.go` of `customresource`).
+pub fn custom_scale_of(parent: &Value, rv: i64, paths: &crate::apiextensions::ScalePaths) -> Value {
+    let meta = &parent["metadata"];
+    let mut metadata = json!({"resourceVersion": rv.to_string()});
+    for field in ["name", "namespace", "uid", "creationTimestamp"] {
+        if let Some(v) = meta.get(field).filter(|v| !v.is_null()) {
+            metadata[field] = v.clone();
+        }
+    }
+    let at = |path: &str| parent.pointer(&pointer(path)).cloned();
+    let mut spec = json!({});
+    if let Some(r) = at(&paths.spec_replicas).and_then(|v| v.as_i64()) {
+        spec["replicas"] = json!(r);
+    }
+    let mut status =
+        json!({"replicas": at(&paths.status_replicas).and_then(|v| v.as_i64()).unwrap_or(0)});
+    if !paths.label_selector.is_empty() {
+        if let Some(Value::String(s)) = at(&paths.label_selector) {
+            status["selector"] = json!(s);
+        }
+    }
+    json!({
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": metadata,
+        "spec": spec,
+        "status": status,
+    })
+}
+
+/// A JSON pointer of a simple JSONPath (`.spec.replicas` → `/spec/replicas`).
+fn pointer(path: &str) -> String {
+    path.split('.')
+        .filter(|s| !s.is_empty())
+        .map(|s| format!("/{}", s.replace('~', "~0").replace('/', "~1")))
+        .collect()
+}
+
+/// Sets `value` at a simple JSONPath, making the objects on the way.
+fn set_at(obj: &mut Value, path: &str, value: Value) {
+    let mut node = obj;
+    let segments: Vec<&str> = path.split('.').filter(|s| !s.is_empty()).collect();
+    let Some((last, parents)) = segments.split_last() else {
+        return;
+    };
+    for s in parents {
+        if !node.get(*s).is_some_and(Value::is_object) {
+            node[*s] = json!({});
+        }
+        node = &mut node[*s];
+    }
+    node[*last] = value;
 }
 
 /// The parent's selector in string form: a `LabelSelector` for `apps/v1` kinds, a label map for

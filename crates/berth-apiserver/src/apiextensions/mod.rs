@@ -1,0 +1,314 @@
+//! `apiextensions.k8s.io`: CustomResourceDefinitions and the custom resources they define,
+//! as upstream's `apiextensions-apiserver` serves them.
+//!
+//! - [`crd`]: the CRD kind's strategy (validation with upstream's messages, the
+//!   `NamesAccepted`/`Established` conditions, the cleanup finalizer);
+//! - [`schema`], [`formats`], [`cel`]: a version's structural schema, what it prunes,
+//!   defaults and refuses, and its `x-kubernetes-validations` rules;
+//! - [`custom_resource`]: the strategy every custom resource is written through;
+//! - [`cleanup`]: deleting a CRD deletes its objects, then it;
+//! - [`openapi`]: their schemas in the OpenAPI v3 documents (`kubectl explain`);
+//! - this file: [`CustomKinds`], the served custom kinds, following the stored CRDs.
+//!
+//! Built-in kinds do not pay for any of it: a request's kind is looked up in the static
+//! registry first, and here only when the registry does not serve its path.
+
+pub mod cel;
+pub mod cleanup;
+pub mod crd;
+pub mod custom_resource;
+pub mod formats;
+pub mod openapi;
+pub mod schema;
+
+use berth_api::custom::{CustomKind, PrinterColumn};
+use berth_api::registry::ResourceType;
+use berth_store::{EventKind, KeyValue, Store};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
+
+/// Where CRDs are stored.
+pub const CRD_PREFIX: &str = "/registry/apiextensions.k8s.io/customresourcedefinitions/";
+
+/// Where `scale` reads and writes a custom resource (`.spec.replicas`, ...).
+#[derive(Debug, Clone, Default)]
+pub struct ScalePaths {
+    pub spec_replicas: String,
+    pub status_replicas: String,
+    pub label_selector: String,
+}
+
+/// One served version of a CRD.
+#[derive(Debug)]
+pub struct Served {
+    pub rt: &'static ResourceType,
+    pub schema: Option<schema::Schema>,
+    /// The version's `openAPIV3Schema` as written, for the OpenAPI documents.
+    pub raw_schema: Option<Value>,
+    pub scale: Option<ScalePaths>,
+    /// Whether the CRD is being deleted: its objects are, and no new one is created.
+    pub terminating: bool,
+}
+
+/// The custom kinds this server serves, kept current from the stored CRDs.
+#[derive(Default)]
+pub struct CustomKinds {
+    /// CRD name → its served versions.
+    by_crd: RwLock<BTreeMap<String, Vec<Arc<Served>>>>,
+    following: AtomicBool,
+}
+
+impl CustomKinds {
+    /// The served version at `group`/`version`/`plural`.
+    pub fn find(&self, group: &str, version: &str, plural: &str) -> Option<Arc<Served>> {
+        let by_crd = self.by_crd.read().unwrap_or_else(|e| e.into_inner());
+        by_crd
+            .values()
+            .flatten()
+            .find(|s| s.rt.group == group && s.rt.version == version && s.rt.plural == plural)
+            .cloned()
+    }
+
+    /// The served version a resource type of this server belongs to.
+    pub fn of(&self, rt: &ResourceType) -> Option<Arc<Served>> {
+        self.find(rt.group, rt.version, rt.plural)
+    }
+
+    /// The resource type at `group`/`version`/`plural`, for routing.
+    pub fn resource_type(
+        &self,
+        group: &str,
+        version: &str,
+        plural: &str,
+    ) -> Option<&'static ResourceType> {
+        self.find(group, version, plural).map(|s| s.rt)
+    }
+
+    /// Every served custom resource type, for discovery.
+    pub fn resource_types(&self) -> Vec<&'static ResourceType> {
+        let by_crd = self.by_crd.read().unwrap_or_else(|e| e.into_inner());
+        by_crd.values().flatten().map(|s| s.rt).collect()
+    }
+
+    /// Every served version, for OpenAPI.
+    pub fn served(&self) -> Vec<Arc<Served>> {
+        let by_crd = self.by_crd.read().unwrap_or_else(|e| e.into_inner());
+        by_crd.values().flatten().cloned().collect()
+    }
+
+    fn put(&self, crd: &Value) {
+        let name = crd["metadata"]["name"].as_str().unwrap_or("").to_string();
+        let versions = served_versions(crd);
+        let mut by_crd = self.by_crd.write().unwrap_or_else(|e| e.into_inner());
+        if versions.is_empty() {
+            by_crd.remove(&name);
+        } else {
+            by_crd.insert(name, versions);
+        }
+    }
+
+    fn load(&self, kvs: &[KeyValue]) {
+        let mut fresh = BTreeMap::new();
+        for kv in kvs {
+            if let Ok(crd) = serde_json::from_slice::<Value>(&kv.value) {
+                let name = crd["metadata"]["name"].as_str().unwrap_or("").to_string();
+                let versions = served_versions(&crd);
+                if !versions.is_empty() {
+                    fresh.insert(name, versions);
+                }
+            }
+        }
+        *self.by_crd.write().unwrap_or_else(|e| e.into_inner()) = fresh;
+    }
+
+    fn event(&self, kind: EventKind, kv: &KeyValue) {
+        match kind {
+            EventKind::Delete => {
+                let name = kv.key.strip_prefix(CRD_PREFIX).unwrap_or("");
+                self.by_crd
+                    .write()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(name);
+            }
+            _ => {
+                if let Ok(crd) = serde_json::from_slice::<Value>(&kv.value) {
+                    self.put(&crd);
+                }
+            }
+        }
+    }
+
+    /// Reads the stored CRDs now: after this server wrote one, so that the next request
+    /// finds its kind without waiting for the watch.
+    pub fn reload(&self, store: &Store) {
+        if let Ok(listed) = store.range(CRD_PREFIX, None, 0, None) {
+            self.load(&listed.kvs);
+        }
+    }
+
+    /// Loads the stored CRDs and follows their changes (other replicas' writes included),
+    /// once; must run inside the Tokio runtime.
+    pub fn follow(self: &Arc<Self>, store: &Store) {
+        if self.following.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let (this, that) = (self.clone(), self.clone());
+        if let Err(e) = crate::authz::follow_prefix(
+            store,
+            CRD_PREFIX,
+            move |kvs| this.load(kvs),
+            move |kind, kv| that.event(kind, kv),
+        ) {
+            tracing::error!(error = %e, "reading the CustomResourceDefinitions failed");
+            self.following.store(false, Ordering::SeqCst);
+        }
+    }
+}
+
+/// The served versions of a stored CRD. A version whose schema cannot be read is not served
+/// (validation refuses such a CRD; this guards against one stored before).
+fn served_versions(crd: &Value) -> Vec<Arc<Served>> {
+    let spec = &crd["spec"];
+    let names = &spec["names"];
+    let s = |v: &Value| v.as_str().unwrap_or("").to_string();
+    let strings = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let group = s(&spec["group"]);
+    let plural = s(&names["plural"]);
+    let kind = s(&names["kind"]);
+    if group.is_empty() || plural.is_empty() || kind.is_empty() {
+        return Vec::new();
+    }
+    let singular = match s(&names["singular"]) {
+        x if x.is_empty() => kind.to_lowercase(),
+        x => x,
+    };
+    let terminating = crd["metadata"].get("deletionTimestamp").is_some();
+    let mut out = Vec::new();
+    for v in spec["versions"].as_array().into_iter().flatten() {
+        if !v["served"].as_bool().unwrap_or(false) {
+            continue;
+        }
+        let subresources = &v["subresources"];
+        let scale = subresources
+            .get("scale")
+            .filter(|s| s.is_object())
+            .map(|sc| ScalePaths {
+                spec_replicas: s(&sc["specReplicasPath"]),
+                status_replicas: s(&sc["statusReplicasPath"]),
+                label_selector: s(&sc["labelSelectorPath"]),
+            });
+        let columns = v["additionalPrinterColumns"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| PrinterColumn {
+                name: s(&c["name"]),
+                ty: s(&c["type"]),
+                format: s(&c["format"]),
+                description: s(&c["description"]),
+                priority: c["priority"].as_u64().unwrap_or(0).min(u8::MAX as u64) as u8,
+                json_path: s(&c["jsonPath"]),
+            })
+            .collect();
+        let definition = CustomKind {
+            group: group.clone(),
+            version: s(&v["name"]),
+            kind: kind.clone(),
+            plural: plural.clone(),
+            singular: singular.clone(),
+            namespaced: spec["scope"] != "Cluster",
+            short_names: strings(&names["shortNames"]),
+            categories: strings(&names["categories"]),
+            status: subresources.get("status").is_some_and(Value::is_object),
+            scale: scale.is_some(),
+            columns,
+        };
+        let Some(rt) = berth_api::custom::resource_type(&definition) else {
+            tracing::error!(
+                crd = s(&crd["metadata"]["name"]),
+                "too many distinct custom kinds; this one is not served"
+            );
+            continue;
+        };
+        let schema = match v["schema"].get("openAPIV3Schema") {
+            Some(raw) => match schema::Schema::parse(raw) {
+                Ok(schema) => Some(schema),
+                Err(_) => continue,
+            },
+            None => None,
+        };
+        out.push(Arc::new(Served {
+            rt,
+            schema,
+            raw_schema: v["schema"].get("openAPIV3Schema").cloned(),
+            scale,
+            terminating,
+        }));
+    }
+    out
+}
+
+/// Whether `rt` is the CustomResourceDefinition resource.
+pub fn is_definitions(rt: &ResourceType) -> bool {
+    rt.group == "apiextensions.k8s.io" && rt.plural == "customresourcedefinitions"
+}
+
+/// A write of CRDs: the generic handlers, then the served kinds read again and a deletion
+/// finished (see [`cleanup`]).
+pub async fn handle_definition_write(
+    ctx: &crate::context::Ctx,
+    req: &crate::request::ApiRequest,
+    method: &axum::http::Method,
+) -> crate::error::ApiResult<axum::response::Response> {
+    use crate::objects;
+    use axum::http::Method;
+    let answer = match *method {
+        Method::POST => objects::create(ctx, req).await,
+        Method::PUT | Method::PATCH if req.target.name.is_none() => {
+            Err(crate::error::ApiError::MethodNotAllowed(
+                "the server does not allow this method on the requested resource".to_string(),
+            ))
+        }
+        Method::PUT => objects::update(ctx, req).await,
+        Method::PATCH => objects::patch(ctx, req).await,
+        Method::DELETE if req.target.name.is_some() => objects::delete(ctx, req).await,
+        Method::DELETE => objects::delete_collection(ctx, req).await,
+        _ => Err(crate::error::ApiError::MethodNotAllowed(
+            "the server does not allow this method on the requested resource".to_string(),
+        )),
+    };
+    if answer.is_ok() && !req.query.dry_run().unwrap_or(false) {
+        match req.target.name.as_deref() {
+            Some(name) => cleanup::after_crd_write(ctx, name).await,
+            None => {
+                // A create (named by its body) or a collection delete: finish every marked one.
+                let names: Vec<String> = ctx
+                    .store
+                    .range(CRD_PREFIX, None, 0, None)
+                    .map(|r| {
+                        r.kvs
+                            .iter()
+                            .filter_map(|kv| kv.key.strip_prefix(CRD_PREFIX).map(str::to_string))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                ctx.custom.reload(&ctx.store);
+                for name in names {
+                    cleanup::after_crd_write(ctx, &name).await;
+                }
+            }
+        }
+    }
+    answer
+}

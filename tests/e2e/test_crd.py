@@ -1,0 +1,283 @@
+"""CustomResourceDefinitions as an operator's user meets them: the CRD applied, its kind
+served with a schema (defaults, pruning, types, CEL rules), printer columns, `kubectl scale`,
+watch, and deleting the CRD deleting its objects (upstream's
+test/e2e/apimachinery/custom_resource_definition.go, crd_validation_rules.go, crd_watch.go,
+field_validation.go)."""
+
+import json
+import queue
+import threading
+import time
+
+import pytest
+from conftest import KubectlError, eventually, to_yaml
+from kubernetes import client as k8s
+from kubernetes.client.rest import ApiException
+
+GROUP = "stable.example.com"
+
+
+def crd(plural="widgets", kind="Widget", scope="Namespaced"):
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{GROUP}"},
+        "spec": {
+            "group": GROUP,
+            "scope": scope,
+            "names": {"plural": plural, "singular": kind.lower(), "kind": kind,
+                      "shortNames": [plural[:2] + "x"], "categories": ["all"]},
+            "versions": [{
+                "name": "v1", "served": True, "storage": True,
+                "subresources": {
+                    "status": {},
+                    "scale": {"specReplicasPath": ".spec.replicas",
+                              "statusReplicasPath": ".status.replicas",
+                              "labelSelectorPath": ".status.selector"},
+                },
+                "additionalPrinterColumns": [
+                    {"name": "Replicas", "type": "integer", "jsonPath": ".spec.replicas"},
+                    {"name": "Color", "type": "string", "jsonPath": ".spec.color"},
+                    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+                ],
+                "schema": {"openAPIV3Schema": {
+                    "type": "object",
+                    "properties": {
+                        "spec": {
+                            "type": "object",
+                            "x-kubernetes-validations": [{
+                                "rule": "self.minReplicas <= self.replicas",
+                                "message": "replicas should be greater than or equal to minReplicas",
+                            }],
+                            "properties": {
+                                "replicas": {"type": "integer", "minimum": 0, "maximum": 10},
+                                "minReplicas": {"type": "integer", "default": 0},
+                                "color": {"type": "string", "default": "blue",
+                                          "enum": ["blue", "green", "red"]},
+                                "ports": {
+                                    "type": "array",
+                                    "x-kubernetes-list-type": "map",
+                                    "x-kubernetes-list-map-keys": ["name"],
+                                    "items": {"type": "object", "required": ["name"],
+                                              "properties": {"name": {"type": "string"},
+                                                             "port": {"type": "integer"}}},
+                                },
+                            },
+                        },
+                        "status": {"type": "object", "properties": {
+                            "replicas": {"type": "integer"},
+                            "selector": {"type": "string"},
+                        }},
+                    },
+                }},
+            }],
+        },
+    }
+
+
+def widget(name, ns, **spec):
+    return {"apiVersion": f"{GROUP}/v1", "kind": "Widget",
+            "metadata": {"name": name, "namespace": ns}, "spec": spec}
+
+
+@pytest.fixture(scope="module")
+def widgets(berth):
+    berth.kubectl("apply", "-f", "-", stdin=to_yaml([crd()]))
+    berth.kubectl("wait", "--for", "condition=established", "--timeout=60s",
+                  f"crd/widgets.{GROUP}")
+    yield
+    berth.kubectl("delete", "crd", f"widgets.{GROUP}", "--ignore-not-found", check=False)
+
+
+def custom(berth):
+    return k8s.CustomObjectsApi(berth.api_client)
+
+
+def test_a_crd_is_established_and_listed_in_discovery(berth, widgets):
+    got = berth.kubectl_json("get", "crd", f"widgets.{GROUP}")
+    conditions = {c["type"]: c["status"] for c in got["status"]["conditions"]}
+    assert conditions["Established"] == "True" and conditions["NamesAccepted"] == "True"
+    assert got["status"]["acceptedNames"]["kind"] == "Widget"
+    assert got["status"]["storedVersions"] == ["v1"]
+    assert "customresourcecleanup.apiextensions.k8s.io" in got["metadata"]["finalizers"]
+    out = berth.kubectl("api-resources", "--api-group", GROUP).stdout
+    line = [l for l in out.splitlines() if l.startswith("widgets")][0]
+    assert "wix" in line and f"{GROUP}/v1" in line and "true" in line and "Widget" in line
+
+
+def test_kubectl_explain_reads_the_published_schema(berth, widgets):
+    out = berth.kubectl("explain", "widgets.spec").stdout
+    assert "KIND:       Widget" in out and "VERSION:    v1" in out
+    for field in ("replicas", "minReplicas", "color", "ports"):
+        assert field in out
+
+
+def test_an_invalid_crd_is_refused_with_upstreams_words(berth):
+    bad = crd(plural="gadgets", kind="Gadget")
+    bad["metadata"]["name"] = "gadget.wrong.com"
+    r = berth.kubectl("apply", "-f", "-", stdin=to_yaml([bad]), check=False)
+    assert r.returncode != 0
+    assert 'metadata.name: Invalid value: "gadget.wrong.com": must be spec.names.plural+"."+spec.group' in r.stderr
+
+
+def test_a_defaulted_field_is_set_and_printer_columns_show(berth, ns, widgets):
+    berth.kubectl("apply", "-n", ns, "-f", "-", stdin=to_yaml([widget("w1", ns, replicas=2)]))
+    got = berth.kubectl_json("get", "widget", "w1", "-n", ns)
+    assert got["spec"] == {"replicas": 2, "minReplicas": 0, "color": "blue"}
+    out = berth.kubectl("get", "widgets", "-n", ns).stdout.splitlines()
+    assert out[0].split() == ["NAME", "REPLICAS", "COLOR", "AGE"]
+    assert out[1].split()[:3] == ["w1", "2", "blue"]
+    # Short name, and `kubectl get all` includes kinds of category `all`.
+    assert "w1" in berth.kubectl("get", "wix", "-n", ns).stdout
+    assert "widget.stable.example.com/w1" in berth.kubectl("get", "all", "-n", ns, "-o", "name").stdout
+
+
+def test_an_invalid_object_is_refused_with_the_rules_message_and_types(berth, ns, widgets):
+    r = berth.kubectl("apply", "-n", ns, "-f", "-", check=False,
+                      stdin=to_yaml([widget("w2", ns, replicas=1, minReplicas=3)]))
+    assert r.returncode != 0
+    assert ('The Widget "w2" is invalid: spec: Invalid value: "object": '
+            "replicas should be greater than or equal to minReplicas") in r.stderr, r.stderr
+    api = custom(berth)
+    with pytest.raises(ApiException) as e:
+        api.create_namespaced_custom_object(GROUP, "v1", ns, "widgets",
+                                            widget("w3", ns, replicas="string"))
+    assert e.value.status == 422
+    msg = json.loads(e.value.body)["message"]
+    assert ('spec.replicas: Invalid value: "string": spec.replicas in body must be of type integer: "string"'
+            in msg), msg
+    assert msg.startswith('Widget.stable.example.com "w3" is invalid')
+    with pytest.raises(ApiException) as e:
+        api.create_namespaced_custom_object(GROUP, "v1", ns, "widgets",
+                                            widget("w4", ns, replicas=20, color="purple"))
+    msg = json.loads(e.value.body)["message"]
+    assert "spec.replicas in body should be less than or equal to 10" in msg
+    assert 'spec.color: Unsupported value: "purple": supported values: "blue", "green", "red"' in msg
+    with pytest.raises(ApiException) as e:
+        api.create_namespaced_custom_object(GROUP, "v1", ns, "widgets",
+                                            widget("w5", ns, ports=[{"name": "a"}, {"name": "a"}]))
+    assert "spec.ports[1]: Duplicate value" in json.loads(e.value.body)["message"]
+
+
+def test_unknown_fields_are_pruned_or_refused_per_field_validation(berth, ns, widgets):
+    obj = widget("w6", ns, replicas=1, bogus=True)
+    r = berth.kubectl("create", "-n", ns, "--validate=strict", "-f", "-", check=False,
+                      stdin=to_yaml([obj]))
+    assert r.returncode != 0 and 'unknown field "spec.bogus"' in r.stderr, r.stderr
+    r = berth.kubectl("create", "-n", ns, "--validate=warn", "-f", "-", stdin=to_yaml([obj]))
+    assert 'unknown field "spec.bogus"' in r.stderr
+    got = berth.kubectl_json("get", "widget", "w6", "-n", ns)
+    assert "bogus" not in got["spec"]
+    api = custom(berth)
+    obj = widget("w7", ns, replicas=1, bogus=True)
+    api.create_namespaced_custom_object(GROUP, "v1", ns, "widgets", obj, field_validation="Ignore")
+    assert "bogus" not in api.get_namespaced_custom_object(GROUP, "v1", ns, "widgets", "w7")["spec"]
+
+
+def test_kubectl_scale_and_patch_a_custom_resource(berth, ns, widgets):
+    berth.kubectl("apply", "-n", ns, "-f", "-", stdin=to_yaml([widget("ws", ns, replicas=1)]))
+    assert berth.kubectl("scale", "widget/ws", "--replicas=4", "-n", ns).returncode == 0
+    assert berth.kubectl_json("get", "widget", "ws", "-n", ns)["spec"]["replicas"] == 4
+    scale = custom(berth).get_namespaced_custom_object_scale(GROUP, "v1", ns, "widgets", "ws")
+    assert scale["spec"]["replicas"] == 4
+    berth.kubectl("patch", "widget", "ws", "-n", ns, "--type=merge", "-p", '{"spec":{"color":"red"}}')
+    assert berth.kubectl_json("get", "widget", "ws", "-n", ns)["spec"]["color"] == "red"
+    r = berth.kubectl("patch", "widget", "ws", "-n", ns, "-p", '{"spec":{"color":"green"}}', check=False)
+    assert r.returncode != 0 and "unknown format" in r.stderr, r.stderr
+    # The status subresource: the main resource does not change the status, status does.
+    custom(berth).patch_namespaced_custom_object_status(
+        GROUP, "v1", ns, "widgets", "ws", {"status": {"replicas": 4, "selector": "app=ws"}})
+    got = berth.kubectl_json("get", "widget", "ws", "-n", ns)
+    assert got["status"] == {"replicas": 4, "selector": "app=ws"}
+
+
+def test_watch_and_selectors_on_custom_resources(berth, ns, widgets):
+    api = custom(berth)
+    events = queue.Queue()
+
+    def watch():
+        from kubernetes import watch as kwatch
+        w = kwatch.Watch()
+        for e in w.stream(api.list_namespaced_custom_object, GROUP, "v1", ns, "widgets",
+                          timeout_seconds=20):
+            events.put((e["type"], e["object"]["metadata"]["name"]))
+            if e["type"] == "DELETED":
+                w.stop()
+
+    t = threading.Thread(target=watch, daemon=True)
+    t.start()
+    time.sleep(1)
+    obj = widget("wa", ns, replicas=1)
+    obj["metadata"]["labels"] = {"tier": "front"}
+    api.create_namespaced_custom_object(GROUP, "v1", ns, "widgets", obj)
+    api.create_namespaced_custom_object(GROUP, "v1", ns, "widgets", widget("wb", ns, replicas=1))
+    listed = api.list_namespaced_custom_object(GROUP, "v1", ns, "widgets", label_selector="tier=front")
+    assert [i["metadata"]["name"] for i in listed["items"]] == ["wa"]
+    listed = api.list_namespaced_custom_object(GROUP, "v1", ns, "widgets",
+                                               field_selector="metadata.name=wb")
+    assert [i["metadata"]["name"] for i in listed["items"]] == ["wb"]
+    api.delete_namespaced_custom_object(GROUP, "v1", ns, "widgets", "wa")
+    t.join(25)
+    seen = []
+    while not events.empty():
+        seen.append(events.get())
+    assert ("ADDED", "wa") in seen and ("DELETED", "wa") in seen, seen
+
+
+def test_deleting_the_crd_deletes_its_objects_and_stops_serving_it(berth, ns):
+    gadgets = crd(plural="gadgets", kind="Gadget")
+    berth.kubectl("apply", "-f", "-", stdin=to_yaml([gadgets]))
+    berth.kubectl("wait", "--for", "condition=established", "--timeout=60s", f"crd/gadgets.{GROUP}")
+    obj = {"apiVersion": f"{GROUP}/v1", "kind": "Gadget",
+           "metadata": {"name": "g1", "namespace": ns}, "spec": {"replicas": 1}}
+    berth.kubectl("apply", "-n", ns, "-f", "-", stdin=to_yaml([obj]))
+    assert "g1" in berth.kubectl("get", "gadgets", "-n", ns).stdout
+    berth.kubectl("delete", "crd", f"gadgets.{GROUP}", "--timeout=60s")
+    r = berth.kubectl("get", "crd", f"gadgets.{GROUP}", check=False)
+    assert r.returncode != 0 and "NotFound" in r.stderr
+    api = custom(berth)
+    with pytest.raises(ApiException) as e:
+        api.get_namespaced_custom_object(GROUP, "v1", ns, "gadgets", "g1")
+    assert e.value.status == 404
+    # Created again, the kind is empty: the objects went with the CRD.
+    berth.kubectl("apply", "-f", "-", stdin=to_yaml([gadgets]))
+    eventually(lambda: api.list_namespaced_custom_object(GROUP, "v1", ns, "gadgets")["items"] == [],
+               what="an empty gadgets list")
+    berth.kubectl("delete", "crd", f"gadgets.{GROUP}")
+
+
+def test_a_crd_on_etcd_is_served_by_every_replica(tmp_path):
+    """Two `berth serve` replicas over one etcd: a CRD created through one is served by the
+    other (which follows the stored CRDs), with its schema's defaults."""
+    import os
+
+    from conftest import Berth
+    from etcd_support import EtcdCluster, etcd_installed
+
+    if not etcd_installed():
+        if os.environ.get("CI"):
+            raise AssertionError("etcd is not installed")
+        pytest.skip("etcd is not installed (apt-get install etcd-server)")
+    cluster = EtcdCluster.start(1, tmp_path / "etcd")
+    replicas = []
+    try:
+        for i in range(2):
+            replicas.append(Berth.start(tmp_path / f"r{i}", nodes=0,
+                                        args=("--etcd-servers", cluster.urls)))
+        a, b = replicas
+        a.kubectl("apply", "-f", "-", stdin=to_yaml([crd()]))
+        a.kubectl("create", "namespace", "crd-etcd")
+
+        def served_by_b():
+            r = b.kubectl("get", "widgets", "-n", "crd-etcd", check=False)
+            return r.returncode == 0
+
+        eventually(served_by_b, what="widgets served by the second replica")
+        b.kubectl("apply", "-n", "crd-etcd", "-f", "-",
+                  stdin=to_yaml([widget("we", "crd-etcd", replicas=2)]))
+        got = a.kubectl_json("get", "widget", "we", "-n", "crd-etcd")
+        assert got["spec"] == {"replicas": 2, "minReplicas": 0, "color": "blue"}
+    finally:
+        for r in replicas:
+            r.stop()
+        cluster.stop()
