@@ -35,6 +35,7 @@ mod context;
 mod deletion;
 mod error;
 mod event_view;
+mod hpa_view;
 pub mod flowcontrol;
 #[cfg(test)]
 mod fuzz;
