@@ -45,6 +45,7 @@ pub mod managed_fields;
 pub mod patch;
 pub mod pod_conditions;
 pub mod qos;
+pub mod quota;
 pub mod quantity;
 pub mod supervisor;
 pub mod taints;
