@@ -35,10 +35,7 @@ pub fn decode(kv: &KeyValue, target: &Target) -> ApiResult<Value> {
 /// view, or a value not stored in that form): decode it instead.
 pub fn stamped_json(kv: &KeyValue, target: &Target) -> Option<Vec<u8>> {
     // A line break can only be whitespace between tokens: not the compact form.
-    if event_view::is_view(target.rt)
-        || hpa_view::is_view(target.rt)
-        || kv.value.contains(&b'\n')
-    {
+    if event_view::is_view(target.rt) || hpa_view::is_view(target.rt) || kv.value.contains(&b'\n') {
         return None;
     }
     let revision = RawValue::from_string(format!("\"{}\"", kv.mod_revision)).ok()?;

@@ -94,7 +94,9 @@ mod tests {
             stored["spec"]["metrics"][0]["resource"]["target"],
             json!({"type": "Utilization", "averageUtilization": 50})
         );
-        assert!(stored["spec"].get("targetCPUUtilizationPercentage").is_none());
+        assert!(stored["spec"]
+            .get("targetCPUUtilizationPercentage")
+            .is_none());
         let mut back = stored;
         to_view(&mut back);
         assert_eq!(back, v1);

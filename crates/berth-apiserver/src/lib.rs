@@ -35,11 +35,11 @@ mod context;
 mod deletion;
 mod error;
 mod event_view;
-mod hpa_view;
 pub mod flowcontrol;
 #[cfg(test)]
 mod fuzz;
 mod health;
+mod hpa_view;
 pub mod listener;
 mod managed;
 mod metrics;

@@ -437,7 +437,10 @@ pub async fn write_update(
 ) -> ApiResult<Response> {
     let rt = req.target.rt;
     // `approval` (CertificateSigningRequests) is a status write too: it changes conditions.
-    let status_only = matches!(req.target.subresource.as_deref(), Some("status" | "approval"));
+    let status_only = matches!(
+        req.target.subresource.as_deref(),
+        Some("status" | "approval")
+    );
     if status_only {
         // The status subresource changes status (and nothing else).
         keep_all_but_status(old, &mut new);

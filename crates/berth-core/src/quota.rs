@@ -199,14 +199,26 @@ fn pod_in_scope(pod: &Value, scope: &str, op: &str, values: &[&str]) -> bool {
         }
         "CrossNamespacePodAffinity" => {
             let terms = |kind: &str| {
-                ["requiredDuringSchedulingIgnoredDuringExecution", "preferredDuringSchedulingIgnoredDuringExecution"]
-                    .iter()
-                    .flat_map(|k| pod["spec"]["affinity"][kind][*k].as_array().into_iter().flatten())
-                    .any(|t| {
-                        let t = if t.get("podAffinityTerm").is_some() { &t["podAffinityTerm"] } else { t };
-                        t["namespaces"].as_array().is_some_and(|n| !n.is_empty())
-                            || t.get("namespaceSelector").is_some_and(|s| !s.is_null())
-                    })
+                [
+                    "requiredDuringSchedulingIgnoredDuringExecution",
+                    "preferredDuringSchedulingIgnoredDuringExecution",
+                ]
+                .iter()
+                .flat_map(|k| {
+                    pod["spec"]["affinity"][kind][*k]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                })
+                .any(|t| {
+                    let t = if t.get("podAffinityTerm").is_some() {
+                        &t["podAffinityTerm"]
+                    } else {
+                        t
+                    };
+                    t["namespaces"].as_array().is_some_and(|n| !n.is_empty())
+                        || t.get("namespaceSelector").is_some_and(|s| !s.is_null())
+                })
             };
             terms("podAffinity") || terms("podAntiAffinity")
         }
@@ -295,7 +307,10 @@ mod tests {
     #[test]
     fn other_objects_count_by_resource_and_group() {
         let u = usage("", "secrets", &json!({}));
-        assert_eq!(u.keys().collect::<Vec<_>>(), vec!["count/secrets", "secrets"]);
+        assert_eq!(
+            u.keys().collect::<Vec<_>>(),
+            vec!["count/secrets", "secrets"]
+        );
         let u = usage("apps", "deployments", &json!({}));
         assert_eq!(u.keys().collect::<Vec<_>>(), vec!["count/deployments.apps"]);
         let svc = json!({"spec": {"type": "NodePort", "ports": [{}, {}]}});
@@ -308,15 +323,35 @@ mod tests {
         let burstable = json!({"spec": {"activeDeadlineSeconds": 5, "priorityClassName": "high",
             "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}});
         let quota = |scopes: Value| json!({"spec": {"scopes": scopes}});
-        assert!(quota_selects(&quota(json!(["BestEffort"])), "pods", &best_effort));
-        assert!(!quota_selects(&quota(json!(["BestEffort"])), "pods", &burstable));
-        assert!(quota_selects(&quota(json!(["Terminating", "NotBestEffort"])), "pods", &burstable));
-        assert!(quota_selects(&quota(json!(["NotTerminating"])), "pods", &best_effort));
+        assert!(quota_selects(
+            &quota(json!(["BestEffort"])),
+            "pods",
+            &best_effort
+        ));
+        assert!(!quota_selects(
+            &quota(json!(["BestEffort"])),
+            "pods",
+            &burstable
+        ));
+        assert!(quota_selects(
+            &quota(json!(["Terminating", "NotBestEffort"])),
+            "pods",
+            &burstable
+        ));
+        assert!(quota_selects(
+            &quota(json!(["NotTerminating"])),
+            "pods",
+            &best_effort
+        ));
         let by_class = json!({"spec": {"scopeSelector": {"matchExpressions": [
             {"scopeName": "PriorityClass", "operator": "In", "values": ["high"]}]}}});
         assert!(quota_selects(&by_class, "pods", &burstable));
         assert!(!quota_selects(&by_class, "pods", &best_effort));
-        assert!(!quota_selects(&quota(json!(["BestEffort"])), "secrets", &json!({})));
+        assert!(!quota_selects(
+            &quota(json!(["BestEffort"])),
+            "secrets",
+            &json!({})
+        ));
         assert!(quota_selects(&json!({"spec": {}}), "secrets", &json!({})));
     }
 

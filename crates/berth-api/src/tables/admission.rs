@@ -8,7 +8,11 @@ use super::{age, arr_at, col, human_duration, str_at, Column, AGE, NAME};
 
 pub(super) const WEBHOOK_CONFIGURATION_COLUMNS: &[Column] = &[
     NAME,
-    col("Webhooks", "integer", "Webhooks indicates the number of webhooks registered in this configuration"),
+    col(
+        "Webhooks",
+        "integer",
+        "Webhooks indicates the number of webhooks registered in this configuration",
+    ),
     AGE,
 ];
 
@@ -22,8 +26,16 @@ pub(super) fn webhook_configuration_cells(obj: &Value, now: DateTime<Utc>) -> Ve
 
 pub(super) const POLICY_COLUMNS: &[Column] = &[
     NAME,
-    col("Validations", "integer", "Validations indicates the number of validation rules defined in this configuration"),
-    col("ParamKind", "string", "ParamKind specifies the kind of resources used to parameterize this policy"),
+    col(
+        "Validations",
+        "integer",
+        "Validations indicates the number of validation rules defined in this configuration",
+    ),
+    col(
+        "ParamKind",
+        "string",
+        "ParamKind specifies the kind of resources used to parameterize this policy",
+    ),
     AGE,
 ];
 
@@ -42,8 +54,16 @@ pub(super) fn policy_cells(obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
 
 pub(super) const POLICY_BINDING_COLUMNS: &[Column] = &[
     NAME,
-    col("PolicyName", "string", "PolicyName indicates the policy definition which the policy binding binded to"),
-    col("ParamRef", "string", "ParamRef indicates the param resource which sets the configration param"),
+    col(
+        "PolicyName",
+        "string",
+        "PolicyName indicates the policy definition which the policy binding binded to",
+    ),
+    col(
+        "ParamRef",
+        "string",
+        "ParamRef indicates the param resource which sets the configration param",
+    ),
     AGE,
 ];
 
@@ -67,14 +87,33 @@ pub(super) fn policy_binding_cells(obj: &Value, now: DateTime<Utc>) -> Vec<Value
 pub(super) const CSR_COLUMNS: &[Column] = &[
     NAME,
     AGE,
-    col("SignerName", "string", "Only one signer name is allowed for a CertificateSigningRequest."),
-    col("Requestor", "string", "Name of the user requesting the certificate."),
-    col("RequestedDuration", "string", "expirationSeconds is the requested duration of validity of the issued certificate."),
-    col("Condition", "string", "Current condition of the certificate signing request."),
+    col(
+        "SignerName",
+        "string",
+        "Only one signer name is allowed for a CertificateSigningRequest.",
+    ),
+    col(
+        "Requestor",
+        "string",
+        "Name of the user requesting the certificate.",
+    ),
+    col(
+        "RequestedDuration",
+        "string",
+        "expirationSeconds is the requested duration of validity of the issued certificate.",
+    ),
+    col(
+        "Condition",
+        "string",
+        "Current condition of the certificate signing request.",
+    ),
 ];
 
 pub(super) fn csr_cells(obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
-    let duration = match obj.pointer("/spec/expirationSeconds").and_then(Value::as_i64) {
+    let duration = match obj
+        .pointer("/spec/expirationSeconds")
+        .and_then(Value::as_i64)
+    {
         Some(s) => human_duration(chrono::TimeDelta::seconds(s)),
         None => "<none>".to_string(),
     };
@@ -119,9 +158,7 @@ mod tests {
 
     #[test]
     fn a_csr_condition_is_pending_until_approved_or_denied() {
-        let csr = |conditions: Value, cert: &str| {
-            json!({"status": {"conditions": conditions, "certificate": cert}})
-        };
+        let csr = |conditions: Value, cert: &str| json!({"status": {"conditions": conditions, "certificate": cert}});
         assert_eq!(csr_condition(&csr(json!([]), "")), "Pending");
         assert_eq!(
             csr_condition(&csr(json!([{"type": "Approved"}]), "Y2VydA==")),
@@ -140,16 +177,27 @@ mod tests {
         let cells = csr_cells(&csr, now());
         assert_eq!(
             cells[2..],
-            [json!("kubernetes.io/kube-apiserver-client"), json!("alice"), json!("24h"), json!("Pending")]
+            [
+                json!("kubernetes.io/kube-apiserver-client"),
+                json!("alice"),
+                json!("24h"),
+                json!("Pending")
+            ]
         );
     }
 
     #[test]
     fn policies_and_bindings_show_their_parameters() {
         let p = json!({"spec": {"validations": [{}, {}], "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"}}});
-        assert_eq!(policy_cells(&p, now())[1..3], [json!(2), json!("v1/ConfigMap")]);
+        assert_eq!(
+            policy_cells(&p, now())[1..3],
+            [json!(2), json!("v1/ConfigMap")]
+        );
         let b = json!({"spec": {"policyName": "p", "paramRef": {"name": "cm"}}});
-        assert_eq!(policy_binding_cells(&b, now())[1..3], [json!("p"), json!("*/cm")]);
+        assert_eq!(
+            policy_binding_cells(&b, now())[1..3],
+            [json!("p"), json!("*/cm")]
+        );
         let w = json!({"webhooks": [{}, {}, {}]});
         assert_eq!(webhook_configuration_cells(&w, now())[1], 3);
     }

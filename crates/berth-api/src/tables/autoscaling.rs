@@ -73,7 +73,9 @@ fn targets(obj: &Value) -> String {
 fn metric(spec: &Value, status: Option<&Value>) -> String {
     let unknown = || "<unknown>".to_string();
     let value_or_average = |source: &str, current: &str| -> String {
-        let target = spec.pointer(&format!("/{source}/target")).unwrap_or(&Value::Null);
+        let target = spec
+            .pointer(&format!("/{source}/target"))
+            .unwrap_or(&Value::Null);
         let shown = |field: &str| {
             status
                 .and_then(|s| s.pointer(&format!("/{current}/current/{field}")))
@@ -83,7 +85,10 @@ fn metric(spec: &Value, status: Option<&Value>) -> String {
         if let Some(v) = target.get("value") {
             format!("{}/{}", shown("value"), value_text(v))
         } else {
-            let avg = target.get("averageValue").map(value_text).unwrap_or_default();
+            let avg = target
+                .get("averageValue")
+                .map(value_text)
+                .unwrap_or_default();
             format!("{}/{} (avg)", shown("averageValue"), avg)
         }
     };
@@ -95,7 +100,9 @@ fn metric(spec: &Value, status: Option<&Value>) -> String {
                 "containerResource"
             };
             let name = str_at(spec, &format!("/{source}/name"));
-            let target = spec.pointer(&format!("/{source}/target")).unwrap_or(&Value::Null);
+            let target = spec
+                .pointer(&format!("/{source}/target"))
+                .unwrap_or(&Value::Null);
             let current = status.and_then(|s| s.pointer(&format!("/{source}/current")));
             if let Some(avg) = target.get("averageValue") {
                 let now = current
@@ -160,7 +167,13 @@ mod tests {
         let cells = hpa_cells(&h, now());
         assert_eq!(
             cells[1..6],
-            [json!("Deployment/x"), json!("cpu: <unknown>/50%"), json!("2"), json!(5), json!(0)]
+            [
+                json!("Deployment/x"),
+                json!("cpu: <unknown>/50%"),
+                json!("2"),
+                json!(5),
+                json!(0)
+            ]
         );
     }
 

@@ -15,9 +15,21 @@ const LOAD_BALANCER_WIDTH: usize = 16;
 
 pub(super) const INGRESS_COLUMNS: &[Column] = &[
     NAME,
-    col("Class", "string", "The name of the IngressClass resource that should be used for ingress"),
-    col("Hosts", "string", "Hosts that incoming requests are matched against before the ingress rule"),
-    col("Address", "string", "Address is a list containing ingress points for the load-balancer"),
+    col(
+        "Class",
+        "string",
+        "The name of the IngressClass resource that should be used for ingress",
+    ),
+    col(
+        "Hosts",
+        "string",
+        "Hosts that incoming requests are matched against before the ingress rule",
+    ),
+    col(
+        "Address",
+        "string",
+        "Address is a list containing ingress points for the load-balancer",
+    ),
     col("Ports", "string", "Ports of TLS configurations that open"),
     AGE,
 ];
@@ -71,8 +83,16 @@ pub(super) fn ingress_cells(obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
 
 pub(super) const INGRESS_CLASS_COLUMNS: &[Column] = &[
     NAME,
-    col("Controller", "string", "Controller that is responsible for handling this class"),
-    col("Parameters", "string", "A reference to a resource with additional parameters"),
+    col(
+        "Controller",
+        "string",
+        "Controller that is responsible for handling this class",
+    ),
+    col(
+        "Parameters",
+        "string",
+        "A reference to a resource with additional parameters",
+    ),
     AGE,
 ];
 
@@ -137,21 +157,32 @@ mod tests {
         let cells = ingress_cells(&ing, now());
         assert_eq!(
             cells[1..5],
-            [json!("nginx"), json!("a.com,b.com,c.com + 1 more..."), json!("10.0.0.1"), json!("80, 443")]
+            [
+                json!("nginx"),
+                json!("a.com,b.com,c.com + 1 more..."),
+                json!("10.0.0.1"),
+                json!("80, 443")
+            ]
         );
     }
 
     #[test]
     fn an_ingress_without_rules_or_class_matches_every_host() {
         let cells = ingress_cells(&json!({"metadata": {"name": "i"}}), now());
-        assert_eq!(cells[1..5], [json!("<none>"), json!("*"), json!(""), json!("80")]);
+        assert_eq!(
+            cells[1..5],
+            [json!("<none>"), json!("*"), json!(""), json!("80")]
+        );
     }
 
     #[test]
     fn an_ingress_class_names_its_parameters() {
         let c = json!({"spec": {"controller": "k8s.io/ingress-nginx",
             "parameters": {"apiGroup": "k8s.example.com", "kind": "IngressParameters", "name": "p"}}});
-        assert_eq!(ingress_class_cells(&c, now())[2], "IngressParameters.k8s.example.com/p");
+        assert_eq!(
+            ingress_class_cells(&c, now())[2],
+            "IngressParameters.k8s.example.com/p"
+        );
         assert_eq!(ingress_class_cells(&json!({}), now())[2], "<none>");
     }
 

@@ -100,10 +100,7 @@ mod tests {
             "hard": {"pods": "3", "limits.cpu": "2", "requests.cpu": "1", "count/secrets": "5"},
             "used": {"pods": "3", "limits.cpu": "500m"}}});
         let cells = resource_quota_cells(&q, now());
-        assert_eq!(
-            cells[2],
-            "count/secrets: 0/5, pods: 3/3, requests.cpu: 0/1"
-        );
+        assert_eq!(cells[2], "count/secrets: 0/5, pods: 3/3, requests.cpu: 0/1");
         assert_eq!(cells[3], "limits.cpu: 500m/2");
     }
 

@@ -181,8 +181,13 @@ mod tests {
         let cells = storage_class_cells(&sc, super::super::tests::now());
         assert_eq!(
             cells[..5],
-            [json!("standard (default)"), json!("rancher.io/local-path"), json!("Delete"),
-             json!("WaitForFirstConsumer"), json!("false")]
+            [
+                json!("standard (default)"),
+                json!("rancher.io/local-path"),
+                json!("Delete"),
+                json!("WaitForFirstConsumer"),
+                json!("false")
+            ]
         );
     }
 

@@ -113,7 +113,10 @@ pub fn admit_pod(ranges: &[Value], pod: &mut Value) -> Result<(), Vec<String>> {
 fn default_container(item: &Value, c: &mut Value) -> Vec<String> {
     let name = c["name"].as_str().unwrap_or("").to_string();
     let mut set = Vec::new();
-    for (from, to, word) in [("default", "limits", "limit"), ("defaultRequest", "requests", "request")] {
+    for (from, to, word) in [
+        ("default", "limits", "limit"),
+        ("defaultRequest", "requests", "request"),
+    ] {
         for (r, v) in item[from].as_object().into_iter().flatten() {
             if !c["resources"].is_object() {
                 c["resources"] = json!({});
@@ -153,7 +156,11 @@ fn pod_totals(pod: &Value) -> (List, List) {
             }
         }
     }
-    for c in pod["spec"]["initContainers"].as_array().into_iter().flatten() {
+    for c in pod["spec"]["initContainers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
         for (which, total) in [("requests", &mut totals.0), ("limits", &mut totals.1)] {
             for (r, q) in resources(c, which) {
                 let e = total.entry(r).or_default();
@@ -170,7 +177,9 @@ fn pod_totals(pod: &Value) -> (List, List) {
 fn check(item: &Value, kind: &str, requests: &List, limits: &List) -> Vec<String> {
     let mut errors = Vec::new();
     for (r, v) in item["min"].as_object().into_iter().flatten() {
-        let Ok(min) = quantity::from_json(v) else { continue };
+        let Ok(min) = quantity::from_json(v) else {
+            continue;
+        };
         match requests.get(r) {
             None => errors.push(format!(
                 "minimum {r} usage per {kind} is {min}.  No request is specified"
@@ -187,7 +196,9 @@ fn check(item: &Value, kind: &str, requests: &List, limits: &List) -> Vec<String
         }
     }
     for (r, v) in item["max"].as_object().into_iter().flatten() {
-        let Ok(max) = quantity::from_json(v) else { continue };
+        let Ok(max) = quantity::from_json(v) else {
+            continue;
+        };
         match limits.get(r) {
             None => errors.push(format!(
                 "maximum {r} usage per {kind} is {max}.  No limit is specified"
@@ -203,8 +214,14 @@ fn check(item: &Value, kind: &str, requests: &List, limits: &List) -> Vec<String
             ));
         }
     }
-    for (r, v) in item["maxLimitRequestRatio"].as_object().into_iter().flatten() {
-        let Ok(ratio) = quantity::from_json(v) else { continue };
+    for (r, v) in item["maxLimitRequestRatio"]
+        .as_object()
+        .into_iter()
+        .flatten()
+    {
+        let Ok(ratio) = quantity::from_json(v) else {
+            continue;
+        };
         let (Some(lim), Some(req)) = (limits.get(r), requests.get(r)) else {
             if limits.get(r).is_none() {
                 errors.push(format!(
@@ -272,7 +289,9 @@ mod tests {
 
     #[test]
     fn a_request_below_min_and_a_missing_request_are_refused() {
-        let ranges = range(json!([{"type": "Container", "min": {"cpu": "200m", "memory": "1Mi"}, "defaultRequest": {}}]));
+        let ranges = range(
+            json!([{"type": "Container", "min": {"cpu": "200m", "memory": "1Mi"}, "defaultRequest": {}}]),
+        );
         let mut p = pod(json!({"requests": {"cpu": "100m"}}));
         // defaultRequest falls back to min only through the strategy's defaulting; here it is empty.
         assert_eq!(
@@ -302,7 +321,9 @@ mod tests {
         let mut p = pod(json!({"requests": {"cpu": "100m"}, "limits": {"cpu": "300m"}}));
         assert_eq!(
             admit_pod(&ranges, &mut p).unwrap_err(),
-            vec!["cpu max limit to request ratio per Container is 2, but provided ratio is 3.000000"]
+            vec![
+                "cpu max limit to request ratio per Container is 2, but provided ratio is 3.000000"
+            ]
         );
     }
 }

@@ -74,7 +74,8 @@ impl Plugin for ResourceQuota {
                     return Err(forbidden(format!("failed quota: {name}: {missing}")));
                 }
             }
-            let limited: Vec<&String> = hard.keys().filter(|r| requested.contains_key(*r)).collect();
+            let limited: Vec<&String> =
+                hard.keys().filter(|r| requested.contains_key(*r)).collect();
             if limited.is_empty() {
                 continue;
             }
@@ -137,7 +138,9 @@ impl ResourceQuota {
         namespace: &str,
         unscoped: Usage,
     ) -> ApiResult<Usage> {
-        let has_scopes = q["spec"]["scopes"].as_array().is_some_and(|s| !s.is_empty())
+        let has_scopes = q["spec"]["scopes"]
+            .as_array()
+            .is_some_and(|s| !s.is_empty())
             || q["spec"]["scopeSelector"].is_object();
         if !has_scopes {
             return Ok(unscoped);

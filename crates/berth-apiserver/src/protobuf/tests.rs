@@ -840,7 +840,10 @@ fn every_served_built_in_kind_and_subresource_kind_has_a_protobuf_form() {
         for sub in rt.subresources {
             let api_version = berth_api::registry::group_version(sub.group, sub.version);
             if !has(&api_version, sub.kind) {
-                missing.push(format!("{api_version} {} ({}/{})", sub.kind, rt.plural, sub.name));
+                missing.push(format!(
+                    "{api_version} {} ({}/{})",
+                    sub.kind, rt.plural, sub.name
+                ));
             }
         }
     }
@@ -856,7 +859,12 @@ fn a_cron_job_as_kubectl_create_cronjob_sends_it_decodes() {
     let body = Enc::new()
         .msg(1, meta("cj"))
         .msg(2, Enc::new().str(1, "*/1 * * * *"));
-    let v = decode(&envelope("batch/v1", "CronJob", body), "batch/v1", "CronJob").unwrap();
+    let v = decode(
+        &envelope("batch/v1", "CronJob", body),
+        "batch/v1",
+        "CronJob",
+    )
+    .unwrap();
     assert_eq!(v["metadata"]["name"], "cj");
     assert_eq!(v["spec"]["schedule"], "*/1 * * * *");
 }

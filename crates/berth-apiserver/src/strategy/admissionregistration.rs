@@ -93,7 +93,9 @@ impl Strategy for WebhookConfiguration {
                     FAILURE_POLICIES,
                 ));
             }
-            let timeout = w["timeoutSeconds"].as_i64().unwrap_or(DEFAULT_TIMEOUT_SECONDS);
+            let timeout = w["timeoutSeconds"]
+                .as_i64()
+                .unwrap_or(DEFAULT_TIMEOUT_SECONDS);
             if !(1..=MAX_TIMEOUT_SECONDS).contains(&timeout) {
                 errors.push(FieldError::invalid_rendered(
                     format!("{at}.timeoutSeconds"),
@@ -130,7 +132,10 @@ fn default_webhooks(obj: &mut Value) {
         for rule in w["rules"].as_array_mut().into_iter().flatten() {
             default_at(rule, "scope", json!("*"));
         }
-        if let Some(svc) = w["clientConfig"].get_mut("service").filter(|s| s.is_object()) {
+        if let Some(svc) = w["clientConfig"]
+            .get_mut("service")
+            .filter(|s| s.is_object())
+        {
             default_at(svc, "port", json!(443));
         }
     }
@@ -161,7 +166,12 @@ impl Strategy for ValidatingAdmissionPolicy {
                 "validations or auditAnnotations must contain at least one item",
             ));
         }
-        for (i, rule) in spec["validations"].as_array().into_iter().flatten().enumerate() {
+        for (i, rule) in spec["validations"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
             if rule["expression"].as_str().unwrap_or("").trim().is_empty() {
                 errors.push(FieldError::required(
                     format!("spec.validations[{i}].expression"),
@@ -245,6 +255,9 @@ mod tests {
             .into_iter()
             .map(|c| c.field)
             .collect();
-        assert_eq!(fields, vec!["spec.validations[0].expression", "spec.matchConstraints"]);
+        assert_eq!(
+            fields,
+            vec!["spec.validations[0].expression", "spec.matchConstraints"]
+        );
     }
 }

@@ -48,7 +48,12 @@ fn default_hpa(hpa: &mut Value) {
     let v1 = spec.get("targetCPUUtilizationPercentage").is_some()
         || hpa.get("apiVersion").and_then(Value::as_str) == Some("autoscaling/v1");
     let spec = &mut hpa["spec"];
-    if !v1 && spec.get("metrics").and_then(Value::as_array).is_none_or(Vec::is_empty) {
+    if !v1
+        && spec
+            .get("metrics")
+            .and_then(Value::as_array)
+            .is_none_or(Vec::is_empty)
+    {
         spec["metrics"] = json!([{"type": "Resource", "resource": {"name": "cpu",
             "target": {"type": "Utilization", "averageUtilization": DEFAULT_CPU_UTILIZATION}}}]);
     }
@@ -104,7 +109,11 @@ fn validate_spec(spec: &Value) -> Vec<FieldError> {
         ));
     }
     for field in ["kind", "name"] {
-        if spec["scaleTargetRef"][field].as_str().unwrap_or("").is_empty() {
+        if spec["scaleTargetRef"][field]
+            .as_str()
+            .unwrap_or("")
+            .is_empty()
+        {
             errors.push(FieldError::required(
                 format!("spec.scaleTargetRef.{field}"),
                 "",
@@ -146,7 +155,10 @@ mod tests {
         HorizontalPodAutoscaler.prepare_for_create(&mut h);
         let b = &h["spec"]["behavior"];
         assert_eq!(b["scaleDown"]["stabilizationWindowSeconds"], 60);
-        assert_eq!(b["scaleUp"]["policies"][0], json!({"type": "Pods", "value": 4, "periodSeconds": 15}));
+        assert_eq!(
+            b["scaleUp"]["policies"][0],
+            json!({"type": "Pods", "value": 4, "periodSeconds": 15})
+        );
         assert_eq!(b["scaleUp"]["selectPolicy"], "Max");
     }
 

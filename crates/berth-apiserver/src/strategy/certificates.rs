@@ -94,12 +94,7 @@ impl Strategy for CertificateSigningRequest {
             }
         }
         let conditions = csr["status"]["conditions"].as_array();
-        let has = |t: &str| {
-            conditions
-                .into_iter()
-                .flatten()
-                .any(|c| c["type"] == t)
-        };
+        let has = |t: &str| conditions.into_iter().flatten().any(|c| c["type"] == t);
         for (i, c) in conditions.into_iter().flatten().enumerate() {
             let t = c["type"].as_str().unwrap_or("");
             if !CONDITION_TYPES.contains(&t) && t.is_empty() {
@@ -127,7 +122,8 @@ mod tests {
 
     #[test]
     fn the_requester_is_recorded_whatever_the_request_says() {
-        let mut csr = json!({"spec": {"username": "root", "request": "x"}, "status": {"certificate": "y"}});
+        let mut csr =
+            json!({"spec": {"username": "root", "request": "x"}, "status": {"certificate": "y"}});
         let user = UserInfo {
             name: "alice".into(),
             uid: "u1".into(),

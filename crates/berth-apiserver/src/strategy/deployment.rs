@@ -31,7 +31,11 @@ fn default_deployment_spec(spec: &mut Value) {
     default_at(strategy, "type", json!("RollingUpdate"));
     if strategy["type"] == "RollingUpdate" {
         default_at(strategy, "rollingUpdate", json!({}));
-        default_at(&mut strategy["rollingUpdate"], "maxUnavailable", json!("25%"));
+        default_at(
+            &mut strategy["rollingUpdate"],
+            "maxUnavailable",
+            json!("25%"),
+        );
         default_at(&mut strategy["rollingUpdate"], "maxSurge", json!("25%"));
     }
     default_at(spec, "revisionHistoryLimit", json!(10));

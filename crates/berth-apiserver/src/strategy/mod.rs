@@ -15,10 +15,10 @@ use berth_api::registry::ResourceType;
 use berth_core::validation::{self as v, FieldError};
 use serde_json::Value;
 
-mod config_data;
 mod admissionregistration;
 mod autoscaling;
 mod certificates;
+mod config_data;
 mod defaults;
 mod deployment;
 mod flowcontrol;
@@ -123,8 +123,16 @@ static STRATEGIES: &[(&str, &str, &dyn Strategy)] = &[
         &autoscaling::HorizontalPodAutoscaler,
     ),
     ("networking.k8s.io", "Ingress", &networking::Ingress),
-    ("networking.k8s.io", "IngressClass", &networking::IngressClass),
-    ("networking.k8s.io", "NetworkPolicy", &networking::NetworkPolicy),
+    (
+        "networking.k8s.io",
+        "IngressClass",
+        &networking::IngressClass,
+    ),
+    (
+        "networking.k8s.io",
+        "NetworkPolicy",
+        &networking::NetworkPolicy,
+    ),
     (
         "certificates.k8s.io",
         "CertificateSigningRequest",

@@ -35,7 +35,9 @@ impl Strategy for Ingress {
             errors.extend(backend(&spec["defaultBackend"], "spec.defaultBackend"));
         }
         for (i, rule) in rules.iter().enumerate() {
-            let paths = rule["http"]["paths"].as_array().map_or(&[][..], Vec::as_slice);
+            let paths = rule["http"]["paths"]
+                .as_array()
+                .map_or(&[][..], Vec::as_slice);
             if rule["http"].is_object() && paths.is_empty() {
                 errors.push(FieldError::required(
                     format!("spec.rules[{i}].http.paths"),
@@ -50,16 +52,14 @@ impl Strategy for Ingress {
                         format!("{at}.pathType"),
                         "pathType must be specified",
                     )),
-                    Some(t) if !PATH_TYPES.contains(&t) => errors.push(
-                        FieldError::not_supported(format!("{at}.pathType"), t, PATH_TYPES),
+                    Some(t) if !PATH_TYPES.contains(&t) => errors.push(FieldError::not_supported(
+                        format!("{at}.pathType"),
+                        t,
+                        PATH_TYPES,
+                    )),
+                    Some("Exact" | "Prefix") if !path.starts_with('/') => errors.push(
+                        FieldError::invalid(format!("{at}.path"), path, "must be an absolute path"),
                     ),
-                    Some("Exact" | "Prefix") if !path.starts_with('/') => {
-                        errors.push(FieldError::invalid(
-                            format!("{at}.path"),
-                            path,
-                            "must be an absolute path",
-                        ))
-                    }
                     Some(_) => {}
                 }
                 errors.extend(backend(&p["backend"], &format!("{at}.backend")));
@@ -104,7 +104,11 @@ pub struct IngressClass;
 impl Strategy for IngressClass {
     fn validate(&self, rt: &ResourceType, class: &Value, _old: Option<&Value>) -> Vec<Cause> {
         let mut errors = v::validate_generic(class, rt.namespaced);
-        if class["spec"]["controller"].as_str().unwrap_or("").is_empty() {
+        if class["spec"]["controller"]
+            .as_str()
+            .unwrap_or("")
+            .is_empty()
+        {
             errors.push(FieldError::required("spec.controller", ""));
         }
         causes(errors)

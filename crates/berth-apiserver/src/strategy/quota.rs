@@ -110,10 +110,7 @@ fn limits(lr: &Value) -> &[Value] {
 /// `SetDefaults_LimitRangeItem`: for containers, `default` falls back to `max`, and
 /// `defaultRequest` to `default`, then to `min`.
 fn default_limit_range(lr: &mut Value) {
-    let Some(items) = lr
-        .pointer_mut("/spec/limits")
-        .and_then(Value::as_array_mut)
-    else {
+    let Some(items) = lr.pointer_mut("/spec/limits").and_then(Value::as_array_mut) else {
         return;
     };
     for item in items.iter_mut().filter(|i| i["type"] == "Container") {
@@ -122,7 +119,11 @@ fn default_limit_range(lr: &mut Value) {
                 item[field] = json!({});
             }
         }
-        for (from, to) in [("max", "default"), ("default", "defaultRequest"), ("min", "defaultRequest")] {
+        for (from, to) in [
+            ("max", "default"),
+            ("default", "defaultRequest"),
+            ("min", "defaultRequest"),
+        ] {
             let source = item[from].as_object().cloned().unwrap_or_default();
             for (name, value) in source {
                 if item[to].get(&name).is_none() {
@@ -139,7 +140,11 @@ fn validate_item(item: &Value, path: &str) -> Vec<FieldError> {
     let mut errors = Vec::new();
     let ty = item["type"].as_str().unwrap_or("");
     if !LIMIT_TYPES.contains(&ty) {
-        errors.push(FieldError::not_supported(format!("{path}.type"), ty, LIMIT_TYPES));
+        errors.push(FieldError::not_supported(
+            format!("{path}.type"),
+            ty,
+            LIMIT_TYPES,
+        ));
     }
     let list = |field: &str| -> Vec<(String, Quantity)> {
         item[field]
@@ -149,7 +154,13 @@ fn validate_item(item: &Value, path: &str) -> Vec<FieldError> {
             .filter_map(|(k, v)| quantity::from_json(v).ok().map(|q| (k.clone(), q)))
             .collect()
     };
-    for field in ["max", "min", "default", "defaultRequest", "maxLimitRequestRatio"] {
+    for field in [
+        "max",
+        "min",
+        "default",
+        "defaultRequest",
+        "maxLimitRequestRatio",
+    ] {
         errors.extend(quantities(item.get(field), &format!("{path}.{field}")));
     }
     if ty == "Pod" {
@@ -185,36 +196,64 @@ fn validate_item(item: &Value, path: &str) -> Vec<FieldError> {
             find(&request, &name),
         );
         let pair = |field: &str, value: &Quantity, detail: String| {
-            FieldError::invalid(format!("{path}.{field}[{name}]"), &value.to_string(), detail)
+            FieldError::invalid(
+                format!("{path}.{field}[{name}]"),
+                &value.to_string(),
+                detail,
+            )
         };
         if let (Some(mn), Some(mx)) = (&mn, &mx) {
             if mn > mx {
-                errors.push(pair("min", mn, format!("min value {mn} is greater than max value {mx}")));
+                errors.push(pair(
+                    "min",
+                    mn,
+                    format!("min value {mn} is greater than max value {mx}"),
+                ));
             }
         }
         if let (Some(rq), Some(mn)) = (&rq, &mn) {
             if mn > rq {
-                errors.push(pair("defaultRequest", rq, format!("min value {mn} is greater than default request value {rq}")));
+                errors.push(pair(
+                    "defaultRequest",
+                    rq,
+                    format!("min value {mn} is greater than default request value {rq}"),
+                ));
             }
         }
         if let (Some(rq), Some(mx)) = (&rq, &mx) {
             if rq > mx {
-                errors.push(pair("defaultRequest", rq, format!("default request value {rq} is greater than max value {mx}")));
+                errors.push(pair(
+                    "defaultRequest",
+                    rq,
+                    format!("default request value {rq} is greater than max value {mx}"),
+                ));
             }
         }
         if let (Some(rq), Some(df)) = (&rq, &df) {
             if rq > df {
-                errors.push(pair("defaultRequest", rq, format!("default request value {rq} is greater than default limit value {df}")));
+                errors.push(pair(
+                    "defaultRequest",
+                    rq,
+                    format!("default request value {rq} is greater than default limit value {df}"),
+                ));
             }
         }
         if let (Some(df), Some(mn)) = (&df, &mn) {
             if mn > df {
-                errors.push(pair("default", df, format!("min value {mn} is greater than default value {df}")));
+                errors.push(pair(
+                    "default",
+                    df,
+                    format!("min value {mn} is greater than default value {df}"),
+                ));
             }
         }
         if let (Some(df), Some(mx)) = (&df, &mx) {
             if df > mx {
-                errors.push(pair("default", df, format!("default value {df} is greater than max value {mx}")));
+                errors.push(pair(
+                    "default",
+                    df,
+                    format!("default value {df} is greater than max value {mx}"),
+                ));
             }
         }
     }
@@ -241,7 +280,8 @@ mod tests {
 
     #[test]
     fn a_container_limit_defaults_from_max_and_its_request_from_the_default() {
-        let mut l = lr(json!([{"type": "Container", "max": {"cpu": "2"}, "min": {"memory": "1Mi"}}]));
+        let mut l =
+            lr(json!([{"type": "Container", "max": {"cpu": "2"}, "min": {"memory": "1Mi"}}]));
         LimitRange.prepare_for_create(&mut l);
         let item = &l["spec"]["limits"][0];
         assert_eq!(item["default"], json!({"cpu": "2"}));
@@ -257,8 +297,10 @@ mod tests {
 
     #[test]
     fn a_default_above_max_is_invalid() {
-        let l = lr(json!([{"type": "Container", "max": {"cpu": "1"}, "default": {"cpu": "2"},
-            "defaultRequest": {"cpu": "500m"}}]));
+        let l = lr(
+            json!([{"type": "Container", "max": {"cpu": "1"}, "default": {"cpu": "2"},
+            "defaultRequest": {"cpu": "500m"}}]),
+        );
         assert_eq!(
             messages(&LimitRange, "limitranges", &l),
             vec!["spec.limits[0].default[cpu]: Invalid value: \"2\": default value 2 is greater than max value 1"]
@@ -270,7 +312,10 @@ mod tests {
         let l = lr(json!([{"type": "Node"}]));
         let m = messages(&LimitRange, "limitranges", &l);
         assert_eq!(m.len(), 1);
-        assert!(m[0].starts_with("spec.limits[0].type: Unsupported value: \"Node\""), "{m:?}");
+        assert!(
+            m[0].starts_with("spec.limits[0].type: Unsupported value: \"Node\""),
+            "{m:?}"
+        );
     }
 
     #[test]
@@ -279,8 +324,12 @@ mod tests {
             "spec": {"hard": {"pods": "x", "cpu": "-1"}, "scopes": ["Everything"]}});
         let m = messages(&ResourceQuota, "resourcequotas", &q);
         assert_eq!(m.len(), 3, "{m:?}");
-        assert!(m.iter().any(|e| e.starts_with("spec.hard[cpu]: Invalid value: \"-1\": must be greater than or equal to 0")));
-        assert!(m.iter().any(|e| e.starts_with("spec.scopes[0]: Unsupported value: \"Everything\"")));
+        assert!(m.iter().any(|e| e.starts_with(
+            "spec.hard[cpu]: Invalid value: \"-1\": must be greater than or equal to 0"
+        )));
+        assert!(m
+            .iter()
+            .any(|e| e.starts_with("spec.scopes[0]: Unsupported value: \"Everything\"")));
     }
 
     #[test]

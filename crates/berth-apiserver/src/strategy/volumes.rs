@@ -26,7 +26,11 @@ impl Strategy for PersistentVolume {
 
 fn default_volume_spec(pv: &mut Value) {
     if pv["spec"].is_object() {
-        default_at(&mut pv["spec"], "persistentVolumeReclaimPolicy", json!("Retain"));
+        default_at(
+            &mut pv["spec"],
+            "persistentVolumeReclaimPolicy",
+            json!("Retain"),
+        );
         default_at(&mut pv["spec"], "volumeMode", json!("Filesystem"));
     }
 }
@@ -68,7 +72,8 @@ mod tests {
 
     #[test]
     fn a_volume_is_retained_by_default_and_starts_pending() {
-        let mut pv = json!({"spec": {"capacity": {"storage": "1Gi"}}, "status": {"phase": "Bound"}});
+        let mut pv =
+            json!({"spec": {"capacity": {"storage": "1Gi"}}, "status": {"phase": "Bound"}});
         PersistentVolume.prepare_for_create(&mut pv);
         assert_eq!(pv["spec"]["persistentVolumeReclaimPolicy"], "Retain");
         assert_eq!(pv["spec"]["volumeMode"], "Filesystem");
@@ -77,8 +82,11 @@ mod tests {
 
     #[test]
     fn a_volume_keeps_the_policy_it_names() {
-        let mut pv = json!({"spec": {"persistentVolumeReclaimPolicy": "Delete", "volumeMode": "Block"}});
-        PersistentVolume.prepare_for_update(&json!({}), &mut pv).unwrap();
+        let mut pv =
+            json!({"spec": {"persistentVolumeReclaimPolicy": "Delete", "volumeMode": "Block"}});
+        PersistentVolume
+            .prepare_for_update(&json!({}), &mut pv)
+            .unwrap();
         assert_eq!(pv["spec"]["persistentVolumeReclaimPolicy"], "Delete");
         assert_eq!(pv["spec"]["volumeMode"], "Block");
     }

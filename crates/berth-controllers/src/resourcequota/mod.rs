@@ -64,7 +64,10 @@ pub fn resources_counted(hard: &Map<String, Value>) -> Vec<Counted> {
 
 /// The status `quota` should have, given the objects of its namespace of each counted kind.
 pub fn status(quota: &Value, objects: &[(Counted, Vec<Value>)]) -> Value {
-    let hard = quota["spec"]["hard"].as_object().cloned().unwrap_or_default();
+    let hard = quota["spec"]["hard"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
     let mut used = Usage::new();
     for (kind, list) in objects {
         for obj in list {
@@ -107,7 +110,8 @@ mod tests {
 
     #[test]
     fn used_counts_what_the_quota_selects_and_zero_for_the_rest() {
-        let quota = json!({"spec": {"hard": {"pods": "3", "requests.cpu": "2", "count/secrets": "4"}}});
+        let quota =
+            json!({"spec": {"hard": {"pods": "3", "requests.cpu": "2", "count/secrets": "4"}}});
         let pods = vec![
             json!({"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "500m"}}}]}}),
             json!({"spec": {"containers": [{"name": "c"}]}}),
