@@ -48,6 +48,10 @@ EXTRA_ROOTS = [
     ("v1", "Binding", "api/core/v1", "Binding"),
 ]
 
+# Groups whose kinds have no generated.proto in k8s-pb (the resource metrics API is served as
+# JSON only, as metrics-server answers clients that accept JSON).
+NO_PROTOBUF_GROUPS = {"metrics.k8s.io"}
+
 # Messages whose JSON form is not an object (see protobuf/mod.rs `Special`).
 SPECIAL = {
     "apimachinery/pkg/api/resource.Quantity": "Quantity",
@@ -245,7 +249,8 @@ def main():
     wanted = set()
     for m in re.finditer(r'base\(\s*"([^"]*)",\s*"([^"]*)",\s*"([^"]*)"', registry):
         group, version, kind = m.groups()
-        wanted.add((f"{group}/{version}" if group else version, kind))
+        if group not in NO_PROTOBUF_GROUPS:
+            wanted.add((f"{group}/{version}" if group else version, kind))
     for m in re.finditer(r'Subresource\s*\{[^}]*?group:\s*"([^"]*)",\s*version:\s*"([^"]*)",'
                          r'\s*kind:\s*"([^"]*)"', registry):
         group, version, kind = m.groups()

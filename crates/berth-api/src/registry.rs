@@ -98,6 +98,32 @@ pub enum TableKind {
     /// A custom resource's `NAME` and its CustomResourceDefinition's `additionalPrinterColumns`
     /// (see [`crate::custom`]).
     Custom(&'static crate::tables::CustomColumns),
+    /// `NAME AGE REQUEST LIMIT`: `used/hard` of each resource, `limits.*` in LIMIT.
+    ResourceQuota,
+    /// `NAME CREATED AT`.
+    LimitRange,
+    /// `NAME CONTAINERS IMAGES POD LABELS`.
+    PodTemplate,
+    /// `NAME REFERENCE TARGETS MINPODS MAXPODS REPLICAS AGE` (both served versions).
+    HorizontalPodAutoscaler,
+    /// `NAME CLASS HOSTS ADDRESS PORTS AGE`.
+    Ingress,
+    /// `NAME CONTROLLER PARAMETERS AGE`.
+    IngressClass,
+    /// `NAME POD-SELECTOR AGE`.
+    NetworkPolicy,
+    /// `NAME HANDLER AGE`.
+    RuntimeClass,
+    /// `NAME AGE SIGNERNAME REQUESTOR REQUESTEDDURATION CONDITION`.
+    CertificateSigningRequest,
+    /// `NAME WEBHOOKS AGE` (validating and mutating webhook configurations).
+    WebhookConfiguration,
+    /// `NAME VALIDATIONS PARAMKIND AGE`.
+    ValidatingAdmissionPolicy,
+    /// `NAME POLICYNAME PARAMREF AGE`.
+    ValidatingAdmissionPolicyBinding,
+    /// `NAME PROVISIONER RECLAIMPOLICY VOLUMEBINDINGMODE ALLOWVOLUMEEXPANSION AGE`.
+    StorageClass,
 }
 
 /// One kind the API server serves, with everything discovery and printing need to know.
@@ -160,6 +186,15 @@ const fn status(group: &'static str, version: &'static str, kind: &'static str) 
     }
 }
 
+/// `certificatesigningrequests/approval`: approval conditions only (`kubectl certificate approve`).
+const APPROVAL: Subresource = Subresource {
+    name: "approval",
+    group: "certificates.k8s.io",
+    version: "v1",
+    kind: "CertificateSigningRequest",
+    verbs: GET_PATCH_UPDATE,
+};
+
 const SCALE: Subresource = Subresource {
     name: "scale",
     group: "autoscaling",
@@ -194,6 +229,9 @@ const fn base(
 }
 
 const ALL: &[&str] = &["all"];
+
+/// The `api-extensions` category of upstream's admission registration kinds.
+const API_EXTENSIONS: &[&str] = &["api-extensions"];
 
 /// Every resource berth serves, in discovery order (groups appear in order of first entry).
 pub static RESOURCES: &[ResourceType] = &[
@@ -322,6 +360,28 @@ pub static RESOURCES: &[ResourceType] = &[
         short_names: &["ep"],
         table: TableKind::Endpoints,
         ..base("", "v1", "Endpoints", "endpoints", "endpoints", true)
+    },
+    ResourceType {
+        short_names: &["quota"],
+        subresources: &[status("", "v1", "ResourceQuota")],
+        table: TableKind::ResourceQuota,
+        ..base(
+            "",
+            "v1",
+            "ResourceQuota",
+            "resourcequotas",
+            "resourcequota",
+            true,
+        )
+    },
+    ResourceType {
+        short_names: &["limits"],
+        table: TableKind::LimitRange,
+        ..base("", "v1", "LimitRange", "limitranges", "limitrange", true)
+    },
+    ResourceType {
+        table: TableKind::PodTemplate,
+        ..base("", "v1", "PodTemplate", "podtemplates", "podtemplate", true)
     },
     // ---- apps/v1
     ResourceType {
@@ -661,6 +721,7 @@ pub static RESOURCES: &[ResourceType] = &[
     // ---- storage.k8s.io/v1
     ResourceType {
         short_names: &["sc"],
+        table: TableKind::StorageClass,
         ..base(
             "storage.k8s.io",
             "v1",
@@ -694,6 +755,17 @@ pub static RESOURCES: &[ResourceType] = &[
         "csistoragecapacity",
         true,
     ),
+    ResourceType {
+        short_names: &["vac"],
+        ..base(
+            "storage.k8s.io",
+            "v1",
+            "VolumeAttributesClass",
+            "volumeattributesclasses",
+            "volumeattributesclass",
+            false,
+        )
+    },
     ResourceType {
         subresources: &[status("storage.k8s.io", "v1", "VolumeAttachment")],
         ..base(
@@ -829,6 +901,18 @@ pub static RESOURCES: &[ResourceType] = &[
             "LocalResourceAccessReview",
             "localresourceaccessreviews",
             "localresourceaccessreview",
+    // ---- autoscaling: v2 (preferred, stored) and v1 (a view of the same objects)
+    ResourceType {
+        short_names: &["hpa"],
+        categories: ALL,
+        subresources: &[status("autoscaling", "v2", "HorizontalPodAutoscaler")],
+        table: TableKind::HorizontalPodAutoscaler,
+        ..base(
+            "autoscaling",
+            "v2",
+            "HorizontalPodAutoscaler",
+            "horizontalpodautoscalers",
+            "horizontalpodautoscaler",
             true,
         )
     },
@@ -846,6 +930,41 @@ pub static RESOURCES: &[ResourceType] = &[
             "MachineConfigPool",
             "machineconfigpools",
             "machineconfigpool",
+        short_names: &["hpa"],
+        categories: ALL,
+        subresources: &[status("autoscaling", "v1", "HorizontalPodAutoscaler")],
+        table: TableKind::HorizontalPodAutoscaler,
+        ..base(
+            "autoscaling",
+            "v1",
+            "HorizontalPodAutoscaler",
+            "horizontalpodautoscalers",
+            "horizontalpodautoscaler",
+            true,
+        )
+    },
+    // ---- networking.k8s.io/v1
+    ResourceType {
+        short_names: &["ing"],
+        subresources: &[status("networking.k8s.io", "v1", "Ingress")],
+        table: TableKind::Ingress,
+        ..base(
+            "networking.k8s.io",
+            "v1",
+            "Ingress",
+            "ingresses",
+            "ingress",
+            true,
+        )
+    },
+    ResourceType {
+        table: TableKind::IngressClass,
+        ..base(
+            "networking.k8s.io",
+            "v1",
+            "IngressClass",
+            "ingressclasses",
+            "ingressclass",
             false,
         )
     },
@@ -861,6 +980,119 @@ pub static RESOURCES: &[ResourceType] = &[
             "KubeletConfig",
             "kubeletconfigs",
             "kubeletconfig",
+        short_names: &["netpol"],
+        table: TableKind::NetworkPolicy,
+        ..base(
+            "networking.k8s.io",
+            "v1",
+            "NetworkPolicy",
+            "networkpolicies",
+            "networkpolicy",
+            true,
+        )
+    },
+    ResourceType {
+        subresources: &[status("networking.k8s.io", "v1", "ServiceCIDR")],
+        ..base(
+            "networking.k8s.io",
+            "v1",
+            "ServiceCIDR",
+            "servicecidrs",
+            "servicecidr",
+            false,
+        )
+    },
+    ResourceType {
+        short_names: &["ip"],
+        ..base(
+            "networking.k8s.io",
+            "v1",
+            "IPAddress",
+            "ipaddresses",
+            "ipaddress",
+            false,
+        )
+    },
+    // ---- node.k8s.io/v1
+    ResourceType {
+        table: TableKind::RuntimeClass,
+        ..base(
+            "node.k8s.io",
+            "v1",
+            "RuntimeClass",
+            "runtimeclasses",
+            "runtimeclass",
+            false,
+        )
+    },
+    // ---- certificates.k8s.io/v1
+    ResourceType {
+        short_names: &["csr"],
+        subresources: &[
+            APPROVAL,
+            status("certificates.k8s.io", "v1", "CertificateSigningRequest"),
+        ],
+        table: TableKind::CertificateSigningRequest,
+        ..base(
+            "certificates.k8s.io",
+            "v1",
+            "CertificateSigningRequest",
+            "certificatesigningrequests",
+            "certificatesigningrequest",
+            false,
+        )
+    },
+    // ---- admissionregistration.k8s.io/v1: stored and validated (webhooks are not called yet)
+    ResourceType {
+        categories: API_EXTENSIONS,
+        table: TableKind::WebhookConfiguration,
+        ..base(
+            "admissionregistration.k8s.io",
+            "v1",
+            "MutatingWebhookConfiguration",
+            "mutatingwebhookconfigurations",
+            "mutatingwebhookconfiguration",
+            false,
+        )
+    },
+    ResourceType {
+        categories: API_EXTENSIONS,
+        table: TableKind::WebhookConfiguration,
+        ..base(
+            "admissionregistration.k8s.io",
+            "v1",
+            "ValidatingWebhookConfiguration",
+            "validatingwebhookconfigurations",
+            "validatingwebhookconfiguration",
+            false,
+        )
+    },
+    ResourceType {
+        categories: API_EXTENSIONS,
+        subresources: &[status(
+            "admissionregistration.k8s.io",
+            "v1",
+            "ValidatingAdmissionPolicy",
+        )],
+        table: TableKind::ValidatingAdmissionPolicy,
+        ..base(
+            "admissionregistration.k8s.io",
+            "v1",
+            "ValidatingAdmissionPolicy",
+            "validatingadmissionpolicies",
+            "validatingadmissionpolicy",
+            false,
+        )
+    },
+    ResourceType {
+        categories: API_EXTENSIONS,
+        table: TableKind::ValidatingAdmissionPolicyBinding,
+        ..base(
+            "admissionregistration.k8s.io",
+            "v1",
+            "ValidatingAdmissionPolicyBinding",
+            "validatingadmissionpolicybindings",
+            "validatingadmissionpolicybinding",
             false,
         )
     },

@@ -2,6 +2,7 @@
 
 use crate::error::{ApiError, ApiResult};
 use crate::event_view;
+use crate::hpa_view;
 use crate::path::Target;
 use crate::request::content_type;
 use crate::strict::{self, FieldValidation};
@@ -19,6 +20,8 @@ pub fn decode(kv: &KeyValue, target: &Target) -> ApiResult<Value> {
         .map_err(|e| ApiError::Internal(format!("stored object {} is corrupt: {e}", kv.key)))?;
     if event_view::is_view(target.rt) {
         event_view::to_view(&mut v);
+    } else if hpa_view::is_view(target.rt) {
+        hpa_view::to_view(&mut v);
     }
     stamp(&mut v, kv.mod_revision, target);
     Ok(v)
@@ -32,7 +35,7 @@ pub fn decode(kv: &KeyValue, target: &Target) -> ApiResult<Value> {
 /// view, or a value not stored in that form): decode it instead.
 pub fn stamped_json(kv: &KeyValue, target: &Target) -> Option<Vec<u8>> {
     // A line break can only be whitespace between tokens: not the compact form.
-    if event_view::is_view(target.rt) || kv.value.contains(&b'\n') {
+    if event_view::is_view(target.rt) || hpa_view::is_view(target.rt) || kv.value.contains(&b'\n') {
         return None;
     }
     let revision = RawValue::from_string(format!("\"{}\"", kv.mod_revision)).ok()?;
@@ -78,6 +81,8 @@ pub fn encode(v: &Value) -> bytes::Bytes {
 pub fn encode_for(v: &Value, rt: &ResourceType) -> bytes::Bytes {
     if event_view::is_view(rt) {
         encode(&event_view::to_core(v))
+    } else if hpa_view::is_view(rt) {
+        encode(&hpa_view::to_stored(v))
     } else {
         encode(v)
     }

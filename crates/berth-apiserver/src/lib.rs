@@ -41,6 +41,7 @@ pub mod flowcontrol;
 #[cfg(test)]
 mod fuzz;
 mod health;
+mod hpa_view;
 pub mod listener;
 mod managed;
 mod metrics;

@@ -22,7 +22,7 @@ use serde_json::{json, Value};
 
 pub async fn get(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
     match req.target.subresource.as_deref() {
-        None | Some("status") => {
+        None | Some("status" | "approval") => {
             let (v, _) = read(ctx, req)?;
             Ok(respond(ctx, req, StatusCode::OK, v))
         }
@@ -489,7 +489,11 @@ pub async fn write_update(
     tracking: Tracking,
 ) -> ApiResult<Response> {
     let rt = req.target.rt;
-    let status_only = req.target.subresource.as_deref() == Some("status");
+    // `approval` (CertificateSigningRequests) is a status write too: it changes conditions.
+    let status_only = matches!(
+        req.target.subresource.as_deref(),
+        Some("status" | "approval")
+    );
     if status_only {
         // The status subresource changes status and metadata, as the kind's upstream status
         // strategy lets it (server-managed metadata is kept below).

@@ -594,6 +594,30 @@ pub fn schema_check(group: &str, kind: &str, v: &Value) -> Result<Vec<FieldPath>
         ("storage.k8s.io", "VolumeAttachment") => {
             typed_check::<a::storage::v1::VolumeAttachment>(v)
         }
+        ("", "ResourceQuota") => typed_check::<a::core::v1::ResourceQuota>(v),
+        ("", "LimitRange") => typed_check::<a::core::v1::LimitRange>(v),
+        ("", "PodTemplate") => typed_check::<a::core::v1::PodTemplate>(v),
+        ("networking.k8s.io", "Ingress") => typed_check::<a::networking::v1::Ingress>(v),
+        ("networking.k8s.io", "IngressClass") => typed_check::<a::networking::v1::IngressClass>(v),
+        ("networking.k8s.io", "NetworkPolicy") => {
+            typed_check::<a::networking::v1::NetworkPolicy>(v)
+        }
+        ("node.k8s.io", "RuntimeClass") => typed_check::<a::node::v1::RuntimeClass>(v),
+        ("certificates.k8s.io", "CertificateSigningRequest") => {
+            typed_check::<a::certificates::v1::CertificateSigningRequest>(v)
+        }
+        ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration") => {
+            typed_check::<a::admissionregistration::v1::ValidatingWebhookConfiguration>(v)
+        }
+        ("admissionregistration.k8s.io", "MutatingWebhookConfiguration") => {
+            typed_check::<a::admissionregistration::v1::MutatingWebhookConfiguration>(v)
+        }
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => {
+            typed_check::<a::admissionregistration::v1::ValidatingAdmissionPolicy>(v)
+        }
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => {
+            typed_check::<a::admissionregistration::v1::ValidatingAdmissionPolicyBinding>(v)
+        }
         ("meta.k8s.io", "DeleteOptions") => {
             typed_check::<k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions>(v)
         }

@@ -10,7 +10,8 @@
 //! - **taint manager**: evicts pods from nodes with `NoExecute` taints they do not tolerate, or
 //!   tolerate only for `tolerationSeconds`;
 //! - **aggregation**: an aggregated ClusterRole (`admin`, `edit`, `view`) has the rules of the
-//!   ClusterRoles its `aggregationRule` selects.
+//!   ClusterRoles its `aggregationRule` selects;
+//! - **resourcequota**: each ResourceQuota's `status.hard` and `status.used`.
 //!
 //! Each controller is a pure engine — state and `now` in, decisions out, no I/O and no clock
 //! ([`disruption::reconcile`], [`node_taints::reconcile`], [`lifecycle::Monitor`],
@@ -48,6 +49,7 @@ pub mod owned_pods;
 pub mod podgc;
 pub(crate) mod recorder;
 pub mod replicaset;
+pub mod resourcequota;
 pub mod serviceaccount;
 pub mod serviceaccount_token;
 pub mod statefulset;

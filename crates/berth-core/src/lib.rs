@@ -46,6 +46,7 @@ pub mod patch;
 pub mod pod_conditions;
 pub mod qos;
 pub mod quantity;
+pub mod quota;
 pub mod supervisor;
 pub mod taints;
 pub mod validation;

@@ -55,6 +55,9 @@ fn main() {
     k.add::<a::core::v1::ReplicationController>("", "v1", "ReplicationController");
     k.add::<a::core::v1::PersistentVolume>("", "v1", "PersistentVolume");
     k.add::<a::core::v1::PersistentVolumeClaim>("", "v1", "PersistentVolumeClaim");
+    k.add::<a::core::v1::ResourceQuota>("", "v1", "ResourceQuota");
+    k.add::<a::core::v1::LimitRange>("", "v1", "LimitRange");
+    k.add::<a::core::v1::PodTemplate>("", "v1", "PodTemplate");
     // apps/v1
     k.add::<a::apps::v1::Deployment>("apps", "v1", "Deployment");
     k.add::<a::apps::v1::DaemonSet>("apps", "v1", "DaemonSet");
@@ -102,6 +105,8 @@ fn main() {
     k.add::<a::storage::v1::CSIDriver>(g, "v1", "CSIDriver");
     k.add::<a::storage::v1::CSIStorageCapacity>(g, "v1", "CSIStorageCapacity");
     k.add::<a::storage::v1::VolumeAttachment>(g, "v1", "VolumeAttachment");
+    // GA in 1.34 unchanged from v1beta1, which the schemas' 1.33 still calls it.
+    k.add::<a::storage::v1beta1::VolumeAttributesClass>(g, "v1", "VolumeAttributesClass");
     // resource.k8s.io: v1 went GA in 1.34 unchanged from v1beta2.
     let g = "resource.k8s.io";
     k.add::<a::resource::v1beta2::DeviceClass>(g, "v1", "DeviceClass");
@@ -112,6 +117,42 @@ fn main() {
     k.add::<a::resource::v1beta1::ResourceClaim>(g, "v1beta1", "ResourceClaim");
     k.add::<a::resource::v1beta1::ResourceClaimTemplate>(g, "v1beta1", "ResourceClaimTemplate");
     k.add::<a::resource::v1beta1::ResourceSlice>(g, "v1beta1", "ResourceSlice");
+    // autoscaling: v2 stored, v1 a view of it
+    let g = "autoscaling";
+    k.add::<a::autoscaling::v2::HorizontalPodAutoscaler>(g, "v2", "HorizontalPodAutoscaler");
+    k.add::<a::autoscaling::v1::HorizontalPodAutoscaler>(g, "v1", "HorizontalPodAutoscaler");
+    // networking.k8s.io, node.k8s.io, certificates.k8s.io
+    let g = "networking.k8s.io";
+    k.add::<a::networking::v1::Ingress>(g, "v1", "Ingress");
+    k.add::<a::networking::v1::IngressClass>(g, "v1", "IngressClass");
+    k.add::<a::networking::v1::NetworkPolicy>(g, "v1", "NetworkPolicy");
+    k.add::<a::networking::v1::ServiceCIDR>(g, "v1", "ServiceCIDR");
+    k.add::<a::networking::v1::IPAddress>(g, "v1", "IPAddress");
+    k.add::<a::node::v1::RuntimeClass>("node.k8s.io", "v1", "RuntimeClass");
+    let g = "certificates.k8s.io";
+    k.add::<a::certificates::v1::CertificateSigningRequest>(g, "v1", "CertificateSigningRequest");
+    // admissionregistration.k8s.io
+    let g = "admissionregistration.k8s.io";
+    k.add::<a::admissionregistration::v1::MutatingWebhookConfiguration>(
+        g,
+        "v1",
+        "MutatingWebhookConfiguration",
+    );
+    k.add::<a::admissionregistration::v1::ValidatingWebhookConfiguration>(
+        g,
+        "v1",
+        "ValidatingWebhookConfiguration",
+    );
+    k.add::<a::admissionregistration::v1::ValidatingAdmissionPolicy>(
+        g,
+        "v1",
+        "ValidatingAdmissionPolicy",
+    );
+    k.add::<a::admissionregistration::v1::ValidatingAdmissionPolicyBinding>(
+        g,
+        "v1",
+        "ValidatingAdmissionPolicyBinding",
+    );
     // Subresource kinds: `kubectl scale`, evictions, tokens.
     k.add::<a::autoscaling::v1::Scale>("autoscaling", "v1", "Scale");
     k.add::<a::policy::v1::Eviction>("policy", "v1", "Eviction");

@@ -4,13 +4,17 @@
 //! which kubectl hides unless `-o wide`.
 
 mod custom;
+mod admission;
+mod autoscaling;
 mod event;
 mod flowcontrol;
 mod misc;
 mod network;
+mod networking;
 mod node;
 mod openshift;
 mod pod;
+mod quota;
 mod rbac;
 mod storage;
 mod workloads;
@@ -136,6 +140,19 @@ pub fn columns(kind: TableKind) -> &'static [Column] {
         TableKind::Group => openshift::GROUP_COLUMNS,
         TableKind::MachineConfigPool => openshift::MACHINE_CONFIG_POOL_COLUMNS,
         TableKind::Custom(custom) => custom.columns,
+        TableKind::ResourceQuota => quota::RESOURCE_QUOTA_COLUMNS,
+        TableKind::LimitRange => quota::LIMIT_RANGE_COLUMNS,
+        TableKind::PodTemplate => quota::POD_TEMPLATE_COLUMNS,
+        TableKind::HorizontalPodAutoscaler => autoscaling::HPA_COLUMNS,
+        TableKind::Ingress => networking::INGRESS_COLUMNS,
+        TableKind::IngressClass => networking::INGRESS_CLASS_COLUMNS,
+        TableKind::NetworkPolicy => networking::NETWORK_POLICY_COLUMNS,
+        TableKind::RuntimeClass => networking::RUNTIME_CLASS_COLUMNS,
+        TableKind::CertificateSigningRequest => admission::CSR_COLUMNS,
+        TableKind::WebhookConfiguration => admission::WEBHOOK_CONFIGURATION_COLUMNS,
+        TableKind::ValidatingAdmissionPolicy => admission::POLICY_COLUMNS,
+        TableKind::ValidatingAdmissionPolicyBinding => admission::POLICY_BINDING_COLUMNS,
+        TableKind::StorageClass => storage::STORAGE_CLASS_COLUMNS,
     }
 }
 
@@ -174,6 +191,19 @@ pub fn cells(kind: TableKind, obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
         TableKind::Group => openshift::group_cells(obj),
         TableKind::MachineConfigPool => openshift::machine_config_pool_cells(obj, now),
         TableKind::Custom(custom) => custom::cells(custom, obj, now),
+        TableKind::ResourceQuota => quota::resource_quota_cells(obj, now),
+        TableKind::LimitRange => quota::limit_range_cells(obj, now),
+        TableKind::PodTemplate => quota::pod_template_cells(obj, now),
+        TableKind::HorizontalPodAutoscaler => autoscaling::hpa_cells(obj, now),
+        TableKind::Ingress => networking::ingress_cells(obj, now),
+        TableKind::IngressClass => networking::ingress_class_cells(obj, now),
+        TableKind::NetworkPolicy => networking::network_policy_cells(obj, now),
+        TableKind::RuntimeClass => networking::runtime_class_cells(obj, now),
+        TableKind::CertificateSigningRequest => admission::csr_cells(obj, now),
+        TableKind::WebhookConfiguration => admission::webhook_configuration_cells(obj, now),
+        TableKind::ValidatingAdmissionPolicy => admission::policy_cells(obj, now),
+        TableKind::ValidatingAdmissionPolicyBinding => admission::policy_binding_cells(obj, now),
+        TableKind::StorageClass => storage::storage_class_cells(obj, now),
     }
 }
 

@@ -131,8 +131,66 @@ pub(super) fn persistent_volume_claim_cells(obj: &Value, now: DateTime<Utc>) -> 
     ]
 }
 
+pub(super) const STORAGE_CLASS_COLUMNS: &[Column] = &[
+    NAME,
+    col("Provisioner", "string", "Provisioner indicates the type of the provisioner."),
+    col("ReclaimPolicy", "string", "Dynamically provisioned PersistentVolumes of this storage class are created with this reclaimPolicy. Defaults to Delete."),
+    col("VolumeBindingMode", "string", "VolumeBindingMode indicates how PersistentVolumeClaims should be provisioned and bound. When unset, VolumeBindingImmediate is used."),
+    col("AllowVolumeExpansion", "string", "AllowVolumeExpansion shows whether the storage class allow volume expand."),
+    AGE,
+];
+
+/// The annotation that makes a StorageClass the default one (`NAME (default)`).
+const DEFAULT_CLASS_ANNOTATION: &str = "storageclass.kubernetes.io/is-default-class";
+
+pub(super) fn storage_class_cells(obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
+    let mut name = str_at(obj, "/metadata/name").to_string();
+    let default = obj
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(DEFAULT_CLASS_ANNOTATION))
+        .and_then(Value::as_str)
+        == Some("true");
+    if default {
+        name.push_str(" (default)");
+    }
+    let or = |ptr: &str, fallback: &'static str| match str_at(obj, ptr) {
+        "" => fallback.to_string(),
+        v => v.to_string(),
+    };
+    vec![
+        json!(name),
+        json!(str_at(obj, "/provisioner")),
+        json!(or("/reclaimPolicy", "Delete")),
+        json!(or("/volumeBindingMode", "Immediate")),
+        json!(obj
+            .get("allowVolumeExpansion")
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+            .to_string()),
+        json!(age(obj, now)),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_default_storage_class_is_marked_and_unset_policies_defaulted() {
+        let sc = json!({"metadata": {"name": "standard",
+            "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}},
+            "provisioner": "rancher.io/local-path", "volumeBindingMode": "WaitForFirstConsumer"});
+        let cells = storage_class_cells(&sc, super::super::tests::now());
+        assert_eq!(
+            cells[..5],
+            [
+                json!("standard (default)"),
+                json!("rancher.io/local-path"),
+                json!("Delete"),
+                json!("WaitForFirstConsumer"),
+                json!("false")
+            ]
+        );
+    }
+
     use super::*;
 
     fn now() -> DateTime<Utc> {

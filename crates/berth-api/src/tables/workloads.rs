@@ -81,7 +81,7 @@ fn containers(obj: &Value) -> (String, String) {
 }
 
 /// A `map[string]string` of labels as `k=v,...` sorted by key (upstream `labels.FormatLabels`).
-fn format_labels(v: Option<&Value>) -> String {
+pub(super) fn format_labels(v: Option<&Value>) -> String {
     let map: BTreeMap<&str, &str> = v
         .and_then(Value::as_object)
         .map(|m| {
@@ -136,7 +136,7 @@ fn selector_string(sel: Option<&Value>) -> String {
 }
 
 /// Upstream `metav1.FormatLabelSelector`: like [`selector_string`] but `<none>` when empty.
-fn format_label_selector(sel: Option<&Value>) -> String {
+pub(super) fn format_label_selector(sel: Option<&Value>) -> String {
     let s = selector_string(sel);
     if s.is_empty() {
         "<none>".to_string()

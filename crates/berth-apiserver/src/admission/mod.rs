@@ -21,13 +21,16 @@ use std::sync::Arc;
 mod cache;
 mod config;
 mod default_toleration_seconds;
+mod limit_ranger;
 mod namespace_lifecycle;
+mod namespace_objects;
 mod node_restriction;
 mod node_selector;
 mod pod_node_constraints;
 mod pod_node_selector;
 mod priority;
 mod project_node_selector;
+mod resource_quota;
 mod service_account;
 
 use crate::authorizer::Authorizer;
@@ -46,8 +49,11 @@ pub use priority::{
 /// developer gets `superregion: us` from the project without asking for it); then the two
 /// namespace selectors in OpenShift 3.11's order (PodNodeSelector among kube's plugins,
 /// OriginPodNodeEnvironment after them).
+/// LimitRanger runs right after NamespaceLifecycle and ResourceQuota last, as upstream orders
+/// them, so quota counts the requests and limits LimitRanger defaulted.
 pub const PLUGINS: &[Registration] = &[
     namespace_lifecycle::REGISTRATION,
+    limit_ranger::REGISTRATION,
     service_account::REGISTRATION,
     node_restriction::REGISTRATION,
     pod_node_constraints::REGISTRATION,
@@ -55,6 +61,7 @@ pub const PLUGINS: &[Registration] = &[
     project_node_selector::REGISTRATION,
     priority::REGISTRATION,
     default_toleration_seconds::REGISTRATION,
+    resource_quota::REGISTRATION,
 ];
 
 /// One admission plugin: it may change the object on its way in, or refuse it. A plugin looks

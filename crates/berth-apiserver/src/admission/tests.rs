@@ -43,10 +43,12 @@ fn plugins_run_in_the_declared_order_whatever_order_the_config_names_them() {
         default.names(),
         [
             "NamespaceLifecycle",
+            "LimitRanger",
             "ServiceAccount",
             "OriginPodNodeEnvironment",
             "Priority",
-            "DefaultTolerationSeconds"
+            "DefaultTolerationSeconds",
+            "ResourceQuota"
         ]
     );
     let reversed = config(&[
@@ -68,9 +70,11 @@ fn a_plugin_is_disabled_by_name() {
         chain.names(),
         [
             "NamespaceLifecycle",
+            "LimitRanger",
             "ServiceAccount",
             "OriginPodNodeEnvironment",
-            "DefaultTolerationSeconds"
+            "DefaultTolerationSeconds",
+            "ResourceQuota"
         ]
     );
     // `disable: false` keeps it.
@@ -144,7 +148,7 @@ fn unknown_plugin_names_are_reported() {
     ]);
     assert_eq!(c.unknown_plugins(), ["RunOnceDuration", "BuildDefaults"]);
     // They are warned about, and the known ones still run.
-    assert_eq!(Chain::build(&handles(), &c).unwrap().names().len(), 5);
+    assert_eq!(Chain::build(&handles(), &c).unwrap().names().len(), 7);
 }
 
 #[test]
@@ -197,12 +201,14 @@ fn the_placement_plugins_run_when_configured_before_priority() {
         Chain::build(&handles(), &c).unwrap().names(),
         [
             "NamespaceLifecycle",
+            "LimitRanger",
             "ServiceAccount",
             "PodNodeConstraints",
             "PodNodeSelector",
             "OriginPodNodeEnvironment",
             "Priority",
-            "DefaultTolerationSeconds"
+            "DefaultTolerationSeconds",
+            "ResourceQuota"
         ]
     );
     let e = Chain::build(

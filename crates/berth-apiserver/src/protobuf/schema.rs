@@ -7,14 +7,13 @@ use super::{Field as F, Message as M, Special, INLINE, OMIT};
 
 /// Every message reachable from [`ROOTS`]; `Msg(i)` refers to `MESSAGES[i]`.
 pub static MESSAGES: &[M] = &[
-    // api.apps.v1.DaemonSet
+    // api.admissionregistration.v1.MutatingWebhookConfiguration
     M(
-        "DaemonSet",
+        "MutatingWebhookConfiguration",
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "spec", One(Msg(6)), 0),
-            F(3, "status", One(Msg(121)), 0),
+            F(2, "webhooks", Many(Msg(6)), 0),
         ],
     ),
     // apimachinery.pkg.apis.meta.v1.ObjectMeta
@@ -70,16 +69,64 @@ pub static MESSAGES: &[M] = &[
     ),
     // apimachinery.pkg.apis.meta.v1.FieldsV1
     M("FieldsV1", Special::RawJson, &[]),
-    // api.apps.v1.DaemonSetSpec
+    // api.admissionregistration.v1.MutatingWebhook
     M(
-        "DaemonSetSpec",
+        "MutatingWebhook",
         Special::None,
         &[
-            F(1, "selector", One(Msg(7)), 0),
-            F(2, "template", One(Msg(9)), 0),
-            F(3, "updateStrategy", One(Msg(119)), 0),
-            F(4, "minReadySeconds", One(I32), OMIT),
-            F(6, "revisionHistoryLimit", One(I32), 0),
+            F(1, "name", One(Str), 0),
+            F(2, "clientConfig", One(Msg(7)), 0),
+            F(3, "rules", Many(Msg(9)), 0),
+            F(4, "failurePolicy", One(Str), OMIT),
+            F(9, "matchPolicy", One(Str), OMIT),
+            F(5, "namespaceSelector", One(Msg(11)), 0),
+            F(11, "objectSelector", One(Msg(11)), 0),
+            F(6, "sideEffects", One(Str), 0),
+            F(7, "timeoutSeconds", One(I32), 0),
+            F(8, "admissionReviewVersions", Many(Str), 0),
+            F(10, "reinvocationPolicy", One(Str), OMIT),
+            F(12, "matchConditions", Many(Msg(13)), 0),
+        ],
+    ),
+    // api.admissionregistration.v1.WebhookClientConfig
+    M(
+        "WebhookClientConfig",
+        Special::None,
+        &[
+            F(3, "url", One(Str), OMIT),
+            F(1, "service", One(Msg(8)), 0),
+            F(2, "caBundle", One(Bytes), OMIT),
+        ],
+    ),
+    // api.admissionregistration.v1.ServiceReference
+    M(
+        "ServiceReference",
+        Special::None,
+        &[
+            F(1, "namespace", One(Str), 0),
+            F(2, "name", One(Str), 0),
+            F(3, "path", One(Str), OMIT),
+            F(4, "port", One(I32), 0),
+        ],
+    ),
+    // api.admissionregistration.v1.RuleWithOperations
+    M(
+        "RuleWithOperations",
+        Special::None,
+        &[
+            F(1, "operations", Many(Str), 0),
+            F(2, "", One(Msg(10)), INLINE),
+        ],
+    ),
+    // api.admissionregistration.v1.Rule
+    M(
+        "Rule",
+        Special::None,
+        &[
+            F(1, "apiGroups", Many(Str), 0),
+            F(2, "apiVersions", Many(Str), 0),
+            F(3, "resources", Many(Str), 0),
+            F(4, "scope", One(Str), OMIT),
         ],
     ),
     // apimachinery.pkg.apis.meta.v1.LabelSelector
@@ -88,7 +135,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "matchLabels", Map(Str), 0),
-            F(2, "matchExpressions", Many(Msg(8)), 0),
+            F(2, "matchExpressions", Many(Msg(12)), 0),
         ],
     ),
     // apimachinery.pkg.apis.meta.v1.LabelSelectorRequirement
@@ -101,13 +148,226 @@ pub static MESSAGES: &[M] = &[
             F(3, "values", Many(Str), 0),
         ],
     ),
+    // api.admissionregistration.v1.MatchCondition
+    M(
+        "MatchCondition",
+        Special::None,
+        &[F(1, "name", One(Str), 0), F(2, "expression", One(Str), 0)],
+    ),
+    // api.admissionregistration.v1.ValidatingAdmissionPolicy
+    M(
+        "ValidatingAdmissionPolicy",
+        Special::None,
+        &[
+            F(1, "metadata", One(Msg(1)), 0),
+            F(2, "spec", One(Msg(15)), 0),
+            F(3, "status", One(Msg(22)), 0),
+        ],
+    ),
+    // api.admissionregistration.v1.ValidatingAdmissionPolicySpec
+    M(
+        "ValidatingAdmissionPolicySpec",
+        Special::None,
+        &[
+            F(1, "paramKind", One(Msg(16)), 0),
+            F(2, "matchConstraints", One(Msg(17)), 0),
+            F(3, "validations", Many(Msg(19)), 0),
+            F(4, "failurePolicy", One(Str), OMIT),
+            F(5, "auditAnnotations", Many(Msg(20)), 0),
+            F(6, "matchConditions", Many(Msg(13)), 0),
+            F(7, "variables", Many(Msg(21)), 0),
+        ],
+    ),
+    // api.admissionregistration.v1.ParamKind
+    M(
+        "ParamKind",
+        Special::None,
+        &[
+            F(1, "apiVersion", One(Str), OMIT),
+            F(2, "kind", One(Str), OMIT),
+        ],
+    ),
+    // api.admissionregistration.v1.MatchResources
+    M(
+        "MatchResources",
+        Special::None,
+        &[
+            F(1, "namespaceSelector", One(Msg(11)), 0),
+            F(2, "objectSelector", One(Msg(11)), 0),
+            F(3, "resourceRules", Many(Msg(18)), 0),
+            F(4, "excludeResourceRules", Many(Msg(18)), 0),
+            F(7, "matchPolicy", One(Str), OMIT),
+        ],
+    ),
+    // api.admissionregistration.v1.NamedRuleWithOperations
+    M(
+        "NamedRuleWithOperations",
+        Special::None,
+        &[
+            F(1, "resourceNames", Many(Str), 0),
+            F(2, "", One(Msg(9)), INLINE),
+        ],
+    ),
+    // api.admissionregistration.v1.Validation
+    M(
+        "Validation",
+        Special::None,
+        &[
+            F(1, "expression", One(Str), 0),
+            F(2, "message", One(Str), OMIT),
+            F(3, "reason", One(Str), OMIT),
+            F(4, "messageExpression", One(Str), OMIT),
+        ],
+    ),
+    // api.admissionregistration.v1.AuditAnnotation
+    M(
+        "AuditAnnotation",
+        Special::None,
+        &[
+            F(1, "key", One(Str), 0),
+            F(2, "valueExpression", One(Str), 0),
+        ],
+    ),
+    // api.admissionregistration.v1.Variable
+    M(
+        "Variable",
+        Special::None,
+        &[F(1, "name", One(Str), 0), F(2, "expression", One(Str), 0)],
+    ),
+    // api.admissionregistration.v1.ValidatingAdmissionPolicyStatus
+    M(
+        "ValidatingAdmissionPolicyStatus",
+        Special::None,
+        &[
+            F(1, "observedGeneration", One(I64), 0),
+            F(2, "typeChecking", One(Msg(23)), 0),
+            F(3, "conditions", Many(Msg(25)), 0),
+        ],
+    ),
+    // api.admissionregistration.v1.TypeChecking
+    M(
+        "TypeChecking",
+        Special::None,
+        &[F(1, "expressionWarnings", Many(Msg(24)), 0)],
+    ),
+    // api.admissionregistration.v1.ExpressionWarning
+    M(
+        "ExpressionWarning",
+        Special::None,
+        &[F(2, "fieldRef", One(Str), 0), F(3, "warning", One(Str), 0)],
+    ),
+    // apimachinery.pkg.apis.meta.v1.Condition
+    M(
+        "Condition",
+        Special::None,
+        &[
+            F(1, "type", One(Str), 0),
+            F(2, "status", One(Str), 0),
+            F(3, "observedGeneration", One(I64), OMIT),
+            F(4, "lastTransitionTime", One(Msg(2)), 0),
+            F(5, "reason", One(Str), 0),
+            F(6, "message", One(Str), 0),
+        ],
+    ),
+    // api.admissionregistration.v1.ValidatingAdmissionPolicyBinding
+    M(
+        "ValidatingAdmissionPolicyBinding",
+        Special::None,
+        &[
+            F(1, "metadata", One(Msg(1)), 0),
+            F(2, "spec", One(Msg(27)), 0),
+        ],
+    ),
+    // api.admissionregistration.v1.ValidatingAdmissionPolicyBindingSpec
+    M(
+        "ValidatingAdmissionPolicyBindingSpec",
+        Special::None,
+        &[
+            F(1, "policyName", One(Str), OMIT),
+            F(2, "paramRef", One(Msg(28)), 0),
+            F(3, "matchResources", One(Msg(17)), 0),
+            F(4, "validationActions", Many(Str), 0),
+        ],
+    ),
+    // api.admissionregistration.v1.ParamRef
+    M(
+        "ParamRef",
+        Special::None,
+        &[
+            F(1, "name", One(Str), OMIT),
+            F(2, "namespace", One(Str), OMIT),
+            F(3, "selector", One(Msg(11)), 0),
+            F(4, "parameterNotFoundAction", One(Str), OMIT),
+        ],
+    ),
+    // api.admissionregistration.v1.ValidatingWebhookConfiguration
+    M(
+        "ValidatingWebhookConfiguration",
+        Special::None,
+        &[
+            F(1, "metadata", One(Msg(1)), 0),
+            F(2, "webhooks", Many(Msg(30)), 0),
+        ],
+    ),
+    // api.admissionregistration.v1.ValidatingWebhook
+    M(
+        "ValidatingWebhook",
+        Special::None,
+        &[
+            F(1, "name", One(Str), 0),
+            F(2, "clientConfig", One(Msg(7)), 0),
+            F(3, "rules", Many(Msg(9)), 0),
+            F(4, "failurePolicy", One(Str), OMIT),
+            F(9, "matchPolicy", One(Str), OMIT),
+            F(5, "namespaceSelector", One(Msg(11)), 0),
+            F(10, "objectSelector", One(Msg(11)), 0),
+            F(6, "sideEffects", One(Str), 0),
+            F(7, "timeoutSeconds", One(I32), 0),
+            F(8, "admissionReviewVersions", Many(Str), 0),
+            F(11, "matchConditions", Many(Msg(13)), 0),
+        ],
+    ),
+    // api.apps.v1.ControllerRevision
+    M(
+        "ControllerRevision",
+        Special::None,
+        &[
+            F(1, "metadata", One(Msg(1)), 0),
+            F(2, "data", One(Msg(32)), 0),
+            F(3, "revision", One(I64), 0),
+        ],
+    ),
+    // apimachinery.pkg.runtime.RawExtension
+    M("RawExtension", Special::RawJson, &[]),
+    // api.apps.v1.DaemonSet
+    M(
+        "DaemonSet",
+        Special::None,
+        &[
+            F(1, "metadata", One(Msg(1)), 0),
+            F(2, "spec", One(Msg(34)), 0),
+            F(3, "status", One(Msg(147)), 0),
+        ],
+    ),
+    // api.apps.v1.DaemonSetSpec
+    M(
+        "DaemonSetSpec",
+        Special::None,
+        &[
+            F(1, "selector", One(Msg(11)), 0),
+            F(2, "template", One(Msg(35)), 0),
+            F(3, "updateStrategy", One(Msg(145)), 0),
+            F(4, "minReadySeconds", One(I32), OMIT),
+            F(6, "revisionHistoryLimit", One(I32), 0),
+        ],
+    ),
     // api.core.v1.PodTemplateSpec
     M(
         "PodTemplateSpec",
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "spec", One(Msg(10)), 0),
+            F(2, "spec", One(Msg(36)), 0),
         ],
     ),
     // api.core.v1.PodSpec
@@ -115,10 +375,10 @@ pub static MESSAGES: &[M] = &[
         "PodSpec",
         Special::None,
         &[
-            F(1, "volumes", Many(Msg(11)), 0),
-            F(20, "initContainers", Many(Msg(61)), 0),
-            F(2, "containers", Many(Msg(61)), 0),
-            F(34, "ephemeralContainers", Many(Msg(95)), 0),
+            F(1, "volumes", Many(Msg(37)), 0),
+            F(20, "initContainers", Many(Msg(87)), 0),
+            F(2, "containers", Many(Msg(87)), 0),
+            F(34, "ephemeralContainers", Many(Msg(121)), 0),
             F(3, "restartPolicy", One(Str), OMIT),
             F(4, "terminationGracePeriodSeconds", One(I64), 0),
             F(5, "activeDeadlineSeconds", One(I64), 0),
@@ -132,74 +392,74 @@ pub static MESSAGES: &[M] = &[
             F(12, "hostPID", One(Bool), OMIT),
             F(13, "hostIPC", One(Bool), OMIT),
             F(27, "shareProcessNamespace", One(Bool), 0),
-            F(14, "securityContext", One(Msg(97)), 0),
-            F(15, "imagePullSecrets", Many(Msg(23)), 0),
+            F(14, "securityContext", One(Msg(123)), 0),
+            F(15, "imagePullSecrets", Many(Msg(49)), 0),
             F(16, "hostname", One(Str), OMIT),
             F(17, "subdomain", One(Str), OMIT),
-            F(18, "affinity", One(Msg(99)), 0),
+            F(18, "affinity", One(Msg(125)), 0),
             F(19, "schedulerName", One(Str), OMIT),
-            F(22, "tolerations", Many(Msg(109)), 0),
-            F(23, "hostAliases", Many(Msg(110)), 0),
+            F(22, "tolerations", Many(Msg(135)), 0),
+            F(23, "hostAliases", Many(Msg(136)), 0),
             F(24, "priorityClassName", One(Str), OMIT),
             F(25, "priority", One(I32), 0),
-            F(26, "dnsConfig", One(Msg(111)), 0),
-            F(28, "readinessGates", Many(Msg(113)), 0),
+            F(26, "dnsConfig", One(Msg(137)), 0),
+            F(28, "readinessGates", Many(Msg(139)), 0),
             F(29, "runtimeClassName", One(Str), OMIT),
             F(30, "enableServiceLinks", One(Bool), 0),
             F(31, "preemptionPolicy", One(Str), OMIT),
-            F(32, "overhead", Map(Msg(15)), 0),
-            F(33, "topologySpreadConstraints", Many(Msg(114)), 0),
+            F(32, "overhead", Map(Msg(41)), 0),
+            F(33, "topologySpreadConstraints", Many(Msg(140)), 0),
             F(35, "setHostnameAsFQDN", One(Bool), 0),
-            F(36, "os", One(Msg(115)), 0),
+            F(36, "os", One(Msg(141)), 0),
             F(37, "hostUsers", One(Bool), 0),
-            F(38, "schedulingGates", Many(Msg(116)), 0),
-            F(39, "resourceClaims", Many(Msg(117)), 0),
-            F(40, "resources", One(Msg(71)), 0),
+            F(38, "schedulingGates", Many(Msg(142)), 0),
+            F(39, "resourceClaims", Many(Msg(143)), 0),
+            F(40, "resources", One(Msg(97)), 0),
             F(41, "hostnameOverride", One(Str), OMIT),
-            F(42, "workloadRef", One(Msg(118)), 0),
+            F(42, "workloadRef", One(Msg(144)), 0),
         ],
     ),
     // api.core.v1.Volume
     M(
         "Volume",
         Special::None,
-        &[F(1, "name", One(Str), 0), F(2, "", One(Msg(12)), INLINE)],
+        &[F(1, "name", One(Str), 0), F(2, "", One(Msg(38)), INLINE)],
     ),
     // api.core.v1.VolumeSource
     M(
         "VolumeSource",
         Special::None,
         &[
-            F(1, "hostPath", One(Msg(13)), 0),
-            F(2, "emptyDir", One(Msg(14)), 0),
-            F(3, "gcePersistentDisk", One(Msg(16)), 0),
-            F(4, "awsElasticBlockStore", One(Msg(17)), 0),
-            F(5, "gitRepo", One(Msg(18)), 0),
-            F(6, "secret", One(Msg(19)), 0),
-            F(7, "nfs", One(Msg(21)), 0),
-            F(8, "iscsi", One(Msg(22)), 0),
-            F(9, "glusterfs", One(Msg(24)), 0),
-            F(10, "persistentVolumeClaim", One(Msg(25)), 0),
-            F(11, "rbd", One(Msg(26)), 0),
-            F(12, "flexVolume", One(Msg(27)), 0),
-            F(13, "cinder", One(Msg(28)), 0),
-            F(14, "cephfs", One(Msg(29)), 0),
-            F(15, "flocker", One(Msg(30)), 0),
-            F(16, "downwardAPI", One(Msg(31)), 0),
-            F(17, "fc", One(Msg(35)), 0),
-            F(18, "azureFile", One(Msg(36)), 0),
-            F(19, "configMap", One(Msg(37)), 0),
-            F(20, "vsphereVolume", One(Msg(38)), 0),
-            F(21, "quobyte", One(Msg(39)), 0),
-            F(22, "azureDisk", One(Msg(40)), 0),
-            F(23, "photonPersistentDisk", One(Msg(41)), 0),
-            F(26, "projected", One(Msg(42)), 0),
-            F(24, "portworxVolume", One(Msg(50)), 0),
-            F(25, "scaleIO", One(Msg(51)), 0),
-            F(27, "storageos", One(Msg(52)), 0),
-            F(28, "csi", One(Msg(53)), 0),
-            F(29, "ephemeral", One(Msg(54)), 0),
-            F(30, "image", One(Msg(60)), 0),
+            F(1, "hostPath", One(Msg(39)), 0),
+            F(2, "emptyDir", One(Msg(40)), 0),
+            F(3, "gcePersistentDisk", One(Msg(42)), 0),
+            F(4, "awsElasticBlockStore", One(Msg(43)), 0),
+            F(5, "gitRepo", One(Msg(44)), 0),
+            F(6, "secret", One(Msg(45)), 0),
+            F(7, "nfs", One(Msg(47)), 0),
+            F(8, "iscsi", One(Msg(48)), 0),
+            F(9, "glusterfs", One(Msg(50)), 0),
+            F(10, "persistentVolumeClaim", One(Msg(51)), 0),
+            F(11, "rbd", One(Msg(52)), 0),
+            F(12, "flexVolume", One(Msg(53)), 0),
+            F(13, "cinder", One(Msg(54)), 0),
+            F(14, "cephfs", One(Msg(55)), 0),
+            F(15, "flocker", One(Msg(56)), 0),
+            F(16, "downwardAPI", One(Msg(57)), 0),
+            F(17, "fc", One(Msg(61)), 0),
+            F(18, "azureFile", One(Msg(62)), 0),
+            F(19, "configMap", One(Msg(63)), 0),
+            F(20, "vsphereVolume", One(Msg(64)), 0),
+            F(21, "quobyte", One(Msg(65)), 0),
+            F(22, "azureDisk", One(Msg(66)), 0),
+            F(23, "photonPersistentDisk", One(Msg(67)), 0),
+            F(26, "projected", One(Msg(68)), 0),
+            F(24, "portworxVolume", One(Msg(76)), 0),
+            F(25, "scaleIO", One(Msg(77)), 0),
+            F(27, "storageos", One(Msg(78)), 0),
+            F(28, "csi", One(Msg(79)), 0),
+            F(29, "ephemeral", One(Msg(80)), 0),
+            F(30, "image", One(Msg(86)), 0),
         ],
     ),
     // api.core.v1.HostPathVolumeSource
@@ -214,7 +474,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "medium", One(Str), OMIT),
-            F(2, "sizeLimit", One(Msg(15)), 0),
+            F(2, "sizeLimit", One(Msg(41)), 0),
         ],
     ),
     // apimachinery.pkg.api.resource.Quantity
@@ -257,7 +517,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "secretName", One(Str), OMIT),
-            F(2, "items", Many(Msg(20)), 0),
+            F(2, "items", Many(Msg(46)), 0),
             F(3, "defaultMode", One(I32), 0),
             F(4, "optional", One(Bool), 0),
         ],
@@ -296,7 +556,7 @@ pub static MESSAGES: &[M] = &[
             F(7, "portals", Many(Str), 0),
             F(8, "chapAuthDiscovery", One(Bool), 0),
             F(11, "chapAuthSession", One(Bool), 0),
-            F(10, "secretRef", One(Msg(23)), 0),
+            F(10, "secretRef", One(Msg(49)), 0),
             F(12, "initiatorName", One(Str), OMIT),
         ],
     ),
@@ -336,7 +596,7 @@ pub static MESSAGES: &[M] = &[
             F(4, "pool", One(Str), OMIT),
             F(5, "user", One(Str), OMIT),
             F(6, "keyring", One(Str), OMIT),
-            F(7, "secretRef", One(Msg(23)), 0),
+            F(7, "secretRef", One(Msg(49)), 0),
             F(8, "readOnly", One(Bool), 0),
         ],
     ),
@@ -347,7 +607,7 @@ pub static MESSAGES: &[M] = &[
         &[
             F(1, "driver", One(Str), 0),
             F(2, "fsType", One(Str), OMIT),
-            F(3, "secretRef", One(Msg(23)), 0),
+            F(3, "secretRef", One(Msg(49)), 0),
             F(4, "readOnly", One(Bool), OMIT),
             F(5, "options", Map(Str), 0),
         ],
@@ -360,7 +620,7 @@ pub static MESSAGES: &[M] = &[
             F(1, "volumeID", One(Str), 0),
             F(2, "fsType", One(Str), OMIT),
             F(3, "readOnly", One(Bool), OMIT),
-            F(4, "secretRef", One(Msg(23)), 0),
+            F(4, "secretRef", One(Msg(49)), 0),
         ],
     ),
     // api.core.v1.CephFsVolumeSource
@@ -372,7 +632,7 @@ pub static MESSAGES: &[M] = &[
             F(2, "path", One(Str), OMIT),
             F(3, "user", One(Str), OMIT),
             F(4, "secretFile", One(Str), OMIT),
-            F(5, "secretRef", One(Msg(23)), 0),
+            F(5, "secretRef", One(Msg(49)), 0),
             F(6, "readOnly", One(Bool), 0),
         ],
     ),
@@ -390,7 +650,7 @@ pub static MESSAGES: &[M] = &[
         "DownwardAPIVolumeSource",
         Special::None,
         &[
-            F(1, "items", Many(Msg(32)), 0),
+            F(1, "items", Many(Msg(58)), 0),
             F(2, "defaultMode", One(I32), 0),
         ],
     ),
@@ -400,8 +660,8 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "path", One(Str), 0),
-            F(2, "fieldRef", One(Msg(33)), 0),
-            F(3, "resourceFieldRef", One(Msg(34)), 0),
+            F(2, "fieldRef", One(Msg(59)), 0),
+            F(3, "resourceFieldRef", One(Msg(60)), 0),
             F(4, "mode", One(I32), 0),
         ],
     ),
@@ -421,7 +681,7 @@ pub static MESSAGES: &[M] = &[
         &[
             F(1, "containerName", One(Str), OMIT),
             F(2, "resource", One(Str), 0),
-            F(3, "divisor", One(Msg(15)), 0),
+            F(3, "divisor", One(Msg(41)), 0),
         ],
     ),
     // api.core.v1.FcVolumeSource
@@ -451,8 +711,8 @@ pub static MESSAGES: &[M] = &[
         "ConfigMapVolumeSource",
         Special::None,
         &[
-            F(1, "", One(Msg(23)), INLINE),
-            F(2, "items", Many(Msg(20)), 0),
+            F(1, "", One(Msg(49)), INLINE),
+            F(2, "items", Many(Msg(46)), 0),
             F(3, "defaultMode", One(I32), 0),
             F(4, "optional", One(Bool), 0),
         ],
@@ -505,7 +765,7 @@ pub static MESSAGES: &[M] = &[
         "ProjectedVolumeSource",
         Special::None,
         &[
-            F(1, "sources", Many(Msg(43)), 0),
+            F(1, "sources", Many(Msg(69)), 0),
             F(2, "defaultMode", One(I32), 0),
         ],
     ),
@@ -514,12 +774,12 @@ pub static MESSAGES: &[M] = &[
         "VolumeProjection",
         Special::None,
         &[
-            F(1, "secret", One(Msg(44)), 0),
-            F(2, "downwardAPI", One(Msg(45)), 0),
-            F(3, "configMap", One(Msg(46)), 0),
-            F(4, "serviceAccountToken", One(Msg(47)), 0),
-            F(5, "clusterTrustBundle", One(Msg(48)), 0),
-            F(6, "podCertificate", One(Msg(49)), 0),
+            F(1, "secret", One(Msg(70)), 0),
+            F(2, "downwardAPI", One(Msg(71)), 0),
+            F(3, "configMap", One(Msg(72)), 0),
+            F(4, "serviceAccountToken", One(Msg(73)), 0),
+            F(5, "clusterTrustBundle", One(Msg(74)), 0),
+            F(6, "podCertificate", One(Msg(75)), 0),
         ],
     ),
     // api.core.v1.SecretProjection
@@ -527,8 +787,8 @@ pub static MESSAGES: &[M] = &[
         "SecretProjection",
         Special::None,
         &[
-            F(1, "", One(Msg(23)), INLINE),
-            F(2, "items", Many(Msg(20)), 0),
+            F(1, "", One(Msg(49)), INLINE),
+            F(2, "items", Many(Msg(46)), 0),
             F(4, "optional", One(Bool), 0),
         ],
     ),
@@ -536,15 +796,15 @@ pub static MESSAGES: &[M] = &[
     M(
         "DownwardAPIProjection",
         Special::None,
-        &[F(1, "items", Many(Msg(32)), 0)],
+        &[F(1, "items", Many(Msg(58)), 0)],
     ),
     // api.core.v1.ConfigMapProjection
     M(
         "ConfigMapProjection",
         Special::None,
         &[
-            F(1, "", One(Msg(23)), INLINE),
-            F(2, "items", Many(Msg(20)), 0),
+            F(1, "", One(Msg(49)), INLINE),
+            F(2, "items", Many(Msg(46)), 0),
             F(4, "optional", One(Bool), 0),
         ],
     ),
@@ -565,7 +825,7 @@ pub static MESSAGES: &[M] = &[
         &[
             F(1, "name", One(Str), OMIT),
             F(2, "signerName", One(Str), OMIT),
-            F(3, "labelSelector", One(Msg(7)), 0),
+            F(3, "labelSelector", One(Msg(11)), 0),
             F(5, "optional", One(Bool), 0),
             F(4, "path", One(Str), 0),
         ],
@@ -601,7 +861,7 @@ pub static MESSAGES: &[M] = &[
         &[
             F(1, "gateway", One(Str), 0),
             F(2, "system", One(Str), 0),
-            F(3, "secretRef", One(Msg(23)), 0),
+            F(3, "secretRef", One(Msg(49)), 0),
             F(4, "sslEnabled", One(Bool), 0),
             F(5, "protectionDomain", One(Str), OMIT),
             F(6, "storagePool", One(Str), OMIT),
@@ -620,7 +880,7 @@ pub static MESSAGES: &[M] = &[
             F(2, "volumeNamespace", One(Str), OMIT),
             F(3, "fsType", One(Str), OMIT),
             F(4, "readOnly", One(Bool), 0),
-            F(5, "secretRef", One(Msg(23)), 0),
+            F(5, "secretRef", One(Msg(49)), 0),
         ],
     ),
     // api.core.v1.CSIVolumeSource
@@ -632,14 +892,14 @@ pub static MESSAGES: &[M] = &[
             F(2, "readOnly", One(Bool), 0),
             F(3, "fsType", One(Str), OMIT),
             F(4, "volumeAttributes", Map(Str), 0),
-            F(5, "nodePublishSecretRef", One(Msg(23)), 0),
+            F(5, "nodePublishSecretRef", One(Msg(49)), 0),
         ],
     ),
     // api.core.v1.EphemeralVolumeSource
     M(
         "EphemeralVolumeSource",
         Special::None,
-        &[F(1, "volumeClaimTemplate", One(Msg(55)), 0)],
+        &[F(1, "volumeClaimTemplate", One(Msg(81)), 0)],
     ),
     // api.core.v1.PersistentVolumeClaimTemplate
     M(
@@ -647,7 +907,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "spec", One(Msg(56)), 0),
+            F(2, "spec", One(Msg(82)), 0),
         ],
     ),
     // api.core.v1.PersistentVolumeClaimSpec
@@ -656,13 +916,13 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "accessModes", Many(Str), 0),
-            F(4, "selector", One(Msg(7)), 0),
-            F(2, "resources", One(Msg(57)), 0),
+            F(4, "selector", One(Msg(11)), 0),
+            F(2, "resources", One(Msg(83)), 0),
             F(3, "volumeName", One(Str), OMIT),
             F(5, "storageClassName", One(Str), 0),
             F(6, "volumeMode", One(Str), OMIT),
-            F(7, "dataSource", One(Msg(58)), 0),
-            F(8, "dataSourceRef", One(Msg(59)), 0),
+            F(7, "dataSource", One(Msg(84)), 0),
+            F(8, "dataSourceRef", One(Msg(85)), 0),
             F(9, "volumeAttributesClassName", One(Str), OMIT),
         ],
     ),
@@ -671,8 +931,8 @@ pub static MESSAGES: &[M] = &[
         "VolumeResourceRequirements",
         Special::None,
         &[
-            F(1, "limits", Map(Msg(15)), 0),
-            F(2, "requests", Map(Msg(15)), 0),
+            F(1, "limits", Map(Msg(41)), 0),
+            F(2, "requests", Map(Msg(41)), 0),
         ],
     ),
     // api.core.v1.TypedLocalObjectReference
@@ -715,23 +975,23 @@ pub static MESSAGES: &[M] = &[
             F(3, "command", Many(Str), 0),
             F(4, "args", Many(Str), 0),
             F(5, "workingDir", One(Str), OMIT),
-            F(6, "ports", Many(Msg(62)), 0),
-            F(19, "envFrom", Many(Msg(63)), 0),
-            F(7, "env", Many(Msg(66)), 0),
-            F(8, "resources", One(Msg(71)), 0),
-            F(23, "resizePolicy", Many(Msg(73)), 0),
+            F(6, "ports", Many(Msg(88)), 0),
+            F(19, "envFrom", Many(Msg(89)), 0),
+            F(7, "env", Many(Msg(92)), 0),
+            F(8, "resources", One(Msg(97)), 0),
+            F(23, "resizePolicy", Many(Msg(99)), 0),
             F(24, "restartPolicy", One(Str), OMIT),
-            F(25, "restartPolicyRules", Many(Msg(74)), 0),
-            F(9, "volumeMounts", Many(Msg(76)), 0),
-            F(21, "volumeDevices", Many(Msg(77)), 0),
-            F(10, "livenessProbe", One(Msg(78)), 0),
-            F(11, "readinessProbe", One(Msg(78)), 0),
-            F(22, "startupProbe", One(Msg(78)), 0),
-            F(12, "lifecycle", One(Msg(86)), 0),
+            F(25, "restartPolicyRules", Many(Msg(100)), 0),
+            F(9, "volumeMounts", Many(Msg(102)), 0),
+            F(21, "volumeDevices", Many(Msg(103)), 0),
+            F(10, "livenessProbe", One(Msg(104)), 0),
+            F(11, "readinessProbe", One(Msg(104)), 0),
+            F(22, "startupProbe", One(Msg(104)), 0),
+            F(12, "lifecycle", One(Msg(112)), 0),
             F(13, "terminationMessagePath", One(Str), OMIT),
             F(20, "terminationMessagePolicy", One(Str), OMIT),
             F(14, "imagePullPolicy", One(Str), OMIT),
-            F(15, "securityContext", One(Msg(89)), 0),
+            F(15, "securityContext", One(Msg(115)), 0),
             F(16, "stdin", One(Bool), OMIT),
             F(17, "stdinOnce", One(Bool), OMIT),
             F(18, "tty", One(Bool), OMIT),
@@ -755,8 +1015,8 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "prefix", One(Str), OMIT),
-            F(2, "configMapRef", One(Msg(64)), 0),
-            F(3, "secretRef", One(Msg(65)), 0),
+            F(2, "configMapRef", One(Msg(90)), 0),
+            F(3, "secretRef", One(Msg(91)), 0),
         ],
     ),
     // api.core.v1.ConfigMapEnvSource
@@ -764,7 +1024,7 @@ pub static MESSAGES: &[M] = &[
         "ConfigMapEnvSource",
         Special::None,
         &[
-            F(1, "", One(Msg(23)), INLINE),
+            F(1, "", One(Msg(49)), INLINE),
             F(2, "optional", One(Bool), 0),
         ],
     ),
@@ -773,7 +1033,7 @@ pub static MESSAGES: &[M] = &[
         "SecretEnvSource",
         Special::None,
         &[
-            F(1, "", One(Msg(23)), INLINE),
+            F(1, "", One(Msg(49)), INLINE),
             F(2, "optional", One(Bool), 0),
         ],
     ),
@@ -784,7 +1044,7 @@ pub static MESSAGES: &[M] = &[
         &[
             F(1, "name", One(Str), 0),
             F(2, "value", One(Str), OMIT),
-            F(3, "valueFrom", One(Msg(67)), 0),
+            F(3, "valueFrom", One(Msg(93)), 0),
         ],
     ),
     // api.core.v1.EnvVarSource
@@ -792,11 +1052,11 @@ pub static MESSAGES: &[M] = &[
         "EnvVarSource",
         Special::None,
         &[
-            F(1, "fieldRef", One(Msg(33)), 0),
-            F(2, "resourceFieldRef", One(Msg(34)), 0),
-            F(3, "configMapKeyRef", One(Msg(68)), 0),
-            F(4, "secretKeyRef", One(Msg(69)), 0),
-            F(5, "fileKeyRef", One(Msg(70)), 0),
+            F(1, "fieldRef", One(Msg(59)), 0),
+            F(2, "resourceFieldRef", One(Msg(60)), 0),
+            F(3, "configMapKeyRef", One(Msg(94)), 0),
+            F(4, "secretKeyRef", One(Msg(95)), 0),
+            F(5, "fileKeyRef", One(Msg(96)), 0),
         ],
     ),
     // api.core.v1.ConfigMapKeySelector
@@ -804,7 +1064,7 @@ pub static MESSAGES: &[M] = &[
         "ConfigMapKeySelector",
         Special::None,
         &[
-            F(1, "", One(Msg(23)), INLINE),
+            F(1, "", One(Msg(49)), INLINE),
             F(2, "key", One(Str), 0),
             F(3, "optional", One(Bool), 0),
         ],
@@ -814,7 +1074,7 @@ pub static MESSAGES: &[M] = &[
         "SecretKeySelector",
         Special::None,
         &[
-            F(1, "", One(Msg(23)), INLINE),
+            F(1, "", One(Msg(49)), INLINE),
             F(2, "key", One(Str), 0),
             F(3, "optional", One(Bool), 0),
         ],
@@ -835,9 +1095,9 @@ pub static MESSAGES: &[M] = &[
         "ResourceRequirements",
         Special::None,
         &[
-            F(1, "limits", Map(Msg(15)), 0),
-            F(2, "requests", Map(Msg(15)), 0),
-            F(3, "claims", Many(Msg(72)), 0),
+            F(1, "limits", Map(Msg(41)), 0),
+            F(2, "requests", Map(Msg(41)), 0),
+            F(3, "claims", Many(Msg(98)), 0),
         ],
     ),
     // api.core.v1.ResourceClaim
@@ -861,7 +1121,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "action", One(Str), 0),
-            F(2, "exitCodes", One(Msg(75)), 0),
+            F(2, "exitCodes", One(Msg(101)), 0),
         ],
     ),
     // api.core.v1.ContainerRestartRuleOnExitCodes
@@ -895,7 +1155,7 @@ pub static MESSAGES: &[M] = &[
         "Probe",
         Special::None,
         &[
-            F(1, "", One(Msg(79)), INLINE),
+            F(1, "", One(Msg(105)), INLINE),
             F(2, "initialDelaySeconds", One(I32), OMIT),
             F(3, "timeoutSeconds", One(I32), OMIT),
             F(4, "periodSeconds", One(I32), OMIT),
@@ -909,10 +1169,10 @@ pub static MESSAGES: &[M] = &[
         "ProbeHandler",
         Special::None,
         &[
-            F(1, "exec", One(Msg(80)), 0),
-            F(2, "httpGet", One(Msg(81)), 0),
-            F(3, "tcpSocket", One(Msg(84)), 0),
-            F(4, "grpc", One(Msg(85)), 0),
+            F(1, "exec", One(Msg(106)), 0),
+            F(2, "httpGet", One(Msg(107)), 0),
+            F(3, "tcpSocket", One(Msg(110)), 0),
+            F(4, "grpc", One(Msg(111)), 0),
         ],
     ),
     // api.core.v1.ExecAction
@@ -927,10 +1187,10 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "path", One(Str), OMIT),
-            F(2, "port", One(Msg(82)), 0),
+            F(2, "port", One(Msg(108)), 0),
             F(3, "host", One(Str), OMIT),
             F(4, "scheme", One(Str), OMIT),
-            F(5, "httpHeaders", Many(Msg(83)), 0),
+            F(5, "httpHeaders", Many(Msg(109)), 0),
         ],
     ),
     // apimachinery.pkg.util.intstr.IntOrString
@@ -945,7 +1205,7 @@ pub static MESSAGES: &[M] = &[
     M(
         "TcpSocketAction",
         Special::None,
-        &[F(1, "port", One(Msg(82)), 0), F(2, "host", One(Str), OMIT)],
+        &[F(1, "port", One(Msg(108)), 0), F(2, "host", One(Str), OMIT)],
     ),
     // api.core.v1.GrpcAction
     M(
@@ -958,8 +1218,8 @@ pub static MESSAGES: &[M] = &[
         "Lifecycle",
         Special::None,
         &[
-            F(1, "postStart", One(Msg(87)), 0),
-            F(2, "preStop", One(Msg(87)), 0),
+            F(1, "postStart", One(Msg(113)), 0),
+            F(2, "preStop", One(Msg(113)), 0),
             F(3, "stopSignal", One(Str), OMIT),
         ],
     ),
@@ -968,10 +1228,10 @@ pub static MESSAGES: &[M] = &[
         "LifecycleHandler",
         Special::None,
         &[
-            F(1, "exec", One(Msg(80)), 0),
-            F(2, "httpGet", One(Msg(81)), 0),
-            F(3, "tcpSocket", One(Msg(84)), 0),
-            F(4, "sleep", One(Msg(88)), 0),
+            F(1, "exec", One(Msg(106)), 0),
+            F(2, "httpGet", One(Msg(107)), 0),
+            F(3, "tcpSocket", One(Msg(110)), 0),
+            F(4, "sleep", One(Msg(114)), 0),
         ],
     ),
     // api.core.v1.SleepAction
@@ -985,18 +1245,18 @@ pub static MESSAGES: &[M] = &[
         "SecurityContext",
         Special::None,
         &[
-            F(1, "capabilities", One(Msg(90)), 0),
+            F(1, "capabilities", One(Msg(116)), 0),
             F(2, "privileged", One(Bool), 0),
-            F(3, "seLinuxOptions", One(Msg(91)), 0),
-            F(10, "windowsOptions", One(Msg(92)), 0),
+            F(3, "seLinuxOptions", One(Msg(117)), 0),
+            F(10, "windowsOptions", One(Msg(118)), 0),
             F(4, "runAsUser", One(I64), 0),
             F(8, "runAsGroup", One(I64), 0),
             F(5, "runAsNonRoot", One(Bool), 0),
             F(6, "readOnlyRootFilesystem", One(Bool), 0),
             F(7, "allowPrivilegeEscalation", One(Bool), 0),
             F(9, "procMount", One(Str), OMIT),
-            F(11, "seccompProfile", One(Msg(93)), 0),
-            F(12, "appArmorProfile", One(Msg(94)), 0),
+            F(11, "seccompProfile", One(Msg(119)), 0),
+            F(12, "appArmorProfile", One(Msg(120)), 0),
         ],
     ),
     // api.core.v1.Capabilities
@@ -1050,7 +1310,7 @@ pub static MESSAGES: &[M] = &[
         "EphemeralContainer",
         Special::None,
         &[
-            F(1, "", One(Msg(96)), INLINE),
+            F(1, "", One(Msg(122)), INLINE),
             F(2, "targetContainerName", One(Str), OMIT),
         ],
     ),
@@ -1064,23 +1324,23 @@ pub static MESSAGES: &[M] = &[
             F(3, "command", Many(Str), 0),
             F(4, "args", Many(Str), 0),
             F(5, "workingDir", One(Str), OMIT),
-            F(6, "ports", Many(Msg(62)), 0),
-            F(19, "envFrom", Many(Msg(63)), 0),
-            F(7, "env", Many(Msg(66)), 0),
-            F(8, "resources", One(Msg(71)), 0),
-            F(23, "resizePolicy", Many(Msg(73)), 0),
+            F(6, "ports", Many(Msg(88)), 0),
+            F(19, "envFrom", Many(Msg(89)), 0),
+            F(7, "env", Many(Msg(92)), 0),
+            F(8, "resources", One(Msg(97)), 0),
+            F(23, "resizePolicy", Many(Msg(99)), 0),
             F(24, "restartPolicy", One(Str), OMIT),
-            F(25, "restartPolicyRules", Many(Msg(74)), 0),
-            F(9, "volumeMounts", Many(Msg(76)), 0),
-            F(21, "volumeDevices", Many(Msg(77)), 0),
-            F(10, "livenessProbe", One(Msg(78)), 0),
-            F(11, "readinessProbe", One(Msg(78)), 0),
-            F(22, "startupProbe", One(Msg(78)), 0),
-            F(12, "lifecycle", One(Msg(86)), 0),
+            F(25, "restartPolicyRules", Many(Msg(100)), 0),
+            F(9, "volumeMounts", Many(Msg(102)), 0),
+            F(21, "volumeDevices", Many(Msg(103)), 0),
+            F(10, "livenessProbe", One(Msg(104)), 0),
+            F(11, "readinessProbe", One(Msg(104)), 0),
+            F(22, "startupProbe", One(Msg(104)), 0),
+            F(12, "lifecycle", One(Msg(112)), 0),
             F(13, "terminationMessagePath", One(Str), OMIT),
             F(20, "terminationMessagePolicy", One(Str), OMIT),
             F(14, "imagePullPolicy", One(Str), OMIT),
-            F(15, "securityContext", One(Msg(89)), 0),
+            F(15, "securityContext", One(Msg(115)), 0),
             F(16, "stdin", One(Bool), OMIT),
             F(17, "stdinOnce", One(Bool), OMIT),
             F(18, "tty", One(Bool), OMIT),
@@ -1091,18 +1351,18 @@ pub static MESSAGES: &[M] = &[
         "PodSecurityContext",
         Special::None,
         &[
-            F(1, "seLinuxOptions", One(Msg(91)), 0),
-            F(8, "windowsOptions", One(Msg(92)), 0),
+            F(1, "seLinuxOptions", One(Msg(117)), 0),
+            F(8, "windowsOptions", One(Msg(118)), 0),
             F(2, "runAsUser", One(I64), 0),
             F(6, "runAsGroup", One(I64), 0),
             F(3, "runAsNonRoot", One(Bool), 0),
             F(4, "supplementalGroups", Many(I64), 0),
             F(12, "supplementalGroupsPolicy", One(Str), OMIT),
             F(5, "fsGroup", One(I64), 0),
-            F(7, "sysctls", Many(Msg(98)), 0),
+            F(7, "sysctls", Many(Msg(124)), 0),
             F(9, "fsGroupChangePolicy", One(Str), OMIT),
-            F(10, "seccompProfile", One(Msg(93)), 0),
-            F(11, "appArmorProfile", One(Msg(94)), 0),
+            F(10, "seccompProfile", One(Msg(119)), 0),
+            F(11, "appArmorProfile", One(Msg(120)), 0),
             F(13, "seLinuxChangePolicy", One(Str), OMIT),
         ],
     ),
@@ -1117,9 +1377,9 @@ pub static MESSAGES: &[M] = &[
         "Affinity",
         Special::None,
         &[
-            F(1, "nodeAffinity", One(Msg(100)), 0),
-            F(2, "podAffinity", One(Msg(105)), 0),
-            F(3, "podAntiAffinity", One(Msg(108)), 0),
+            F(1, "nodeAffinity", One(Msg(126)), 0),
+            F(2, "podAffinity", One(Msg(131)), 0),
+            F(3, "podAntiAffinity", One(Msg(134)), 0),
         ],
     ),
     // api.core.v1.NodeAffinity
@@ -1130,13 +1390,13 @@ pub static MESSAGES: &[M] = &[
             F(
                 1,
                 "requiredDuringSchedulingIgnoredDuringExecution",
-                One(Msg(101)),
+                One(Msg(127)),
                 0,
             ),
             F(
                 2,
                 "preferredDuringSchedulingIgnoredDuringExecution",
-                Many(Msg(104)),
+                Many(Msg(130)),
                 0,
             ),
         ],
@@ -1145,15 +1405,15 @@ pub static MESSAGES: &[M] = &[
     M(
         "NodeSelector",
         Special::None,
-        &[F(1, "nodeSelectorTerms", Many(Msg(102)), 0)],
+        &[F(1, "nodeSelectorTerms", Many(Msg(128)), 0)],
     ),
     // api.core.v1.NodeSelectorTerm
     M(
         "NodeSelectorTerm",
         Special::None,
         &[
-            F(1, "matchExpressions", Many(Msg(103)), 0),
-            F(2, "matchFields", Many(Msg(103)), 0),
+            F(1, "matchExpressions", Many(Msg(129)), 0),
+            F(2, "matchFields", Many(Msg(129)), 0),
         ],
     ),
     // api.core.v1.NodeSelectorRequirement
@@ -1172,7 +1432,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "weight", One(I32), 0),
-            F(2, "preference", One(Msg(102)), 0),
+            F(2, "preference", One(Msg(128)), 0),
         ],
     ),
     // api.core.v1.PodAffinity
@@ -1183,13 +1443,13 @@ pub static MESSAGES: &[M] = &[
             F(
                 1,
                 "requiredDuringSchedulingIgnoredDuringExecution",
-                Many(Msg(106)),
+                Many(Msg(132)),
                 0,
             ),
             F(
                 2,
                 "preferredDuringSchedulingIgnoredDuringExecution",
-                Many(Msg(107)),
+                Many(Msg(133)),
                 0,
             ),
         ],
@@ -1199,10 +1459,10 @@ pub static MESSAGES: &[M] = &[
         "PodAffinityTerm",
         Special::None,
         &[
-            F(1, "labelSelector", One(Msg(7)), 0),
+            F(1, "labelSelector", One(Msg(11)), 0),
             F(2, "namespaces", Many(Str), 0),
             F(3, "topologyKey", One(Str), 0),
-            F(4, "namespaceSelector", One(Msg(7)), 0),
+            F(4, "namespaceSelector", One(Msg(11)), 0),
             F(5, "matchLabelKeys", Many(Str), 0),
             F(6, "mismatchLabelKeys", Many(Str), 0),
         ],
@@ -1213,7 +1473,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "weight", One(I32), 0),
-            F(2, "podAffinityTerm", One(Msg(106)), 0),
+            F(2, "podAffinityTerm", One(Msg(132)), 0),
         ],
     ),
     // api.core.v1.PodAntiAffinity
@@ -1224,13 +1484,13 @@ pub static MESSAGES: &[M] = &[
             F(
                 1,
                 "requiredDuringSchedulingIgnoredDuringExecution",
-                Many(Msg(106)),
+                Many(Msg(132)),
                 0,
             ),
             F(
                 2,
                 "preferredDuringSchedulingIgnoredDuringExecution",
-                Many(Msg(107)),
+                Many(Msg(133)),
                 0,
             ),
         ],
@@ -1260,7 +1520,7 @@ pub static MESSAGES: &[M] = &[
         &[
             F(1, "nameservers", Many(Str), 0),
             F(2, "searches", Many(Str), 0),
-            F(3, "options", Many(Msg(112)), 0),
+            F(3, "options", Many(Msg(138)), 0),
         ],
     ),
     // api.core.v1.PodDnsConfigOption
@@ -1283,7 +1543,7 @@ pub static MESSAGES: &[M] = &[
             F(1, "maxSkew", One(I32), 0),
             F(2, "topologyKey", One(Str), 0),
             F(3, "whenUnsatisfiable", One(Str), 0),
-            F(4, "labelSelector", One(Msg(7)), 0),
+            F(4, "labelSelector", One(Msg(11)), 0),
             F(5, "minDomains", One(I32), 0),
             F(6, "nodeAffinityPolicy", One(Str), OMIT),
             F(7, "nodeTaintsPolicy", One(Str), OMIT),
@@ -1324,7 +1584,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "type", One(Str), OMIT),
-            F(2, "rollingUpdate", One(Msg(120)), 0),
+            F(2, "rollingUpdate", One(Msg(146)), 0),
         ],
     ),
     // api.apps.v1.RollingUpdateDaemonSet
@@ -1332,8 +1592,8 @@ pub static MESSAGES: &[M] = &[
         "RollingUpdateDaemonSet",
         Special::None,
         &[
-            F(1, "maxUnavailable", One(Msg(82)), 0),
-            F(2, "maxSurge", One(Msg(82)), 0),
+            F(1, "maxUnavailable", One(Msg(108)), 0),
+            F(2, "maxSurge", One(Msg(108)), 0),
         ],
     ),
     // api.apps.v1.DaemonSetStatus
@@ -1350,7 +1610,7 @@ pub static MESSAGES: &[M] = &[
             F(7, "numberAvailable", One(I32), OMIT),
             F(8, "numberUnavailable", One(I32), OMIT),
             F(9, "collisionCount", One(I32), 0),
-            F(10, "conditions", Many(Msg(122)), 0),
+            F(10, "conditions", Many(Msg(148)), 0),
         ],
     ),
     // api.apps.v1.DaemonSetCondition
@@ -1371,8 +1631,8 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "spec", One(Msg(124)), 0),
-            F(3, "status", One(Msg(127)), 0),
+            F(2, "spec", One(Msg(150)), 0),
+            F(3, "status", One(Msg(153)), 0),
         ],
     ),
     // api.apps.v1.DeploymentSpec
@@ -1381,9 +1641,9 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "replicas", One(I32), 0),
-            F(2, "selector", One(Msg(7)), 0),
-            F(3, "template", One(Msg(9)), 0),
-            F(4, "strategy", One(Msg(125)), 0),
+            F(2, "selector", One(Msg(11)), 0),
+            F(3, "template", One(Msg(35)), 0),
+            F(4, "strategy", One(Msg(151)), 0),
             F(5, "minReadySeconds", One(I32), OMIT),
             F(6, "revisionHistoryLimit", One(I32), 0),
             F(7, "paused", One(Bool), OMIT),
@@ -1396,7 +1656,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "type", One(Str), OMIT),
-            F(2, "rollingUpdate", One(Msg(126)), 0),
+            F(2, "rollingUpdate", One(Msg(152)), 0),
         ],
     ),
     // api.apps.v1.RollingUpdateDeployment
@@ -1404,8 +1664,8 @@ pub static MESSAGES: &[M] = &[
         "RollingUpdateDeployment",
         Special::None,
         &[
-            F(1, "maxUnavailable", One(Msg(82)), 0),
-            F(2, "maxSurge", One(Msg(82)), 0),
+            F(1, "maxUnavailable", One(Msg(108)), 0),
+            F(2, "maxSurge", One(Msg(108)), 0),
         ],
     ),
     // api.apps.v1.DeploymentStatus
@@ -1420,7 +1680,7 @@ pub static MESSAGES: &[M] = &[
             F(4, "availableReplicas", One(I32), OMIT),
             F(5, "unavailableReplicas", One(I32), OMIT),
             F(9, "terminatingReplicas", One(I32), 0),
-            F(6, "conditions", Many(Msg(128)), 0),
+            F(6, "conditions", Many(Msg(154)), 0),
             F(8, "collisionCount", One(I32), 0),
         ],
     ),
@@ -1443,8 +1703,8 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "spec", One(Msg(130)), 0),
-            F(3, "status", One(Msg(131)), 0),
+            F(2, "spec", One(Msg(156)), 0),
+            F(3, "status", One(Msg(157)), 0),
         ],
     ),
     // api.apps.v1.ReplicaSetSpec
@@ -1454,8 +1714,8 @@ pub static MESSAGES: &[M] = &[
         &[
             F(1, "replicas", One(I32), 0),
             F(4, "minReadySeconds", One(I32), OMIT),
-            F(2, "selector", One(Msg(7)), 0),
-            F(3, "template", One(Msg(9)), 0),
+            F(2, "selector", One(Msg(11)), 0),
+            F(3, "template", One(Msg(35)), 0),
         ],
     ),
     // api.apps.v1.ReplicaSetStatus
@@ -1469,7 +1729,7 @@ pub static MESSAGES: &[M] = &[
             F(5, "availableReplicas", One(I32), OMIT),
             F(7, "terminatingReplicas", One(I32), 0),
             F(3, "observedGeneration", One(I64), OMIT),
-            F(6, "conditions", Many(Msg(132)), 0),
+            F(6, "conditions", Many(Msg(158)), 0),
         ],
     ),
     // api.apps.v1.ReplicaSetCondition
@@ -1490,8 +1750,8 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "spec", One(Msg(134)), 0),
-            F(3, "status", One(Msg(143)), 0),
+            F(2, "spec", One(Msg(160)), 0),
+            F(3, "status", One(Msg(169)), 0),
         ],
     ),
     // api.apps.v1.StatefulSetSpec
@@ -1500,16 +1760,16 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "replicas", One(I32), 0),
-            F(2, "selector", One(Msg(7)), 0),
-            F(3, "template", One(Msg(9)), 0),
-            F(4, "volumeClaimTemplates", Many(Msg(135)), 0),
+            F(2, "selector", One(Msg(11)), 0),
+            F(3, "template", One(Msg(35)), 0),
+            F(4, "volumeClaimTemplates", Many(Msg(161)), 0),
             F(5, "serviceName", One(Str), OMIT),
             F(6, "podManagementPolicy", One(Str), OMIT),
-            F(7, "updateStrategy", One(Msg(139)), 0),
+            F(7, "updateStrategy", One(Msg(165)), 0),
             F(8, "revisionHistoryLimit", One(I32), 0),
             F(9, "minReadySeconds", One(I32), OMIT),
-            F(10, "persistentVolumeClaimRetentionPolicy", One(Msg(141)), 0),
-            F(11, "ordinals", One(Msg(142)), 0),
+            F(10, "persistentVolumeClaimRetentionPolicy", One(Msg(167)), 0),
+            F(11, "ordinals", One(Msg(168)), 0),
         ],
     ),
     // api.core.v1.PersistentVolumeClaim
@@ -1518,8 +1778,8 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "spec", One(Msg(56)), 0),
-            F(3, "status", One(Msg(136)), 0),
+            F(2, "spec", One(Msg(82)), 0),
+            F(3, "status", One(Msg(162)), 0),
         ],
     ),
     // api.core.v1.PersistentVolumeClaimStatus
@@ -1529,12 +1789,12 @@ pub static MESSAGES: &[M] = &[
         &[
             F(1, "phase", One(Str), OMIT),
             F(2, "accessModes", Many(Str), 0),
-            F(3, "capacity", Map(Msg(15)), 0),
-            F(4, "conditions", Many(Msg(137)), 0),
-            F(5, "allocatedResources", Map(Msg(15)), 0),
+            F(3, "capacity", Map(Msg(41)), 0),
+            F(4, "conditions", Many(Msg(163)), 0),
+            F(5, "allocatedResources", Map(Msg(41)), 0),
             F(7, "allocatedResourceStatuses", Map(Str), 0),
             F(8, "currentVolumeAttributesClassName", One(Str), OMIT),
-            F(9, "modifyVolumeStatus", One(Msg(138)), 0),
+            F(9, "modifyVolumeStatus", One(Msg(164)), 0),
         ],
     ),
     // api.core.v1.PersistentVolumeClaimCondition
@@ -1565,7 +1825,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "type", One(Str), OMIT),
-            F(2, "rollingUpdate", One(Msg(140)), 0),
+            F(2, "rollingUpdate", One(Msg(166)), 0),
         ],
     ),
     // api.apps.v1.RollingUpdateStatefulSetStrategy
@@ -1574,7 +1834,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "partition", One(I32), 0),
-            F(2, "maxUnavailable", One(Msg(82)), 0),
+            F(2, "maxUnavailable", One(Msg(108)), 0),
         ],
     ),
     // api.apps.v1.StatefulSetPersistentVolumeClaimRetentionPolicy
@@ -1605,7 +1865,7 @@ pub static MESSAGES: &[M] = &[
             F(6, "currentRevision", One(Str), OMIT),
             F(7, "updateRevision", One(Str), OMIT),
             F(9, "collisionCount", One(I32), 0),
-            F(10, "conditions", Many(Msg(144)), 0),
+            F(10, "conditions", Many(Msg(170)), 0),
             F(11, "availableReplicas", One(I32), OMIT),
         ],
     ),
@@ -1621,14 +1881,112 @@ pub static MESSAGES: &[M] = &[
             F(5, "message", One(Str), OMIT),
         ],
     ),
+    // api.authentication.v1.SelfSubjectReview
+    M(
+        "SelfSubjectReview",
+        Special::None,
+        &[
+            F(1, "metadata", One(Msg(1)), 0),
+            F(2, "status", One(Msg(172)), 0),
+        ],
+    ),
+    // api.authentication.v1.SelfSubjectReviewStatus
+    M(
+        "SelfSubjectReviewStatus",
+        Special::None,
+        &[F(1, "userInfo", One(Msg(173)), 0)],
+    ),
+    // api.authentication.v1.UserInfo
+    M(
+        "UserInfo",
+        Special::None,
+        &[
+            F(1, "username", One(Str), OMIT),
+            F(2, "uid", One(Str), OMIT),
+            F(3, "groups", Many(Str), 0),
+            F(4, "extra", Map(Msg(174)), 0),
+        ],
+    ),
+    // api.authentication.v1.ExtraValue
+    M("ExtraValue", Special::None, &[F(1, "items", Many(Str), 0)]),
+    // api.authentication.v1.TokenRequest
+    M(
+        "TokenRequest",
+        Special::None,
+        &[
+            F(1, "metadata", One(Msg(1)), 0),
+            F(2, "spec", One(Msg(176)), 0),
+            F(3, "status", One(Msg(178)), 0),
+        ],
+    ),
+    // api.authentication.v1.TokenRequestSpec
+    M(
+        "TokenRequestSpec",
+        Special::None,
+        &[
+            F(1, "audiences", Many(Str), 0),
+            F(4, "expirationSeconds", One(I64), 0),
+            F(3, "boundObjectRef", One(Msg(177)), 0),
+        ],
+    ),
+    // api.authentication.v1.BoundObjectReference
+    M(
+        "BoundObjectReference",
+        Special::None,
+        &[
+            F(1, "kind", One(Str), OMIT),
+            F(2, "apiVersion", One(Str), OMIT),
+            F(3, "name", One(Str), OMIT),
+            F(4, "uid", One(Str), OMIT),
+        ],
+    ),
+    // api.authentication.v1.TokenRequestStatus
+    M(
+        "TokenRequestStatus",
+        Special::None,
+        &[
+            F(1, "token", One(Str), 0),
+            F(2, "expirationTimestamp", One(Msg(2)), 0),
+        ],
+    ),
+    // api.authentication.v1.TokenReview
+    M(
+        "TokenReview",
+        Special::None,
+        &[
+            F(1, "metadata", One(Msg(1)), 0),
+            F(2, "spec", One(Msg(180)), 0),
+            F(3, "status", One(Msg(181)), 0),
+        ],
+    ),
+    // api.authentication.v1.TokenReviewSpec
+    M(
+        "TokenReviewSpec",
+        Special::None,
+        &[
+            F(1, "token", One(Str), OMIT),
+            F(2, "audiences", Many(Str), 0),
+        ],
+    ),
+    // api.authentication.v1.TokenReviewStatus
+    M(
+        "TokenReviewStatus",
+        Special::None,
+        &[
+            F(1, "authenticated", One(Bool), 0),
+            F(2, "user", One(Msg(173)), 0),
+            F(4, "audiences", Many(Str), 0),
+            F(3, "error", One(Str), OMIT),
+        ],
+    ),
     // api.authorization.v1.SelfSubjectAccessReview
     M(
         "SelfSubjectAccessReview",
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "spec", One(Msg(146)), 0),
-            F(3, "status", One(Msg(152)), 0),
+            F(2, "spec", One(Msg(183)), 0),
+            F(3, "status", One(Msg(189)), 0),
         ],
     ),
     // api.authorization.v1.SelfSubjectAccessReviewSpec
@@ -1636,8 +1994,8 @@ pub static MESSAGES: &[M] = &[
         "SelfSubjectAccessReviewSpec",
         Special::None,
         &[
-            F(1, "resourceAttributes", One(Msg(147)), 0),
-            F(2, "nonResourceAttributes", One(Msg(151)), 0),
+            F(1, "resourceAttributes", One(Msg(184)), 0),
+            F(2, "nonResourceAttributes", One(Msg(188)), 0),
         ],
     ),
     // api.authorization.v1.ResourceAttributes
@@ -1652,8 +2010,8 @@ pub static MESSAGES: &[M] = &[
             F(5, "resource", One(Str), OMIT),
             F(6, "subresource", One(Str), OMIT),
             F(7, "name", One(Str), OMIT),
-            F(8, "fieldSelector", One(Msg(148)), 0),
-            F(9, "labelSelector", One(Msg(150)), 0),
+            F(8, "fieldSelector", One(Msg(185)), 0),
+            F(9, "labelSelector", One(Msg(187)), 0),
         ],
     ),
     // api.authorization.v1.FieldSelectorAttributes
@@ -1662,7 +2020,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "rawSelector", One(Str), OMIT),
-            F(2, "requirements", Many(Msg(149)), 0),
+            F(2, "requirements", Many(Msg(186)), 0),
         ],
     ),
     // apimachinery.pkg.apis.meta.v1.FieldSelectorRequirement
@@ -1681,7 +2039,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "rawSelector", One(Str), OMIT),
-            F(2, "requirements", Many(Msg(8)), 0),
+            F(2, "requirements", Many(Msg(12)), 0),
         ],
     ),
     // api.authorization.v1.NonResourceAttributes
@@ -1707,8 +2065,8 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "spec", One(Msg(154)), 0),
-            F(3, "status", One(Msg(155)), 0),
+            F(2, "spec", One(Msg(191)), 0),
+            F(3, "status", One(Msg(192)), 0),
         ],
     ),
     // api.authorization.v1.SelfSubjectRulesReviewSpec
@@ -1722,8 +2080,8 @@ pub static MESSAGES: &[M] = &[
         "SubjectRulesReviewStatus",
         Special::None,
         &[
-            F(1, "resourceRules", Many(Msg(156)), 0),
-            F(2, "nonResourceRules", Many(Msg(157)), 0),
+            F(1, "resourceRules", Many(Msg(193)), 0),
+            F(2, "nonResourceRules", Many(Msg(194)), 0),
             F(3, "incomplete", One(Bool), 0),
             F(4, "evaluationError", One(Str), OMIT),
         ],
@@ -1748,14 +2106,82 @@ pub static MESSAGES: &[M] = &[
             F(2, "nonResourceURLs", Many(Str), 0),
         ],
     ),
+    // api.authorization.v1.SubjectAccessReview
+    M(
+        "SubjectAccessReview",
+        Special::None,
+        &[
+            F(1, "metadata", One(Msg(1)), 0),
+            F(2, "spec", One(Msg(196)), 0),
+            F(3, "status", One(Msg(189)), 0),
+        ],
+    ),
+    // api.authorization.v1.SubjectAccessReviewSpec
+    M(
+        "SubjectAccessReviewSpec",
+        Special::None,
+        &[
+            F(1, "resourceAttributes", One(Msg(184)), 0),
+            F(2, "nonResourceAttributes", One(Msg(188)), 0),
+            F(3, "user", One(Str), OMIT),
+            F(4, "groups", Many(Str), 0),
+            F(5, "extra", Map(Msg(197)), 0),
+            F(6, "uid", One(Str), OMIT),
+        ],
+    ),
+    // api.authorization.v1.ExtraValue
+    M("ExtraValue", Special::None, &[F(1, "items", Many(Str), 0)]),
+    // api.autoscaling.v1.HorizontalPodAutoscaler
+    M(
+        "HorizontalPodAutoscaler",
+        Special::None,
+        &[
+            F(1, "metadata", One(Msg(1)), 0),
+            F(2, "spec", One(Msg(199)), 0),
+            F(3, "status", One(Msg(201)), 0),
+        ],
+    ),
+    // api.autoscaling.v1.HorizontalPodAutoscalerSpec
+    M(
+        "HorizontalPodAutoscalerSpec",
+        Special::None,
+        &[
+            F(1, "scaleTargetRef", One(Msg(200)), 0),
+            F(2, "minReplicas", One(I32), 0),
+            F(3, "maxReplicas", One(I32), 0),
+            F(4, "targetCPUUtilizationPercentage", One(I32), 0),
+        ],
+    ),
+    // api.autoscaling.v1.CrossVersionObjectReference
+    M(
+        "CrossVersionObjectReference",
+        Special::None,
+        &[
+            F(1, "kind", One(Str), 0),
+            F(2, "name", One(Str), 0),
+            F(3, "apiVersion", One(Str), OMIT),
+        ],
+    ),
+    // api.autoscaling.v1.HorizontalPodAutoscalerStatus
+    M(
+        "HorizontalPodAutoscalerStatus",
+        Special::None,
+        &[
+            F(1, "observedGeneration", One(I64), 0),
+            F(2, "lastScaleTime", One(Msg(2)), 0),
+            F(3, "currentReplicas", One(I32), 0),
+            F(4, "desiredReplicas", One(I32), 0),
+            F(5, "currentCPUUtilizationPercentage", One(I32), 0),
+        ],
+    ),
     // api.autoscaling.v1.Scale
     M(
         "Scale",
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "spec", One(Msg(159)), 0),
-            F(3, "status", One(Msg(160)), 0),
+            F(2, "spec", One(Msg(203)), 0),
+            F(3, "status", One(Msg(204)), 0),
         ],
     ),
     // api.autoscaling.v1.ScaleSpec
@@ -1773,14 +2199,266 @@ pub static MESSAGES: &[M] = &[
             F(2, "selector", One(Str), OMIT),
         ],
     ),
-    // api.batch.v1.Job
+    // api.autoscaling.v2.HorizontalPodAutoscaler
     M(
-        "Job",
+        "HorizontalPodAutoscaler",
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "spec", One(Msg(162)), 0),
-            F(3, "status", One(Msg(169)), 0),
+            F(2, "spec", One(Msg(206)), 0),
+            F(3, "status", One(Msg(219)), 0),
+        ],
+    ),
+    // api.autoscaling.v2.HorizontalPodAutoscalerSpec
+    M(
+        "HorizontalPodAutoscalerSpec",
+        Special::None,
+        &[
+            F(1, "scaleTargetRef", One(Msg(207)), 0),
+            F(2, "minReplicas", One(I32), 0),
+            F(3, "maxReplicas", One(I32), 0),
+            F(4, "metrics", Many(Msg(208)), 0),
+            F(5, "behavior", One(Msg(216)), 0),
+        ],
+    ),
+    // api.autoscaling.v2.CrossVersionObjectReference
+    M(
+        "CrossVersionObjectReference",
+        Special::None,
+        &[
+            F(1, "kind", One(Str), 0),
+            F(2, "name", One(Str), 0),
+            F(3, "apiVersion", One(Str), OMIT),
+        ],
+    ),
+    // api.autoscaling.v2.MetricSpec
+    M(
+        "MetricSpec",
+        Special::None,
+        &[
+            F(1, "type", One(Str), 0),
+            F(2, "object", One(Msg(209)), 0),
+            F(3, "pods", One(Msg(212)), 0),
+            F(4, "resource", One(Msg(213)), 0),
+            F(7, "containerResource", One(Msg(214)), 0),
+            F(5, "external", One(Msg(215)), 0),
+        ],
+    ),
+    // api.autoscaling.v2.ObjectMetricSource
+    M(
+        "ObjectMetricSource",
+        Special::None,
+        &[
+            F(1, "describedObject", One(Msg(207)), 0),
+            F(2, "target", One(Msg(210)), 0),
+            F(3, "metric", One(Msg(211)), 0),
+        ],
+    ),
+    // api.autoscaling.v2.MetricTarget
+    M(
+        "MetricTarget",
+        Special::None,
+        &[
+            F(1, "type", One(Str), 0),
+            F(2, "value", One(Msg(41)), 0),
+            F(3, "averageValue", One(Msg(41)), 0),
+            F(4, "averageUtilization", One(I32), 0),
+        ],
+    ),
+    // api.autoscaling.v2.MetricIdentifier
+    M(
+        "MetricIdentifier",
+        Special::None,
+        &[F(1, "name", One(Str), 0), F(2, "selector", One(Msg(11)), 0)],
+    ),
+    // api.autoscaling.v2.PodsMetricSource
+    M(
+        "PodsMetricSource",
+        Special::None,
+        &[
+            F(1, "metric", One(Msg(211)), 0),
+            F(2, "target", One(Msg(210)), 0),
+        ],
+    ),
+    // api.autoscaling.v2.ResourceMetricSource
+    M(
+        "ResourceMetricSource",
+        Special::None,
+        &[F(1, "name", One(Str), 0), F(2, "target", One(Msg(210)), 0)],
+    ),
+    // api.autoscaling.v2.ContainerResourceMetricSource
+    M(
+        "ContainerResourceMetricSource",
+        Special::None,
+        &[
+            F(1, "name", One(Str), 0),
+            F(2, "target", One(Msg(210)), 0),
+            F(3, "container", One(Str), 0),
+        ],
+    ),
+    // api.autoscaling.v2.ExternalMetricSource
+    M(
+        "ExternalMetricSource",
+        Special::None,
+        &[
+            F(1, "metric", One(Msg(211)), 0),
+            F(2, "target", One(Msg(210)), 0),
+        ],
+    ),
+    // api.autoscaling.v2.HorizontalPodAutoscalerBehavior
+    M(
+        "HorizontalPodAutoscalerBehavior",
+        Special::None,
+        &[
+            F(1, "scaleUp", One(Msg(217)), 0),
+            F(2, "scaleDown", One(Msg(217)), 0),
+        ],
+    ),
+    // api.autoscaling.v2.HpaScalingRules
+    M(
+        "HpaScalingRules",
+        Special::None,
+        &[
+            F(3, "stabilizationWindowSeconds", One(I32), 0),
+            F(1, "selectPolicy", One(Str), OMIT),
+            F(2, "policies", Many(Msg(218)), 0),
+            F(4, "tolerance", One(Msg(41)), 0),
+        ],
+    ),
+    // api.autoscaling.v2.HpaScalingPolicy
+    M(
+        "HpaScalingPolicy",
+        Special::None,
+        &[
+            F(1, "type", One(Str), 0),
+            F(2, "value", One(I32), 0),
+            F(3, "periodSeconds", One(I32), 0),
+        ],
+    ),
+    // api.autoscaling.v2.HorizontalPodAutoscalerStatus
+    M(
+        "HorizontalPodAutoscalerStatus",
+        Special::None,
+        &[
+            F(1, "observedGeneration", One(I64), 0),
+            F(2, "lastScaleTime", One(Msg(2)), 0),
+            F(3, "currentReplicas", One(I32), 0),
+            F(4, "desiredReplicas", One(I32), 0),
+            F(5, "currentMetrics", Many(Msg(220)), 0),
+            F(6, "conditions", Many(Msg(227)), 0),
+        ],
+    ),
+    // api.autoscaling.v2.MetricStatus
+    M(
+        "MetricStatus",
+        Special::None,
+        &[
+            F(1, "type", One(Str), 0),
+            F(2, "object", One(Msg(221)), 0),
+            F(3, "pods", One(Msg(223)), 0),
+            F(4, "resource", One(Msg(224)), 0),
+            F(7, "containerResource", One(Msg(225)), 0),
+            F(5, "external", One(Msg(226)), 0),
+        ],
+    ),
+    // api.autoscaling.v2.ObjectMetricStatus
+    M(
+        "ObjectMetricStatus",
+        Special::None,
+        &[
+            F(1, "metric", One(Msg(211)), 0),
+            F(2, "current", One(Msg(222)), 0),
+            F(3, "describedObject", One(Msg(207)), 0),
+        ],
+    ),
+    // api.autoscaling.v2.MetricValueStatus
+    M(
+        "MetricValueStatus",
+        Special::None,
+        &[
+            F(1, "value", One(Msg(41)), 0),
+            F(2, "averageValue", One(Msg(41)), 0),
+            F(3, "averageUtilization", One(I32), 0),
+        ],
+    ),
+    // api.autoscaling.v2.PodsMetricStatus
+    M(
+        "PodsMetricStatus",
+        Special::None,
+        &[
+            F(1, "metric", One(Msg(211)), 0),
+            F(2, "current", One(Msg(222)), 0),
+        ],
+    ),
+    // api.autoscaling.v2.ResourceMetricStatus
+    M(
+        "ResourceMetricStatus",
+        Special::None,
+        &[F(1, "name", One(Str), 0), F(2, "current", One(Msg(222)), 0)],
+    ),
+    // api.autoscaling.v2.ContainerResourceMetricStatus
+    M(
+        "ContainerResourceMetricStatus",
+        Special::None,
+        &[
+            F(1, "name", One(Str), 0),
+            F(2, "current", One(Msg(222)), 0),
+            F(3, "container", One(Str), 0),
+        ],
+    ),
+    // api.autoscaling.v2.ExternalMetricStatus
+    M(
+        "ExternalMetricStatus",
+        Special::None,
+        &[
+            F(1, "metric", One(Msg(211)), 0),
+            F(2, "current", One(Msg(222)), 0),
+        ],
+    ),
+    // api.autoscaling.v2.HorizontalPodAutoscalerCondition
+    M(
+        "HorizontalPodAutoscalerCondition",
+        Special::None,
+        &[
+            F(1, "type", One(Str), 0),
+            F(2, "status", One(Str), 0),
+            F(3, "lastTransitionTime", One(Msg(2)), 0),
+            F(4, "reason", One(Str), OMIT),
+            F(5, "message", One(Str), OMIT),
+        ],
+    ),
+    // api.batch.v1.CronJob
+    M(
+        "CronJob",
+        Special::None,
+        &[
+            F(1, "metadata", One(Msg(1)), 0),
+            F(2, "spec", One(Msg(229)), 0),
+            F(3, "status", One(Msg(238)), 0),
+        ],
+    ),
+    // api.batch.v1.CronJobSpec
+    M(
+        "CronJobSpec",
+        Special::None,
+        &[
+            F(1, "schedule", One(Str), 0),
+            F(8, "timeZone", One(Str), OMIT),
+            F(2, "startingDeadlineSeconds", One(I64), 0),
+            F(3, "concurrencyPolicy", One(Str), OMIT),
+            F(4, "suspend", One(Bool), 0),
+            F(5, "jobTemplate", One(Msg(230)), 0),
+            F(6, "successfulJobsHistoryLimit", One(I32), 0),
+            F(7, "failedJobsHistoryLimit", One(I32), 0),
+        ],
+    ),
+    // api.batch.v1.JobTemplateSpec
+    M(
+        "JobTemplateSpec",
+        Special::None,
+        &[
+            F(1, "metadata", One(Msg(1)), 0),
+            F(2, "spec", One(Msg(231)), 0),
         ],
     ),
     // api.batch.v1.JobSpec
@@ -1791,14 +2469,14 @@ pub static MESSAGES: &[M] = &[
             F(1, "parallelism", One(I32), 0),
             F(2, "completions", One(I32), 0),
             F(3, "activeDeadlineSeconds", One(I64), 0),
-            F(11, "podFailurePolicy", One(Msg(163)), 0),
-            F(16, "successPolicy", One(Msg(167)), 0),
+            F(11, "podFailurePolicy", One(Msg(232)), 0),
+            F(16, "successPolicy", One(Msg(236)), 0),
             F(7, "backoffLimit", One(I32), 0),
             F(12, "backoffLimitPerIndex", One(I32), 0),
             F(13, "maxFailedIndexes", One(I32), 0),
-            F(4, "selector", One(Msg(7)), 0),
+            F(4, "selector", One(Msg(11)), 0),
             F(5, "manualSelector", One(Bool), 0),
-            F(6, "template", One(Msg(9)), 0),
+            F(6, "template", One(Msg(35)), 0),
             F(8, "ttlSecondsAfterFinished", One(I32), 0),
             F(9, "completionMode", One(Str), OMIT),
             F(10, "suspend", One(Bool), 0),
@@ -1810,7 +2488,7 @@ pub static MESSAGES: &[M] = &[
     M(
         "PodFailurePolicy",
         Special::None,
-        &[F(1, "rules", Many(Msg(164)), 0)],
+        &[F(1, "rules", Many(Msg(233)), 0)],
     ),
     // api.batch.v1.PodFailurePolicyRule
     M(
@@ -1818,8 +2496,8 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "action", One(Str), 0),
-            F(2, "onExitCodes", One(Msg(165)), 0),
-            F(3, "onPodConditions", Many(Msg(166)), 0),
+            F(2, "onExitCodes", One(Msg(234)), 0),
+            F(3, "onPodConditions", Many(Msg(235)), 0),
         ],
     ),
     // api.batch.v1.PodFailurePolicyOnExitCodesRequirement
@@ -1842,7 +2520,7 @@ pub static MESSAGES: &[M] = &[
     M(
         "SuccessPolicy",
         Special::None,
-        &[F(1, "rules", Many(Msg(168)), 0)],
+        &[F(1, "rules", Many(Msg(237)), 0)],
     ),
     // api.batch.v1.SuccessPolicyRule
     M(
@@ -1853,12 +2531,46 @@ pub static MESSAGES: &[M] = &[
             F(2, "succeededCount", One(I32), 0),
         ],
     ),
+    // api.batch.v1.CronJobStatus
+    M(
+        "CronJobStatus",
+        Special::None,
+        &[
+            F(1, "active", Many(Msg(239)), 0),
+            F(4, "lastScheduleTime", One(Msg(2)), 0),
+            F(5, "lastSuccessfulTime", One(Msg(2)), 0),
+        ],
+    ),
+    // api.core.v1.ObjectReference
+    M(
+        "ObjectReference",
+        Special::None,
+        &[
+            F(1, "kind", One(Str), OMIT),
+            F(2, "namespace", One(Str), OMIT),
+            F(3, "name", One(Str), OMIT),
+            F(4, "uid", One(Str), OMIT),
+            F(5, "apiVersion", One(Str), OMIT),
+            F(6, "resourceVersion", One(Str), OMIT),
+            F(7, "fieldPath", One(Str), OMIT),
+        ],
+    ),
+    // api.batch.v1.Job
+    M(
+        "Job",
+        Special::None,
+        &[
+            F(1, "metadata", One(Msg(1)), 0),
+            F(2, "spec", One(Msg(231)), 0),
+            F(3, "status", One(Msg(241)), 0),
+        ],
+    ),
     // api.batch.v1.JobStatus
     M(
         "JobStatus",
         Special::None,
         &[
-            F(1, "conditions", Many(Msg(170)), 0),
+            F(1, "conditions", Many(Msg(242)), 0),
             F(2, "startTime", One(Msg(2)), 0),
             F(3, "completionTime", One(Msg(2)), 0),
             F(4, "active", One(I32), OMIT),
@@ -1867,7 +2579,7 @@ pub static MESSAGES: &[M] = &[
             F(11, "terminating", One(I32), 0),
             F(7, "completedIndexes", One(Str), OMIT),
             F(10, "failedIndexes", One(Str), OMIT),
-            F(8, "uncountedTerminatedPods", One(Msg(171)), 0),
+            F(8, "uncountedTerminatedPods", One(Msg(243)), 0),
             F(9, "ready", One(I32), 0),
         ],
     ),
@@ -1893,13 +2605,62 @@ pub static MESSAGES: &[M] = &[
             F(2, "failed", Many(Str), 0),
         ],
     ),
+    // api.certificates.v1.CertificateSigningRequest
+    M(
+        "CertificateSigningRequest",
+        Special::None,
+        &[
+            F(1, "metadata", One(Msg(1)), 0),
+            F(2, "spec", One(Msg(245)), 0),
+            F(3, "status", One(Msg(247)), 0),
+        ],
+    ),
+    // api.certificates.v1.CertificateSigningRequestSpec
+    M(
+        "CertificateSigningRequestSpec",
+        Special::None,
+        &[
+            F(1, "request", One(Bytes), 0),
+            F(7, "signerName", One(Str), 0),
+            F(8, "expirationSeconds", One(I32), 0),
+            F(5, "usages", Many(Str), 0),
+            F(2, "username", One(Str), OMIT),
+            F(3, "uid", One(Str), OMIT),
+            F(4, "groups", Many(Str), 0),
+            F(6, "extra", Map(Msg(246)), 0),
+        ],
+    ),
+    // api.certificates.v1.ExtraValue
+    M("ExtraValue", Special::None, &[F(1, "items", Many(Str), 0)]),
+    // api.certificates.v1.CertificateSigningRequestStatus
+    M(
+        "CertificateSigningRequestStatus",
+        Special::None,
+        &[
+            F(1, "conditions", Many(Msg(248)), 0),
+            F(2, "certificate", One(Bytes), OMIT),
+        ],
+    ),
+    // api.certificates.v1.CertificateSigningRequestCondition
+    M(
+        "CertificateSigningRequestCondition",
+        Special::None,
+        &[
+            F(1, "type", One(Str), 0),
+            F(6, "status", One(Str), 0),
+            F(2, "reason", One(Str), OMIT),
+            F(3, "message", One(Str), OMIT),
+            F(4, "lastUpdateTime", One(Msg(2)), 0),
+            F(5, "lastTransitionTime", One(Msg(2)), 0),
+        ],
+    ),
     // api.coordination.v1.Lease
     M(
         "Lease",
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "spec", One(Msg(173)), 0),
+            F(2, "spec", One(Msg(250)), 0),
         ],
     ),
     // api.coordination.v1.LeaseSpec
@@ -1909,8 +2670,8 @@ pub static MESSAGES: &[M] = &[
         &[
             F(1, "holderIdentity", One(Str), OMIT),
             F(2, "leaseDurationSeconds", One(I32), 0),
-            F(3, "acquireTime", One(Msg(174)), 0),
-            F(4, "renewTime", One(Msg(174)), 0),
+            F(3, "acquireTime", One(Msg(251)), 0),
+            F(4, "renewTime", One(Msg(251)), 0),
             F(5, "leaseTransitions", One(I32), 0),
             F(6, "strategy", One(Str), OMIT),
             F(7, "preferredHolder", One(Str), OMIT),
@@ -1918,23 +2679,83 @@ pub static MESSAGES: &[M] = &[
     ),
     // apimachinery.pkg.apis.meta.v1.MicroTime
     M("MicroTime", Special::MicroTime, &[]),
+    // api.discovery.v1.EndpointSlice
+    M(
+        "EndpointSlice",
+        Special::None,
+        &[
+            F(1, "metadata", One(Msg(1)), 0),
+            F(4, "addressType", One(Str), 0),
+            F(2, "endpoints", Many(Msg(253)), 0),
+            F(3, "ports", Many(Msg(258)), 0),
+        ],
+    ),
+    // api.discovery.v1.Endpoint
+    M(
+        "Endpoint",
+        Special::None,
+        &[
+            F(1, "addresses", Many(Str), 0),
+            F(2, "conditions", One(Msg(254)), 0),
+            F(3, "hostname", One(Str), OMIT),
+            F(4, "targetRef", One(Msg(239)), 0),
+            F(5, "deprecatedTopology", Map(Str), 0),
+            F(6, "nodeName", One(Str), OMIT),
+            F(7, "zone", One(Str), OMIT),
+            F(8, "hints", One(Msg(255)), 0),
+        ],
+    ),
+    // api.discovery.v1.EndpointConditions
+    M(
+        "EndpointConditions",
+        Special::None,
+        &[
+            F(1, "ready", One(Bool), 0),
+            F(2, "serving", One(Bool), 0),
+            F(3, "terminating", One(Bool), 0),
+        ],
+    ),
+    // api.discovery.v1.EndpointHints
+    M(
+        "EndpointHints",
+        Special::None,
+        &[
+            F(1, "forZones", Many(Msg(256)), 0),
+            F(2, "forNodes", Many(Msg(257)), 0),
+        ],
+    ),
+    // api.discovery.v1.ForZone
+    M("ForZone", Special::None, &[F(1, "name", One(Str), 0)]),
+    // api.discovery.v1.ForNode
+    M("ForNode", Special::None, &[F(1, "name", One(Str), 0)]),
+    // api.discovery.v1.EndpointPort
+    M(
+        "EndpointPort",
+        Special::None,
+        &[
+            F(1, "name", One(Str), OMIT),
+            F(2, "protocol", One(Str), OMIT),
+            F(3, "port", One(I32), 0),
+            F(4, "appProtocol", One(Str), OMIT),
+        ],
+    ),
     // api.events.v1.Event
     M(
         "Event",
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "eventTime", One(Msg(174)), 0),
-            F(3, "series", One(Msg(176)), 0),
+            F(2, "eventTime", One(Msg(251)), 0),
+            F(3, "series", One(Msg(260)), 0),
             F(4, "reportingController", One(Str), OMIT),
             F(5, "reportingInstance", One(Str), OMIT),
             F(6, "action", One(Str), OMIT),
             F(7, "reason", One(Str), OMIT),
-            F(8, "regarding", One(Msg(177)), 0),
-            F(9, "related", One(Msg(177)), 0),
+            F(8, "regarding", One(Msg(239)), 0),
+            F(9, "related", One(Msg(239)), 0),
             F(10, "note", One(Str), OMIT),
             F(11, "type", One(Str), OMIT),
-            F(12, "deprecatedSource", One(Msg(178)), 0),
+            F(12, "deprecatedSource", One(Msg(261)), 0),
             F(13, "deprecatedFirstTimestamp", One(Msg(2)), 0),
             F(14, "deprecatedLastTimestamp", One(Msg(2)), 0),
             F(15, "deprecatedCount", One(I32), OMIT),
@@ -1946,21 +2767,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "count", One(I32), 0),
-            F(2, "lastObservedTime", One(Msg(174)), 0),
-        ],
-    ),
-    // api.core.v1.ObjectReference
-    M(
-        "ObjectReference",
-        Special::None,
-        &[
-            F(1, "kind", One(Str), OMIT),
-            F(2, "namespace", One(Str), OMIT),
-            F(3, "name", One(Str), OMIT),
-            F(4, "uid", One(Str), OMIT),
-            F(5, "apiVersion", One(Str), OMIT),
-            F(6, "resourceVersion", One(Str), OMIT),
-            F(7, "fieldPath", One(Str), OMIT),
+            F(2, "lastObservedTime", One(Msg(251)), 0),
         ],
     ),
     // api.core.v1.EventSource
@@ -1972,13 +2779,472 @@ pub static MESSAGES: &[M] = &[
             F(2, "host", One(Str), OMIT),
         ],
     ),
+    // api.flowcontrol.v1.FlowSchema
+    M(
+        "FlowSchema",
+        Special::None,
+        &[
+            F(1, "metadata", One(Msg(1)), 0),
+            F(2, "spec", One(Msg(263)), 0),
+            F(3, "status", One(Msg(273)), 0),
+        ],
+    ),
+    // api.flowcontrol.v1.FlowSchemaSpec
+    M(
+        "FlowSchemaSpec",
+        Special::None,
+        &[
+            F(1, "priorityLevelConfiguration", One(Msg(264)), 0),
+            F(2, "matchingPrecedence", One(I32), 0),
+            F(3, "distinguisherMethod", One(Msg(265)), 0),
+            F(4, "rules", Many(Msg(266)), 0),
+        ],
+    ),
+    // api.flowcontrol.v1.PriorityLevelConfigurationReference
+    M(
+        "PriorityLevelConfigurationReference",
+        Special::None,
+        &[F(1, "name", One(Str), 0)],
+    ),
+    // api.flowcontrol.v1.FlowDistinguisherMethod
+    M(
+        "FlowDistinguisherMethod",
+        Special::None,
+        &[F(1, "type", One(Str), 0)],
+    ),
+    // api.flowcontrol.v1.PolicyRulesWithSubjects
+    M(
+        "PolicyRulesWithSubjects",
+        Special::None,
+        &[
+            F(1, "subjects", Many(Msg(267)), 0),
+            F(2, "resourceRules", Many(Msg(271)), 0),
+            F(3, "nonResourceRules", Many(Msg(272)), 0),
+        ],
+    ),
+    // api.flowcontrol.v1.Subject
+    M(
+        "Subject",
+        Special::None,
+        &[
+            F(1, "kind", One(Str), 0),
+            F(2, "user", One(Msg(268)), 0),
+            F(3, "group", One(Msg(269)), 0),
+            F(4, "serviceAccount", One(Msg(270)), 0),
+        ],
+    ),
+    // api.flowcontrol.v1.UserSubject
+    M("UserSubject", Special::None, &[F(1, "name", One(Str), 0)]),
+    // api.flowcontrol.v1.GroupSubject
+    M("GroupSubject", Special::None, &[F(1, "name", One(Str), 0)]),
+    // api.flowcontrol.v1.ServiceAccountSubject
+    M(
+        "ServiceAccountSubject",
+        Special::None,
+        &[F(1, "namespace", One(Str), 0), F(2, "name", One(Str), 0)],
+    ),
+    // api.flowcontrol.v1.ResourcePolicyRule
+    M(
+        "ResourcePolicyRule",
+        Special::None,
+        &[
+            F(1, "verbs", Many(Str), 0),
+            F(2, "apiGroups", Many(Str), 0),
+            F(3, "resources", Many(Str), 0),
+            F(4, "clusterScope", One(Bool), 0),
+            F(5, "namespaces", Many(Str), 0),
+        ],
+    ),
+    // api.flowcontrol.v1.NonResourcePolicyRule
+    M(
+        "NonResourcePolicyRule",
+        Special::None,
+        &[
+            F(1, "verbs", Many(Str), 0),
+            F(6, "nonResourceURLs", Many(Str), 0),
+        ],
+    ),
+    // api.flowcontrol.v1.FlowSchemaStatus
+    M(
+        "FlowSchemaStatus",
+        Special::None,
+        &[F(1, "conditions", Many(Msg(274)), 0)],
+    ),
+    // api.flowcontrol.v1.FlowSchemaCondition
+    M(
+        "FlowSchemaCondition",
+        Special::None,
+        &[
+            F(1, "type", One(Str), OMIT),
+            F(2, "status", One(Str), OMIT),
+            F(3, "lastTransitionTime", One(Msg(2)), 0),
+            F(4, "reason", One(Str), OMIT),
+            F(5, "message", One(Str), OMIT),
+        ],
+    ),
+    // api.flowcontrol.v1.PriorityLevelConfiguration
+    M(
+        "PriorityLevelConfiguration",
+        Special::None,
+        &[
+            F(1, "metadata", One(Msg(1)), 0),
+            F(2, "spec", One(Msg(276)), 0),
+            F(3, "status", One(Msg(281)), 0),
+        ],
+    ),
+    // api.flowcontrol.v1.PriorityLevelConfigurationSpec
+    M(
+        "PriorityLevelConfigurationSpec",
+        Special::None,
+        &[
+            F(1, "type", One(Str), 0),
+            F(2, "limited", One(Msg(277)), 0),
+            F(3, "exempt", One(Msg(280)), 0),
+        ],
+    ),
+    // api.flowcontrol.v1.LimitedPriorityLevelConfiguration
+    M(
+        "LimitedPriorityLevelConfiguration",
+        Special::None,
+        &[
+            F(1, "nominalConcurrencyShares", One(I32), 0),
+            F(2, "limitResponse", One(Msg(278)), 0),
+            F(3, "lendablePercent", One(I32), 0),
+            F(4, "borrowingLimitPercent", One(I32), 0),
+        ],
+    ),
+    // api.flowcontrol.v1.LimitResponse
+    M(
+        "LimitResponse",
+        Special::None,
+        &[F(1, "type", One(Str), 0), F(2, "queuing", One(Msg(279)), 0)],
+    ),
+    // api.flowcontrol.v1.QueuingConfiguration
+    M(
+        "QueuingConfiguration",
+        Special::None,
+        &[
+            F(1, "queues", One(I32), 0),
+            F(2, "handSize", One(I32), 0),
+            F(3, "queueLengthLimit", One(I32), 0),
+        ],
+    ),
+    // api.flowcontrol.v1.ExemptPriorityLevelConfiguration
+    M(
+        "ExemptPriorityLevelConfiguration",
+        Special::None,
+        &[
+            F(1, "nominalConcurrencyShares", One(I32), 0),
+            F(2, "lendablePercent", One(I32), 0),
+        ],
+    ),
+    // api.flowcontrol.v1.PriorityLevelConfigurationStatus
+    M(
+        "PriorityLevelConfigurationStatus",
+        Special::None,
+        &[F(1, "conditions", Many(Msg(282)), 0)],
+    ),
+    // api.flowcontrol.v1.PriorityLevelConfigurationCondition
+    M(
+        "PriorityLevelConfigurationCondition",
+        Special::None,
+        &[
+            F(1, "type", One(Str), OMIT),
+            F(2, "status", One(Str), OMIT),
+            F(3, "lastTransitionTime", One(Msg(2)), 0),
+            F(4, "reason", One(Str), OMIT),
+            F(5, "message", One(Str), OMIT),
+        ],
+    ),
+    // api.networking.v1.IPAddress
+    M(
+        "IPAddress",
+        Special::None,
+        &[
+            F(1, "metadata", One(Msg(1)), 0),
+            F(2, "spec", One(Msg(284)), 0),
+        ],
+    ),
+    // api.networking.v1.IPAddressSpec
+    M(
+        "IPAddressSpec",
+        Special::None,
+        &[F(1, "parentRef", One(Msg(285)), 0)],
+    ),
+    // api.networking.v1.ParentReference
+    M(
+        "ParentReference",
+        Special::None,
+        &[
+            F(1, "group", One(Str), OMIT),
+            F(2, "resource", One(Str), 0),
+            F(3, "namespace", One(Str), OMIT),
+            F(4, "name", One(Str), 0),
+        ],
+    ),
+    // api.networking.v1.Ingress
+    M(
+        "Ingress",
+        Special::None,
+        &[
+            F(1, "metadata", One(Msg(1)), 0),
+            F(2, "spec", One(Msg(287)), 0),
+            F(3, "status", One(Msg(296)), 0),
+        ],
+    ),
+    // api.networking.v1.IngressSpec
+    M(
+        "IngressSpec",
+        Special::None,
+        &[
+            F(4, "ingressClassName", One(Str), OMIT),
+            F(1, "defaultBackend", One(Msg(288)), 0),
+            F(2, "tls", Many(Msg(291)), 0),
+            F(3, "rules", Many(Msg(292)), 0),
+        ],
+    ),
+    // api.networking.v1.IngressBackend
+    M(
+        "IngressBackend",
+        Special::None,
+        &[
+            F(4, "service", One(Msg(289)), 0),
+            F(3, "resource", One(Msg(84)), 0),
+        ],
+    ),
+    // api.networking.v1.IngressServiceBackend
+    M(
+        "IngressServiceBackend",
+        Special::None,
+        &[F(1, "name", One(Str), 0), F(2, "port", One(Msg(290)), 0)],
+    ),
+    // api.networking.v1.ServiceBackendPort
+    M(
+        "ServiceBackendPort",
+        Special::None,
+        &[F(1, "name", One(Str), OMIT), F(2, "number", One(I32), 0)],
+    ),
+    // api.networking.v1.IngressTls
+    M(
+        "IngressTls",
+        Special::None,
+        &[
+            F(1, "hosts", Many(Str), 0),
+            F(2, "secretName", One(Str), OMIT),
+        ],
+    ),
+    // api.networking.v1.IngressRule
+    M(
+        "IngressRule",
+        Special::None,
+        &[
+            F(1, "host", One(Str), OMIT),
+            F(2, "", One(Msg(293)), INLINE),
+        ],
+    ),
+    // api.networking.v1.IngressRuleValue
+    M(
+        "IngressRuleValue",
+        Special::None,
+        &[F(1, "http", One(Msg(294)), 0)],
+    ),
+    // api.networking.v1.HttpIngressRuleValue
+    M(
+        "HttpIngressRuleValue",
+        Special::None,
+        &[F(1, "paths", Many(Msg(295)), 0)],
+    ),
+    // api.networking.v1.HttpIngressPath
+    M(
+        "HttpIngressPath",
+        Special::None,
+        &[
+            F(1, "path", One(Str), OMIT),
+            F(3, "pathType", One(Str), 0),
+            F(2, "backend", One(Msg(288)), 0),
+        ],
+    ),
+    // api.networking.v1.IngressStatus
+    M(
+        "IngressStatus",
+        Special::None,
+        &[F(1, "loadBalancer", One(Msg(297)), 0)],
+    ),
+    // api.networking.v1.IngressLoadBalancerStatus
+    M(
+        "IngressLoadBalancerStatus",
+        Special::None,
+        &[F(1, "ingress", Many(Msg(298)), 0)],
+    ),
+    // api.networking.v1.IngressLoadBalancerIngress
+    M(
+        "IngressLoadBalancerIngress",
+        Special::None,
+        &[
+            F(1, "ip", One(Str), OMIT),
+            F(2, "hostname", One(Str), OMIT),
+            F(4, "ports", Many(Msg(299)), 0),
+        ],
+    ),
+    // api.networking.v1.IngressPortStatus
+    M(
+        "IngressPortStatus",
+        Special::None,
+        &[
+            F(1, "port", One(I32), 0),
+            F(2, "protocol", One(Str), 0),
+            F(3, "error", One(Str), OMIT),
+        ],
+    ),
+    // api.networking.v1.IngressClass
+    M(
+        "IngressClass",
+        Special::None,
+        &[
+            F(1, "metadata", One(Msg(1)), 0),
+            F(2, "spec", One(Msg(301)), 0),
+        ],
+    ),
+    // api.networking.v1.IngressClassSpec
+    M(
+        "IngressClassSpec",
+        Special::None,
+        &[
+            F(1, "controller", One(Str), OMIT),
+            F(2, "parameters", One(Msg(302)), 0),
+        ],
+    ),
+    // api.networking.v1.IngressClassParametersReference
+    M(
+        "IngressClassParametersReference",
+        Special::None,
+        &[
+            F(1, "apiGroup", One(Str), OMIT),
+            F(2, "kind", One(Str), 0),
+            F(3, "name", One(Str), 0),
+            F(4, "scope", One(Str), OMIT),
+            F(5, "namespace", One(Str), OMIT),
+        ],
+    ),
+    // api.networking.v1.NetworkPolicy
+    M(
+        "NetworkPolicy",
+        Special::None,
+        &[
+            F(1, "metadata", One(Msg(1)), 0),
+            F(2, "spec", One(Msg(304)), 0),
+        ],
+    ),
+    // api.networking.v1.NetworkPolicySpec
+    M(
+        "NetworkPolicySpec",
+        Special::None,
+        &[
+            F(1, "podSelector", One(Msg(11)), 0),
+            F(2, "ingress", Many(Msg(305)), 0),
+            F(3, "egress", Many(Msg(309)), 0),
+            F(4, "policyTypes", Many(Str), 0),
+        ],
+    ),
+    // api.networking.v1.NetworkPolicyIngressRule
+    M(
+        "NetworkPolicyIngressRule",
+        Special::None,
+        &[
+            F(1, "ports", Many(Msg(306)), 0),
+            F(2, "from", Many(Msg(307)), 0),
+        ],
+    ),
+    // api.networking.v1.NetworkPolicyPort
+    M(
+        "NetworkPolicyPort",
+        Special::None,
+        &[
+            F(1, "protocol", One(Str), OMIT),
+            F(2, "port", One(Msg(108)), 0),
+            F(3, "endPort", One(I32), 0),
+        ],
+    ),
+    // api.networking.v1.NetworkPolicyPeer
+    M(
+        "NetworkPolicyPeer",
+        Special::None,
+        &[
+            F(1, "podSelector", One(Msg(11)), 0),
+            F(2, "namespaceSelector", One(Msg(11)), 0),
+            F(3, "ipBlock", One(Msg(308)), 0),
+        ],
+    ),
+    // api.networking.v1.IpBlock
+    M(
+        "IpBlock",
+        Special::None,
+        &[F(1, "cidr", One(Str), 0), F(2, "except", Many(Str), 0)],
+    ),
+    // api.networking.v1.NetworkPolicyEgressRule
+    M(
+        "NetworkPolicyEgressRule",
+        Special::None,
+        &[
+            F(1, "ports", Many(Msg(306)), 0),
+            F(2, "to", Many(Msg(307)), 0),
+        ],
+    ),
+    // api.networking.v1.ServiceCIDR
+    M(
+        "ServiceCIDR",
+        Special::None,
+        &[
+            F(1, "metadata", One(Msg(1)), 0),
+            F(2, "spec", One(Msg(311)), 0),
+            F(3, "status", One(Msg(312)), 0),
+        ],
+    ),
+    // api.networking.v1.ServiceCIDRSpec
+    M(
+        "ServiceCIDRSpec",
+        Special::None,
+        &[F(1, "cidrs", Many(Str), 0)],
+    ),
+    // api.networking.v1.ServiceCIDRStatus
+    M(
+        "ServiceCIDRStatus",
+        Special::None,
+        &[F(1, "conditions", Many(Msg(25)), 0)],
+    ),
+    // api.node.v1.RuntimeClass
+    M(
+        "RuntimeClass",
+        Special::None,
+        &[
+            F(1, "metadata", One(Msg(1)), 0),
+            F(2, "handler", One(Str), 0),
+            F(3, "overhead", One(Msg(314)), 0),
+            F(4, "scheduling", One(Msg(315)), 0),
+        ],
+    ),
+    // api.node.v1.Overhead
+    M(
+        "Overhead",
+        Special::None,
+        &[F(1, "podFixed", Map(Msg(41)), 0)],
+    ),
+    // api.node.v1.Scheduling
+    M(
+        "Scheduling",
+        Special::None,
+        &[
+            F(1, "nodeSelector", Map(Str), 0),
+            F(2, "tolerations", Many(Msg(135)), 0),
+        ],
+    ),
     // api.policy.v1.Eviction
     M(
         "Eviction",
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "deleteOptions", One(Msg(180)), 0),
+            F(2, "deleteOptions", One(Msg(317)), 0),
         ],
     ),
     // apimachinery.pkg.apis.meta.v1.DeleteOptions
@@ -1987,7 +3253,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "gracePeriodSeconds", One(I64), 0),
-            F(2, "preconditions", One(Msg(181)), 0),
+            F(2, "preconditions", One(Msg(318)), 0),
             F(3, "orphanDependents", One(Bool), 0),
             F(4, "propagationPolicy", One(Str), OMIT),
             F(5, "dryRun", Many(Str), 0),
@@ -2014,8 +3280,8 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "spec", One(Msg(183)), 0),
-            F(3, "status", One(Msg(184)), 0),
+            F(2, "spec", One(Msg(320)), 0),
+            F(3, "status", One(Msg(321)), 0),
         ],
     ),
     // api.policy.v1.PodDisruptionBudgetSpec
@@ -2023,9 +3289,9 @@ pub static MESSAGES: &[M] = &[
         "PodDisruptionBudgetSpec",
         Special::None,
         &[
-            F(1, "minAvailable", One(Msg(82)), 0),
-            F(2, "selector", One(Msg(7)), 0),
-            F(3, "maxUnavailable", One(Msg(82)), 0),
+            F(1, "minAvailable", One(Msg(108)), 0),
+            F(2, "selector", One(Msg(11)), 0),
+            F(3, "maxUnavailable", One(Msg(108)), 0),
             F(4, "unhealthyPodEvictionPolicy", One(Str), OMIT),
         ],
     ),
@@ -2040,20 +3306,42 @@ pub static MESSAGES: &[M] = &[
             F(4, "currentHealthy", One(I32), 0),
             F(5, "desiredHealthy", One(I32), 0),
             F(6, "expectedPods", One(I32), 0),
-            F(7, "conditions", Many(Msg(185)), 0),
+            F(7, "conditions", Many(Msg(25)), 0),
         ],
     ),
-    // apimachinery.pkg.apis.meta.v1.Condition
+    // api.policy.v1beta1.PodDisruptionBudget
     M(
-        "Condition",
+        "PodDisruptionBudget",
         Special::None,
         &[
-            F(1, "type", One(Str), 0),
-            F(2, "status", One(Str), 0),
-            F(3, "observedGeneration", One(I64), OMIT),
-            F(4, "lastTransitionTime", One(Msg(2)), 0),
-            F(5, "reason", One(Str), 0),
-            F(6, "message", One(Str), 0),
+            F(1, "metadata", One(Msg(1)), 0),
+            F(2, "spec", One(Msg(323)), 0),
+            F(3, "status", One(Msg(324)), 0),
+        ],
+    ),
+    // api.policy.v1beta1.PodDisruptionBudgetSpec
+    M(
+        "PodDisruptionBudgetSpec",
+        Special::None,
+        &[
+            F(1, "minAvailable", One(Msg(108)), 0),
+            F(2, "selector", One(Msg(11)), 0),
+            F(3, "maxUnavailable", One(Msg(108)), 0),
+            F(4, "unhealthyPodEvictionPolicy", One(Str), OMIT),
+        ],
+    ),
+    // api.policy.v1beta1.PodDisruptionBudgetStatus
+    M(
+        "PodDisruptionBudgetStatus",
+        Special::None,
+        &[
+            F(1, "observedGeneration", One(I64), 0),
+            F(2, "disruptedPods", Map(Msg(2)), 0),
+            F(3, "disruptionsAllowed", One(I32), 0),
+            F(4, "currentHealthy", One(I32), 0),
+            F(5, "desiredHealthy", One(I32), 0),
+            F(6, "expectedPods", One(I32), 0),
+            F(7, "conditions", Many(Msg(25)), 0),
         ],
     ),
     // api.rbac.v1.ClusterRole
@@ -2062,8 +3350,8 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "rules", Many(Msg(187)), 0),
-            F(3, "aggregationRule", One(Msg(188)), 0),
+            F(2, "rules", Many(Msg(326)), 0),
+            F(3, "aggregationRule", One(Msg(327)), 0),
         ],
     ),
     // api.rbac.v1.PolicyRule
@@ -2082,7 +3370,7 @@ pub static MESSAGES: &[M] = &[
     M(
         "AggregationRule",
         Special::None,
-        &[F(1, "clusterRoleSelectors", Many(Msg(7)), 0)],
+        &[F(1, "clusterRoleSelectors", Many(Msg(11)), 0)],
     ),
     // api.rbac.v1.ClusterRoleBinding
     M(
@@ -2090,8 +3378,8 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "subjects", Many(Msg(190)), 0),
-            F(3, "roleRef", One(Msg(191)), 0),
+            F(2, "subjects", Many(Msg(329)), 0),
+            F(3, "roleRef", One(Msg(330)), 0),
         ],
     ),
     // api.rbac.v1.Subject
@@ -2121,7 +3409,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "rules", Many(Msg(187)), 0),
+            F(2, "rules", Many(Msg(326)), 0),
         ],
     ),
     // api.rbac.v1.RoleBinding
@@ -2130,8 +3418,86 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "subjects", Many(Msg(190)), 0),
-            F(3, "roleRef", One(Msg(191)), 0),
+            F(2, "subjects", Many(Msg(329)), 0),
+            F(3, "roleRef", One(Msg(330)), 0),
+        ],
+    ),
+    // api.rbac.v1beta1.ClusterRole
+    M(
+        "ClusterRole",
+        Special::None,
+        &[
+            F(1, "metadata", One(Msg(1)), 0),
+            F(2, "rules", Many(Msg(334)), 0),
+            F(3, "aggregationRule", One(Msg(335)), 0),
+        ],
+    ),
+    // api.rbac.v1beta1.PolicyRule
+    M(
+        "PolicyRule",
+        Special::None,
+        &[
+            F(1, "verbs", Many(Str), 0),
+            F(2, "apiGroups", Many(Str), 0),
+            F(3, "resources", Many(Str), 0),
+            F(4, "resourceNames", Many(Str), 0),
+            F(5, "nonResourceURLs", Many(Str), 0),
+        ],
+    ),
+    // api.rbac.v1beta1.AggregationRule
+    M(
+        "AggregationRule",
+        Special::None,
+        &[F(1, "clusterRoleSelectors", Many(Msg(11)), 0)],
+    ),
+    // api.rbac.v1beta1.ClusterRoleBinding
+    M(
+        "ClusterRoleBinding",
+        Special::None,
+        &[
+            F(1, "metadata", One(Msg(1)), 0),
+            F(2, "subjects", Many(Msg(337)), 0),
+            F(3, "roleRef", One(Msg(338)), 0),
+        ],
+    ),
+    // api.rbac.v1beta1.Subject
+    M(
+        "Subject",
+        Special::None,
+        &[
+            F(1, "kind", One(Str), 0),
+            F(2, "apiGroup", One(Str), OMIT),
+            F(3, "name", One(Str), 0),
+            F(4, "namespace", One(Str), OMIT),
+        ],
+    ),
+    // api.rbac.v1beta1.RoleRef
+    M(
+        "RoleRef",
+        Special::None,
+        &[
+            F(1, "apiGroup", One(Str), 0),
+            F(2, "kind", One(Str), 0),
+            F(3, "name", One(Str), 0),
+        ],
+    ),
+    // api.rbac.v1beta1.Role
+    M(
+        "Role",
+        Special::None,
+        &[
+            F(1, "metadata", One(Msg(1)), 0),
+            F(2, "rules", Many(Msg(334)), 0),
+        ],
+    ),
+    // api.rbac.v1beta1.RoleBinding
+    M(
+        "RoleBinding",
+        Special::None,
+        &[
+            F(1, "metadata", One(Msg(1)), 0),
+            F(2, "subjects", Many(Msg(337)), 0),
+            F(3, "roleRef", One(Msg(338)), 0),
         ],
     ),
     // api.resource.v1.DeviceClass
@@ -2140,7 +3506,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "spec", One(Msg(195)), 0),
+            F(2, "spec", One(Msg(342)), 0),
         ],
     ),
     // api.resource.v1.DeviceClassSpec
@@ -2148,8 +3514,8 @@ pub static MESSAGES: &[M] = &[
         "DeviceClassSpec",
         Special::None,
         &[
-            F(1, "selectors", Many(Msg(196)), 0),
-            F(2, "config", Many(Msg(198)), 0),
+            F(1, "selectors", Many(Msg(343)), 0),
+            F(2, "config", Many(Msg(345)), 0),
             F(4, "extendedResourceName", One(Str), OMIT),
         ],
     ),
@@ -2157,7 +3523,7 @@ pub static MESSAGES: &[M] = &[
     M(
         "DeviceSelector",
         Special::None,
-        &[F(1, "cel", One(Msg(197)), 0)],
+        &[F(1, "cel", One(Msg(344)), 0)],
     ),
     // api.resource.v1.CelDeviceSelector
     M(
@@ -2169,13 +3535,13 @@ pub static MESSAGES: &[M] = &[
     M(
         "DeviceClassConfiguration",
         Special::None,
-        &[F(1, "", One(Msg(199)), INLINE)],
+        &[F(1, "", One(Msg(346)), INLINE)],
     ),
     // api.resource.v1.DeviceConfiguration
     M(
         "DeviceConfiguration",
         Special::None,
-        &[F(1, "opaque", One(Msg(200)), 0)],
+        &[F(1, "opaque", One(Msg(347)), 0)],
     ),
     // api.resource.v1.OpaqueDeviceConfiguration
     M(
@@ -2183,35 +3549,33 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "driver", One(Str), 0),
-            F(2, "parameters", One(Msg(201)), 0),
+            F(2, "parameters", One(Msg(32)), 0),
         ],
     ),
-    // apimachinery.pkg.runtime.RawExtension
-    M("RawExtension", Special::RawJson, &[]),
     // api.resource.v1.ResourceClaim
     M(
         "ResourceClaim",
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "spec", One(Msg(203)), 0),
-            F(3, "status", One(Msg(212)), 0),
+            F(2, "spec", One(Msg(349)), 0),
+            F(3, "status", One(Msg(358)), 0),
         ],
     ),
     // api.resource.v1.ResourceClaimSpec
     M(
         "ResourceClaimSpec",
         Special::None,
-        &[F(1, "devices", One(Msg(204)), 0)],
+        &[F(1, "devices", One(Msg(350)), 0)],
     ),
     // api.resource.v1.DeviceClaim
     M(
         "DeviceClaim",
         Special::None,
         &[
-            F(1, "requests", Many(Msg(205)), 0),
-            F(2, "constraints", Many(Msg(210)), 0),
-            F(3, "config", Many(Msg(211)), 0),
+            F(1, "requests", Many(Msg(351)), 0),
+            F(2, "constraints", Many(Msg(356)), 0),
+            F(3, "config", Many(Msg(357)), 0),
         ],
     ),
     // api.resource.v1.DeviceRequest
@@ -2220,8 +3584,8 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "name", One(Str), 0),
-            F(2, "exactly", One(Msg(206)), 0),
-            F(3, "firstAvailable", Many(Msg(209)), 0),
+            F(2, "exactly", One(Msg(352)), 0),
+            F(3, "firstAvailable", Many(Msg(355)), 0),
         ],
     ),
     // api.resource.v1.ExactDeviceRequest
@@ -2230,12 +3594,12 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "deviceClassName", One(Str), 0),
-            F(2, "selectors", Many(Msg(196)), 0),
+            F(2, "selectors", Many(Msg(343)), 0),
             F(3, "allocationMode", One(Str), OMIT),
             F(4, "count", One(I64), 0),
             F(5, "adminAccess", One(Bool), 0),
-            F(6, "tolerations", Many(Msg(207)), 0),
-            F(7, "capacity", One(Msg(208)), 0),
+            F(6, "tolerations", Many(Msg(353)), 0),
+            F(7, "capacity", One(Msg(354)), 0),
         ],
     ),
     // api.resource.v1.DeviceToleration
@@ -2254,7 +3618,7 @@ pub static MESSAGES: &[M] = &[
     M(
         "CapacityRequirements",
         Special::None,
-        &[F(1, "requests", Map(Msg(15)), 0)],
+        &[F(1, "requests", Map(Msg(41)), 0)],
     ),
     // api.resource.v1.DeviceSubRequest
     M(
@@ -2263,11 +3627,11 @@ pub static MESSAGES: &[M] = &[
         &[
             F(1, "name", One(Str), 0),
             F(2, "deviceClassName", One(Str), 0),
-            F(3, "selectors", Many(Msg(196)), 0),
+            F(3, "selectors", Many(Msg(343)), 0),
             F(4, "allocationMode", One(Str), OMIT),
             F(5, "count", One(I64), 0),
-            F(6, "tolerations", Many(Msg(207)), 0),
-            F(7, "capacity", One(Msg(208)), 0),
+            F(6, "tolerations", Many(Msg(353)), 0),
+            F(7, "capacity", One(Msg(354)), 0),
         ],
     ),
     // api.resource.v1.DeviceConstraint
@@ -2286,7 +3650,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "requests", Many(Str), 0),
-            F(2, "", One(Msg(199)), INLINE),
+            F(2, "", One(Msg(346)), INLINE),
         ],
     ),
     // api.resource.v1.ResourceClaimStatus
@@ -2294,9 +3658,9 @@ pub static MESSAGES: &[M] = &[
         "ResourceClaimStatus",
         Special::None,
         &[
-            F(1, "allocation", One(Msg(213)), 0),
-            F(2, "reservedFor", Many(Msg(217)), 0),
-            F(4, "devices", Many(Msg(218)), 0),
+            F(1, "allocation", One(Msg(359)), 0),
+            F(2, "reservedFor", Many(Msg(363)), 0),
+            F(4, "devices", Many(Msg(364)), 0),
         ],
     ),
     // api.resource.v1.AllocationResult
@@ -2304,8 +3668,8 @@ pub static MESSAGES: &[M] = &[
         "AllocationResult",
         Special::None,
         &[
-            F(1, "devices", One(Msg(214)), 0),
-            F(3, "nodeSelector", One(Msg(101)), 0),
+            F(1, "devices", One(Msg(360)), 0),
+            F(3, "nodeSelector", One(Msg(127)), 0),
             F(5, "allocationTimestamp", One(Msg(2)), 0),
         ],
     ),
@@ -2314,8 +3678,8 @@ pub static MESSAGES: &[M] = &[
         "DeviceAllocationResult",
         Special::None,
         &[
-            F(1, "results", Many(Msg(215)), 0),
-            F(2, "config", Many(Msg(216)), 0),
+            F(1, "results", Many(Msg(361)), 0),
+            F(2, "config", Many(Msg(362)), 0),
         ],
     ),
     // api.resource.v1.DeviceRequestAllocationResult
@@ -2328,11 +3692,11 @@ pub static MESSAGES: &[M] = &[
             F(3, "pool", One(Str), 0),
             F(4, "device", One(Str), 0),
             F(5, "adminAccess", One(Bool), 0),
-            F(6, "tolerations", Many(Msg(207)), 0),
+            F(6, "tolerations", Many(Msg(353)), 0),
             F(7, "bindingConditions", Many(Str), 0),
             F(8, "bindingFailureConditions", Many(Str), 0),
             F(9, "shareID", One(Str), OMIT),
-            F(10, "consumedCapacity", Map(Msg(15)), 0),
+            F(10, "consumedCapacity", Map(Msg(41)), 0),
         ],
     ),
     // api.resource.v1.DeviceAllocationConfiguration
@@ -2342,7 +3706,7 @@ pub static MESSAGES: &[M] = &[
         &[
             F(1, "source", One(Str), 0),
             F(2, "requests", Many(Str), 0),
-            F(3, "", One(Msg(199)), INLINE),
+            F(3, "", One(Msg(346)), INLINE),
         ],
     ),
     // api.resource.v1.ResourceClaimConsumerReference
@@ -2365,9 +3729,9 @@ pub static MESSAGES: &[M] = &[
             F(2, "pool", One(Str), 0),
             F(3, "device", One(Str), 0),
             F(7, "shareID", One(Str), OMIT),
-            F(4, "conditions", Many(Msg(185)), 0),
-            F(5, "data", One(Msg(201)), 0),
-            F(6, "networkData", One(Msg(219)), 0),
+            F(4, "conditions", Many(Msg(25)), 0),
+            F(5, "data", One(Msg(32)), 0),
+            F(6, "networkData", One(Msg(365)), 0),
         ],
     ),
     // api.resource.v1.NetworkDeviceData
@@ -2386,7 +3750,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "spec", One(Msg(221)), 0),
+            F(2, "spec", One(Msg(367)), 0),
         ],
     ),
     // api.resource.v1.ResourceClaimTemplateSpec
@@ -2395,7 +3759,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "spec", One(Msg(203)), 0),
+            F(2, "spec", One(Msg(349)), 0),
         ],
     ),
     // api.resource.v1.ResourceSlice
@@ -2404,7 +3768,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "spec", One(Msg(223)), 0),
+            F(2, "spec", One(Msg(369)), 0),
         ],
     ),
     // api.resource.v1.ResourceSliceSpec
@@ -2413,13 +3777,13 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "driver", One(Str), 0),
-            F(2, "pool", One(Msg(224)), 0),
+            F(2, "pool", One(Msg(370)), 0),
             F(3, "nodeName", One(Str), OMIT),
-            F(4, "nodeSelector", One(Msg(101)), 0),
+            F(4, "nodeSelector", One(Msg(127)), 0),
             F(5, "allNodes", One(Bool), 0),
-            F(6, "devices", Many(Msg(225)), 0),
+            F(6, "devices", Many(Msg(371)), 0),
             F(7, "perDeviceNodeSelection", One(Bool), 0),
-            F(8, "sharedCounters", Many(Msg(233)), 0),
+            F(8, "sharedCounters", Many(Msg(379)), 0),
         ],
     ),
     // api.resource.v1.ResourcePool
@@ -2438,13 +3802,13 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "name", One(Str), 0),
-            F(2, "attributes", Map(Msg(226)), 0),
-            F(3, "capacity", Map(Msg(227)), 0),
-            F(4, "consumesCounters", Many(Msg(230)), 0),
+            F(2, "attributes", Map(Msg(372)), 0),
+            F(3, "capacity", Map(Msg(373)), 0),
+            F(4, "consumesCounters", Many(Msg(376)), 0),
             F(5, "nodeName", One(Str), OMIT),
-            F(6, "nodeSelector", One(Msg(101)), 0),
+            F(6, "nodeSelector", One(Msg(127)), 0),
             F(7, "allNodes", One(Bool), 0),
-            F(8, "taints", Many(Msg(232)), 0),
+            F(8, "taints", Many(Msg(378)), 0),
             F(9, "bindsToNode", One(Bool), 0),
             F(10, "bindingConditions", Many(Str), 0),
             F(11, "bindingFailureConditions", Many(Str), 0),
@@ -2467,8 +3831,8 @@ pub static MESSAGES: &[M] = &[
         "DeviceCapacity",
         Special::None,
         &[
-            F(1, "value", One(Msg(15)), 0),
-            F(2, "requestPolicy", One(Msg(228)), 0),
+            F(1, "value", One(Msg(41)), 0),
+            F(2, "requestPolicy", One(Msg(374)), 0),
         ],
     ),
     // api.resource.v1.CapacityRequestPolicy
@@ -2476,9 +3840,9 @@ pub static MESSAGES: &[M] = &[
         "CapacityRequestPolicy",
         Special::None,
         &[
-            F(1, "default", One(Msg(15)), 0),
-            F(3, "validValues", Many(Msg(15)), 0),
-            F(4, "validRange", One(Msg(229)), 0),
+            F(1, "default", One(Msg(41)), 0),
+            F(3, "validValues", Many(Msg(41)), 0),
+            F(4, "validRange", One(Msg(375)), 0),
         ],
     ),
     // api.resource.v1.CapacityRequestPolicyRange
@@ -2486,9 +3850,9 @@ pub static MESSAGES: &[M] = &[
         "CapacityRequestPolicyRange",
         Special::None,
         &[
-            F(1, "min", One(Msg(15)), 0),
-            F(2, "max", One(Msg(15)), 0),
-            F(3, "step", One(Msg(15)), 0),
+            F(1, "min", One(Msg(41)), 0),
+            F(2, "max", One(Msg(41)), 0),
+            F(3, "step", One(Msg(41)), 0),
         ],
     ),
     // api.resource.v1.DeviceCounterConsumption
@@ -2497,11 +3861,11 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "counterSet", One(Str), 0),
-            F(2, "counters", Map(Msg(231)), 0),
+            F(2, "counters", Map(Msg(377)), 0),
         ],
     ),
     // api.resource.v1.Counter
-    M("Counter", Special::None, &[F(1, "value", One(Msg(15)), 0)]),
+    M("Counter", Special::None, &[F(1, "value", One(Msg(41)), 0)]),
     // api.resource.v1.DeviceTaint
     M(
         "DeviceTaint",
@@ -2519,7 +3883,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "name", One(Str), 0),
-            F(2, "counters", Map(Msg(231)), 0),
+            F(2, "counters", Map(Msg(377)), 0),
         ],
     ),
     // api.resource.v1beta1.DeviceClass
@@ -2528,7 +3892,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "spec", One(Msg(235)), 0),
+            F(2, "spec", One(Msg(381)), 0),
         ],
     ),
     // api.resource.v1beta1.DeviceClassSpec
@@ -2536,8 +3900,8 @@ pub static MESSAGES: &[M] = &[
         "DeviceClassSpec",
         Special::None,
         &[
-            F(1, "selectors", Many(Msg(236)), 0),
-            F(2, "config", Many(Msg(238)), 0),
+            F(1, "selectors", Many(Msg(382)), 0),
+            F(2, "config", Many(Msg(384)), 0),
             F(4, "extendedResourceName", One(Str), OMIT),
         ],
     ),
@@ -2545,7 +3909,7 @@ pub static MESSAGES: &[M] = &[
     M(
         "DeviceSelector",
         Special::None,
-        &[F(1, "cel", One(Msg(237)), 0)],
+        &[F(1, "cel", One(Msg(383)), 0)],
     ),
     // api.resource.v1beta1.CelDeviceSelector
     M(
@@ -2557,13 +3921,13 @@ pub static MESSAGES: &[M] = &[
     M(
         "DeviceClassConfiguration",
         Special::None,
-        &[F(1, "", One(Msg(239)), INLINE)],
+        &[F(1, "", One(Msg(385)), INLINE)],
     ),
     // api.resource.v1beta1.DeviceConfiguration
     M(
         "DeviceConfiguration",
         Special::None,
-        &[F(1, "opaque", One(Msg(240)), 0)],
+        &[F(1, "opaque", One(Msg(386)), 0)],
     ),
     // api.resource.v1beta1.OpaqueDeviceConfiguration
     M(
@@ -2571,7 +3935,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "driver", One(Str), 0),
-            F(2, "parameters", One(Msg(201)), 0),
+            F(2, "parameters", One(Msg(32)), 0),
         ],
     ),
     // api.resource.v1beta1.ResourceClaim
@@ -2580,24 +3944,24 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "spec", One(Msg(242)), 0),
-            F(3, "status", One(Msg(250)), 0),
+            F(2, "spec", One(Msg(388)), 0),
+            F(3, "status", One(Msg(396)), 0),
         ],
     ),
     // api.resource.v1beta1.ResourceClaimSpec
     M(
         "ResourceClaimSpec",
         Special::None,
-        &[F(1, "devices", One(Msg(243)), 0)],
+        &[F(1, "devices", One(Msg(389)), 0)],
     ),
     // api.resource.v1beta1.DeviceClaim
     M(
         "DeviceClaim",
         Special::None,
         &[
-            F(1, "requests", Many(Msg(244)), 0),
-            F(2, "constraints", Many(Msg(248)), 0),
-            F(3, "config", Many(Msg(249)), 0),
+            F(1, "requests", Many(Msg(390)), 0),
+            F(2, "constraints", Many(Msg(394)), 0),
+            F(3, "config", Many(Msg(395)), 0),
         ],
     ),
     // api.resource.v1beta1.DeviceRequest
@@ -2607,13 +3971,13 @@ pub static MESSAGES: &[M] = &[
         &[
             F(1, "name", One(Str), 0),
             F(2, "deviceClassName", One(Str), OMIT),
-            F(3, "selectors", Many(Msg(236)), 0),
+            F(3, "selectors", Many(Msg(382)), 0),
             F(4, "allocationMode", One(Str), OMIT),
             F(5, "count", One(I64), 0),
             F(6, "adminAccess", One(Bool), 0),
-            F(7, "firstAvailable", Many(Msg(245)), 0),
-            F(8, "tolerations", Many(Msg(246)), 0),
-            F(9, "capacity", One(Msg(247)), 0),
+            F(7, "firstAvailable", Many(Msg(391)), 0),
+            F(8, "tolerations", Many(Msg(392)), 0),
+            F(9, "capacity", One(Msg(393)), 0),
         ],
     ),
     // api.resource.v1beta1.DeviceSubRequest
@@ -2623,11 +3987,11 @@ pub static MESSAGES: &[M] = &[
         &[
             F(1, "name", One(Str), 0),
             F(2, "deviceClassName", One(Str), 0),
-            F(3, "selectors", Many(Msg(236)), 0),
+            F(3, "selectors", Many(Msg(382)), 0),
             F(4, "allocationMode", One(Str), OMIT),
             F(5, "count", One(I64), 0),
-            F(7, "tolerations", Many(Msg(246)), 0),
-            F(8, "capacity", One(Msg(247)), 0),
+            F(7, "tolerations", Many(Msg(392)), 0),
+            F(8, "capacity", One(Msg(393)), 0),
         ],
     ),
     // api.resource.v1beta1.DeviceToleration
@@ -2646,7 +4010,7 @@ pub static MESSAGES: &[M] = &[
     M(
         "CapacityRequirements",
         Special::None,
-        &[F(1, "requests", Map(Msg(15)), 0)],
+        &[F(1, "requests", Map(Msg(41)), 0)],
     ),
     // api.resource.v1beta1.DeviceConstraint
     M(
@@ -2664,7 +4028,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "requests", Many(Str), 0),
-            F(2, "", One(Msg(239)), INLINE),
+            F(2, "", One(Msg(385)), INLINE),
         ],
     ),
     // api.resource.v1beta1.ResourceClaimStatus
@@ -2672,9 +4036,9 @@ pub static MESSAGES: &[M] = &[
         "ResourceClaimStatus",
         Special::None,
         &[
-            F(1, "allocation", One(Msg(251)), 0),
-            F(2, "reservedFor", Many(Msg(255)), 0),
-            F(4, "devices", Many(Msg(256)), 0),
+            F(1, "allocation", One(Msg(397)), 0),
+            F(2, "reservedFor", Many(Msg(401)), 0),
+            F(4, "devices", Many(Msg(402)), 0),
         ],
     ),
     // api.resource.v1beta1.AllocationResult
@@ -2682,8 +4046,8 @@ pub static MESSAGES: &[M] = &[
         "AllocationResult",
         Special::None,
         &[
-            F(1, "devices", One(Msg(252)), 0),
-            F(3, "nodeSelector", One(Msg(101)), 0),
+            F(1, "devices", One(Msg(398)), 0),
+            F(3, "nodeSelector", One(Msg(127)), 0),
             F(5, "allocationTimestamp", One(Msg(2)), 0),
         ],
     ),
@@ -2692,8 +4056,8 @@ pub static MESSAGES: &[M] = &[
         "DeviceAllocationResult",
         Special::None,
         &[
-            F(1, "results", Many(Msg(253)), 0),
-            F(2, "config", Many(Msg(254)), 0),
+            F(1, "results", Many(Msg(399)), 0),
+            F(2, "config", Many(Msg(400)), 0),
         ],
     ),
     // api.resource.v1beta1.DeviceRequestAllocationResult
@@ -2706,11 +4070,11 @@ pub static MESSAGES: &[M] = &[
             F(3, "pool", One(Str), 0),
             F(4, "device", One(Str), 0),
             F(5, "adminAccess", One(Bool), 0),
-            F(6, "tolerations", Many(Msg(246)), 0),
+            F(6, "tolerations", Many(Msg(392)), 0),
             F(7, "bindingConditions", Many(Str), 0),
             F(8, "bindingFailureConditions", Many(Str), 0),
             F(9, "shareID", One(Str), OMIT),
-            F(10, "consumedCapacity", Map(Msg(15)), 0),
+            F(10, "consumedCapacity", Map(Msg(41)), 0),
         ],
     ),
     // api.resource.v1beta1.DeviceAllocationConfiguration
@@ -2720,7 +4084,7 @@ pub static MESSAGES: &[M] = &[
         &[
             F(1, "source", One(Str), 0),
             F(2, "requests", Many(Str), 0),
-            F(3, "", One(Msg(239)), INLINE),
+            F(3, "", One(Msg(385)), INLINE),
         ],
     ),
     // api.resource.v1beta1.ResourceClaimConsumerReference
@@ -2743,9 +4107,9 @@ pub static MESSAGES: &[M] = &[
             F(2, "pool", One(Str), 0),
             F(3, "device", One(Str), 0),
             F(7, "shareID", One(Str), OMIT),
-            F(4, "conditions", Many(Msg(185)), 0),
-            F(5, "data", One(Msg(201)), 0),
-            F(6, "networkData", One(Msg(257)), 0),
+            F(4, "conditions", Many(Msg(25)), 0),
+            F(5, "data", One(Msg(32)), 0),
+            F(6, "networkData", One(Msg(403)), 0),
         ],
     ),
     // api.resource.v1beta1.NetworkDeviceData
@@ -2764,7 +4128,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "spec", One(Msg(259)), 0),
+            F(2, "spec", One(Msg(405)), 0),
         ],
     ),
     // api.resource.v1beta1.ResourceClaimTemplateSpec
@@ -2773,7 +4137,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "spec", One(Msg(242)), 0),
+            F(2, "spec", One(Msg(388)), 0),
         ],
     ),
     // api.resource.v1beta1.ResourceSlice
@@ -2782,7 +4146,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "spec", One(Msg(261)), 0),
+            F(2, "spec", One(Msg(407)), 0),
         ],
     ),
     // api.resource.v1beta1.ResourceSliceSpec
@@ -2791,13 +4155,13 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "driver", One(Str), 0),
-            F(2, "pool", One(Msg(262)), 0),
+            F(2, "pool", One(Msg(408)), 0),
             F(3, "nodeName", One(Str), OMIT),
-            F(4, "nodeSelector", One(Msg(101)), 0),
+            F(4, "nodeSelector", One(Msg(127)), 0),
             F(5, "allNodes", One(Bool), 0),
-            F(6, "devices", Many(Msg(263)), 0),
+            F(6, "devices", Many(Msg(409)), 0),
             F(7, "perDeviceNodeSelection", One(Bool), 0),
-            F(8, "sharedCounters", Many(Msg(272)), 0),
+            F(8, "sharedCounters", Many(Msg(418)), 0),
         ],
     ),
     // api.resource.v1beta1.ResourcePool
@@ -2814,20 +4178,20 @@ pub static MESSAGES: &[M] = &[
     M(
         "Device",
         Special::None,
-        &[F(1, "name", One(Str), 0), F(2, "basic", One(Msg(264)), 0)],
+        &[F(1, "name", One(Str), 0), F(2, "basic", One(Msg(410)), 0)],
     ),
     // api.resource.v1beta1.BasicDevice
     M(
         "BasicDevice",
         Special::None,
         &[
-            F(1, "attributes", Map(Msg(265)), 0),
-            F(2, "capacity", Map(Msg(266)), 0),
-            F(3, "consumesCounters", Many(Msg(269)), 0),
+            F(1, "attributes", Map(Msg(411)), 0),
+            F(2, "capacity", Map(Msg(412)), 0),
+            F(3, "consumesCounters", Many(Msg(415)), 0),
             F(4, "nodeName", One(Str), OMIT),
-            F(5, "nodeSelector", One(Msg(101)), 0),
+            F(5, "nodeSelector", One(Msg(127)), 0),
             F(6, "allNodes", One(Bool), 0),
-            F(7, "taints", Many(Msg(271)), 0),
+            F(7, "taints", Many(Msg(417)), 0),
             F(8, "bindsToNode", One(Bool), 0),
             F(9, "bindingConditions", Many(Str), 0),
             F(10, "bindingFailureConditions", Many(Str), 0),
@@ -2850,8 +4214,8 @@ pub static MESSAGES: &[M] = &[
         "DeviceCapacity",
         Special::None,
         &[
-            F(1, "value", One(Msg(15)), 0),
-            F(2, "requestPolicy", One(Msg(267)), 0),
+            F(1, "value", One(Msg(41)), 0),
+            F(2, "requestPolicy", One(Msg(413)), 0),
         ],
     ),
     // api.resource.v1beta1.CapacityRequestPolicy
@@ -2859,9 +4223,9 @@ pub static MESSAGES: &[M] = &[
         "CapacityRequestPolicy",
         Special::None,
         &[
-            F(1, "default", One(Msg(15)), 0),
-            F(3, "validValues", Many(Msg(15)), 0),
-            F(4, "validRange", One(Msg(268)), 0),
+            F(1, "default", One(Msg(41)), 0),
+            F(3, "validValues", Many(Msg(41)), 0),
+            F(4, "validRange", One(Msg(414)), 0),
         ],
     ),
     // api.resource.v1beta1.CapacityRequestPolicyRange
@@ -2869,9 +4233,9 @@ pub static MESSAGES: &[M] = &[
         "CapacityRequestPolicyRange",
         Special::None,
         &[
-            F(1, "min", One(Msg(15)), 0),
-            F(2, "max", One(Msg(15)), 0),
-            F(3, "step", One(Msg(15)), 0),
+            F(1, "min", One(Msg(41)), 0),
+            F(2, "max", One(Msg(41)), 0),
+            F(3, "step", One(Msg(41)), 0),
         ],
     ),
     // api.resource.v1beta1.DeviceCounterConsumption
@@ -2880,11 +4244,11 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "counterSet", One(Str), 0),
-            F(2, "counters", Map(Msg(270)), 0),
+            F(2, "counters", Map(Msg(416)), 0),
         ],
     ),
     // api.resource.v1beta1.Counter
-    M("Counter", Special::None, &[F(1, "value", One(Msg(15)), 0)]),
+    M("Counter", Special::None, &[F(1, "value", One(Msg(41)), 0)]),
     // api.resource.v1beta1.DeviceTaint
     M(
         "DeviceTaint",
@@ -2902,7 +4266,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "name", One(Str), 0),
-            F(2, "counters", Map(Msg(270)), 0),
+            F(2, "counters", Map(Msg(416)), 0),
         ],
     ),
     // api.scheduling.v1.PriorityClass
@@ -2935,7 +4299,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "spec", One(Msg(276)), 0),
+            F(2, "spec", One(Msg(422)), 0),
         ],
     ),
     // api.storage.v1.CSIDriverSpec
@@ -2948,7 +4312,7 @@ pub static MESSAGES: &[M] = &[
             F(3, "volumeLifecycleModes", Many(Str), 0),
             F(4, "storageCapacity", One(Bool), 0),
             F(5, "fsGroupPolicy", One(Str), OMIT),
-            F(6, "tokenRequests", Many(Msg(277)), 0),
+            F(6, "tokenRequests", Many(Msg(423)), 0),
             F(7, "requiresRepublish", One(Bool), 0),
             F(8, "seLinuxMount", One(Bool), 0),
             F(9, "nodeAllocatableUpdatePeriodSeconds", One(I64), 0),
@@ -2970,14 +4334,14 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "spec", One(Msg(279)), 0),
+            F(2, "spec", One(Msg(425)), 0),
         ],
     ),
     // api.storage.v1.CSINodeSpec
     M(
         "CSINodeSpec",
         Special::None,
-        &[F(1, "drivers", Many(Msg(280)), 0)],
+        &[F(1, "drivers", Many(Msg(426)), 0)],
     ),
     // api.storage.v1.CSINodeDriver
     M(
@@ -2987,7 +4351,7 @@ pub static MESSAGES: &[M] = &[
             F(1, "name", One(Str), 0),
             F(2, "nodeID", One(Str), 0),
             F(3, "topologyKeys", Many(Str), 0),
-            F(4, "allocatable", One(Msg(281)), 0),
+            F(4, "allocatable", One(Msg(427)), 0),
         ],
     ),
     // api.storage.v1.VolumeNodeResources
@@ -3002,10 +4366,10 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "nodeTopology", One(Msg(7)), 0),
+            F(2, "nodeTopology", One(Msg(11)), 0),
             F(3, "storageClassName", One(Str), 0),
-            F(4, "capacity", One(Msg(15)), 0),
-            F(5, "maximumVolumeSize", One(Msg(15)), 0),
+            F(4, "capacity", One(Msg(41)), 0),
+            F(5, "maximumVolumeSize", One(Msg(41)), 0),
         ],
     ),
     // api.storage.v1.StorageClass
@@ -3020,14 +4384,14 @@ pub static MESSAGES: &[M] = &[
             F(5, "mountOptions", Many(Str), 0),
             F(6, "allowVolumeExpansion", One(Bool), 0),
             F(7, "volumeBindingMode", One(Str), OMIT),
-            F(8, "allowedTopologies", Many(Msg(284)), 0),
+            F(8, "allowedTopologies", Many(Msg(430)), 0),
         ],
     ),
     // api.core.v1.TopologySelectorTerm
     M(
         "TopologySelectorTerm",
         Special::None,
-        &[F(1, "matchLabelExpressions", Many(Msg(285)), 0)],
+        &[F(1, "matchLabelExpressions", Many(Msg(431)), 0)],
     ),
     // api.core.v1.TopologySelectorLabelRequirement
     M(
@@ -3041,8 +4405,8 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "spec", One(Msg(287)), 0),
-            F(3, "status", One(Msg(304)), 0),
+            F(2, "spec", One(Msg(433)), 0),
+            F(3, "status", One(Msg(450)), 0),
         ],
     ),
     // api.storage.v1.VolumeAttachmentSpec
@@ -3051,7 +4415,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "attacher", One(Str), 0),
-            F(2, "source", One(Msg(288)), 0),
+            F(2, "source", One(Msg(434)), 0),
             F(3, "nodeName", One(Str), 0),
         ],
     ),
@@ -3061,7 +4425,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "persistentVolumeName", One(Str), OMIT),
-            F(2, "inlineVolumeSpec", One(Msg(289)), 0),
+            F(2, "inlineVolumeSpec", One(Msg(435)), 0),
         ],
     ),
     // api.core.v1.PersistentVolumeSpec
@@ -3069,15 +4433,15 @@ pub static MESSAGES: &[M] = &[
         "PersistentVolumeSpec",
         Special::None,
         &[
-            F(1, "capacity", Map(Msg(15)), 0),
-            F(2, "", One(Msg(290)), INLINE),
+            F(1, "capacity", Map(Msg(41)), 0),
+            F(2, "", One(Msg(436)), INLINE),
             F(3, "accessModes", Many(Str), 0),
-            F(4, "claimRef", One(Msg(177)), 0),
+            F(4, "claimRef", One(Msg(239)), 0),
             F(5, "persistentVolumeReclaimPolicy", One(Str), OMIT),
             F(6, "storageClassName", One(Str), OMIT),
             F(7, "mountOptions", Many(Str), 0),
             F(8, "volumeMode", One(Str), OMIT),
-            F(9, "nodeAffinity", One(Msg(303)), 0),
+            F(9, "nodeAffinity", One(Msg(449)), 0),
             F(10, "volumeAttributesClassName", One(Str), OMIT),
         ],
     ),
@@ -3086,28 +4450,28 @@ pub static MESSAGES: &[M] = &[
         "PersistentVolumeSource",
         Special::None,
         &[
-            F(1, "gcePersistentDisk", One(Msg(16)), 0),
-            F(2, "awsElasticBlockStore", One(Msg(17)), 0),
-            F(3, "hostPath", One(Msg(13)), 0),
-            F(4, "glusterfs", One(Msg(291)), 0),
-            F(5, "nfs", One(Msg(21)), 0),
-            F(6, "rbd", One(Msg(292)), 0),
-            F(7, "iscsi", One(Msg(294)), 0),
-            F(8, "cinder", One(Msg(295)), 0),
-            F(9, "cephfs", One(Msg(296)), 0),
-            F(10, "fc", One(Msg(35)), 0),
-            F(11, "flocker", One(Msg(30)), 0),
-            F(12, "flexVolume", One(Msg(297)), 0),
-            F(13, "azureFile", One(Msg(298)), 0),
-            F(14, "vsphereVolume", One(Msg(38)), 0),
-            F(15, "quobyte", One(Msg(39)), 0),
-            F(16, "azureDisk", One(Msg(40)), 0),
-            F(17, "photonPersistentDisk", One(Msg(41)), 0),
-            F(18, "portworxVolume", One(Msg(50)), 0),
-            F(19, "scaleIO", One(Msg(299)), 0),
-            F(20, "local", One(Msg(300)), 0),
-            F(21, "storageos", One(Msg(301)), 0),
-            F(22, "csi", One(Msg(302)), 0),
+            F(1, "gcePersistentDisk", One(Msg(42)), 0),
+            F(2, "awsElasticBlockStore", One(Msg(43)), 0),
+            F(3, "hostPath", One(Msg(39)), 0),
+            F(4, "glusterfs", One(Msg(437)), 0),
+            F(5, "nfs", One(Msg(47)), 0),
+            F(6, "rbd", One(Msg(438)), 0),
+            F(7, "iscsi", One(Msg(440)), 0),
+            F(8, "cinder", One(Msg(441)), 0),
+            F(9, "cephfs", One(Msg(442)), 0),
+            F(10, "fc", One(Msg(61)), 0),
+            F(11, "flocker", One(Msg(56)), 0),
+            F(12, "flexVolume", One(Msg(443)), 0),
+            F(13, "azureFile", One(Msg(444)), 0),
+            F(14, "vsphereVolume", One(Msg(64)), 0),
+            F(15, "quobyte", One(Msg(65)), 0),
+            F(16, "azureDisk", One(Msg(66)), 0),
+            F(17, "photonPersistentDisk", One(Msg(67)), 0),
+            F(18, "portworxVolume", One(Msg(76)), 0),
+            F(19, "scaleIO", One(Msg(445)), 0),
+            F(20, "local", One(Msg(446)), 0),
+            F(21, "storageos", One(Msg(447)), 0),
+            F(22, "csi", One(Msg(448)), 0),
         ],
     ),
     // api.core.v1.GlusterfsPersistentVolumeSource
@@ -3132,7 +4496,7 @@ pub static MESSAGES: &[M] = &[
             F(4, "pool", One(Str), OMIT),
             F(5, "user", One(Str), OMIT),
             F(6, "keyring", One(Str), OMIT),
-            F(7, "secretRef", One(Msg(293)), 0),
+            F(7, "secretRef", One(Msg(439)), 0),
             F(8, "readOnly", One(Bool), 0),
         ],
     ),
@@ -3159,7 +4523,7 @@ pub static MESSAGES: &[M] = &[
             F(7, "portals", Many(Str), 0),
             F(8, "chapAuthDiscovery", One(Bool), 0),
             F(11, "chapAuthSession", One(Bool), 0),
-            F(10, "secretRef", One(Msg(293)), 0),
+            F(10, "secretRef", One(Msg(439)), 0),
             F(12, "initiatorName", One(Str), OMIT),
         ],
     ),
@@ -3171,7 +4535,7 @@ pub static MESSAGES: &[M] = &[
             F(1, "volumeID", One(Str), 0),
             F(2, "fsType", One(Str), OMIT),
             F(3, "readOnly", One(Bool), OMIT),
-            F(4, "secretRef", One(Msg(293)), 0),
+            F(4, "secretRef", One(Msg(439)), 0),
         ],
     ),
     // api.core.v1.CephFsPersistentVolumeSource
@@ -3183,7 +4547,7 @@ pub static MESSAGES: &[M] = &[
             F(2, "path", One(Str), OMIT),
             F(3, "user", One(Str), OMIT),
             F(4, "secretFile", One(Str), OMIT),
-            F(5, "secretRef", One(Msg(293)), 0),
+            F(5, "secretRef", One(Msg(439)), 0),
             F(6, "readOnly", One(Bool), 0),
         ],
     ),
@@ -3194,7 +4558,7 @@ pub static MESSAGES: &[M] = &[
         &[
             F(1, "driver", One(Str), 0),
             F(2, "fsType", One(Str), OMIT),
-            F(3, "secretRef", One(Msg(293)), 0),
+            F(3, "secretRef", One(Msg(439)), 0),
             F(4, "readOnly", One(Bool), OMIT),
             F(5, "options", Map(Str), 0),
         ],
@@ -3217,7 +4581,7 @@ pub static MESSAGES: &[M] = &[
         &[
             F(1, "gateway", One(Str), 0),
             F(2, "system", One(Str), 0),
-            F(3, "secretRef", One(Msg(293)), 0),
+            F(3, "secretRef", One(Msg(439)), 0),
             F(4, "sslEnabled", One(Bool), 0),
             F(5, "protectionDomain", One(Str), OMIT),
             F(6, "storagePool", One(Str), OMIT),
@@ -3242,7 +4606,7 @@ pub static MESSAGES: &[M] = &[
             F(2, "volumeNamespace", One(Str), OMIT),
             F(3, "fsType", One(Str), OMIT),
             F(4, "readOnly", One(Bool), 0),
-            F(5, "secretRef", One(Msg(177)), 0),
+            F(5, "secretRef", One(Msg(239)), 0),
         ],
     ),
     // api.core.v1.CSIPersistentVolumeSource
@@ -3255,18 +4619,18 @@ pub static MESSAGES: &[M] = &[
             F(3, "readOnly", One(Bool), 0),
             F(4, "fsType", One(Str), OMIT),
             F(5, "volumeAttributes", Map(Str), 0),
-            F(6, "controllerPublishSecretRef", One(Msg(293)), 0),
-            F(7, "nodeStageSecretRef", One(Msg(293)), 0),
-            F(8, "nodePublishSecretRef", One(Msg(293)), 0),
-            F(9, "controllerExpandSecretRef", One(Msg(293)), 0),
-            F(10, "nodeExpandSecretRef", One(Msg(293)), 0),
+            F(6, "controllerPublishSecretRef", One(Msg(439)), 0),
+            F(7, "nodeStageSecretRef", One(Msg(439)), 0),
+            F(8, "nodePublishSecretRef", One(Msg(439)), 0),
+            F(9, "controllerExpandSecretRef", One(Msg(439)), 0),
+            F(10, "nodeExpandSecretRef", One(Msg(439)), 0),
         ],
     ),
     // api.core.v1.VolumeNodeAffinity
     M(
         "VolumeNodeAffinity",
         Special::None,
-        &[F(1, "required", One(Msg(101)), 0)],
+        &[F(1, "required", One(Msg(127)), 0)],
     ),
     // api.storage.v1.VolumeAttachmentStatus
     M(
@@ -3275,8 +4639,8 @@ pub static MESSAGES: &[M] = &[
         &[
             F(1, "attached", One(Bool), 0),
             F(2, "attachmentMetadata", Map(Str), 0),
-            F(3, "attachError", One(Msg(305)), 0),
-            F(4, "detachError", One(Msg(305)), 0),
+            F(3, "attachError", One(Msg(451)), 0),
+            F(4, "detachError", One(Msg(451)), 0),
         ],
     ),
     // api.storage.v1.VolumeError
@@ -3289,13 +4653,23 @@ pub static MESSAGES: &[M] = &[
             F(3, "errorCode", One(I32), 0),
         ],
     ),
+    // api.storage.v1.VolumeAttributesClass
+    M(
+        "VolumeAttributesClass",
+        Special::None,
+        &[
+            F(1, "metadata", One(Msg(1)), 0),
+            F(2, "driverName", One(Str), 0),
+            F(3, "parameters", Map(Str), 0),
+        ],
+    ),
     // api.core.v1.Binding
     M(
         "Binding",
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "target", One(Msg(177)), 0),
+            F(2, "target", One(Msg(239)), 0),
         ],
     ),
     // api.core.v1.ConfigMap
@@ -3315,7 +4689,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "subsets", Many(Msg(309)), 0),
+            F(2, "subsets", Many(Msg(456)), 0),
         ],
     ),
     // api.core.v1.EndpointSubset
@@ -3323,9 +4697,9 @@ pub static MESSAGES: &[M] = &[
         "EndpointSubset",
         Special::None,
         &[
-            F(1, "addresses", Many(Msg(310)), 0),
-            F(2, "notReadyAddresses", Many(Msg(310)), 0),
-            F(3, "ports", Many(Msg(311)), 0),
+            F(1, "addresses", Many(Msg(457)), 0),
+            F(2, "notReadyAddresses", Many(Msg(457)), 0),
+            F(3, "ports", Many(Msg(458)), 0),
         ],
     ),
     // api.core.v1.EndpointAddress
@@ -3336,7 +4710,7 @@ pub static MESSAGES: &[M] = &[
             F(1, "ip", One(Str), 0),
             F(3, "hostname", One(Str), OMIT),
             F(4, "nodeName", One(Str), OMIT),
-            F(2, "targetRef", One(Msg(177)), 0),
+            F(2, "targetRef", One(Msg(239)), 0),
         ],
     ),
     // api.core.v1.EndpointPort
@@ -3356,18 +4730,18 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "involvedObject", One(Msg(177)), 0),
+            F(2, "involvedObject", One(Msg(239)), 0),
             F(3, "reason", One(Str), OMIT),
             F(4, "message", One(Str), OMIT),
-            F(5, "source", One(Msg(178)), 0),
+            F(5, "source", One(Msg(261)), 0),
             F(6, "firstTimestamp", One(Msg(2)), 0),
             F(7, "lastTimestamp", One(Msg(2)), 0),
             F(8, "count", One(I32), OMIT),
             F(9, "type", One(Str), OMIT),
-            F(10, "eventTime", One(Msg(174)), 0),
-            F(11, "series", One(Msg(313)), 0),
+            F(10, "eventTime", One(Msg(251)), 0),
+            F(11, "series", One(Msg(460)), 0),
             F(12, "action", One(Str), OMIT),
-            F(13, "related", One(Msg(177)), 0),
+            F(13, "related", One(Msg(239)), 0),
             F(14, "reportingComponent", One(Str), OMIT),
             F(15, "reportingInstance", One(Str), OMIT),
         ],
@@ -3378,7 +4752,35 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "count", One(I32), OMIT),
-            F(2, "lastObservedTime", One(Msg(174)), 0),
+            F(2, "lastObservedTime", One(Msg(251)), 0),
+        ],
+    ),
+    // api.core.v1.LimitRange
+    M(
+        "LimitRange",
+        Special::None,
+        &[
+            F(1, "metadata", One(Msg(1)), 0),
+            F(2, "spec", One(Msg(462)), 0),
+        ],
+    ),
+    // api.core.v1.LimitRangeSpec
+    M(
+        "LimitRangeSpec",
+        Special::None,
+        &[F(1, "limits", Many(Msg(463)), 0)],
+    ),
+    // api.core.v1.LimitRangeItem
+    M(
+        "LimitRangeItem",
+        Special::None,
+        &[
+            F(1, "type", One(Str), 0),
+            F(2, "max", Map(Msg(41)), 0),
+            F(3, "min", Map(Msg(41)), 0),
+            F(4, "default", Map(Msg(41)), 0),
+            F(5, "defaultRequest", Map(Msg(41)), 0),
+            F(6, "maxLimitRequestRatio", Map(Msg(41)), 0),
         ],
     ),
     // api.core.v1.Namespace
@@ -3387,8 +4789,8 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "spec", One(Msg(315)), 0),
-            F(3, "status", One(Msg(316)), 0),
+            F(2, "spec", One(Msg(465)), 0),
+            F(3, "status", One(Msg(466)), 0),
         ],
     ),
     // api.core.v1.NamespaceSpec
@@ -3403,7 +4805,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "phase", One(Str), OMIT),
-            F(2, "conditions", Many(Msg(317)), 0),
+            F(2, "conditions", Many(Msg(467)), 0),
         ],
     ),
     // api.core.v1.NamespaceCondition
@@ -3424,8 +4826,8 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "spec", One(Msg(319)), 0),
-            F(3, "status", One(Msg(323)), 0),
+            F(2, "spec", One(Msg(469)), 0),
+            F(3, "status", One(Msg(473)), 0),
         ],
     ),
     // api.core.v1.NodeSpec
@@ -3437,8 +4839,8 @@ pub static MESSAGES: &[M] = &[
             F(7, "podCIDRs", Many(Str), 0),
             F(3, "providerID", One(Str), OMIT),
             F(4, "unschedulable", One(Bool), OMIT),
-            F(5, "taints", Many(Msg(320)), 0),
-            F(6, "configSource", One(Msg(321)), 0),
+            F(5, "taints", Many(Msg(470)), 0),
+            F(6, "configSource", One(Msg(471)), 0),
             F(2, "externalID", One(Str), OMIT),
         ],
     ),
@@ -3457,7 +4859,7 @@ pub static MESSAGES: &[M] = &[
     M(
         "NodeConfigSource",
         Special::None,
-        &[F(2, "configMap", One(Msg(322)), 0)],
+        &[F(2, "configMap", One(Msg(472)), 0)],
     ),
     // api.core.v1.ConfigMapNodeConfigSource
     M(
@@ -3476,19 +4878,19 @@ pub static MESSAGES: &[M] = &[
         "NodeStatus",
         Special::None,
         &[
-            F(1, "capacity", Map(Msg(15)), 0),
-            F(2, "allocatable", Map(Msg(15)), 0),
+            F(1, "capacity", Map(Msg(41)), 0),
+            F(2, "allocatable", Map(Msg(41)), 0),
             F(3, "phase", One(Str), OMIT),
-            F(4, "conditions", Many(Msg(324)), 0),
-            F(5, "addresses", Many(Msg(325)), 0),
-            F(6, "daemonEndpoints", One(Msg(326)), 0),
-            F(7, "nodeInfo", One(Msg(328)), 0),
-            F(8, "images", Many(Msg(330)), 0),
+            F(4, "conditions", Many(Msg(474)), 0),
+            F(5, "addresses", Many(Msg(475)), 0),
+            F(6, "daemonEndpoints", One(Msg(476)), 0),
+            F(7, "nodeInfo", One(Msg(478)), 0),
+            F(8, "images", Many(Msg(480)), 0),
             F(9, "volumesInUse", Many(Str), 0),
-            F(10, "volumesAttached", Many(Msg(331)), 0),
-            F(11, "config", One(Msg(332)), 0),
-            F(12, "runtimeHandlers", Many(Msg(333)), 0),
-            F(13, "features", One(Msg(335)), 0),
+            F(10, "volumesAttached", Many(Msg(481)), 0),
+            F(11, "config", One(Msg(482)), 0),
+            F(12, "runtimeHandlers", Many(Msg(483)), 0),
+            F(13, "features", One(Msg(485)), 0),
             F(14, "declaredFeatures", Many(Str), 0),
         ],
     ),
@@ -3515,7 +4917,7 @@ pub static MESSAGES: &[M] = &[
     M(
         "NodeDaemonEndpoints",
         Special::None,
-        &[F(1, "kubeletEndpoint", One(Msg(327)), 0)],
+        &[F(1, "kubeletEndpoint", One(Msg(477)), 0)],
     ),
     // api.core.v1.DaemonEndpoint
     M(
@@ -3538,7 +4940,7 @@ pub static MESSAGES: &[M] = &[
             F(8, "kubeProxyVersion", One(Str), 0),
             F(9, "operatingSystem", One(Str), 0),
             F(10, "architecture", One(Str), 0),
-            F(11, "swap", One(Msg(329)), 0),
+            F(11, "swap", One(Msg(479)), 0),
         ],
     ),
     // api.core.v1.NodeSwapStatus
@@ -3564,9 +4966,9 @@ pub static MESSAGES: &[M] = &[
         "NodeConfigStatus",
         Special::None,
         &[
-            F(1, "assigned", One(Msg(321)), 0),
-            F(2, "active", One(Msg(321)), 0),
-            F(3, "lastKnownGood", One(Msg(321)), 0),
+            F(1, "assigned", One(Msg(471)), 0),
+            F(2, "active", One(Msg(471)), 0),
+            F(3, "lastKnownGood", One(Msg(471)), 0),
             F(4, "error", One(Str), OMIT),
         ],
     ),
@@ -3576,7 +4978,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "name", One(Str), OMIT),
-            F(2, "features", One(Msg(334)), 0),
+            F(2, "features", One(Msg(484)), 0),
         ],
     ),
     // api.core.v1.NodeRuntimeHandlerFeatures
@@ -3600,8 +5002,8 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "spec", One(Msg(289)), 0),
-            F(3, "status", One(Msg(337)), 0),
+            F(2, "spec", One(Msg(435)), 0),
+            F(3, "status", One(Msg(487)), 0),
         ],
     ),
     // api.core.v1.PersistentVolumeStatus
@@ -3621,8 +5023,8 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "spec", One(Msg(10)), 0),
-            F(3, "status", One(Msg(339)), 0),
+            F(2, "spec", One(Msg(36)), 0),
+            F(3, "status", One(Msg(489)), 0),
         ],
     ),
     // api.core.v1.PodStatus
@@ -3632,24 +5034,24 @@ pub static MESSAGES: &[M] = &[
         &[
             F(17, "observedGeneration", One(I64), 0),
             F(1, "phase", One(Str), OMIT),
-            F(2, "conditions", Many(Msg(340)), 0),
+            F(2, "conditions", Many(Msg(490)), 0),
             F(3, "message", One(Str), OMIT),
             F(4, "reason", One(Str), OMIT),
             F(11, "nominatedNodeName", One(Str), OMIT),
             F(5, "hostIP", One(Str), OMIT),
-            F(16, "hostIPs", Many(Msg(341)), 0),
+            F(16, "hostIPs", Many(Msg(491)), 0),
             F(6, "podIP", One(Str), OMIT),
-            F(12, "podIPs", Many(Msg(342)), 0),
+            F(12, "podIPs", Many(Msg(492)), 0),
             F(7, "startTime", One(Msg(2)), 0),
-            F(10, "initContainerStatuses", Many(Msg(343)), 0),
-            F(8, "containerStatuses", Many(Msg(343)), 0),
+            F(10, "initContainerStatuses", Many(Msg(493)), 0),
+            F(8, "containerStatuses", Many(Msg(493)), 0),
             F(9, "qosClass", One(Str), OMIT),
-            F(13, "ephemeralContainerStatuses", Many(Msg(343)), 0),
+            F(13, "ephemeralContainerStatuses", Many(Msg(493)), 0),
             F(14, "resize", One(Str), OMIT),
-            F(15, "resourceClaimStatuses", Many(Msg(353)), 0),
-            F(18, "extendedResourceClaimStatus", One(Msg(354)), 0),
-            F(19, "allocatedResources", Map(Msg(15)), 0),
-            F(20, "resources", One(Msg(71)), 0),
+            F(15, "resourceClaimStatuses", Many(Msg(503)), 0),
+            F(18, "extendedResourceClaimStatus", One(Msg(504)), 0),
+            F(19, "allocatedResources", Map(Msg(41)), 0),
+            F(20, "resources", One(Msg(97)), 0),
         ],
     ),
     // api.core.v1.PodCondition
@@ -3676,19 +5078,19 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "name", One(Str), 0),
-            F(2, "state", One(Msg(344)), 0),
-            F(3, "lastState", One(Msg(344)), 0),
+            F(2, "state", One(Msg(494)), 0),
+            F(3, "lastState", One(Msg(494)), 0),
             F(4, "ready", One(Bool), 0),
             F(5, "restartCount", One(I32), 0),
             F(6, "image", One(Str), 0),
             F(7, "imageID", One(Str), 0),
             F(8, "containerID", One(Str), OMIT),
             F(9, "started", One(Bool), 0),
-            F(10, "allocatedResources", Map(Msg(15)), 0),
-            F(11, "resources", One(Msg(71)), 0),
-            F(12, "volumeMounts", Many(Msg(348)), 0),
-            F(13, "user", One(Msg(349)), 0),
-            F(14, "allocatedResourcesStatus", Many(Msg(351)), 0),
+            F(10, "allocatedResources", Map(Msg(41)), 0),
+            F(11, "resources", One(Msg(97)), 0),
+            F(12, "volumeMounts", Many(Msg(498)), 0),
+            F(13, "user", One(Msg(499)), 0),
+            F(14, "allocatedResourcesStatus", Many(Msg(501)), 0),
             F(15, "stopSignal", One(Str), OMIT),
         ],
     ),
@@ -3697,9 +5099,9 @@ pub static MESSAGES: &[M] = &[
         "ContainerState",
         Special::None,
         &[
-            F(1, "waiting", One(Msg(345)), 0),
-            F(2, "running", One(Msg(346)), 0),
-            F(3, "terminated", One(Msg(347)), 0),
+            F(1, "waiting", One(Msg(495)), 0),
+            F(2, "running", One(Msg(496)), 0),
+            F(3, "terminated", One(Msg(497)), 0),
         ],
     ),
     // api.core.v1.ContainerStateWaiting
@@ -3746,7 +5148,7 @@ pub static MESSAGES: &[M] = &[
     M(
         "ContainerUser",
         Special::None,
-        &[F(1, "linux", One(Msg(350)), 0)],
+        &[F(1, "linux", One(Msg(500)), 0)],
     ),
     // api.core.v1.LinuxContainerUser
     M(
@@ -3764,7 +5166,7 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "name", One(Str), 0),
-            F(2, "resources", Many(Msg(352)), 0),
+            F(2, "resources", Many(Msg(502)), 0),
         ],
     ),
     // api.core.v1.ResourceHealth
@@ -3790,7 +5192,7 @@ pub static MESSAGES: &[M] = &[
         "PodExtendedResourceClaimStatus",
         Special::None,
         &[
-            F(1, "requestMappings", Many(Msg(355)), 0),
+            F(1, "requestMappings", Many(Msg(505)), 0),
             F(2, "resourceClaimName", One(Str), 0),
         ],
     ),
@@ -3804,14 +5206,23 @@ pub static MESSAGES: &[M] = &[
             F(3, "requestName", One(Str), 0),
         ],
     ),
+    // api.core.v1.PodTemplate
+    M(
+        "PodTemplate",
+        Special::None,
+        &[
+            F(1, "metadata", One(Msg(1)), 0),
+            F(2, "template", One(Msg(35)), 0),
+        ],
+    ),
     // api.core.v1.ReplicationController
     M(
         "ReplicationController",
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "spec", One(Msg(357)), 0),
-            F(3, "status", One(Msg(358)), 0),
+            F(2, "spec", One(Msg(508)), 0),
+            F(3, "status", One(Msg(509)), 0),
         ],
     ),
     // api.core.v1.ReplicationControllerSpec
@@ -3822,7 +5233,7 @@ pub static MESSAGES: &[M] = &[
             F(1, "replicas", One(I32), 0),
             F(4, "minReadySeconds", One(I32), OMIT),
             F(2, "selector", Map(Str), 0),
-            F(3, "template", One(Msg(9)), 0),
+            F(3, "template", One(Msg(35)), 0),
         ],
     ),
     // api.core.v1.ReplicationControllerStatus
@@ -3835,7 +5246,7 @@ pub static MESSAGES: &[M] = &[
             F(4, "readyReplicas", One(I32), OMIT),
             F(5, "availableReplicas", One(I32), OMIT),
             F(3, "observedGeneration", One(I64), OMIT),
-            F(6, "conditions", Many(Msg(359)), 0),
+            F(6, "conditions", Many(Msg(510)), 0),
         ],
     ),
     // api.core.v1.ReplicationControllerCondition
@@ -3849,6 +5260,48 @@ pub static MESSAGES: &[M] = &[
             F(4, "reason", One(Str), OMIT),
             F(5, "message", One(Str), OMIT),
         ],
+    ),
+    // api.core.v1.ResourceQuota
+    M(
+        "ResourceQuota",
+        Special::None,
+        &[
+            F(1, "metadata", One(Msg(1)), 0),
+            F(2, "spec", One(Msg(512)), 0),
+            F(3, "status", One(Msg(515)), 0),
+        ],
+    ),
+    // api.core.v1.ResourceQuotaSpec
+    M(
+        "ResourceQuotaSpec",
+        Special::None,
+        &[
+            F(1, "hard", Map(Msg(41)), 0),
+            F(2, "scopes", Many(Str), 0),
+            F(3, "scopeSelector", One(Msg(513)), 0),
+        ],
+    ),
+    // api.core.v1.ScopeSelector
+    M(
+        "ScopeSelector",
+        Special::None,
+        &[F(1, "matchExpressions", Many(Msg(514)), 0)],
+    ),
+    // api.core.v1.ScopedResourceSelectorRequirement
+    M(
+        "ScopedResourceSelectorRequirement",
+        Special::None,
+        &[
+            F(1, "scopeName", One(Str), 0),
+            F(2, "operator", One(Str), 0),
+            F(3, "values", Many(Str), 0),
+        ],
+    ),
+    // api.core.v1.ResourceQuotaStatus
+    M(
+        "ResourceQuotaStatus",
+        Special::None,
+        &[F(1, "hard", Map(Msg(41)), 0), F(2, "used", Map(Msg(41)), 0)],
     ),
     // api.core.v1.Secret
     M(
@@ -3868,8 +5321,8 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "spec", One(Msg(362)), 0),
-            F(3, "status", One(Msg(366)), 0),
+            F(2, "spec", One(Msg(518)), 0),
+            F(3, "status", One(Msg(522)), 0),
         ],
     ),
     // api.core.v1.ServiceSpec
@@ -3877,7 +5330,7 @@ pub static MESSAGES: &[M] = &[
         "ServiceSpec",
         Special::None,
         &[
-            F(1, "ports", Many(Msg(363)), 0),
+            F(1, "ports", Many(Msg(519)), 0),
             F(2, "selector", Map(Str), 0),
             F(3, "clusterIP", One(Str), OMIT),
             F(18, "clusterIPs", Many(Str), 0),
@@ -3890,7 +5343,7 @@ pub static MESSAGES: &[M] = &[
             F(11, "externalTrafficPolicy", One(Str), OMIT),
             F(12, "healthCheckNodePort", One(I32), OMIT),
             F(13, "publishNotReadyAddresses", One(Bool), OMIT),
-            F(14, "sessionAffinityConfig", One(Msg(364)), 0),
+            F(14, "sessionAffinityConfig", One(Msg(520)), 0),
             F(19, "ipFamilies", Many(Str), 0),
             F(17, "ipFamilyPolicy", One(Str), OMIT),
             F(20, "allocateLoadBalancerNodePorts", One(Bool), 0),
@@ -3908,7 +5361,7 @@ pub static MESSAGES: &[M] = &[
             F(2, "protocol", One(Str), OMIT),
             F(6, "appProtocol", One(Str), OMIT),
             F(3, "port", One(I32), 0),
-            F(4, "targetPort", One(Msg(82)), 0),
+            F(4, "targetPort", One(Msg(108)), 0),
             F(5, "nodePort", One(I32), OMIT),
         ],
     ),
@@ -3916,7 +5369,7 @@ pub static MESSAGES: &[M] = &[
     M(
         "SessionAffinityConfig",
         Special::None,
-        &[F(1, "clientIP", One(Msg(365)), 0)],
+        &[F(1, "clientIP", One(Msg(521)), 0)],
     ),
     // api.core.v1.ClientIpConfig
     M(
@@ -3929,15 +5382,15 @@ pub static MESSAGES: &[M] = &[
         "ServiceStatus",
         Special::None,
         &[
-            F(1, "loadBalancer", One(Msg(367)), 0),
-            F(2, "conditions", Many(Msg(185)), 0),
+            F(1, "loadBalancer", One(Msg(523)), 0),
+            F(2, "conditions", Many(Msg(25)), 0),
         ],
     ),
     // api.core.v1.LoadBalancerStatus
     M(
         "LoadBalancerStatus",
         Special::None,
-        &[F(1, "ingress", Many(Msg(368)), 0)],
+        &[F(1, "ingress", Many(Msg(524)), 0)],
     ),
     // api.core.v1.LoadBalancerIngress
     M(
@@ -3947,7 +5400,7 @@ pub static MESSAGES: &[M] = &[
             F(1, "ip", One(Str), OMIT),
             F(2, "hostname", One(Str), OMIT),
             F(3, "ipMode", One(Str), OMIT),
-            F(4, "ports", Many(Msg(369)), 0),
+            F(4, "ports", Many(Msg(525)), 0),
         ],
     ),
     // api.core.v1.PortStatus
@@ -3966,108 +5419,113 @@ pub static MESSAGES: &[M] = &[
         Special::None,
         &[
             F(1, "metadata", One(Msg(1)), 0),
-            F(2, "secrets", Many(Msg(177)), 0),
-            F(3, "imagePullSecrets", Many(Msg(23)), 0),
+            F(2, "secrets", Many(Msg(239)), 0),
+            F(3, "imagePullSecrets", Many(Msg(49)), 0),
             F(4, "automountServiceAccountToken", One(Bool), 0),
-        ],
-    ),
-    // api.authentication.v1.SelfSubjectReview (what `kubectl auth whoami` sends: metadata
-    // only; its status is the server's to fill). Added by hand until the generator's next run.
-    M(
-        "SelfSubjectReview",
-        Special::None,
-        &[F(1, "metadata", One(Msg(1)), 0)],
-    ),
-    // api.authentication.v1.TokenRequest (what `kubectl create token` sends). Added by hand,
-    // as the generator's output for k8s-pb 0.9.0, until its next run.
-    M(
-        "TokenRequest",
-        Special::None,
-        &[
-            F(1, "metadata", One(Msg(1)), 0),
-            F(2, "spec", One(Msg(373)), 0),
-            F(3, "status", One(Msg(375)), 0),
-        ],
-    ),
-    // api.authentication.v1.TokenRequestSpec
-    M(
-        "TokenRequestSpec",
-        Special::None,
-        &[
-            F(1, "audiences", Many(Str), 0),
-            F(4, "expirationSeconds", One(I64), 0),
-            F(3, "boundObjectRef", One(Msg(374)), 0),
-        ],
-    ),
-    // api.authentication.v1.BoundObjectReference
-    M(
-        "BoundObjectReference",
-        Special::None,
-        &[
-            F(1, "kind", One(Str), OMIT),
-            F(2, "apiVersion", One(Str), OMIT),
-            F(3, "name", One(Str), OMIT),
-            F(4, "uid", One(Str), OMIT),
-        ],
-    ),
-    // api.authentication.v1.TokenRequestStatus
-    M(
-        "TokenRequestStatus",
-        Special::None,
-        &[
-            F(1, "token", One(Str), 0),
-            F(2, "expirationTimestamp", One(Msg(2)), 0),
         ],
     ),
 ];
 
 /// `(apiVersion, kind, index in MESSAGES)` of every top-level kind.
 pub static ROOTS: &[(&str, &str, usize)] = &[
-    ("apps/v1", "DaemonSet", 0),
-    ("apps/v1", "Deployment", 123),
-    ("apps/v1", "ReplicaSet", 129),
-    ("apps/v1", "StatefulSet", 133),
-    ("authentication.k8s.io/v1", "SelfSubjectReview", 371),
-    ("authentication.k8s.io/v1", "TokenRequest", 372),
-    ("authorization.k8s.io/v1", "SelfSubjectAccessReview", 145),
-    ("authorization.k8s.io/v1", "SelfSubjectRulesReview", 153),
-    ("autoscaling/v1", "Scale", 158),
-    ("batch/v1", "Job", 161),
-    ("coordination.k8s.io/v1", "Lease", 172),
-    ("events.k8s.io/v1", "Event", 175),
-    ("meta.k8s.io/v1", "DeleteOptions", 180),
-    ("policy/v1", "Eviction", 179),
-    ("policy/v1", "PodDisruptionBudget", 182),
-    ("rbac.authorization.k8s.io/v1", "ClusterRole", 186),
-    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", 189),
-    ("rbac.authorization.k8s.io/v1", "Role", 192),
-    ("rbac.authorization.k8s.io/v1", "RoleBinding", 193),
-    ("resource.k8s.io/v1", "DeviceClass", 194),
-    ("resource.k8s.io/v1", "ResourceClaim", 202),
-    ("resource.k8s.io/v1", "ResourceClaimTemplate", 220),
-    ("resource.k8s.io/v1", "ResourceSlice", 222),
-    ("resource.k8s.io/v1beta1", "DeviceClass", 234),
-    ("resource.k8s.io/v1beta1", "ResourceClaim", 241),
-    ("resource.k8s.io/v1beta1", "ResourceClaimTemplate", 258),
-    ("resource.k8s.io/v1beta1", "ResourceSlice", 260),
-    ("scheduling.k8s.io/v1", "PriorityClass", 273),
-    ("scheduling.k8s.io/v1beta1", "PriorityClass", 274),
-    ("storage.k8s.io/v1", "CSIDriver", 275),
-    ("storage.k8s.io/v1", "CSINode", 278),
-    ("storage.k8s.io/v1", "CSIStorageCapacity", 282),
-    ("storage.k8s.io/v1", "StorageClass", 283),
-    ("storage.k8s.io/v1", "VolumeAttachment", 286),
-    ("v1", "Binding", 306),
-    ("v1", "ConfigMap", 307),
-    ("v1", "Endpoints", 308),
-    ("v1", "Event", 312),
-    ("v1", "Namespace", 314),
-    ("v1", "Node", 318),
-    ("v1", "PersistentVolume", 336),
-    ("v1", "PersistentVolumeClaim", 135),
-    ("v1", "Pod", 338),
-    ("v1", "ReplicationController", 356),
-    ("v1", "Secret", 360),
-    ("v1", "Service", 361),
-    ("v1", "ServiceAccount", 370),
+    (
+        "admissionregistration.k8s.io/v1",
+        "MutatingWebhookConfiguration",
+        0,
+    ),
+    (
+        "admissionregistration.k8s.io/v1",
+        "ValidatingAdmissionPolicy",
+        14,
+    ),
+    (
+        "admissionregistration.k8s.io/v1",
+        "ValidatingAdmissionPolicyBinding",
+        26,
+    ),
+    (
+        "admissionregistration.k8s.io/v1",
+        "ValidatingWebhookConfiguration",
+        29,
+    ),
+    ("apps/v1", "ControllerRevision", 31),
+    ("apps/v1", "DaemonSet", 33),
+    ("apps/v1", "Deployment", 149),
+    ("apps/v1", "ReplicaSet", 155),
+    ("apps/v1", "StatefulSet", 159),
+    ("authentication.k8s.io/v1", "SelfSubjectReview", 171),
+    ("authentication.k8s.io/v1", "TokenRequest", 175),
+    ("authentication.k8s.io/v1", "TokenReview", 179),
+    ("authorization.k8s.io/v1", "SelfSubjectAccessReview", 182),
+    ("authorization.k8s.io/v1", "SelfSubjectRulesReview", 190),
+    ("authorization.k8s.io/v1", "SubjectAccessReview", 195),
+    ("autoscaling/v1", "HorizontalPodAutoscaler", 198),
+    ("autoscaling/v1", "Scale", 202),
+    ("autoscaling/v2", "HorizontalPodAutoscaler", 205),
+    ("batch/v1", "CronJob", 228),
+    ("batch/v1", "Job", 240),
+    ("certificates.k8s.io/v1", "CertificateSigningRequest", 244),
+    ("coordination.k8s.io/v1", "Lease", 249),
+    ("discovery.k8s.io/v1", "EndpointSlice", 252),
+    ("events.k8s.io/v1", "Event", 259),
+    ("flowcontrol.apiserver.k8s.io/v1", "FlowSchema", 262),
+    (
+        "flowcontrol.apiserver.k8s.io/v1",
+        "PriorityLevelConfiguration",
+        275,
+    ),
+    ("meta.k8s.io/v1", "DeleteOptions", 317),
+    ("networking.k8s.io/v1", "IPAddress", 283),
+    ("networking.k8s.io/v1", "Ingress", 286),
+    ("networking.k8s.io/v1", "IngressClass", 300),
+    ("networking.k8s.io/v1", "NetworkPolicy", 303),
+    ("networking.k8s.io/v1", "ServiceCIDR", 310),
+    ("node.k8s.io/v1", "RuntimeClass", 313),
+    ("policy/v1", "Eviction", 316),
+    ("policy/v1", "PodDisruptionBudget", 319),
+    ("policy/v1beta1", "PodDisruptionBudget", 322),
+    ("rbac.authorization.k8s.io/v1", "ClusterRole", 325),
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", 328),
+    ("rbac.authorization.k8s.io/v1", "Role", 331),
+    ("rbac.authorization.k8s.io/v1", "RoleBinding", 332),
+    ("rbac.authorization.k8s.io/v1beta1", "ClusterRole", 333),
+    (
+        "rbac.authorization.k8s.io/v1beta1",
+        "ClusterRoleBinding",
+        336,
+    ),
+    ("rbac.authorization.k8s.io/v1beta1", "Role", 339),
+    ("rbac.authorization.k8s.io/v1beta1", "RoleBinding", 340),
+    ("resource.k8s.io/v1", "DeviceClass", 341),
+    ("resource.k8s.io/v1", "ResourceClaim", 348),
+    ("resource.k8s.io/v1", "ResourceClaimTemplate", 366),
+    ("resource.k8s.io/v1", "ResourceSlice", 368),
+    ("resource.k8s.io/v1beta1", "DeviceClass", 380),
+    ("resource.k8s.io/v1beta1", "ResourceClaim", 387),
+    ("resource.k8s.io/v1beta1", "ResourceClaimTemplate", 404),
+    ("resource.k8s.io/v1beta1", "ResourceSlice", 406),
+    ("scheduling.k8s.io/v1", "PriorityClass", 419),
+    ("scheduling.k8s.io/v1beta1", "PriorityClass", 420),
+    ("storage.k8s.io/v1", "CSIDriver", 421),
+    ("storage.k8s.io/v1", "CSINode", 424),
+    ("storage.k8s.io/v1", "CSIStorageCapacity", 428),
+    ("storage.k8s.io/v1", "StorageClass", 429),
+    ("storage.k8s.io/v1", "VolumeAttachment", 432),
+    ("storage.k8s.io/v1", "VolumeAttributesClass", 452),
+    ("v1", "Binding", 453),
+    ("v1", "ConfigMap", 454),
+    ("v1", "Endpoints", 455),
+    ("v1", "Event", 459),
+    ("v1", "LimitRange", 461),
+    ("v1", "Namespace", 464),
+    ("v1", "Node", 468),
+    ("v1", "PersistentVolume", 486),
+    ("v1", "PersistentVolumeClaim", 161),
+    ("v1", "Pod", 488),
+    ("v1", "PodTemplate", 506),
+    ("v1", "ReplicationController", 507),
+    ("v1", "ResourceQuota", 511),
+    ("v1", "Secret", 516),
+    ("v1", "Service", 517),
+    ("v1", "ServiceAccount", 526),
 ];

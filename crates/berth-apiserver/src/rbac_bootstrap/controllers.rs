@@ -251,6 +251,15 @@ pub fn cluster_roles() -> Vec<ClusterRole> {
                 ),
             ],
         ),
+        // Upstream's: reads every kind a quota may count, writes quota status.
+        controller(
+            "resourcequota-controller",
+            vec![
+                rule(&["*"], &["*"], &["list", "watch"]),
+                rule(&[""], &["resourcequotas/status"], &["update"]),
+                rule(&[""], &["events"], &["create", "patch", "update"]),
+            ],
+        ),
         controller(
             "service-account-controller",
             vec![rule(&[""], &["serviceaccounts"], &["create"])],

@@ -15,17 +15,24 @@ use berth_api::registry::ResourceType;
 use berth_core::validation::{self as v, FieldError};
 use serde_json::Value;
 
+mod admissionregistration;
+mod autoscaling;
+mod certificates;
 mod config_data;
 mod defaults;
+mod deployment;
 mod flowcontrol;
 mod job;
 mod namespace;
+mod networking;
 mod node;
 mod pod;
 mod priority_class;
+mod quota;
 mod rbac;
 mod replication_controller;
 pub mod service;
+mod volumes;
 mod workload_sets;
 
 /// How a delete proceeds once its preconditions hold.
@@ -43,6 +50,10 @@ pub enum Deletion {
 pub trait Strategy: Sync {
     /// Defaults and server-owned fields (status) of a new object, before admission.
     fn prepare_for_create(&self, _obj: &mut Value) {}
+
+    /// What a new object records of who creates it (a CertificateSigningRequest's requester),
+    /// after [`Strategy::prepare_for_create`].
+    fn prepare_for_create_by(&self, _user: &UserInfo, _obj: &mut Value) {}
 
     /// Restores what an update may not change, or refuses the update, before admission.
     fn prepare_for_update(&self, _old: &Value, _new: &mut Value) -> ApiResult<()> {
@@ -100,8 +111,48 @@ static STRATEGIES: &[(&str, &str, &dyn Strategy)] = &[
     ("", "ServiceAccount", &ReturnsDeleted),
     ("", "ConfigMap", &config_data::ConfigMap),
     ("", "Secret", &config_data::Secret),
-    ("", "PersistentVolume", &ReturnsDeleted),
-    ("", "PersistentVolumeClaim", &ReturnsDeleted),
+    ("", "PersistentVolume", &volumes::PersistentVolume),
+    ("", "PersistentVolumeClaim", &volumes::PersistentVolumeClaim),
+    ("", "ResourceQuota", &quota::ResourceQuota),
+    ("", "LimitRange", &quota::LimitRange),
+    ("apps", "Deployment", &deployment::Deployment),
+    ("apps", "ReplicaSet", &deployment::ReplicaSet),
+    (
+        "autoscaling",
+        "HorizontalPodAutoscaler",
+        &autoscaling::HorizontalPodAutoscaler,
+    ),
+    ("networking.k8s.io", "Ingress", &networking::Ingress),
+    (
+        "networking.k8s.io",
+        "IngressClass",
+        &networking::IngressClass,
+    ),
+    (
+        "networking.k8s.io",
+        "NetworkPolicy",
+        &networking::NetworkPolicy,
+    ),
+    (
+        "certificates.k8s.io",
+        "CertificateSigningRequest",
+        &certificates::CertificateSigningRequest,
+    ),
+    (
+        admissionregistration::GROUP,
+        "ValidatingWebhookConfiguration",
+        &admissionregistration::WebhookConfiguration,
+    ),
+    (
+        admissionregistration::GROUP,
+        "MutatingWebhookConfiguration",
+        &admissionregistration::WebhookConfiguration,
+    ),
+    (
+        admissionregistration::GROUP,
+        "ValidatingAdmissionPolicy",
+        &admissionregistration::ValidatingAdmissionPolicy,
+    ),
     ("storage.k8s.io", "StorageClass", &ReturnsDeleted),
     (
         "scheduling.k8s.io",
@@ -180,7 +231,9 @@ pub fn admit_create(
     rt: &ResourceType,
     obj: &mut Value,
 ) -> ApiResult<()> {
+    defaults::pod_templates(rt, obj);
     strategy.prepare_for_create(obj);
+    strategy.prepare_for_create_by(user, obj);
     chain.admit_create(user, rt, obj)?;
     validate(strategy, rt, obj, None)
 }
@@ -194,6 +247,7 @@ pub fn admit_update(
     old: &Value,
     new: &mut Value,
 ) -> ApiResult<()> {
+    defaults::pod_templates(rt, new);
     strategy.prepare_for_update(old, new)?;
     chain.admit_update(user, rt, old, new)?;
     validate(strategy, rt, new, Some(old))

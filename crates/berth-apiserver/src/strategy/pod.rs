@@ -97,13 +97,10 @@ fn default_spec(pod: &mut Value) {
     if !pod["spec"].is_object() {
         pod["spec"] = json!({});
     }
+    default_pod_spec(&mut pod["spec"]);
     let spec = &mut pod["spec"];
+    // SetDefaults_Pod's own (not a template's).
     let defaults = [
-        ("schedulerName", json!("default-scheduler")),
-        ("restartPolicy", json!("Always")),
-        ("terminationGracePeriodSeconds", json!(30)),
-        ("dnsPolicy", json!("ClusterFirst")),
-        ("securityContext", json!({})),
         ("enableServiceLinks", json!(true)),
         ("preemptionPolicy", json!("PreemptLowerPriority")),
     ];
@@ -124,7 +121,114 @@ fn default_spec(pod: &mut Value) {
     for list in ["initContainers", "containers"] {
         if let Some(containers) = spec.get_mut(list).and_then(Value::as_array_mut) {
             for c in containers {
+                requests_from_limits(c);
+            }
+        }
+    }
+}
+
+/// Upstream's defaults of a pod template (`spec.template` of a workload, a PodTemplate's
+/// `template`): `SetDefaults_PodSpec` and what it defaults inside (containers, volumes,
+/// probes), but not what only pods get (`SetDefaults_Pod`: service links, requests from
+/// limits; the service account and preemption policy of admission).
+pub(super) fn default_template(template: &mut Value) {
+    if !template.is_object() {
+        return;
+    }
+    if template["spec"].is_object() {
+        default_pod_spec(&mut template["spec"]);
+    }
+}
+
+/// Upstream's `SetDefaults_PodSpec` with its containers, volumes and probes.
+fn default_pod_spec(spec: &mut Value) {
+    let defaults = [
+        ("schedulerName", json!("default-scheduler")),
+        ("restartPolicy", json!("Always")),
+        ("terminationGracePeriodSeconds", json!(30)),
+        ("dnsPolicy", json!("ClusterFirst")),
+        ("securityContext", json!({})),
+    ];
+    for (field, value) in defaults {
+        if spec.get(field).is_none_or(Value::is_null) {
+            spec[field] = value;
+        }
+    }
+    for list in ["initContainers", "containers"] {
+        if let Some(containers) = spec.get_mut(list).and_then(Value::as_array_mut) {
+            for c in containers {
                 default_container(c);
+            }
+        }
+    }
+    if let Some(volumes) = spec.get_mut("volumes").and_then(Value::as_array_mut) {
+        for v in volumes {
+            default_volume(v);
+        }
+    }
+}
+
+/// Mode bits of secret, config map, projected and downward API volumes (upstream's
+/// `SecretVolumeSourceDefaultMode` and its siblings, 0644).
+const DEFAULT_VOLUME_MODE: i64 = 0o644;
+
+/// `SetDefaults_Volume` and the defaults of its sources: a volume without a source is an
+/// `emptyDir`; file-projecting sources get mode 0644.
+fn default_volume(v: &mut Value) {
+    let Some(o) = v.as_object_mut() else {
+        return;
+    };
+    if o.keys().all(|k| k == "name") {
+        o.insert("emptyDir".into(), json!({}));
+    }
+    for source in ["secret", "configMap", "projected", "downwardAPI"] {
+        if let Some(s) = o.get_mut(source).filter(|s| s.is_object()) {
+            if s.get("defaultMode").is_none_or(Value::is_null) {
+                s["defaultMode"] = json!(DEFAULT_VOLUME_MODE);
+            }
+        }
+    }
+    if let Some(path) = o.get_mut("hostPath").filter(|s| s.is_object()) {
+        if path.get("type").is_none_or(Value::is_null) {
+            path["type"] = json!("");
+        }
+    }
+}
+
+/// `SetDefaults_Probe` and its handlers' defaults (`httpGet` path `/` over `HTTP`).
+fn default_probe(p: &mut Value) {
+    if !p.is_object() {
+        return;
+    }
+    for (field, value) in [
+        ("timeoutSeconds", 1),
+        ("periodSeconds", 10),
+        ("successThreshold", 1),
+        ("failureThreshold", 3),
+    ] {
+        if p.get(field).is_none_or(Value::is_null) {
+            p[field] = json!(value);
+        }
+    }
+    if let Some(get) = p.get_mut("httpGet").filter(|g| g.is_object()) {
+        if get.get("path").is_none_or(Value::is_null) {
+            get["path"] = json!("/");
+        }
+        if get.get("scheme").is_none_or(Value::is_null) {
+            get["scheme"] = json!("HTTP");
+        }
+    }
+}
+
+/// `SetDefaults_Pod`: requests default to limits where only limits are given.
+fn requests_from_limits(c: &mut Value) {
+    if let Some(limits) = c["resources"]["limits"].as_object().cloned() {
+        if !c["resources"]["requests"].is_object() {
+            c["resources"]["requests"] = json!({});
+        }
+        for (k, v) in limits {
+            if c["resources"]["requests"].get(&k).is_none() {
+                c["resources"]["requests"][k] = v;
             }
         }
     }
@@ -163,15 +267,9 @@ fn default_container(c: &mut Value) {
             }
         }
     }
-    // Requests default to limits where only limits are given.
-    if let Some(limits) = c["resources"]["limits"].as_object().cloned() {
-        if !c["resources"]["requests"].is_object() {
-            c["resources"]["requests"] = json!({});
-        }
-        for (k, v) in limits {
-            if c["resources"]["requests"].get(&k).is_none() {
-                c["resources"]["requests"][k] = v;
-            }
+    for probe in ["livenessProbe", "readinessProbe", "startupProbe"] {
+        if let Some(p) = c.get_mut(probe) {
+            default_probe(p);
         }
     }
     if let Some(ports) = c.get_mut("ports").and_then(Value::as_array_mut) {

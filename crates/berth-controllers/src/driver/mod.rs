@@ -230,6 +230,14 @@ impl Controllers {
         }
         supervise!(
             sup,
+            "resourcequota-controller",
+            crate::resourcequota::run,
+            reads = reads.clone(),
+            client = self.client_as("resourcequota-controller"),
+            pods = informers.pods.clone()
+        );
+        supervise!(
+            sup,
             "clusterrole-aggregation-controller",
             crate::aggregation::run,
             client = self.client_as("clusterrole-aggregation-controller")
