@@ -86,18 +86,6 @@ pub enum TableKind {
     /// `NAME STATUS VOLUME CAPACITY ACCESS MODES STORAGECLASS VOLUMEATTRIBUTESCLASS AGE` + wide
     /// `VOLUMEMODE`.
     PersistentVolumeClaim,
-    /// `NAME DISPLAY NAME STATUS` (OpenShift's projects).
-    Project,
-    /// `NAME UID FULL NAME IDENTITIES` (OpenShift's users).
-    User,
-    /// `NAME USERS` (OpenShift's groups).
-    Group,
-    /// `NAME CONFIG UPDATED UPDATING DEGRADED MACHINECOUNT READYMACHINECOUNT
-    /// UPDATEDMACHINECOUNT DEGRADEDMACHINECOUNT AGE` (OpenShift's machine config pools).
-    MachineConfigPool,
-    /// A custom resource's `NAME` and its CustomResourceDefinition's `additionalPrinterColumns`
-    /// (see [`crate::custom`]).
-    Custom(&'static crate::tables::CustomColumns),
     /// `NAME AGE REQUEST LIMIT`: `used/hard` of each resource, `limits.*` in LIMIT.
     ResourceQuota,
     /// `NAME CREATED AT`.
@@ -124,6 +112,18 @@ pub enum TableKind {
     ValidatingAdmissionPolicyBinding,
     /// `NAME PROVISIONER RECLAIMPOLICY VOLUMEBINDINGMODE ALLOWVOLUMEEXPANSION AGE`.
     StorageClass,
+    /// `NAME DISPLAY NAME STATUS` (OpenShift's projects).
+    Project,
+    /// `NAME UID FULL NAME IDENTITIES` (OpenShift's users).
+    User,
+    /// `NAME USERS` (OpenShift's groups).
+    Group,
+    /// `NAME CONFIG UPDATED UPDATING DEGRADED MACHINECOUNT READYMACHINECOUNT
+    /// UPDATEDMACHINECOUNT DEGRADEDMACHINECOUNT AGE` (OpenShift's machine config pools).
+    MachineConfigPool,
+    /// A custom resource's `NAME` and its CustomResourceDefinition's `additionalPrinterColumns`
+    /// (see [`crate::custom`]).
+    Custom(&'static crate::tables::CustomColumns),
 }
 
 /// One kind the API server serves, with everything discovery and printing need to know.
@@ -186,15 +186,6 @@ const fn status(group: &'static str, version: &'static str, kind: &'static str) 
     }
 }
 
-/// `certificatesigningrequests/approval`: approval conditions only (`kubectl certificate approve`).
-const APPROVAL: Subresource = Subresource {
-    name: "approval",
-    group: "certificates.k8s.io",
-    version: "v1",
-    kind: "CertificateSigningRequest",
-    verbs: GET_PATCH_UPDATE,
-};
-
 const SCALE: Subresource = Subresource {
     name: "scale",
     group: "autoscaling",
@@ -229,9 +220,6 @@ const fn base(
 }
 
 const ALL: &[&str] = &["all"];
-
-/// The `api-extensions` category of upstream's admission registration kinds.
-const API_EXTENSIONS: &[&str] = &["api-extensions"];
 
 /// Every resource berth serves, in discovery order (groups appear in order of first entry).
 pub static RESOURCES: &[ResourceType] = &[
@@ -360,28 +348,6 @@ pub static RESOURCES: &[ResourceType] = &[
         short_names: &["ep"],
         table: TableKind::Endpoints,
         ..base("", "v1", "Endpoints", "endpoints", "endpoints", true)
-    },
-    ResourceType {
-        short_names: &["quota"],
-        subresources: &[status("", "v1", "ResourceQuota")],
-        table: TableKind::ResourceQuota,
-        ..base(
-            "",
-            "v1",
-            "ResourceQuota",
-            "resourcequotas",
-            "resourcequota",
-            true,
-        )
-    },
-    ResourceType {
-        short_names: &["limits"],
-        table: TableKind::LimitRange,
-        ..base("", "v1", "LimitRange", "limitranges", "limitrange", true)
-    },
-    ResourceType {
-        table: TableKind::PodTemplate,
-        ..base("", "v1", "PodTemplate", "podtemplates", "podtemplate", true)
     },
     // ---- apps/v1
     ResourceType {
@@ -721,7 +687,6 @@ pub static RESOURCES: &[ResourceType] = &[
     // ---- storage.k8s.io/v1
     ResourceType {
         short_names: &["sc"],
-        table: TableKind::StorageClass,
         ..base(
             "storage.k8s.io",
             "v1",
@@ -755,17 +720,6 @@ pub static RESOURCES: &[ResourceType] = &[
         "csistoragecapacity",
         true,
     ),
-    ResourceType {
-        short_names: &["vac"],
-        ..base(
-            "storage.k8s.io",
-            "v1",
-            "VolumeAttributesClass",
-            "volumeattributesclasses",
-            "volumeattributesclass",
-            false,
-        )
-    },
     ResourceType {
         subresources: &[status("storage.k8s.io", "v1", "VolumeAttachment")],
         ..base(
@@ -901,18 +855,6 @@ pub static RESOURCES: &[ResourceType] = &[
             "LocalResourceAccessReview",
             "localresourceaccessreviews",
             "localresourceaccessreview",
-    // ---- autoscaling: v2 (preferred, stored) and v1 (a view of the same objects)
-    ResourceType {
-        short_names: &["hpa"],
-        categories: ALL,
-        subresources: &[status("autoscaling", "v2", "HorizontalPodAutoscaler")],
-        table: TableKind::HorizontalPodAutoscaler,
-        ..base(
-            "autoscaling",
-            "v2",
-            "HorizontalPodAutoscaler",
-            "horizontalpodautoscalers",
-            "horizontalpodautoscaler",
             true,
         )
     },
@@ -930,6 +872,40 @@ pub static RESOURCES: &[ResourceType] = &[
             "MachineConfigPool",
             "machineconfigpools",
             "machineconfigpool",
+            false,
+        )
+    },
+    ResourceType {
+        subresources: &[status(
+            "machineconfiguration.openshift.io",
+            "v1",
+            "KubeletConfig",
+        )],
+        ..base(
+            "machineconfiguration.openshift.io",
+            "v1",
+            "KubeletConfig",
+            "kubeletconfigs",
+            "kubeletconfig",
+            false,
+        )
+    },
+    // ---- autoscaling: v2 (preferred, stored) and v1 (a view of the same objects)
+    ResourceType {
+        short_names: &["hpa"],
+        categories: ALL,
+        subresources: &[status("autoscaling", "v2", "HorizontalPodAutoscaler")],
+        table: TableKind::HorizontalPodAutoscaler,
+        ..base(
+            "autoscaling",
+            "v2",
+            "HorizontalPodAutoscaler",
+            "horizontalpodautoscalers",
+            "horizontalpodautoscaler",
+            true,
+        )
+    },
+    ResourceType {
         short_names: &["hpa"],
         categories: ALL,
         subresources: &[status("autoscaling", "v1", "HorizontalPodAutoscaler")],
@@ -969,17 +945,6 @@ pub static RESOURCES: &[ResourceType] = &[
         )
     },
     ResourceType {
-        subresources: &[status(
-            "machineconfiguration.openshift.io",
-            "v1",
-            "KubeletConfig",
-        )],
-        ..base(
-            "machineconfiguration.openshift.io",
-            "v1",
-            "KubeletConfig",
-            "kubeletconfigs",
-            "kubeletconfig",
         short_names: &["netpol"],
         table: TableKind::NetworkPolicy,
         ..base(

@@ -3,9 +3,9 @@
 //! (`pkg/printers/internalversion/printers.go`), always with the wide (priority 1) columns,
 //! which kubectl hides unless `-o wide`.
 
-mod custom;
 mod admission;
 mod autoscaling;
+mod custom;
 mod event;
 mod flowcontrol;
 mod misc;
@@ -135,11 +135,6 @@ pub fn columns(kind: TableKind) -> &'static [Column] {
         TableKind::RoleBinding => rbac::ROLE_BINDING_COLUMNS,
         TableKind::PersistentVolume => storage::PERSISTENT_VOLUME_COLUMNS,
         TableKind::PersistentVolumeClaim => storage::PERSISTENT_VOLUME_CLAIM_COLUMNS,
-        TableKind::Project => openshift::PROJECT_COLUMNS,
-        TableKind::User => openshift::USER_COLUMNS,
-        TableKind::Group => openshift::GROUP_COLUMNS,
-        TableKind::MachineConfigPool => openshift::MACHINE_CONFIG_POOL_COLUMNS,
-        TableKind::Custom(custom) => custom.columns,
         TableKind::ResourceQuota => quota::RESOURCE_QUOTA_COLUMNS,
         TableKind::LimitRange => quota::LIMIT_RANGE_COLUMNS,
         TableKind::PodTemplate => quota::POD_TEMPLATE_COLUMNS,
@@ -153,6 +148,11 @@ pub fn columns(kind: TableKind) -> &'static [Column] {
         TableKind::ValidatingAdmissionPolicy => admission::POLICY_COLUMNS,
         TableKind::ValidatingAdmissionPolicyBinding => admission::POLICY_BINDING_COLUMNS,
         TableKind::StorageClass => storage::STORAGE_CLASS_COLUMNS,
+        TableKind::Project => openshift::PROJECT_COLUMNS,
+        TableKind::User => openshift::USER_COLUMNS,
+        TableKind::Group => openshift::GROUP_COLUMNS,
+        TableKind::MachineConfigPool => openshift::MACHINE_CONFIG_POOL_COLUMNS,
+        TableKind::Custom(custom) => custom.columns,
     }
 }
 
@@ -186,11 +186,6 @@ pub fn cells(kind: TableKind, obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
         TableKind::RoleBinding => rbac::role_binding_cells(obj, now),
         TableKind::PersistentVolume => storage::persistent_volume_cells(obj, now),
         TableKind::PersistentVolumeClaim => storage::persistent_volume_claim_cells(obj, now),
-        TableKind::Project => openshift::project_cells(obj),
-        TableKind::User => openshift::user_cells(obj),
-        TableKind::Group => openshift::group_cells(obj),
-        TableKind::MachineConfigPool => openshift::machine_config_pool_cells(obj, now),
-        TableKind::Custom(custom) => custom::cells(custom, obj, now),
         TableKind::ResourceQuota => quota::resource_quota_cells(obj, now),
         TableKind::LimitRange => quota::limit_range_cells(obj, now),
         TableKind::PodTemplate => quota::pod_template_cells(obj, now),
@@ -204,6 +199,11 @@ pub fn cells(kind: TableKind, obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
         TableKind::ValidatingAdmissionPolicy => admission::policy_cells(obj, now),
         TableKind::ValidatingAdmissionPolicyBinding => admission::policy_binding_cells(obj, now),
         TableKind::StorageClass => storage::storage_class_cells(obj, now),
+        TableKind::Project => openshift::project_cells(obj),
+        TableKind::User => openshift::user_cells(obj),
+        TableKind::Group => openshift::group_cells(obj),
+        TableKind::MachineConfigPool => openshift::machine_config_pool_cells(obj, now),
+        TableKind::Custom(custom) => custom::cells(custom, obj, now),
     }
 }
 
