@@ -111,7 +111,8 @@ pub fn node_affinity_fits(spec: &Value, node: &NodeView) -> bool {
         m.iter()
             .all(|(k, v)| node.labels.get(k).map(String::as_str) == v.as_str())
     });
-    let required = &spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"];
+    let required =
+        &spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"];
     let affinity_fits = match required["nodeSelectorTerms"].as_array() {
         None => true,
         // The terms are ORed; a term with no requirements matches nothing.
@@ -130,9 +131,10 @@ fn term_matches(term: &Value, node: &NodeView) -> bool {
         .into_iter()
         .flatten()
         .all(|r| requirement_matches(r, |k| node.labels.get(k).map(String::as_str)));
-    let fields_match = fields.into_iter().flatten().all(|r| {
-        requirement_matches(r, |k| (k == "metadata.name").then_some(node.name.as_str()))
-    });
+    let fields_match = fields
+        .into_iter()
+        .flatten()
+        .all(|r| requirement_matches(r, |k| (k == "metadata.name").then_some(node.name.as_str())));
     labels_match && fields_match
 }
 
@@ -152,8 +154,12 @@ fn requirement_matches<'a>(r: &Value, get: impl Fn(&str) -> Option<&'a str>) -> 
         "NotIn" => value.is_none_or(|v| !values.contains(&v)),
         "Exists" => value.is_some(),
         "DoesNotExist" => value.is_none(),
-        "Gt" => matches!((value.and_then(number), values.first().and_then(|v| number(v))), (Some(a), Some(b)) if a > b),
-        "Lt" => matches!((value.and_then(number), values.first().and_then(|v| number(v))), (Some(a), Some(b)) if a < b),
+        "Gt" => {
+            matches!((value.and_then(number), values.first().and_then(|v| number(v))), (Some(a), Some(b)) if a > b)
+        }
+        "Lt" => {
+            matches!((value.and_then(number), values.first().and_then(|v| number(v))), (Some(a), Some(b)) if a < b)
+        }
         _ => false,
     }
 }
@@ -217,20 +223,64 @@ mod tests {
         let n = node();
         let cases = [
             ("no constraints fit", json!({}), true),
-            ("a matching node selector fits", json!({"nodeSelector": {"zone": "a"}}), true),
-            ("a node selector on another value does not", json!({"nodeSelector": {"zone": "b"}}), false),
-            ("In a listed value fits", term(json!([{"key": "zone", "operator": "In", "values": ["a", "b"]}])), true),
-            ("NotIn a listed value does not", term(json!([{"key": "zone", "operator": "NotIn", "values": ["a"]}])), false),
-            ("Exists on a missing label does not", term(json!([{"key": "gpu", "operator": "Exists"}])), false),
-            ("DoesNotExist on a missing label fits", term(json!([{"key": "gpu", "operator": "DoesNotExist"}])), true),
-            ("Gt compares numbers", term(json!([{"key": "cores", "operator": "Gt", "values": ["4"]}])), true),
-            ("Lt compares numbers", term(json!([{"key": "cores", "operator": "Lt", "values": ["4"]}])), false),
-            ("matchFields on metadata.name", json!({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
-                {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["node-2"]}]}]}}}}), false),
-            ("an empty term matches nothing", json!({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
-                {"nodeSelectorTerms": [{}]}}}}), false),
-            ("terms are ORed", json!({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
-                {"nodeSelectorTerms": [{}, {"matchExpressions": [{"key": "zone", "operator": "Exists"}]}]}}}}), true),
+            (
+                "a matching node selector fits",
+                json!({"nodeSelector": {"zone": "a"}}),
+                true,
+            ),
+            (
+                "a node selector on another value does not",
+                json!({"nodeSelector": {"zone": "b"}}),
+                false,
+            ),
+            (
+                "In a listed value fits",
+                term(json!([{"key": "zone", "operator": "In", "values": ["a", "b"]}])),
+                true,
+            ),
+            (
+                "NotIn a listed value does not",
+                term(json!([{"key": "zone", "operator": "NotIn", "values": ["a"]}])),
+                false,
+            ),
+            (
+                "Exists on a missing label does not",
+                term(json!([{"key": "gpu", "operator": "Exists"}])),
+                false,
+            ),
+            (
+                "DoesNotExist on a missing label fits",
+                term(json!([{"key": "gpu", "operator": "DoesNotExist"}])),
+                true,
+            ),
+            (
+                "Gt compares numbers",
+                term(json!([{"key": "cores", "operator": "Gt", "values": ["4"]}])),
+                true,
+            ),
+            (
+                "Lt compares numbers",
+                term(json!([{"key": "cores", "operator": "Lt", "values": ["4"]}])),
+                false,
+            ),
+            (
+                "matchFields on metadata.name",
+                json!({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+                {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["node-2"]}]}]}}}}),
+                false,
+            ),
+            (
+                "an empty term matches nothing",
+                json!({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+                {"nodeSelectorTerms": [{}]}}}}),
+                false,
+            ),
+            (
+                "terms are ORed",
+                json!({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+                {"nodeSelectorTerms": [{}, {"matchExpressions": [{"key": "zone", "operator": "Exists"}]}]}}}}),
+                true,
+            ),
         ];
         for (name, spec, want) in cases {
             assert_eq!(node_affinity_fits(&spec, &n), want, "{name}");
@@ -245,11 +295,36 @@ mod tests {
             port,
         };
         let cases = [
-            ("the same port on every address clashes", p("", "TCP", 80), p("", "TCP", 80), true),
-            ("another port does not", p("", "TCP", 80), p("", "TCP", 81), false),
-            ("another protocol does not", p("", "TCP", 80), p("", "UDP", 80), false),
-            ("every address clashes with one address", p("0.0.0.0", "TCP", 80), p("10.0.0.1", "TCP", 80), true),
-            ("two different addresses do not", p("10.0.0.2", "TCP", 80), p("10.0.0.1", "TCP", 80), false),
+            (
+                "the same port on every address clashes",
+                p("", "TCP", 80),
+                p("", "TCP", 80),
+                true,
+            ),
+            (
+                "another port does not",
+                p("", "TCP", 80),
+                p("", "TCP", 81),
+                false,
+            ),
+            (
+                "another protocol does not",
+                p("", "TCP", 80),
+                p("", "UDP", 80),
+                false,
+            ),
+            (
+                "every address clashes with one address",
+                p("0.0.0.0", "TCP", 80),
+                p("10.0.0.1", "TCP", 80),
+                true,
+            ),
+            (
+                "two different addresses do not",
+                p("10.0.0.2", "TCP", 80),
+                p("10.0.0.1", "TCP", 80),
+                false,
+            ),
         ];
         for (name, a, b, want) in cases {
             assert_eq!(ports_clash(&[a], [b].iter()), want, "{name}");
@@ -263,8 +338,16 @@ mod tests {
         assert_eq!(
             host_ports(&spec),
             [
-                HostPort { ip: "".into(), protocol: "TCP".into(), port: 8080 },
-                HostPort { ip: "10.0.0.1".into(), protocol: "UDP".into(), port: 53 },
+                HostPort {
+                    ip: "".into(),
+                    protocol: "TCP".into(),
+                    port: 8080
+                },
+                HostPort {
+                    ip: "10.0.0.1".into(),
+                    protocol: "UDP".into(),
+                    port: 53
+                },
             ]
         );
     }
@@ -278,9 +361,21 @@ mod tests {
         ];
         let cases = [
             ("no toleration", json!({}), true),
-            ("tolerating the NoExecute taint", json!({"tolerations": [{"key": "evict", "value": "y", "effect": "NoExecute"}]}), false),
-            ("tolerating everything", json!({"tolerations": [{"operator": "Exists"}]}), false),
-            ("another value", json!({"tolerations": [{"key": "evict", "value": "z"}]}), true),
+            (
+                "tolerating the NoExecute taint",
+                json!({"tolerations": [{"key": "evict", "value": "y", "effect": "NoExecute"}]}),
+                false,
+            ),
+            (
+                "tolerating everything",
+                json!({"tolerations": [{"operator": "Exists"}]}),
+                false,
+            ),
+            (
+                "another value",
+                json!({"tolerations": [{"key": "evict", "value": "z"}]}),
+                true,
+            ),
         ];
         for (name, spec, want) in cases {
             assert_eq!(untolerated_no_execute(&spec, &n), want, "{name}");
@@ -292,7 +387,11 @@ mod tests {
         let mut n = node();
         n.taints = vec![("evict".into(), "".into(), "NoExecute".into())];
         let spec = json!({"nodeSelector": {"zone": "b"}});
-        let in_use = [HostPort { ip: "".into(), protocol: "TCP".into(), port: 80 }];
+        let in_use = [HostPort {
+            ip: "".into(),
+            protocol: "TCP".into(),
+            port: 80,
+        }];
         let wanted = in_use.clone();
         let r = admit(&spec, &wanted, in_use.iter(), &n).unwrap_err();
         assert_eq!(r.reason, "NodeAffinity");

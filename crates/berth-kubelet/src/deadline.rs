@@ -86,10 +86,20 @@ mod tests {
     fn the_deadline_counts_from_the_pod_start() {
         let start = at("2026-11-27T10:00:00Z");
         let cases = [
-            ("before the deadline, the rest of it", "2026-11-27T10:00:02Z", 5, 3),
+            (
+                "before the deadline, the rest of it",
+                "2026-11-27T10:00:02Z",
+                5,
+                3,
+            ),
             ("at the deadline, nothing", "2026-11-27T10:00:05Z", 5, 0),
             ("past the deadline, nothing", "2026-11-27T10:01:00Z", 5, 0),
-            ("a negative deadline is already past", "2026-11-27T10:00:00Z", -1, 0),
+            (
+                "a negative deadline is already past",
+                "2026-11-27T10:00:00Z",
+                -1,
+                0,
+            ),
         ];
         for (name, now, seconds, want) in cases {
             assert_eq!(

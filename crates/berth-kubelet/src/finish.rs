@@ -385,7 +385,12 @@ mod tests {
     #[test]
     fn an_ending_container_is_terminated_and_the_pod_takes_its_phase() {
         let now = "2026-11-24T12:00:30Z";
-        let patch = exited_status(&running_pod(), &annotated(0, 1), AfterExit::End("Failed"), now);
+        let patch = exited_status(
+            &running_pod(),
+            &annotated(0, 1),
+            AfterExit::End("Failed"),
+            now,
+        );
         let s = &patch["status"];
         assert_eq!(s["phase"], "Failed");
         let t = &s["containerStatuses"][0]["state"]["terminated"];

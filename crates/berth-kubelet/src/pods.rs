@@ -367,9 +367,8 @@ fn init_failed_status(
         .enumerate()
         .map(|(i, c)| {
             let mut s = base(c);
-            let exit = |code: i32| {
-                finish::terminated(code, &json!(started), now, &s["containerID"])
-            };
+            let exit =
+                |code: i32| finish::terminated(code, &json!(started), now, &s["containerID"]);
             match i.cmp(&index) {
                 std::cmp::Ordering::Less => s["state"] = json!({"terminated": exit(0)}),
                 std::cmp::Ordering::Equal if never => {
@@ -657,7 +656,12 @@ pub fn arm_deadline(client: &kube::Client, pod: &Pod, clock: &Clock, armed: &Dea
     let Some((start, _)) = deadline::of(&value) else {
         return;
     };
-    if armed.lock().expect("deadlines").insert(uid.clone(), seconds) == Some(seconds) {
+    if armed
+        .lock()
+        .expect("deadlines")
+        .insert(uid.clone(), seconds)
+        == Some(seconds)
+    {
         return;
     }
     let api: Api<Pod> = Api::namespaced(client.clone(), &pod.namespace().unwrap_or_default());
@@ -683,7 +687,160 @@ pub fn arm_deadline(client: &kube::Client, pod: &Pod, clock: &Clock, armed: &Dea
             .await
         {
             Ok(_) => tracing::info!(pod = %name, "pod failed: past its activeDeadlineSeconds"),
-            Err(e) => tracing::debug!(pod = %name, error = %e, "failing the pod at its deadline failed"),
+            Err(e) => {
+                tracing::debug!(pod = %name, error = %e, "failing the pod at its deadline failed")
+            }
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(spec: serde_json::Value) -> Pod {
+        serde_json::from_value(json!({
+            "metadata": {"name": "p", "namespace": "ns", "uid": "u"},
+            "spec": spec,
+        }))
+        .unwrap()
+    }
+
+    fn busybox(name: &str, command: &[&str]) -> serde_json::Value {
+        json!({"name": name, "image": "busybox:1.36", "command": command})
+    }
+
+    #[test]
+    fn init_containers_run_in_order_and_the_first_failure_stops_them() {
+        let cases = [
+            ("no init containers", json!([]), 0, None),
+            (
+                "two that sleep add up",
+                json!([busybox("a", &["sleep", "2"]), busybox("b", &["sleep", "3"])]),
+                5,
+                None,
+            ),
+            (
+                "one that cannot be told completes at once",
+                json!([{"name": "a", "image": "nginx"}]),
+                0,
+                None,
+            ),
+            (
+                "the first failure stops the rest",
+                json!([
+                    busybox("a", &["sleep", "1"]),
+                    busybox("b", &["false"]),
+                    busybox("c", &["sleep", "9"])
+                ]),
+                1,
+                Some((1, 1)),
+            ),
+            (
+                "a sidecar keeps running",
+                json!([{"name": "s", "image": "busybox", "command": ["false"], "restartPolicy": "Always"}]),
+                0,
+                None,
+            ),
+        ];
+        for (name, inits, takes, failed) in cases {
+            let p = pod(json!({"containers": [busybox("c", &["true"])], "initContainers": inits}));
+            let plan = init_plan(&p);
+            assert_eq!(plan.takes, Duration::from_secs(takes), "{name}");
+            assert_eq!(plan.failed, failed, "{name}");
+        }
+    }
+
+    #[test]
+    fn a_pod_runs_as_long_as_its_init_containers_then_its_longest_container() {
+        let p = pod(json!({
+            "initContainers": [busybox("i", &["sleep", "2"])],
+            "containers": [busybox("a", &["sleep", "1"]), busybox("b", &["sh", "-c", "sleep 3; exit 4"])]}));
+        let run = derived_run(&p).unwrap();
+        assert_eq!(run.first_after, Duration::from_secs(2));
+        assert_eq!(run.after, Duration::from_secs(3));
+        assert_eq!((run.exit_code_of("a"), run.exit_code_of("b")), (0, 4));
+        let failing_init = pod(json!({
+            "initContainers": [busybox("i", &["false"])],
+            "containers": [busybox("a", &["true"])]}));
+        assert_eq!(
+            derived_run(&failing_init),
+            None,
+            "the app containers never start"
+        );
+    }
+
+    #[test]
+    fn a_failed_init_container_fails_a_never_pod_and_holds_others_pending() {
+        let spec = |policy: &str| {
+            json!({"nodeName": "node-1", "restartPolicy": policy,
+                   "initContainers": [busybox("i1", &["true"]), busybox("i2", &["false"]), busybox("i3", &["true"])],
+                   "containers": [busybox("c", &["true"])]})
+        };
+        let s = &init_failed_status(&pod(spec("Never")), &(1, 1), "t0", "t1").unwrap()["status"];
+        assert_eq!(s["phase"], "Failed");
+        let inits = &s["initContainerStatuses"];
+        assert_eq!(inits[0]["state"]["terminated"]["exitCode"], 0);
+        assert_eq!(inits[1]["state"]["terminated"]["exitCode"], 1);
+        assert_eq!(inits[1]["state"]["terminated"]["reason"], "Error");
+        assert_eq!(inits[2]["state"]["waiting"]["reason"], "PodInitializing");
+        assert_eq!(
+            s["containerStatuses"][0]["state"]["waiting"]["reason"],
+            "PodInitializing"
+        );
+        assert_eq!(s["conditions"][1]["type"], "Initialized");
+        assert_eq!(
+            s["conditions"][1]["message"],
+            "containers with incomplete status: [i2]"
+        );
+        let s = &init_failed_status(&pod(spec("Always")), &(1, 1), "t0", "t1").unwrap()["status"];
+        assert_eq!(s["phase"], "Pending");
+        let failing = &s["initContainerStatuses"][1];
+        assert_eq!(failing["state"]["waiting"]["reason"], "CrashLoopBackOff");
+        assert_eq!(failing["lastState"]["terminated"]["exitCode"], 1);
+        assert_eq!(failing["restartCount"], 1);
+        let again = init_failed_again(
+            &json!({"metadata": {"name": "p", "namespace": "ns", "uid": "u"}, "status": s}),
+            1,
+            1,
+            Duration::from_secs(20),
+            "t2",
+        );
+        let failing = &again["status"]["initContainerStatuses"][1];
+        assert_eq!(failing["restartCount"], 2);
+        assert_eq!(failing["lastState"]["terminated"]["finishedAt"], "t2");
+        assert!(failing["state"]["waiting"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("back-off 20s restarting failed container=i2 pod=p_ns(u)"));
+    }
+
+    #[test]
+    fn a_running_pod_reports_its_resources_and_waits_for_delayed_probes() {
+        let p = pod(json!({"nodeName": "node-1", "containers": [
+            {"name": "sized", "image": "nginx",
+             "resources": {"requests": {"cpu": "100m"}, "limits": {"cpu": "200m"}}},
+            {"name": "probed", "image": "nginx",
+             "readinessProbe": {"initialDelaySeconds": 5, "exec": {"command": ["true"]}}}]}));
+        let s = &running_status(&p, "t0", "t1").unwrap()["status"];
+        let sized = &s["containerStatuses"][0];
+        assert_eq!(
+            sized["resources"],
+            json!({"requests": {"cpu": "100m"}, "limits": {"cpu": "200m"}})
+        );
+        assert_eq!(sized["allocatedResources"], json!({"cpu": "100m"}));
+        assert_eq!(sized["ready"], true);
+        let probed = &s["containerStatuses"][1];
+        assert!(probed.get("resources").is_none());
+        assert_eq!(probed["ready"], false);
+        let ready = s["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["type"] == "Ready")
+            .unwrap();
+        assert_eq!(ready["status"], "False");
+        assert_eq!(ready["message"], "containers with unready status: [probed]");
+        assert_eq!(readiness_delay(&p), Duration::from_secs(5));
+    }
 }
