@@ -725,9 +725,11 @@ async fn evict(
             .into_iter()
             .map(|mut s| {
                 let started = s["state"]["running"]["startedAt"].clone();
-                // The kill is recorded in lastState so that kubectl shows STATUS `Evicted` (the
-                // pod's reason) rather than the container's exit.
-                s["lastState"] = json!({"terminated": {"exitCode": 137, "reason": "Error", "startedAt": started, "finishedAt": ts}});
+                // Killed, as upstream's eviction manager kills them: the container is
+                // terminated (kubectl then shows its reason, `Error`, as upstream's does).
+                if s["state"].get("running").is_some() {
+                    s["state"] = json!({"terminated": {"exitCode": 137, "reason": "Error", "startedAt": started, "finishedAt": ts, "containerID": s["containerID"]}});
+                }
                 s["ready"] = json!(false);
                 s["started"] = json!(false);
                 s
