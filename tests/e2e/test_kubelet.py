@@ -178,15 +178,19 @@ def test_hard_threshold_evicts_best_effort_and_keeps_guaranteed(kb, kns):
                     what="be evicted")
     assert st["phase"] == "Failed"
     assert st["message"] == (
-        "The node was low on resource: memory. "
+        "The node was low on resource: memory. Threshold quantity: 1Gi, available: 768Mi. "
         "Container c was using 2Gi, request is 0, has larger consumption of memory. ")
     events = eventually(lambda: [e for e in kb.kubectl_json("get", "events", "-n", kns)["items"]
                                  if e["reason"] == "Evicted" and e["involvedObject"]["name"] == "be"],
                         what="Evicted event")
     assert events[0]["type"] == "Warning"
     assert events[0]["message"] == st["message"]
+    # The container was killed: terminated with 137, so kubectl shows its reason (as upstream's
+    # kubectl does for an evicted pod whose containers were killed).
+    killed = status(kb, kns, "be")["containerStatuses"][0]["state"]["terminated"]
+    assert (killed["exitCode"], killed["reason"]) == (137, "Error")
     out = kb.kubectl("get", "pod", "be", "-n", kns).stdout
-    assert "Evicted" in out
+    assert "Error" in out
     assert running(kb, kns, "g")
     # While under pressure: a new BestEffort pod is not placed there, a Burstable one is.
     true_at = ts(condition(kb, "hard-1", "MemoryPressure")["lastTransitionTime"])
@@ -310,8 +314,9 @@ def test_disk_pressure_reclaims_images_before_evicting_pods(kb, kns):
                "berth.io/usage=ephemeral-storage=9Gi")
     st = eventually(lambda: (s := status(kb, kns, "fill")).get("reason") == "Evicted" and s,
                     what="fill evicted")
-    assert st["message"] == (
-        "The node was low on resource: ephemeral-storage. "
+    assert st["message"].startswith(
+        "The node was low on resource: ephemeral-storage. Threshold quantity: 2Gi, available: ")
+    assert st["message"].endswith(
         "Container c was using 9Gi, request is 0, has larger consumption of ephemeral-storage. ")
 
 

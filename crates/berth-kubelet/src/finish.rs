@@ -10,6 +10,7 @@
 //! container `waiting` in `CrashLoopBackOff`, the exit in `lastState.terminated` and
 //! `restartCount` one higher. Pure: the driver (`pods.rs`) sleeps and writes what these return.
 
+use crate::container_exit::Ends;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -43,10 +44,17 @@ pub fn backoff_message(container: &str, pod: &str, namespace: &str, uid: &str) -
 }
 
 /// How a pod's containers run when they finish by themselves.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Run {
-    pub seconds: u64,
+    /// How long the containers run (the longest of them, when their commands say).
+    pub after: Duration,
+    /// The pod's exit for its restart policy: the first container's non-zero exit, else 0.
     pub exit_code: i32,
+    /// Each container's own exit code, where it differs from `exit_code`'s source (derived
+    /// from the commands); containers not named exit with `exit_code`.
+    pub exit_codes: BTreeMap<String, i32>,
+    /// Extra time before the first run ends: the init containers' run before it started.
+    pub first_after: Duration,
 }
 
 impl Run {
@@ -66,7 +74,39 @@ impl Run {
                 .parse::<i32>()
                 .map_err(|_| format!("{EXIT_CODE_ANNOTATION}: {code:?} is not an exit code"))?,
         };
-        Ok(Some(Run { seconds, exit_code }))
+        Ok(Some(Run {
+            after: Duration::from_secs(seconds),
+            exit_code,
+            exit_codes: BTreeMap::new(),
+            first_after: Duration::ZERO,
+        }))
+    }
+
+    /// The run the containers' commands say ([`crate::container_exit`]): `None` when one of
+    /// them runs until stopped (or there are none).
+    pub fn derived(containers: &[(String, Ends)]) -> Option<Run> {
+        let mut run = Run {
+            after: Duration::ZERO,
+            exit_code: 0,
+            exit_codes: BTreeMap::new(),
+            first_after: Duration::ZERO,
+        };
+        for (name, ends) in containers {
+            let Ends::After { after, exit_code } = *ends else {
+                return None;
+            };
+            run.after = run.after.max(after);
+            if run.exit_code == 0 {
+                run.exit_code = exit_code;
+            }
+            run.exit_codes.insert(name.clone(), exit_code);
+        }
+        (!containers.is_empty()).then_some(run)
+    }
+
+    /// The exit code of container `name`.
+    pub fn exit_code_of(&self, name: &str) -> i32 {
+        self.exit_codes.get(name).copied().unwrap_or(self.exit_code)
     }
 }
 
@@ -109,9 +149,9 @@ pub fn terminated(exit_code: i32, started_at: &Value, finished_at: &str, id: &Va
            "finishedAt": finished_at, "containerID": id})
 }
 
-/// The status patch (merge) for the containers of `pod` exiting at `now` with `exit_code`,
+/// The status patch (merge) for the containers of `pod` exiting at `now` as `run` says,
 /// followed by `after`.
-pub fn exited_status(pod: &Value, exit_code: i32, after: AfterExit, now: &str) -> Value {
+pub fn exited_status(pod: &Value, run: &Run, after: AfterExit, now: &str) -> Value {
     let statuses: Vec<Value> = pod["status"]["containerStatuses"]
         .as_array()
         .cloned()
@@ -119,6 +159,7 @@ pub fn exited_status(pod: &Value, exit_code: i32, after: AfterExit, now: &str) -
         .into_iter()
         .map(|mut s| {
             let started = s["state"]["running"]["startedAt"].clone();
+            let exit_code = run.exit_code_of(s["name"].as_str().unwrap_or(""));
             let exit = terminated(exit_code, &started, now, &s["containerID"]);
             s["ready"] = json!(false);
             s["started"] = json!(false);
@@ -203,7 +244,7 @@ fn not_ready(pod: &Value, reason: &str, now: &str) -> Vec<Value> {
 }
 
 /// `10s`, `1m20s`, `5m0s` as Go prints durations in the back-off message.
-fn human(d: Duration) -> String {
+pub(crate) fn human(d: Duration) -> String {
     let s = d.as_secs();
     if s < 60 {
         format!("{s}s")
@@ -221,6 +262,54 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
+    }
+
+    fn annotated(seconds: u64, exit_code: i32) -> Run {
+        Run {
+            after: Duration::from_secs(seconds),
+            exit_code,
+            exit_codes: BTreeMap::new(),
+            first_after: Duration::ZERO,
+        }
+    }
+
+    #[test]
+    fn derived_runs_last_as_the_longest_container_and_fail_with_the_first_failure() {
+        let after = |s: u64, exit_code: i32| Ends::After {
+            after: Duration::from_secs(s),
+            exit_code,
+        };
+        let run = Run::derived(&[("a".into(), after(1, 0)), ("b".into(), after(3, 2))]).unwrap();
+        assert_eq!(run.after, Duration::from_secs(3));
+        assert_eq!(run.exit_code, 2);
+        assert_eq!((run.exit_code_of("a"), run.exit_code_of("b")), (0, 2));
+        assert_eq!(
+            Run::derived(&[("a".into(), after(1, 0)), ("b".into(), Ends::Never)]),
+            None,
+            "a container that serves keeps the pod running"
+        );
+        assert_eq!(Run::derived(&[]), None);
+    }
+
+    #[test]
+    fn each_container_exits_with_its_own_code() {
+        let mut pod = running_pod();
+        let mut second = pod["status"]["containerStatuses"][0].clone();
+        second["name"] = json!("d");
+        pod["status"]["containerStatuses"]
+            .as_array_mut()
+            .unwrap()
+            .push(second);
+        let mut run = annotated(1, 1);
+        run.exit_codes = BTreeMap::from([("c".to_string(), 0), ("d".to_string(), 1)]);
+        let patch = exited_status(&pod, &run, AfterExit::End("Failed"), "t");
+        let codes: Vec<_> = patch["status"]["containerStatuses"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["state"]["terminated"]["exitCode"].clone())
+            .collect();
+        assert_eq!(codes, [json!(0), json!(1)]);
     }
 
     fn running_pod() -> Value {
@@ -243,20 +332,14 @@ mod tests {
     fn run_seconds_and_exit_code_are_read_with_exit_code_defaulting_to_zero() {
         assert_eq!(
             Run::of(&annotations(&[(RUN_SECONDS_ANNOTATION, "30")])),
-            Ok(Some(Run {
-                seconds: 30,
-                exit_code: 0
-            }))
+            Ok(Some(annotated(30, 0)))
         );
         assert_eq!(
             Run::of(&annotations(&[
                 (RUN_SECONDS_ANNOTATION, "5"),
                 (EXIT_CODE_ANNOTATION, "3")
             ])),
-            Ok(Some(Run {
-                seconds: 5,
-                exit_code: 3
-            }))
+            Ok(Some(annotated(5, 3)))
         );
     }
 
@@ -302,7 +385,12 @@ mod tests {
     #[test]
     fn an_ending_container_is_terminated_and_the_pod_takes_its_phase() {
         let now = "2026-11-24T12:00:30Z";
-        let patch = exited_status(&running_pod(), 1, AfterExit::End("Failed"), now);
+        let patch = exited_status(
+            &running_pod(),
+            &annotated(0, 1),
+            AfterExit::End("Failed"),
+            now,
+        );
         let s = &patch["status"];
         assert_eq!(s["phase"], "Failed");
         let t = &s["containerStatuses"][0]["state"]["terminated"];
@@ -319,7 +407,12 @@ mod tests {
             .unwrap();
         assert_eq!(ready["status"], "False");
         assert_eq!(ready["reason"], "PodCompleted");
-        let ok = exited_status(&running_pod(), 0, AfterExit::End("Succeeded"), now);
+        let ok = exited_status(
+            &running_pod(),
+            &annotated(0, 0),
+            AfterExit::End("Succeeded"),
+            now,
+        );
         assert_eq!(
             ok["status"]["containerStatuses"][0]["state"]["terminated"]["reason"],
             "Completed"
@@ -331,7 +424,7 @@ mod tests {
         let now = "2026-11-24T12:00:30Z";
         let patch = exited_status(
             &running_pod(),
-            0,
+            &annotated(0, 0),
             AfterExit::Restart(Duration::from_secs(10)),
             now,
         );

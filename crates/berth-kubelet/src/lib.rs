@@ -25,10 +25,13 @@
 //! # }
 //! ```
 
+pub mod admission;
 pub mod allocatable;
 pub mod clients;
 pub mod commands;
 pub mod config;
+pub mod container_exit;
+pub mod deadline;
 pub mod endpoints;
 pub mod eviction;
 pub mod failures;
@@ -39,6 +42,7 @@ mod node;
 pub mod oom;
 pub mod pod_token;
 mod pods;
+pub mod probes;
 pub mod running;
 pub mod share;
 pub mod sim;
@@ -264,6 +268,8 @@ impl Kubelet {
             sim,
             commands: self.commands,
             runs: Arc::default(),
+            starting: Arc::default(),
+            deadlines: Arc::default(),
         };
         let (watching, client) = (pods.clone(), self.client.clone());
         sup.spawn("kubelet-node-watch", move || {
@@ -379,6 +385,19 @@ async fn watch_nodes(client: kube::Client, pods: PodRunner) {
             if let Some(back) = pods.sim.observe_node(node) {
                 tokio::spawn(pods.clone().catch_up(back));
             }
+            if let Some(patch) = pods.sim.allocatable_patch(node) {
+                let name = node.metadata.name.clone().unwrap_or_default();
+                let api: Api<Node> = Api::all(pods.clients.node(&name));
+                tokio::spawn(async move {
+                    let params = kube::api::PatchParams::default();
+                    if let Err(e) = api
+                        .patch_status(&name, &params, &kube::api::Patch::Merge(&patch))
+                        .await
+                    {
+                        tracing::debug!(node = %name, error = %e, "making extended resources allocatable failed");
+                    }
+                });
+            }
         }
     }
 }
@@ -393,6 +412,10 @@ struct PodRunner {
     /// Pods whose containers finish by themselves (`berth.io/run-seconds`) and are running
     /// now: one run per pod uid.
     runs: Arc<Mutex<HashSet<String>>>,
+    /// Pods whose start is under way (their init containers run): one start per pod uid.
+    starting: pods::Starting,
+    /// The `activeDeadlineSeconds` timers armed, by pod uid.
+    deadlines: pods::Deadlines,
 }
 
 impl PodRunner {
@@ -416,7 +439,13 @@ impl PodRunner {
                 &self.runs,
                 self.sim.hosted(),
             );
-            tokio::spawn(pods::reconcile(client, pod, self.sim.clock().clone()));
+            pods::arm_deadline(&client, &pod, self.sim.clock(), &self.deadlines);
+            tokio::spawn(pods::reconcile(
+                client,
+                pod,
+                self.sim.clock().clone(),
+                self.starting.clone(),
+            ));
         }
     }
 

@@ -154,7 +154,47 @@ impl Sim {
             .lock()
             .expect("shown nodes")
             .insert(name.clone(), shown);
+        if let Some(model) = self.nodes.get(name) {
+            let mut m = model.lock().expect("node model");
+            m.view = node_view(node);
+            m.extended = extended_capacity(node);
+        }
         (!before.reaches_api() && wanted.reaches_api()).then(|| name.clone())
+    }
+
+    /// The status patch (merge) that makes the node's extended resources allocatable as its
+    /// capacity shows them (upstream's MachineInfo setter: allocatable follows capacity, an
+    /// extended resource gone from capacity leaves allocatable), if one of ours needs it.
+    pub fn allocatable_patch(&self, node: &Node) -> Option<Value> {
+        let name = node.metadata.name.as_ref()?;
+        if !self.has_node(name) || !self.mode(name).reaches_api() {
+            return None;
+        }
+        let status = node.status.as_ref()?;
+        let empty = BTreeMap::new();
+        let capacity = status.capacity.as_ref().unwrap_or(&empty);
+        let allocatable = status.allocatable.as_ref().unwrap_or(&empty);
+        let mut patch = serde_json::Map::new();
+        for (k, v) in capacity {
+            if crate::admission::is_extended_resource(k) && allocatable.get(k) != Some(v) {
+                patch.insert(k.clone(), json!(v));
+            }
+        }
+        for k in allocatable.keys() {
+            if crate::admission::is_extended_resource(k) && !capacity.contains_key(k) {
+                patch.insert(k.clone(), Value::Null);
+            }
+        }
+        (!patch.is_empty()).then(|| json!({"status": {"allocatable": patch}}))
+    }
+
+    /// Reads the node from the API again (admission is about to refuse a pod on what the
+    /// watch showed, which may lag behind: upstream's kubelet fetches its node then too).
+    async fn refresh_node(&self, node: &str) {
+        let api: Api<Node> = Api::all(self.clients.node(node));
+        if let Ok(n) = api.get(node).await {
+            self.observe_node(&n);
+        }
     }
 
     /// Cluster time since the simulation started (pressure transition periods are in it).
@@ -246,6 +286,22 @@ impl Sim {
             tracing::warn!(pod = %st.key, error = %e, "ignoring invalid berth.io/usage annotation");
         }
         let deleting = pod.metadata.deletion_timestamp.is_some();
+        // Admission of a pod first seen here; a refusal is checked again against the Node as
+        // the API shows it now.
+        let verdict = {
+            let m = model.lock().expect("node model");
+            let first = st.phase == Phase::Pending
+                && !matches!(m.pods.get(&st.key), Some(old) if old.uid == st.uid);
+            first.then(|| admit(&m, &st, &value))
+        };
+        let verdict = match verdict {
+            Some(Err(_)) => {
+                self.refresh_node(&node).await;
+                let m = model.lock().expect("node model");
+                Some(admit(&m, &st, &value))
+            }
+            v => v,
+        };
         let rejection = {
             let mut m = model.lock().expect("node model");
             let mut rejection = None;
@@ -265,14 +321,14 @@ impl Sim {
                         (_, p) => p,
                     };
                 }
-                _ if st.phase == Phase::Pending => match m.admit(&st) {
-                    Ok(()) => st.phase = Phase::Running,
-                    Err(r) => {
+                _ => match verdict {
+                    Some(Ok(())) => st.phase = Phase::Running,
+                    Some(Err(r)) => {
                         st.phase = Phase::Terminated;
                         rejection = Some(r);
                     }
+                    None => {}
                 },
-                _ => {}
             }
             let proceed = st.phase != Phase::Terminated || deleting;
             let key = st.key.clone();
@@ -591,6 +647,50 @@ impl Sim {
     }
 }
 
+/// Kubelet admission: pressure and resources, then node affinity, host ports and taints.
+fn admit(m: &NodeModel, pod: &PodState, value: &Value) -> Result<(), Rejection> {
+    m.admit(pod)
+        .and_then(|()| m.admit_placement(pod, &value["spec"]))
+}
+
+/// The labels and taints the API shows of a node.
+fn node_view(node: &Node) -> crate::admission::NodeView {
+    crate::admission::NodeView {
+        name: node.metadata.name.clone().unwrap_or_default(),
+        labels: node.metadata.labels.clone().unwrap_or_default(),
+        taints: node
+            .spec
+            .as_ref()
+            .and_then(|s| s.taints.as_ref())
+            .into_iter()
+            .flatten()
+            .map(|t| {
+                (
+                    t.key.clone(),
+                    t.value.clone().unwrap_or_default(),
+                    t.effect.clone(),
+                )
+            })
+            .collect(),
+    }
+}
+
+/// The extended resources of the node's `status.capacity`.
+fn extended_capacity(node: &Node) -> crate::allocatable::ResourceList {
+    node.status
+        .as_ref()
+        .and_then(|s| s.capacity.as_ref())
+        .into_iter()
+        .flatten()
+        .filter(|(k, _)| crate::admission::is_extended_resource(k))
+        .filter_map(|(k, v)| {
+            berth_core::quantity::Quantity::parse(&v.0)
+                .ok()
+                .map(|q| (k.clone(), q))
+        })
+        .collect()
+}
+
 /// Evicts one pod: after its grace (capped by `berth.io/termination-seconds`), the pod becomes
 /// Failed/Evicted with upstream's message, and a Warning `Evicted` event is posted.
 async fn evict(
@@ -625,9 +725,11 @@ async fn evict(
             .into_iter()
             .map(|mut s| {
                 let started = s["state"]["running"]["startedAt"].clone();
-                // The kill is recorded in lastState so that kubectl shows STATUS `Evicted` (the
-                // pod's reason) rather than the container's exit.
-                s["lastState"] = json!({"terminated": {"exitCode": 137, "reason": "Error", "startedAt": started, "finishedAt": ts}});
+                // Killed, as upstream's eviction manager kills them: the container is
+                // terminated (kubectl then shows its reason, `Error`, as upstream's does).
+                if s["state"].get("running").is_some() {
+                    s["state"] = json!({"terminated": {"exitCode": 137, "reason": "Error", "startedAt": started, "finishedAt": ts, "containerID": s["containerID"]}});
+                }
                 s["ready"] = json!(false);
                 s["started"] = json!(false);
                 s

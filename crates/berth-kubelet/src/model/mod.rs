@@ -2,6 +2,7 @@
 //! disk, the eviction manager; and the pure decisions on it (admission, stats, OOM).
 //! The driver (`sim.rs`) feeds it from the pod watch and carries its decisions out.
 
+use crate::admission::{self, HostPort, NodeView};
 use crate::config::NodeConfig;
 use crate::eviction::{
     self, Amounts, Candidate, Condition, ContainerUsage, EvictionManager, FsStats, NodeStats,
@@ -65,6 +66,8 @@ pub struct PodState {
     pub ended: Option<String>,
     /// When a scheduler bound the pod here (its `PodScheduled` condition), for its log.
     pub scheduled_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// The host ports its containers ask for.
+    pub host_ports: Vec<HostPort>,
 }
 
 fn requests_of(c: &Value) -> BTreeMap<String, Quantity> {
@@ -181,6 +184,7 @@ impl PodState {
             dead_reclaimed: false,
             ended: None,
             scheduled_at: scheduled_at(pod),
+            host_ports: admission::host_ports(spec),
         };
         (state, error)
     }
@@ -284,6 +288,12 @@ pub struct NodeModel {
     pub manager: EvictionManager,
     /// Pressure conditions last reported.
     pub conditions: BTreeSet<Condition>,
+    /// The Node object's name, labels and taints as the API shows them (from the config until
+    /// the node watch reports it).
+    pub view: NodeView,
+    /// The extended resources the Node's `status.capacity` shows (patched in by an
+    /// administrator or a device plugin), which the kubelet makes allocatable.
+    pub extended: crate::allocatable::ResourceList,
 }
 
 impl NodeModel {
@@ -301,7 +311,18 @@ impl NodeModel {
                 )
             })
             .collect();
+        let view = NodeView {
+            name: config.name.clone(),
+            labels: config.labels.clone(),
+            taints: config
+                .taints
+                .iter()
+                .map(|t| (t.key.clone(), t.value.clone(), t.effect.clone()))
+                .collect(),
+        };
         NodeModel {
+            view,
+            extended: Default::default(),
             manager: EvictionManager::new(config.eviction.clone()),
             config,
             pods: BTreeMap::new(),
@@ -352,7 +373,13 @@ impl NodeModel {
             if want == 0 || r == "pods" {
                 continue;
             }
-            let cap = self.config.allocatable.get(&r).map_or(0, |q| {
+            let allocatable = self.extended.get(&r).or(self.config.allocatable.get(&r));
+            // Upstream's removeMissingExtendedResources: an extended resource the node does
+            // not know is a cluster-level one, not the kubelet's to check.
+            if allocatable.is_none() && admission::is_extended_resource(&r) {
+                continue;
+            }
+            let cap = allocatable.map_or(0, |q| {
                 if r == "cpu" {
                     q.milli_value()
                 } else {
@@ -370,6 +397,17 @@ impl NodeModel {
             }
         }
         Ok(())
+    }
+
+    /// Kubelet admission's placement checks: node affinity, host ports against the admitted
+    /// pods', `NoExecute` taints ([`admission`]).
+    pub fn admit_placement(&self, pod: &PodState, spec: &Value) -> Result<(), Rejection> {
+        let in_use = self
+            .pods
+            .values()
+            .filter(|p| p.active() && p.key != pod.key)
+            .flat_map(|p| &p.host_ports);
+        admission::admit(spec, &pod.host_ports, in_use, &self.view)
     }
 
     /// Images some active or pending pod uses.

@@ -44,10 +44,9 @@ fn admission_fit() {
             json!({"limits": {"memory": "4Gi", "cpu": "100m"}}),
             Some("OutOfmemory"),
         ),
-        (
-            json!({"requests": {"nvidia.com/gpu": "1"}}),
-            Some("OutOfnvidia.com/gpu"),
-        ),
+        // An extended resource the node does not know: a cluster-level one, not checked
+        // (upstream's removeMissingExtendedResources).
+        (json!({"requests": {"nvidia.com/gpu": "1"}}), None),
         (json!({}), None),
     ];
     for (res, want) in cases {
@@ -67,6 +66,58 @@ fn admission_fit() {
         n.admit(&pod("e", json!({}), json!({}))).unwrap_err().reason,
         "OutOfpods"
     );
+}
+
+#[test]
+fn extended_resources_from_the_node_capacity_are_admitted_up_to_it() {
+    let mut n = node("");
+    n.extended
+        .insert("example.com/fakecpu".into(), Quantity::parse("5").unwrap());
+    let fake = |name: &str, q: &str| {
+        pod(
+            name,
+            json!({"requests": {"example.com/fakecpu": q}, "limits": {"example.com/fakecpu": q}}),
+            json!({}),
+        )
+    };
+    add(&mut n, fake("a", "2"));
+    add(&mut n, fake("b", "2"));
+    assert!(n.admit(&fake("c", "1")).is_ok(), "4 + 1 fits in 5");
+    let r = n.admit(&fake("c", "2")).unwrap_err();
+    assert_eq!(r.reason, "OutOfexample.com/fakecpu");
+    assert_eq!(
+        r.message,
+        "Node didn't have enough resource: example.com/fakecpu, requested: 2, used: 4, capacity: 5"
+    );
+}
+
+#[test]
+fn placement_admission_refuses_a_host_port_in_use_and_a_mismatched_selector() {
+    let mut n = node("");
+    let with_port = |name: &str| {
+        let p = json!({
+            "metadata": {"namespace": "ns", "name": name, "uid": name},
+            "spec": {"containers": [{"name": "c", "ports": [{"containerPort": 80, "hostPort": 8080}]}]},
+            "status": {"phase": "Running"},
+        });
+        (PodState::from_pod(&p, Duration::ZERO).0, p["spec"].clone())
+    };
+    let (first, spec) = with_port("first");
+    assert!(n.admit_placement(&first, &spec).is_ok());
+    add(&mut n, first);
+    let (second, spec) = with_port("second");
+    assert_eq!(
+        n.admit_placement(&second, &spec).unwrap_err().reason,
+        "NodePorts"
+    );
+    let plain = pod("plain", json!({}), json!({}));
+    let spec = json!({"nodeSelector": {"disktype": "ssd"}});
+    assert_eq!(
+        n.admit_placement(&plain, &spec).unwrap_err().reason,
+        "NodeAffinity"
+    );
+    n.view.labels.insert("disktype".into(), "ssd".into());
+    assert!(n.admit_placement(&plain, &spec).is_ok());
 }
 
 #[test]
@@ -153,7 +204,8 @@ fn eviction_of_best_effort_under_memory_pressure() {
     assert_eq!(e.pod, "ns/be");
     assert_eq!(
         e.message,
-        "The node was low on resource: memory. Container c was using 2Gi, request is 0, has larger consumption of memory. "
+        "The node was low on resource: memory. Threshold quantity: 1Gi, available: 768Mi. \
+         Container c was using 2Gi, request is 0, has larger consumption of memory. "
     );
 }
 

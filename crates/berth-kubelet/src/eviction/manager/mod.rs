@@ -195,7 +195,10 @@ impl EvictionManager {
                     .min(self.config.max_pod_grace_period)
                     .max(0)
             };
-            let (message, offending) = eviction_message(pod, resource);
+            let met = obs
+                .get(&threshold.signal)
+                .map(|o| (threshold.value.quantity(o.capacity), o.available));
+            let (message, offending) = eviction_message(pod, resource, met);
             d.eviction = Some(Eviction {
                 pod: pod.key.clone(),
                 grace_period_seconds: grace,
@@ -253,11 +256,23 @@ fn print(resource: Resource, v: i64) -> String {
     }
 }
 
-/// Upstream's eviction message: `The node was low on resource: memory. ` followed by
-/// `Container c was using 1Gi, request is 0, has larger consumption of memory. ` for each
-/// container using more than it requests.
-pub fn eviction_message(pod: &Candidate, resource: Resource) -> (String, Vec<(String, String)>) {
+/// Upstream's eviction message: `The node was low on resource: memory. `, then the threshold
+/// met (`Threshold quantity: 100Mi, available: 50Mi. `, from `met`: the threshold's quantity and
+/// what was available), then `Container c was using 1Gi, request is 0, has larger consumption
+/// of memory. ` for each container using more than it requests.
+pub fn eviction_message(
+    pod: &Candidate,
+    resource: Resource,
+    met: Option<(i64, i64)>,
+) -> (String, Vec<(String, String)>) {
     let mut msg = format!("The node was low on resource: {}. ", resource.name());
+    if let Some((quantity, available)) = met {
+        msg.push_str(&format!(
+            "Threshold quantity: {}, available: {}. ",
+            print(resource, quantity),
+            print(resource, available)
+        ));
+    }
     let mut offending = Vec::new();
     for c in &pod.containers {
         let usage = c.usage.get(resource);

@@ -360,19 +360,30 @@ fn one_eviction_at_a_time() {
 fn messages() {
     let p = pod("ns/p", QosClass::BestEffort, 0, GI);
     assert_eq!(
-        eviction_message(&p, Resource::Memory).0,
+        eviction_message(&p, Resource::Memory, None).0,
         "The node was low on resource: memory. Container c was using 1Gi, request is 0, has larger consumption of memory. "
     );
     let p = pod("ns/p", QosClass::Burstable, 2 * GI, GI);
     assert_eq!(
-        eviction_message(&p, Resource::Memory).0,
+        eviction_message(&p, Resource::Memory, None).0,
         "The node was low on resource: memory. "
     );
     let mut p = pod("ns/p", QosClass::Burstable, 0, 0);
     p.containers[0].usage.inodes = 2000;
     assert_eq!(
-        eviction_message(&p, Resource::Inodes).0,
+        eviction_message(&p, Resource::Inodes, None).0,
         "The node was low on resource: inodes. Container c was using 2k, request is 0, has larger consumption of inodes. "
+    );
+}
+
+#[test]
+fn the_message_names_the_threshold_met_and_what_was_available() {
+    // Upstream's example: a 100Mi memory.available threshold with 50Mi left.
+    let p = pod("ns/p", QosClass::BestEffort, 0, 200 * 1024 * 1024);
+    assert_eq!(
+        eviction_message(&p, Resource::Memory, Some((100 << 20, 50 << 20))).0,
+        "The node was low on resource: memory. Threshold quantity: 100Mi, available: 50Mi. \
+         Container c was using 200Mi, request is 0, has larger consumption of memory. "
     );
 }
 
