@@ -437,6 +437,10 @@ pub async fn write_update(
 ) -> ApiResult<Response> {
     let rt = req.target.rt;
     let status_only = req.target.subresource.as_deref() == Some("status");
+    if req.target.subresource.as_deref() == Some("finalize") {
+        // A namespace's finalize subresource changes its `spec.finalizers` (and nothing else).
+        new = strategy::namespace::finalized(old, &new);
+    }
     if status_only {
         // The status subresource changes status (and nothing else).
         keep_all_but_status(old, &mut new);
@@ -496,7 +500,7 @@ pub async fn write_update(
         && new["metadata"]["finalizers"]
             .as_array()
             .is_none_or(|f| f.is_empty())
-        && strategy.removed_with_last_finalizer();
+        && strategy.removed_with_last_finalizer(&new);
     if finalizers_done {
         let kv = ctx
             .store
