@@ -69,11 +69,17 @@ mod tests {
     #[test]
     fn an_owned_set_it_no_longer_selects_is_released() {
         assert_eq!(claim("d", false, rs(Some("d"), true, false)), Claim::Owned);
-        assert_eq!(claim("d", false, rs(Some("d"), false, false)), Claim::Release);
+        assert_eq!(
+            claim("d", false, rs(Some("d"), false, false)),
+            Claim::Release
+        );
     }
 
     #[test]
     fn a_set_another_controller_owns_is_not_its_concern() {
-        assert_eq!(claim("d", false, rs(Some("other"), true, false)), Claim::Ignore);
+        assert_eq!(
+            claim("d", false, rs(Some("other"), true, false)),
+            Claim::Ignore
+        );
     }
 }

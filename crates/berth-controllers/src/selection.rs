@@ -6,7 +6,10 @@ use std::collections::BTreeSet;
 
 /// Every controller berth runs: upstream's name and its alias from before 1.28.
 pub const CONTROLLERS: &[(&str, &str)] = &[
-    ("clusterrole-aggregation-controller", "clusterrole-aggregation"),
+    (
+        "clusterrole-aggregation-controller",
+        "clusterrole-aggregation",
+    ),
     ("cronjob-controller", "cronjob"),
     ("daemonset-controller", "daemonset"),
     ("deployment-controller", "deployment"),
@@ -17,11 +20,17 @@ pub const CONTROLLERS: &[(&str, &str)] = &[
     ("job-controller", "job"),
     ("namespace-controller", "namespace"),
     ("node-lifecycle-controller", "nodelifecycle"),
-    ("persistentvolume-binder-controller", "persistentvolume-binder"),
+    (
+        "persistentvolume-binder-controller",
+        "persistentvolume-binder",
+    ),
     ("pod-garbage-collector-controller", "podgc"),
     ("replicaset-controller", "replicaset"),
     ("replicationcontroller-controller", "replicationcontroller"),
-    ("root-ca-certificate-publisher-controller", "root-ca-cert-publisher"),
+    (
+        "root-ca-certificate-publisher-controller",
+        "root-ca-cert-publisher",
+    ),
     ("serviceaccount-controller", "serviceaccount"),
     ("serviceaccount-token-controller", "serviceaccount-token"),
     ("statefulset-controller", "statefulset"),
@@ -115,7 +124,10 @@ mod tests {
         assert!(s.enabled("deployment-controller"));
         assert!(!s.enabled("replicaset-controller"));
         let none = parse(&["-*"]);
-        assert_eq!(none.unwrap_err(), "\"*\" is not in the list of known controllers");
+        assert_eq!(
+            none.unwrap_err(),
+            "\"*\" is not in the list of known controllers"
+        );
     }
 
     #[test]

@@ -127,7 +127,9 @@ async fn root_ca(args: &ControllersArgs) -> anyhow::Result<Option<String>> {
         }
         None => kube::Config::infer().await?,
     };
-    Ok(config.root_cert.map(|certs| certs.iter().map(|der| pem(der)).collect()))
+    Ok(config
+        .root_cert
+        .map(|certs| certs.iter().map(|der| pem(der)).collect()))
 }
 
 /// A DER certificate as PEM.
@@ -144,8 +146,8 @@ fn pem(der: &[u8]) -> String {
 }
 
 pub async fn run(args: ControllersArgs) -> anyhow::Result<()> {
-    let client = client(args.kubeconfig.as_deref()).await?;
     let selection = selection(&args.controllers)?;
+    let client = client(args.kubeconfig.as_deref()).await?;
     let ca = root_ca(&args).await?;
     let clock = Clock::system();
     let metrics = berth_controllers::metrics::ControllerMetrics::new();

@@ -7,15 +7,15 @@ use super::rolling::{default_max_surge, default_max_unavailable, IntOrPercent};
 use super::sync::{
     sync, DeploymentView, Plan, SetView, StatusView, Strategy, REVISION, TEMPLATE_HASH,
 };
+use crate::claim::{claim, Candidate, Claim};
+use crate::create_backoff::{self, CreateBackoff};
 use crate::informers::{wait, Informers};
 use crate::model::{to_chrono, to_time};
-use crate::claim::{claim, Candidate, Claim};
-use crate::replicaset::workload::{controller_uid, label_of, Owner};
-use berth_core::labels::Selector;
-use crate::create_backoff::{self, CreateBackoff};
 use crate::model::{EventRecord, Involved};
 use crate::recorder::Recorder;
+use crate::replicaset::workload::{controller_uid, label_of, Owner};
 use crate::Clock;
+use berth_core::labels::Selector;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
@@ -143,7 +143,8 @@ async fn claim_sets<'a>(
             Claim::Owned => claimed.push(rs),
             Claim::Ignore => {}
             Claim::Adopt => {
-                let mut refs: Vec<Value> = refs.filter_map(|r| serde_json::to_value(r).ok()).collect();
+                let mut refs: Vec<Value> =
+                    refs.filter_map(|r| serde_json::to_value(r).ok()).collect();
                 refs.push(owner.controller_ref());
                 if patch_owner_refs(client, rs, refs).await {
                     claimed.push(rs);

@@ -102,9 +102,7 @@ pub fn decide(
             Dependents::None => {}
             // Its owners wait for their dependents: its own dependents must go first too.
             Dependents::Some => return Action::Delete(Propagation::Foreground),
-            Dependents::SomeDeletingDependents => {
-                return Action::UnblockOwnersThenDeleteForeground
-            }
+            Dependents::SomeDeletingDependents => return Action::UnblockOwnersThenDeleteForeground,
         }
     }
     let policy = if finalizers.iter().any(|f| f == ORPHAN) {
@@ -172,7 +170,10 @@ mod tests {
     #[test]
     fn an_object_without_owners_or_with_live_owners_is_kept() {
         assert_eq!(decide(&[], &[], &[], Dependents::None), Action::Keep);
-        assert_eq!(decide(&[r("a")], &[present("a")], &[], Dependents::None), Action::Keep);
+        assert_eq!(
+            decide(&[r("a")], &[present("a")], &[], Dependents::None),
+            Action::Keep
+        );
     }
 
     #[test]
@@ -204,11 +205,21 @@ mod tests {
     #[test]
     fn dependents_of_a_foreground_deletion_with_dependents_of_their_own_go_in_the_foreground() {
         assert_eq!(
-            decide(&[r("d")], &[foreground_deleting("d")], &[], Dependents::Some),
+            decide(
+                &[r("d")],
+                &[foreground_deleting("d")],
+                &[],
+                Dependents::Some
+            ),
             Action::Delete(Propagation::Foreground)
         );
         assert_eq!(
-            decide(&[r("d")], &[foreground_deleting("d")], &[], Dependents::None),
+            decide(
+                &[r("d")],
+                &[foreground_deleting("d")],
+                &[],
+                Dependents::None
+            ),
             Action::Delete(Propagation::Background)
         );
     }
@@ -241,11 +252,21 @@ mod tests {
     #[test]
     fn an_objects_own_finalizer_chooses_its_propagation() {
         assert_eq!(
-            decide(&[r("a")], &[Owner::Absent], &[ORPHAN.into()], Dependents::Some),
+            decide(
+                &[r("a")],
+                &[Owner::Absent],
+                &[ORPHAN.into()],
+                Dependents::Some
+            ),
             Action::Delete(Propagation::Orphan)
         );
         assert_eq!(
-            decide(&[r("a")], &[Owner::Absent], &[FOREGROUND.into()], Dependents::Some),
+            decide(
+                &[r("a")],
+                &[Owner::Absent],
+                &[FOREGROUND.into()],
+                Dependents::Some
+            ),
             Action::Delete(Propagation::Foreground)
         );
     }

@@ -98,8 +98,7 @@ pub(crate) async fn run(
             let uid = job.metadata.uid.clone().unwrap_or_default();
             let owned: &[&Pod] = by_owner.get(uid.as_str()).map_or(&[], |v| v.as_slice());
             let claimed;
-            let mine: &[&Pod] = if is_finished(job) || job.metadata.deletion_timestamp.is_some()
-            {
+            let mine: &[&Pod] = if is_finished(job) || job.metadata.deletion_timestamp.is_some() {
                 owned
             } else {
                 let candidates = orphans.get(ns_of(job)).map_or(&[][..], |v| v.as_slice());
@@ -296,7 +295,8 @@ async fn claim_pods<'a>(
             .map(|r| r.uid.as_str());
         let candidate = Candidate {
             controller_uid: controller,
-            selected: !labels.is_empty() && selector.matches_fn(|k| labels.get(k).map(String::as_str)),
+            selected: !labels.is_empty()
+                && selector.matches_fn(|k| labels.get(k).map(String::as_str)),
             deleting: pod.metadata.deletion_timestamp.is_some(),
         };
         let refs = pod.metadata.owner_references.iter().flatten();

@@ -177,12 +177,12 @@ pub fn sync(job: &Job, pods: &[&Pod], in_flight: &[Option<i32>], now: DateTime<U
     let active_count = counts.active;
     // An Indexed Job's success policy, once a rule holds, completes it.
     let success = match (&interim, &indexes) {
-        (None, Some(ix)) => success_policy::matched(job, completions, &ix.succeeded).map(|m| {
-            Failure::Stored {
+        (None, Some(ix)) => {
+            success_policy::matched(job, completions, &ix.succeeded).map(|m| Failure::Stored {
                 reason: success_policy::REASON.into(),
                 message: m,
-            }
-        }),
+            })
+        }
         _ => None,
     };
     let decided = match &interim {

@@ -90,9 +90,7 @@ pub async fn run(client: kube::Client, reads: kube::Client, informers: Informers
         let now = clock.instant();
         for name in &terminating {
             let count = pods.get(name).copied().unwrap_or(0);
-            let ready = due
-                .get(name)
-                .is_none_or(|d| now >= d.at || count < d.pods);
+            let ready = due.get(name).is_none_or(|d| now >= d.at || count < d.pods);
             if !ready {
                 continue;
             }
@@ -180,7 +178,9 @@ async fn pass(
         .and_then(|s| s.conditions.clone())
         .unwrap_or_default();
     if let Some(updated) = conditions(&current, &pass, crate::model::to_time(clock.now())) {
-        ns.status.get_or_insert_with(NamespaceStatus::default).conditions = Some(updated);
+        ns.status
+            .get_or_insert_with(NamespaceStatus::default)
+            .conditions = Some(updated);
         match replace_status(&api, &ns).await {
             Ok(written) => ns = written,
             Err(kube::Error::Api(e)) if e.code == 404 => return Outcome::Done,
@@ -211,7 +211,10 @@ async fn finalize(api: &Api<Namespace>, ns: &Namespace) -> Outcome {
             .and_then(|s| s.finalizers.as_deref())
             .unwrap_or_default(),
     );
-    finalized.spec.get_or_insert_with(Default::default).finalizers = Some(rest);
+    finalized
+        .spec
+        .get_or_insert_with(Default::default)
+        .finalizers = Some(rest);
     match api
         .replace_subresource("finalize", &name, &PostParams::default(), &finalized)
         .await
@@ -267,7 +270,15 @@ async fn delete_content(
                 0
             }
         };
-        delete_resource(client, namespace, &resource, deletecollection, estimate, &mut pass).await;
+        delete_resource(
+            client,
+            namespace,
+            &resource,
+            deletecollection,
+            estimate,
+            &mut pass,
+        )
+        .await;
     }
     if !pass.done() {
         return pass;
@@ -280,7 +291,9 @@ async fn delete_content(
 
 /// The namespaced resources that can be listed and deleted, in their preferred versions, and
 /// whether each supports `deletecollection`.
-async fn deletable_resources(client: &kube::Client) -> Result<Vec<(ApiResource, bool)>, kube::Error> {
+async fn deletable_resources(
+    client: &kube::Client,
+) -> Result<Vec<(ApiResource, bool)>, kube::Error> {
     let discovery = Discovery::new(client.clone()).run().await?;
     let mut out = Vec::new();
     for group in discovery.groups() {
@@ -296,7 +309,10 @@ async fn deletable_resources(client: &kube::Client) -> Result<Vec<(ApiResource, 
     Ok(out)
 }
 
-async fn pods_left(client: &kube::Client, namespace: &str) -> Result<Vec<TerminatingPod>, kube::Error> {
+async fn pods_left(
+    client: &kube::Client,
+    namespace: &str,
+) -> Result<Vec<TerminatingPod>, kube::Error> {
     let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
     Ok(pods
         .list(&ListParams::default())
@@ -335,7 +351,10 @@ async fn delete_resource(
         resource.plural
     );
     let deleted = if deletecollection {
-        match api.delete_collection(&background, &ListParams::default()).await {
+        match api
+            .delete_collection(&background, &ListParams::default())
+            .await
+        {
             Ok(_) => Ok(true),
             Err(kube::Error::Api(e)) if e.code == 404 || e.code == 405 => Ok(false),
             Err(e) => Err(e),

@@ -29,9 +29,10 @@ pub const CONDITION_TYPES: [&str; 5] = [
 /// The reason and message of a condition type when all is well (status `False`).
 fn ok_condition(kind: &str) -> (&'static str, &'static str) {
     match kind {
-        "NamespaceDeletionDiscoveryFailure" => {
-            ("ResourcesDiscovered", "All resources successfully discovered")
-        }
+        "NamespaceDeletionDiscoveryFailure" => (
+            "ResourcesDiscovered",
+            "All resources successfully discovered",
+        ),
         "NamespaceDeletionGroupVersionParsingFailure" => (
             "ParsedGroupVersions",
             "All legacy kube types successfully parsed",
@@ -151,7 +152,11 @@ impl Pass {
     fn failures(&self) -> Vec<(&'static str, &'static str, String)> {
         let mut out = Vec::new();
         if let Some(e) = &self.discovery_error {
-            out.push(("NamespaceDeletionDiscoveryFailure", "DiscoveryFailed", e.clone()));
+            out.push((
+                "NamespaceDeletionDiscoveryFailure",
+                "DiscoveryFailed",
+                e.clone(),
+            ));
         }
         if !self.errors.is_empty() {
             let mut errors = self.errors.clone();

@@ -8,7 +8,10 @@ fn with_finalizers(finalizers: &[(&str, usize)], count: usize) -> Remaining {
     Remaining {
         estimate: FINALIZER_ESTIMATE_SECONDS,
         count,
-        finalizers: finalizers.iter().map(|(f, n)| (f.to_string(), *n)).collect(),
+        finalizers: finalizers
+            .iter()
+            .map(|(f, n)| (f.to_string(), *n))
+            .collect(),
     }
 }
 
@@ -18,12 +21,19 @@ fn condition<'a>(all: &'a [NamespaceCondition], kind: &str) -> &'a NamespaceCond
 
 #[test]
 fn nothing_left_is_nothing_to_wait_for() {
-    assert_eq!(remaining("ns", "/v1, Resource=configmaps", 0, &[]), Ok(Remaining::default()));
+    assert_eq!(
+        remaining("ns", "/v1, Resource=configmaps", 0, &[]),
+        Ok(Remaining::default())
+    );
 }
 
 #[test]
 fn objects_left_with_finalizers_are_waited_for_the_finalizer_estimate() {
-    let items = vec![vec!["example.com/a".to_string()], vec![], vec!["example.com/a".into(), "b".into()]];
+    let items = vec![
+        vec!["example.com/a".to_string()],
+        vec![],
+        vec!["example.com/a".into(), "b".into()],
+    ];
     let r = remaining("ns", "/v1, Resource=pods", 0, &items).unwrap();
     assert_eq!(r.estimate, FINALIZER_ESTIMATE_SECONDS);
     assert_eq!(r.count, 3);
@@ -52,7 +62,11 @@ fn the_pods_estimate_is_the_longest_grace_period_of_running_pods_until_it_has_pa
         phase: phase.into(),
         grace_period_seconds: grace,
     };
-    let pods = [pod("Running", Some(30)), pod("Pending", Some(5)), pod("Succeeded", Some(90))];
+    let pods = [
+        pod("Running", Some(30)),
+        pod("Pending", Some(5)),
+        pod("Succeeded", Some(90)),
+    ];
     assert_eq!(pods_estimate(&pods, 0), 30);
     assert_eq!(pods_estimate(&pods, 29), 30);
     assert_eq!(pods_estimate(&pods, 30), 0);
@@ -73,7 +87,9 @@ fn an_empty_pass_sets_every_condition_false_with_upstreams_words() {
         Some("All content successfully deleted, may be waiting on finalization")
     );
     assert_eq!(
-        condition(&got, "NamespaceFinalizersRemaining").reason.as_deref(),
+        condition(&got, "NamespaceFinalizersRemaining")
+            .reason
+            .as_deref(),
         Some("ContentRemoved")
     );
     // The same pass again changes nothing.
@@ -83,8 +99,10 @@ fn an_empty_pass_sets_every_condition_false_with_upstreams_words() {
 #[test]
 fn a_pod_with_a_finalizer_is_reported_as_content_and_finalizer_remaining() {
     let mut pass = Pass::default();
-    pass.remaining
-        .insert("pods.".into(), with_finalizers(&[("e2e.example.com/keep", 1)], 1));
+    pass.remaining.insert(
+        "pods.".into(),
+        with_finalizers(&[("e2e.example.com/keep", 1)], 1),
+    );
     pass.remaining.insert(
         "configmaps.".into(),
         with_finalizers(&[("e2e.example.com/keep", 2), ("x", 1)], 2),
@@ -115,7 +133,10 @@ fn failed_deletions_are_one_content_failure_listing_each_sorted() {
     assert!(!pass.done());
     let got = conditions(&[], &pass, at(10)).unwrap();
     let c = condition(&got, "NamespaceDeletionContentFailure");
-    assert_eq!((c.status.as_str(), c.reason.as_deref()), ("True", Some("ContentDeletionFailed")));
+    assert_eq!(
+        (c.status.as_str(), c.reason.as_deref()),
+        ("True", Some("ContentDeletionFailed"))
+    );
     assert_eq!(
         c.message.as_deref(),
         Some("Failed to delete all resource types, 2 remaining: a failed, b failed")
@@ -125,9 +146,11 @@ fn failed_deletions_are_one_content_failure_listing_each_sorted() {
 #[test]
 fn a_condition_keeps_its_transition_time_unless_its_status_changes() {
     let mut pass = Pass::default();
-    pass.remaining.insert("pods.".into(), with_finalizers(&[("f", 2)], 2));
+    pass.remaining
+        .insert("pods.".into(), with_finalizers(&[("f", 2)], 2));
     let first = conditions(&[], &pass, at(10)).unwrap();
-    pass.remaining.insert("pods.".into(), with_finalizers(&[("f", 1)], 1));
+    pass.remaining
+        .insert("pods.".into(), with_finalizers(&[("f", 1)], 1));
     let second = conditions(&first, &pass, at(20)).unwrap();
     let c = condition(&second, "NamespaceContentRemaining");
     assert_eq!(c.last_transition_time, Some(at(10)));
@@ -137,7 +160,10 @@ fn a_condition_keeps_its_transition_time_unless_its_status_changes() {
     );
     let third = conditions(&second, &Pass::default(), at(30)).unwrap();
     let c = condition(&third, "NamespaceContentRemaining");
-    assert_eq!((c.status.as_str(), c.last_transition_time.clone()), ("False", Some(at(30))));
+    assert_eq!(
+        (c.status.as_str(), c.last_transition_time.clone()),
+        ("False", Some(at(30)))
+    );
 }
 
 #[test]

@@ -66,7 +66,10 @@ mod tests {
 
     #[test]
     fn a_configmap_holding_the_ca_is_left_alone() {
-        assert_eq!(decide(true, Some(&published("CA", Some(DESCRIPTION))), "CA"), None);
+        assert_eq!(
+            decide(true, Some(&published("CA", Some(DESCRIPTION))), "CA"),
+            None
+        );
     }
 
     #[test]
