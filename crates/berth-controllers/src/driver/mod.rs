@@ -283,7 +283,7 @@ impl Controllers {
                 clock = self.clock.clone()
             );
         }
-        if let (true, Some(ca)) = (
+        if let (true, Some(root_ca)) = (
             on("root-ca-certificate-publisher-controller"),
             self.root_ca.clone(),
         ) {
@@ -293,7 +293,7 @@ impl Controllers {
                 crate::root_ca::driver::run,
                 reads = reads.clone(),
                 client = self.client_as("root-ca-cert-publisher"),
-                ca = ca
+                ca = root_ca
             );
         }
         spawn_workloads(
