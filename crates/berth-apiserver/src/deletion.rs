@@ -1,9 +1,8 @@
-//! Deleting objects: graceful pod termination, finalizers and namespace cascade.
+//! Deleting objects: graceful pod termination, finalizers, terminating namespaces.
 
 use crate::codec::{self, meta_mut};
 use crate::context::Ctx;
 use crate::error::{from_store, ApiError, ApiResult};
-use crate::path;
 use crate::request::{ApiRequest, Query};
 use crate::response::{answer, respond};
 use crate::strategy::{Deletion, Strategy};
@@ -136,10 +135,11 @@ pub async fn delete_object(
         .is_some_and(|f| !f.is_empty());
 
     if deletion == Deletion::Cascade {
+        // The namespace controller empties it, then removes its `kubernetes` finalizer
+        // (`finalize`), which removes it.
         if !already_deleting {
             current["status"]["phase"] = json!("Terminating");
             mark_deleting(ctx, req, &mut current, &ctx.clock.timestamp(), 0, expected).await?;
-            tokio::spawn(empty_namespace(ctx.clone(), req.name().to_string()));
         }
         return Ok(respond(ctx, req, StatusCode::OK, current));
     }
@@ -249,28 +249,6 @@ async fn mark_deleting(
         .map_err(|e| from_store(e, &req.resource(), req.name()))?;
     codec::stamp(current, kv.mod_revision, &req.target);
     Ok(())
-}
-
-/// Deletes everything in a terminating namespace, then the namespace itself.
-async fn empty_namespace(ctx: Ctx, namespace: String) {
-    let custom = ctx.custom.resource_types();
-    let kinds = berth_api::registry::all().iter().chain(custom);
-    for rt in kinds.filter(|rt| rt.namespaced) {
-        let prefix = path::collection_prefix(rt, Some(&namespace));
-        let Ok(r) = ctx.store.range(&prefix, None, 0, None) else {
-            continue;
-        };
-        for kv in r.kvs {
-            // Pods in a deleted namespace go at once; there is nothing left to run them for.
-            let _ = ctx.store.delete(&kv.key, None).await;
-        }
-    }
-    let ns_rt = berth_api::registry::find("", "v1", "namespaces");
-    if let Some(rt) = ns_rt {
-        let key = path::key(rt, None, &namespace);
-        let _ = ctx.store.delete(&key, None).await;
-    }
-    tracing::info!(namespace = %namespace, "namespace deleted");
 }
 
 #[cfg(test)]

@@ -494,6 +494,10 @@ pub async fn write_update(
         req.target.subresource.as_deref(),
         Some("status" | "approval")
     );
+    if req.target.subresource.as_deref() == Some("finalize") {
+        // A namespace's finalize subresource changes its `spec.finalizers` (and nothing else).
+        new = strategy::namespace::finalized(old, &new);
+    }
     if status_only {
         // The status subresource changes status and metadata, as the kind's upstream status
         // strategy lets it (server-managed metadata is kept below).
@@ -555,7 +559,7 @@ pub async fn write_update(
         && new["metadata"]["finalizers"]
             .as_array()
             .is_none_or(|f| f.is_empty())
-        && strategy.removed_with_last_finalizer();
+        && strategy.removed_with_last_finalizer(&new);
     if finalizers_done {
         let kv = ctx
             .store

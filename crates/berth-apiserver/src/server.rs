@@ -592,6 +592,12 @@ async fn route(
         ("serviceaccounts", Some("token"), &Method::POST) => {
             return subresources::token::create(ctx, &req).await
         }
+        // A namespace's `finalize` is written (PUT) and nothing else, as upstream routes it.
+        ("namespaces", Some("finalize"), m) if *m != Method::PUT => {
+            return Err(ApiError::MethodNotAllowed(
+                "the server does not allow this method on the requested resource".to_string(),
+            ))
+        }
         _ => {}
     }
     // Kinds with handlers of their own.

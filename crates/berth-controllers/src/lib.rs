@@ -30,6 +30,7 @@
 //! ```
 
 pub mod aggregation;
+pub mod claim;
 pub mod controller_revision;
 pub mod create_backoff;
 pub mod cronjob;
@@ -44,12 +45,15 @@ pub mod job;
 pub mod lifecycle;
 pub mod metrics;
 pub mod model;
+pub mod namespace;
 pub mod node_taints;
 pub mod owned_pods;
 pub mod podgc;
 pub(crate) mod recorder;
 pub mod replicaset;
 pub mod resourcequota;
+pub mod root_ca;
+pub mod selection;
 pub mod serviceaccount;
 pub mod serviceaccount_token;
 pub mod statefulset;

@@ -1,5 +1,6 @@
 //! `berth controllers`: the controllers of `berth serve` (workloads, garbage collection, pod GC,
-//! node lifecycle, taints, disruption budgets) against any API server, leader-elected through a
+//! namespaces, node lifecycle, taints, disruption budgets, the root CA publisher) against any
+//! API server, leader-elected through a
 //! Lease as kube-controller-manager is, with upstream's flag names.
 
 use crate::scheduler::{client, parse_duration};
@@ -42,6 +43,14 @@ pub struct ControllersArgs {
     pub node_monitor_grace_period: Duration,
     #[command(flatten)]
     pub zones: ZoneArgs,
+    /// Which controllers run, by kube-controller-manager's names: `*` all, `name` one,
+    /// `-name` all but one (`--controllers='*,-namespace-controller'`).
+    #[arg(long, value_delimiter = ',', default_value = "*")]
+    pub controllers: Vec<String>,
+    /// The cluster CA (PEM) published as `kube-root-ca.crt` in every namespace (default: the
+    /// kubeconfig's certificate authority).
+    #[arg(long)]
+    pub root_ca_file: Option<PathBuf>,
     /// Serve the controllers' /metrics, /healthz and /readyz on this address (plain HTTP, e.g.
     /// `127.0.0.1:10257`); empty serves none.
     #[arg(long, default_value = "")]
@@ -97,8 +106,49 @@ impl ZoneArgs {
     }
 }
 
+/// The `--controllers` selection, refused as upstream refuses an unknown name.
+pub fn selection(list: &[String]) -> anyhow::Result<berth_controllers::selection::Selection> {
+    berth_controllers::selection::Selection::parse(list)
+        .map_err(|e| anyhow::anyhow!("--controllers: {e}"))
+}
+
+/// The CA to publish: `--root-ca-file`, else the kubeconfig's certificate authority.
+async fn root_ca(args: &ControllersArgs) -> anyhow::Result<Option<String>> {
+    if let Some(path) = &args.root_ca_file {
+        let pem = std::fs::read_to_string(path)
+            .with_context(|| format!("--root-ca-file: reading {}", path.display()))?;
+        return Ok(Some(pem));
+    }
+    let config = match args.kubeconfig.as_deref() {
+        Some(path) => {
+            let kc = kube::config::Kubeconfig::read_from(path)
+                .with_context(|| format!("reading kubeconfig {}", path.display()))?;
+            kube::Config::from_custom_kubeconfig(kc, &Default::default()).await?
+        }
+        None => kube::Config::infer().await?,
+    };
+    Ok(config
+        .root_cert
+        .map(|certs| certs.iter().map(|der| pem(der)).collect()))
+}
+
+/// A DER certificate as PEM.
+fn pem(der: &[u8]) -> String {
+    use base64::Engine;
+    let body = base64::engine::general_purpose::STANDARD.encode(der);
+    let mut out = String::from("-----BEGIN CERTIFICATE-----\n");
+    for line in body.as_bytes().chunks(64) {
+        out.push_str(&String::from_utf8_lossy(line));
+        out.push('\n');
+    }
+    out.push_str("-----END CERTIFICATE-----\n");
+    out
+}
+
 pub async fn run(args: ControllersArgs) -> anyhow::Result<()> {
+    let selection = selection(&args.controllers)?;
     let client = client(args.kubeconfig.as_deref()).await?;
+    let ca = root_ca(&args).await?;
     let clock = Clock::system();
     let metrics = berth_controllers::metrics::ControllerMetrics::new();
     // The controllers' supervisor marks a crashed loop here: served at /readyz and /metrics.
@@ -125,7 +175,12 @@ pub async fn run(args: ControllersArgs) -> anyhow::Result<()> {
         .node_monitor_grace_period(args.node_monitor_grace_period)
         .node_monitor_period(args.zones.node_monitor_period)
         .zones(args.zones.zones()?)
-        .terminated_pod_gc_threshold(args.terminated_pod_gc_threshold);
+        .terminated_pod_gc_threshold(args.terminated_pod_gc_threshold)
+        .selection(selection);
+    let controllers = match ca {
+        Some(ca) => controllers.root_ca(ca),
+        None => controllers,
+    };
     if !args.leader_elect {
         controllers.spawn();
         println!("berth controllers are running (no leader election)");

@@ -136,6 +136,10 @@ pub struct ServeArgs {
     /// Node lifecycle zones and taint rates (--node-eviction-rate, ...).
     #[command(flatten)]
     pub zones: crate::controllers::ZoneArgs,
+    /// Which controllers run, by kube-controller-manager's names: `*` all, `name` one,
+    /// `-name` all but one (`--controllers='*,-namespace-controller'`).
+    #[arg(long, value_delimiter = ',', default_value = "*")]
+    pub controllers: Vec<String>,
     /// The etcd backend and, with it, the election of the replica running the control loops.
     #[command(flatten)]
     pub etcd: crate::ha::EtcdArgs,
@@ -383,7 +387,11 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
             });
         (sign, creds.ca_pem.clone())
     });
-    let accounts = ServiceAccounts { tokens, connect };
+    let accounts = ServiceAccounts {
+        tokens,
+        connect,
+        ca_pem: creds.ca_pem.clone(),
+    };
     let identities = crate::identities::Identities::new(server.clone(), client.clone());
     let api_server = server.clone();
     let loops = Loops {
@@ -456,6 +464,8 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
 struct ServiceAccounts {
     tokens: Option<(berth_controllers::serviceaccount_token::Signer, String)>,
     connect: berth_kubelet::commands::Connect,
+    /// The cluster CA (PEM): the root CA publisher's `kube-root-ca.crt`.
+    ca_pem: String,
 }
 
 /// Everything the control loops start from: each group of loops (simulated nodes, controllers,
@@ -562,7 +572,9 @@ impl Loops {
         .node_monitor_grace_period(args.node_monitor_grace_period)
         .terminated_pod_gc_threshold(args.terminated_pod_gc_threshold)
         .node_monitor_period(args.zones.node_monitor_period)
-        .zones(args.zones.zones()?);
+        .zones(args.zones.zones()?)
+        .selection(crate::controllers::selection(&args.controllers)?)
+        .root_ca(self.accounts.ca_pem.clone());
         if args.use_service_account_credentials {
             controllers = controllers.service_account_credentials(self.identities.controllers());
         }

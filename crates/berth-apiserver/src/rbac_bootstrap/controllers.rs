@@ -166,6 +166,22 @@ pub fn cluster_roles() -> Vec<ClusterRole> {
             ],
         ),
         controller(
+            "namespace-controller",
+            vec![
+                rule(&[""], &["namespaces"], &["delete", "get", "list", "watch"]),
+                rule(
+                    &[""],
+                    &["namespaces/finalize", "namespaces/status"],
+                    &["update"],
+                ),
+                rule(
+                    &["*"],
+                    &["*"],
+                    &["delete", "deletecollection", "get", "list"],
+                ),
+            ],
+        ),
+        controller(
             "node-controller",
             vec![
                 rule(
@@ -259,6 +275,10 @@ pub fn cluster_roles() -> Vec<ClusterRole> {
                 rule(&[""], &["resourcequotas/status"], &["update"]),
                 rule(&[""], &["events"], &["create", "patch", "update"]),
             ],
+        ),
+        controller(
+            "root-ca-cert-publisher",
+            vec![rule(&[""], &["configmaps"], &["create", "update"])],
         ),
         controller(
             "service-account-controller",

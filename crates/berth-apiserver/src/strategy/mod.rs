@@ -23,7 +23,7 @@ mod defaults;
 mod deployment;
 mod flowcontrol;
 mod job;
-mod namespace;
+pub mod namespace;
 mod networking;
 mod node;
 mod pod;
@@ -42,7 +42,7 @@ pub enum Deletion {
     Immediate,
     /// Marked deleting with this many seconds of grace; whoever runs it removes it when done.
     Graceful(i64),
-    /// Marked terminating; what it contains is deleted in the background, then it.
+    /// Marked terminating; the namespace controller deletes what it contains, then it.
     Cascade,
 }
 
@@ -70,8 +70,8 @@ pub trait Strategy: Sync {
         Deletion::Immediate
     }
 
-    /// Whether removing the last finalizer of an object being deleted removes the object.
-    fn removed_with_last_finalizer(&self) -> bool {
+    /// Whether removing the last finalizer of `obj`, being deleted, removes it.
+    fn removed_with_last_finalizer(&self, _obj: &Value) -> bool {
         true
     }
 

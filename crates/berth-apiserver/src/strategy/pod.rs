@@ -67,7 +67,7 @@ impl Strategy for Pod {
     }
 
     /// A pod's kubelet removes it, finalizers or not.
-    fn removed_with_last_finalizer(&self) -> bool {
+    fn removed_with_last_finalizer(&self, _pod: &Value) -> bool {
         false
     }
 

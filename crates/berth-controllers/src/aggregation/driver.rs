@@ -9,8 +9,18 @@ use std::time::Duration;
 
 /// How long a burst of changes may gather into one pass.
 const GATHER: Duration = Duration::from_millis(20);
-/// When a write failed and nothing else changes, how soon it is tried again.
-const RETRY: Duration = Duration::from_secs(1);
+/// When a write failed and nothing else changes, how soon it is tried again; the wait
+/// doubles with each failed pass in a row (a 403 that lasts is not retried every second).
+const FIRST_RETRY: Duration = Duration::from_secs(1);
+/// The longest wait between retries.
+const MAX_RETRY: Duration = Duration::from_secs(300);
+
+/// The wait before the retry that follows `failures` failed passes in a row (at least 1).
+fn retry_after(failures: u32) -> Duration {
+    FIRST_RETRY
+        .saturating_mul(1 << failures.saturating_sub(1).min(16))
+        .min(MAX_RETRY)
+}
 
 /// Watches ClusterRoles and keeps every aggregated one's rules current.
 pub async fn run(client: kube::Client) {
@@ -20,12 +30,16 @@ pub async fn run(client: kube::Client) {
         return;
     }
     let mut changed = roles.changed.clone();
+    let mut failures = 0u32;
     loop {
-        let failed = sync(&api, &roles).await;
+        failures = match sync(&api, &roles).await {
+            true => failures.saturating_add(1),
+            false => 0,
+        };
         let retry = async {
-            match failed {
-                true => tokio::time::sleep(RETRY).await,
-                false => futures::future::pending().await,
+            match failures {
+                0 => futures::future::pending().await,
+                n => tokio::time::sleep(retry_after(n)).await,
             }
         };
         tokio::select! {
@@ -62,4 +76,17 @@ async fn sync(api: &Api<ClusterRole>, roles: &Informer<ClusterRole>) -> bool {
         }
     }
     failed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failed_passes_in_a_row_wait_longer_each_time_up_to_the_bound() {
+        assert_eq!(retry_after(1), Duration::from_secs(1));
+        assert_eq!(retry_after(2), Duration::from_secs(2));
+        assert_eq!(retry_after(4), Duration::from_secs(8));
+        assert_eq!(retry_after(40), MAX_RETRY);
+    }
 }

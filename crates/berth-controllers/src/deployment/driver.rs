@@ -7,16 +7,24 @@ use super::rolling::{default_max_surge, default_max_unavailable, IntOrPercent};
 use super::sync::{
     sync, DeploymentView, Plan, SetView, StatusView, Strategy, REVISION, TEMPLATE_HASH,
 };
+use crate::claim::{claim, Candidate, Claim};
+use crate::create_backoff::{self, CreateBackoff};
 use crate::informers::{wait, Informers};
 use crate::model::{to_chrono, to_time};
-use crate::replicaset::workload::{controller_uid, Owner};
+use crate::model::{EventRecord, Involved};
+use crate::recorder::Recorder;
+use crate::replicaset::workload::{controller_uid, label_of, Owner};
 use crate::Clock;
+use berth_core::labels::Selector;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
+
+/// The reason of a refused ReplicaSet create (upstream `FailedRSCreateReason`).
+const FAILED_RS_CREATE: &str = "ReplicaSetCreateError";
 
 /// Upstream's default `progressDeadlineSeconds`.
 const DEFAULT_PROGRESS_DEADLINE: i64 = 600;
@@ -29,38 +37,151 @@ pub async fn run(client: kube::Client, mut informers: Informers, clock: Clock) {
     if ready.contains(&false) {
         return;
     }
+    let mut backoff = CreateBackoff::default();
+    let recorder = Recorder::new(client.clone(), clock.clone());
     loop {
         let deployments: Vec<Arc<Deployment>> = informers.deployments.store.state();
         let sets: Vec<Arc<ReplicaSet>> = informers.replica_sets.store.state();
         let mut by_owner: BTreeMap<String, Vec<&ReplicaSet>> = BTreeMap::new();
+        // Orphans by namespace: few, and each a candidate for adoption.
+        let mut orphans: BTreeMap<&str, Vec<&ReplicaSet>> = BTreeMap::new();
         for rs in &sets {
-            if let Some(uid) = controller_uid(rs.metadata.owner_references.as_deref()) {
-                by_owner.entry(uid).or_default().push(rs);
+            match controller_uid(rs.metadata.owner_references.as_deref()) {
+                Some(uid) => by_owner.entry(uid).or_default().push(rs),
+                None => orphans
+                    .entry(rs.metadata.namespace.as_deref().unwrap_or(""))
+                    .or_default()
+                    .push(rs),
             }
         }
         let mut recheck = None;
+        backoff.retain(|uid| {
+            deployments
+                .iter()
+                .any(|d| d.metadata.uid.as_deref() == Some(uid))
+        });
         for d in &deployments {
             if d.metadata.deletion_timestamp.is_some() {
                 continue;
             }
             let uid = d.metadata.uid.clone().unwrap_or_default();
             let owned = by_owner.get(&uid).map(Vec::as_slice).unwrap_or(&[]);
-            let Some((view, sets, template)) = views(d, owned) else {
+            let ns = d.metadata.namespace.as_deref().unwrap_or("");
+            let orphans = orphans.get(ns).map(Vec::as_slice).unwrap_or(&[]);
+            let owned = claim_sets(&client, d, owned, orphans).await;
+            let Some((view, sets, template)) = views(d, &owned) else {
                 continue;
             };
             let plan = sync(&view, &sets, clock.now());
             if let Some(at) = plan.recheck_at {
                 recheck = Some(recheck.map_or(at, |r: chrono::DateTime<chrono::Utc>| r.min(at)));
             }
-            carry_out(&client, d, &view, template, plan).await;
+            // A Deployment whose ReplicaSet create was refused waits out its back-off.
+            let version = d.metadata.resource_version.as_deref();
+            if plan.create.is_some() && !backoff.may_create(&uid, version, clock.now()) {
+                continue;
+            }
+            let creates = plan.create.is_some();
+            match carry_out(&client, d, &view, template, plan).await {
+                Err(refused) => {
+                    backoff.failed(&uid, version, clock.now());
+                    report_refused(&client, &recorder, d, &view, refused, clock.now()).await;
+                }
+                Ok(()) if creates => backoff.forget(&uid),
+                Ok(()) => {}
+            }
         }
-        let until = recheck.map(|at| clock.instant_at(at));
+        let until = [recheck, backoff.next_retry()]
+            .into_iter()
+            .flatten()
+            .min()
+            .map(|at| clock.instant_at(at));
         let i = &mut informers;
         wait(
             &mut [&mut i.deployments.changed, &mut i.replica_sets.changed],
             until,
         )
         .await;
+    }
+}
+
+/// Adopts the orphans `d` selects and releases the sets it owns but no longer selects; the
+/// sets it owns after that.
+async fn claim_sets<'a>(
+    client: &kube::Client,
+    d: &Deployment,
+    owned: &[&'a ReplicaSet],
+    orphans: &[&'a ReplicaSet],
+) -> Vec<&'a ReplicaSet> {
+    let uid = d.metadata.uid.as_deref().unwrap_or("");
+    let deleting = d.metadata.deletion_timestamp.is_some();
+    let selector = d
+        .spec
+        .as_ref()
+        .and_then(|s| serde_json::to_value(&s.selector).ok())
+        .and_then(|s| Selector::from_label_selector(&s).ok());
+    let Some(selector) = selector else {
+        return owned.to_vec();
+    };
+    let owner = Owner {
+        api_version: "apps/v1".into(),
+        kind: "Deployment".into(),
+        name: d.metadata.name.clone().unwrap_or_default(),
+        uid: uid.to_string(),
+    };
+    let mut claimed = Vec::with_capacity(owned.len());
+    for &rs in owned.iter().chain(orphans) {
+        let labels = rs.metadata.labels.clone().unwrap_or_default();
+        let controller = controller_uid(rs.metadata.owner_references.as_deref());
+        let candidate = Candidate {
+            controller_uid: controller.as_deref(),
+            selected: !labels.is_empty() && selector.matches_fn(label_of(&labels)),
+            deleting: rs.metadata.deletion_timestamp.is_some(),
+        };
+        let refs = rs.metadata.owner_references.iter().flatten();
+        match claim(uid, deleting, candidate) {
+            Claim::Owned => claimed.push(rs),
+            Claim::Ignore => {}
+            Claim::Adopt => {
+                let mut refs: Vec<Value> =
+                    refs.filter_map(|r| serde_json::to_value(r).ok()).collect();
+                refs.push(owner.controller_ref());
+                if patch_owner_refs(client, rs, refs).await {
+                    claimed.push(rs);
+                }
+            }
+            Claim::Release => {
+                let refs: Vec<Value> = refs
+                    .filter(|r| r.uid != uid)
+                    .filter_map(|r| serde_json::to_value(r).ok())
+                    .collect();
+                if !patch_owner_refs(client, rs, refs).await {
+                    claimed.push(rs);
+                }
+            }
+        }
+    }
+    claimed
+}
+
+/// Writes `rs`'s owner references (conditional on its resourceVersion); whether it did.
+async fn patch_owner_refs(client: &kube::Client, rs: &ReplicaSet, refs: Vec<Value>) -> bool {
+    let name = rs.metadata.name.clone().unwrap_or_default();
+    let ns = rs.metadata.namespace.clone().unwrap_or_default();
+    let api: Api<ReplicaSet> = Api::namespaced(client.clone(), &ns);
+    let patch = json!({"metadata": {"ownerReferences": refs,
+                                    "resourceVersion": rs.metadata.resource_version}});
+    match api
+        .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+    {
+        Ok(_) => true,
+        // Changed meanwhile: the watch brings it, and the next pass claims it again.
+        Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => false,
+        Err(e) => {
+            tracing::warn!(replicaset = %name, error = %e, "updating owner references failed");
+            false
+        }
     }
 }
 
@@ -257,25 +378,35 @@ fn status_json(s: &StatusView) -> Value {
     })
 }
 
+/// A refused create of a Deployment's new ReplicaSet: its name and the API server's error.
+struct Refused {
+    replica_set: String,
+    error: kube::Error,
+}
+
+/// Carries `plan` out. A refused create of the new ReplicaSet stops there: nothing else is
+/// written (the plan's status assumed the set exists), and the caller retries with back-off.
 async fn carry_out(
     client: &kube::Client,
     d: &Deployment,
     view: &DeploymentView,
     template: Value,
     plan: Plan,
-) {
+) -> Result<(), Refused> {
     let ns = d.metadata.namespace.clone().unwrap_or_default();
     let name = &view.name;
     let sets: Api<ReplicaSet> = Api::namespaced(client.clone(), &ns);
     if let Some(new) = &plan.create {
         let rs = new_replica_set(d, view, template, new);
+        let replica_set = rs["metadata"]["name"].as_str().unwrap_or("").to_string();
         match serde_json::from_value::<ReplicaSet>(rs) {
             Ok(rs) => match sets.create(&PostParams::default(), &rs).await {
                 Ok(_) => {}
                 // Created in an earlier pass the watch has not brought yet.
                 Err(kube::Error::Api(e)) if e.code == 409 => {}
-                Err(e) => {
-                    tracing::warn!(deployment = %name, error = %e, "creating replicaset failed")
+                Err(error) => {
+                    tracing::warn!(deployment = %name, error = %error, "creating replicaset failed");
+                    return Err(Refused { replica_set, error });
                 }
             },
             Err(e) => tracing::warn!(deployment = %name, error = %e, "replicaset unusable"),
@@ -321,4 +452,56 @@ async fn carry_out(
             }
         }
     }
+    Ok(())
+}
+
+/// Upstream's answer to a refused ReplicaSet create: `Progressing` turns `False` with reason
+/// `ReplicaSetCreateError` (when the Deployment has a progress deadline) and a warning event.
+async fn report_refused(
+    client: &kube::Client,
+    recorder: &Recorder,
+    d: &Deployment,
+    view: &DeploymentView,
+    refused: Refused,
+    now: chrono::DateTime<chrono::Utc>,
+) {
+    let message = format!(
+        "Failed to create new replica set {:?}: {}",
+        refused.replica_set,
+        create_backoff::api_message(&refused.error)
+    );
+    if view.progress_deadline.is_some() {
+        let mut conditions = view.status.conditions.clone();
+        super::conditions::set(
+            &mut conditions,
+            Condition::new(
+                super::conditions::PROGRESSING,
+                "False",
+                FAILED_RS_CREATE,
+                message.clone(),
+                now,
+            ),
+        );
+        if conditions != view.status.conditions {
+            let ns = d.metadata.namespace.clone().unwrap_or_default();
+            let api: Api<Deployment> = Api::namespaced(client.clone(), &ns);
+            let patch = json!({"status": {"conditions": conditions_json(&conditions)}});
+            if let Err(e) = crate::update::update_status(&api, &view.name, &patch).await {
+                tracing::debug!(deployment = %view.name, error = %e, "updating deployment status failed");
+            }
+        }
+    }
+    let event = EventRecord {
+        involved: Involved::Workload {
+            api_version: "apps/v1",
+            kind: "Deployment",
+            namespace: d.metadata.namespace.clone().unwrap_or_default(),
+            name: view.name.clone(),
+            uid: d.metadata.uid.clone().unwrap_or_default(),
+        },
+        type_: "Warning",
+        reason: FAILED_RS_CREATE,
+        message,
+    };
+    recorder.record("deployment-controller", &event).await;
 }

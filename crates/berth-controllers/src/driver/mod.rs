@@ -45,6 +45,10 @@ pub struct Controllers {
     credentials: Option<ServiceAccountCredentials>,
     /// Which loops are down, as the supervisor marks them.
     health: berth_core::loop_health::LoopHealth,
+    /// `--controllers`: which controllers run.
+    selection: crate::selection::Selection,
+    /// The cluster CA (PEM) the root CA publisher puts in every namespace, if known.
+    root_ca: Option<String>,
 }
 
 /// Makes the client a controller writes through from its ServiceAccount name
@@ -65,7 +69,22 @@ impl Controllers {
             metrics: Default::default(),
             credentials: None,
             health: Default::default(),
+            selection: Default::default(),
+            root_ca: None,
         }
+    }
+
+    /// `--controllers`: only the selected controllers run (all by default).
+    pub fn selection(mut self, selection: crate::selection::Selection) -> Controllers {
+        self.selection = selection;
+        self
+    }
+
+    /// Runs the root CA certificate publisher: `ca` (PEM) as the ConfigMap `kube-root-ca.crt`
+    /// in every namespace (upstream's `--root-ca-file`).
+    pub fn root_ca(mut self, ca: String) -> Controllers {
+        self.root_ca = Some(ca);
+        self
     }
 
     /// Where the node lifecycle controller and the taint manager report their metrics.
@@ -156,184 +175,248 @@ impl Controllers {
         let recorder_as =
             |account: &str| recorder::Recorder::new(self.client_as(account), self.clock.clone());
         let sup = Supervisor::new(self.health.clone(), self.clock.clone());
+        let selection = self.selection.clone();
+        let on = |name: &str| selection.enabled(name);
         let node_controller = self.client_as(NODE_CONTROLLER);
-        supervise!(
-            sup,
-            "node-condition-taints",
-            nodes::run_condition_taints,
-            client = node_controller.clone(),
-            informers = informers.clone(),
-            clock = self.clock.clone()
-        );
-        supervise!(
-            sup,
-            "node-lifecycle",
-            nodes::run_lifecycle,
-            client = node_controller,
-            informers = informers.clone(),
-            recorder = recorder_as(NODE_CONTROLLER),
-            clock = self.clock.clone(),
-            lifecycle = self.lifecycle.clone(),
-            period = self.monitor_period,
-            metrics = self.metrics.clone()
-        );
+        if on("node-lifecycle-controller") {
+            supervise!(
+                sup,
+                "node-condition-taints",
+                nodes::run_condition_taints,
+                client = node_controller.clone(),
+                informers = informers.clone(),
+                clock = self.clock.clone()
+            );
+        }
+        if on("node-lifecycle-controller") {
+            supervise!(
+                sup,
+                "node-lifecycle",
+                nodes::run_lifecycle,
+                client = node_controller,
+                informers = informers.clone(),
+                recorder = recorder_as(NODE_CONTROLLER),
+                clock = self.clock.clone(),
+                lifecycle = self.lifecycle.clone(),
+                period = self.monitor_period,
+                metrics = self.metrics.clone()
+            );
+        }
         // As upstream's taint eviction controller, with the node controller's credentials.
-        supervise!(
-            sup,
-            "taint-manager",
-            taints::run,
-            client = self.client_as(NODE_CONTROLLER),
-            informers = informers.clone(),
-            recorder = recorder_as(NODE_CONTROLLER),
-            clock = self.clock.clone(),
-            metrics = self.metrics.clone()
-        );
-        supervise!(
-            sup,
-            "daemonset-controller",
-            daemonsets::run,
-            client = self.client_as("daemon-set-controller"),
-            informers = informers.clone(),
-            recorder = recorder_as("daemon-set-controller"),
-            clock = self.clock.clone()
-        );
+        if on("taint-eviction-controller") {
+            supervise!(
+                sup,
+                "taint-manager",
+                taints::run,
+                client = self.client_as(NODE_CONTROLLER),
+                informers = informers.clone(),
+                recorder = recorder_as(NODE_CONTROLLER),
+                clock = self.clock.clone(),
+                metrics = self.metrics.clone()
+            );
+        }
+        if on("daemonset-controller") {
+            supervise!(
+                sup,
+                "daemonset-controller",
+                daemonsets::run,
+                client = self.client_as("daemon-set-controller"),
+                informers = informers.clone(),
+                recorder = recorder_as("daemon-set-controller"),
+                clock = self.clock.clone()
+            );
+        }
         // Endpoints and EndpointSlices of Services; a default ServiceAccount per namespace.
         let endpoint_writers = crate::endpoints::Writers {
             endpoints: self.client_as("endpoint-controller"),
             slices: self.client_as("endpointslice-controller"),
         };
-        supervise!(
-            sup,
-            "endpoints-controller",
-            crate::endpoints::run,
-            reads = reads.clone(),
-            writers = endpoint_writers
-        );
-        supervise!(
-            sup,
-            "serviceaccount-controller",
-            crate::serviceaccount::run,
-            reads = reads.clone(),
-            client = self.client_as("service-account-controller")
-        );
+        if on("endpoints-controller") {
+            supervise!(
+                sup,
+                "endpoints-controller",
+                crate::endpoints::run,
+                reads = reads.clone(),
+                writers = endpoint_writers
+            );
+        }
+        if on("serviceaccount-controller") {
+            supervise!(
+                sup,
+                "serviceaccount-controller",
+                crate::serviceaccount::run,
+                reads = reads.clone(),
+                client = self.client_as("service-account-controller")
+            );
+        }
         if let Some((token_signer, token_ca)) = self.service_account_tokens.clone() {
             // Upstream's tokens controller runs with the controller manager's own
             // credentials, not a ServiceAccount's.
+            if on("serviceaccount-token-controller") {
+                supervise!(
+                    sup,
+                    "serviceaccount-token-controller",
+                    crate::serviceaccount_token::run,
+                    reads = reads.clone(),
+                    signer = token_signer,
+                    ca = token_ca
+                );
+            }
+        }
+        if on("clusterrole-aggregation-controller") {
             supervise!(
                 sup,
-                "serviceaccount-token-controller",
-                crate::serviceaccount_token::run,
-                reads = reads.clone(),
-                signer = token_signer,
-                ca = token_ca
+                "clusterrole-aggregation-controller",
+                crate::aggregation::run,
+                client = self.client_as("clusterrole-aggregation-controller")
             );
         }
-        supervise!(
-            sup,
-            "resourcequota-controller",
-            crate::resourcequota::run,
-            reads = reads.clone(),
-            client = self.client_as("resourcequota-controller"),
-            pods = informers.pods.clone()
-        );
-        supervise!(
-            sup,
-            "clusterrole-aggregation-controller",
-            crate::aggregation::run,
-            client = self.client_as("clusterrole-aggregation-controller")
-        );
+        if on("resourcequota-controller") {
+            supervise!(
+                sup,
+                "resourcequota-controller",
+                crate::resourcequota::run,
+                reads = reads.clone(),
+                client = self.client_as("resourcequota-controller"),
+                pods = informers.pods.clone()
+            );
+        }
         // Workloads: ReplicaSets and ReplicationControllers, Deployments, garbage collection.
+        if on("namespace-controller") {
+            supervise!(
+                sup,
+                "namespace-controller",
+                crate::namespace::driver::run,
+                client = self.client_as("namespace-controller"),
+                reads = reads.clone(),
+                informers = informers.clone(),
+                clock = self.clock.clone()
+            );
+        }
+        if let (true, Some(root_ca)) = (
+            on("root-ca-certificate-publisher-controller"),
+            self.root_ca.clone(),
+        ) {
+            supervise!(
+                sup,
+                "root-ca-certificate-publisher-controller",
+                crate::root_ca::driver::run,
+                reads = reads.clone(),
+                client = self.client_as("root-ca-cert-publisher"),
+                ca = root_ca
+            );
+        }
         spawn_workloads(
             &sup,
+            &on,
             &|account| self.client_as(account),
             &informers,
             &self.clock,
             self.terminated_pod_gc_threshold,
         );
-        supervise!(
-            sup,
-            "job-controller",
-            crate::job::driver::run,
-            client = self.client_as("job-controller"),
-            ttl = self.client_as("ttl-after-finished-controller"),
-            pods = informers.pods.clone(),
-            clock = self.clock.clone()
-        );
-        supervise!(
-            sup,
-            "cronjob-controller",
-            crate::cronjob::driver::run,
-            client = self.client_as("cronjob-controller"),
-            clock = self.clock.clone()
-        );
-        supervise!(
-            sup,
-            "statefulset-controller",
-            crate::statefulset::driver::run,
-            client = self.client_as("statefulset-controller"),
-            reads = reads.clone(),
-            sets = informers.stateful_sets.clone(),
-            pods = informers.pods.clone(),
-            clock = self.clock.clone()
-        );
-        supervise!(
-            sup,
-            "persistentvolume-binder-controller",
-            crate::volume::driver::run,
-            client = self.client_as("persistent-volume-binder"),
-            reads = reads.clone()
-        );
-        supervise!(
-            sup,
-            "disruption-controller",
-            disruption::run,
-            client = self.client_as("disruption-controller"),
-            informers = informers,
-            recorder = recorder_as("disruption-controller"),
-            clock = self.clock.clone()
-        );
+        if on("job-controller") {
+            supervise!(
+                sup,
+                "job-controller",
+                crate::job::driver::run,
+                client = self.client_as("job-controller"),
+                ttl = self.client_as("ttl-after-finished-controller"),
+                pods = informers.pods.clone(),
+                clock = self.clock.clone()
+            );
+        }
+        if on("cronjob-controller") {
+            supervise!(
+                sup,
+                "cronjob-controller",
+                crate::cronjob::driver::run,
+                client = self.client_as("cronjob-controller"),
+                clock = self.clock.clone()
+            );
+        }
+        if on("statefulset-controller") {
+            supervise!(
+                sup,
+                "statefulset-controller",
+                crate::statefulset::driver::run,
+                client = self.client_as("statefulset-controller"),
+                reads = reads.clone(),
+                sets = informers.stateful_sets.clone(),
+                pods = informers.pods.clone(),
+                clock = self.clock.clone()
+            );
+        }
+        if on("persistentvolume-binder-controller") {
+            supervise!(
+                sup,
+                "persistentvolume-binder-controller",
+                crate::volume::driver::run,
+                client = self.client_as("persistent-volume-binder"),
+                reads = reads.clone()
+            );
+        }
+        if on("disruption-controller") {
+            supervise!(
+                sup,
+                "disruption-controller",
+                disruption::run,
+                client = self.client_as("disruption-controller"),
+                informers = informers,
+                recorder = recorder_as("disruption-controller"),
+                clock = self.clock.clone()
+            );
+        }
     }
 }
 
 /// The workload controllers: ReplicaSets and RCs, Deployments, garbage collection, pod GC.
 fn spawn_workloads(
     sup: &Supervisor,
+    on: &dyn Fn(&str) -> bool,
     client_as: &dyn Fn(&str) -> kube::Client,
     informers: &crate::informers::Informers,
     clock: &crate::Clock,
     terminated_pod_gc_threshold: usize,
 ) {
-    supervise!(
-        sup,
-        "replicaset-controller",
-        crate::replicaset::driver::run,
-        sets = client_as("replicaset-controller"),
-        rcs = client_as("replication-controller"),
-        informers = informers.clone(),
-        clock = clock.clone()
-    );
-    supervise!(
-        sup,
-        "garbage-collector-controller",
-        crate::garbage_collector::driver::run,
-        client = client_as("generic-garbage-collector"),
-        informers = informers.clone()
-    );
-    supervise!(
-        sup,
-        "pod-garbage-collector",
-        crate::podgc::driver::run,
-        client = client_as("pod-garbage-collector"),
-        informers = informers.clone(),
-        clock = clock.clone(),
-        threshold = terminated_pod_gc_threshold
-    );
-    supervise!(
-        sup,
-        "deployment-controller",
-        crate::deployment::driver::run,
-        client = client_as("deployment-controller"),
-        informers = informers.clone(),
-        clock = clock.clone()
-    );
+    if on("replicaset-controller") {
+        supervise!(
+            sup,
+            "replicaset-controller",
+            crate::replicaset::driver::run,
+            sets = client_as("replicaset-controller"),
+            rcs = client_as("replication-controller"),
+            informers = informers.clone(),
+            clock = clock.clone()
+        );
+    }
+    if on("garbage-collector-controller") {
+        supervise!(
+            sup,
+            "garbage-collector-controller",
+            crate::garbage_collector::driver::run,
+            client = client_as("generic-garbage-collector"),
+            informers = informers.clone()
+        );
+    }
+    if on("pod-garbage-collector-controller") {
+        supervise!(
+            sup,
+            "pod-garbage-collector",
+            crate::podgc::driver::run,
+            client = client_as("pod-garbage-collector"),
+            informers = informers.clone(),
+            clock = clock.clone(),
+            threshold = terminated_pod_gc_threshold
+        );
+    }
+    if on("deployment-controller") {
+        supervise!(
+            sup,
+            "deployment-controller",
+            crate::deployment::driver::run,
+            client = client_as("deployment-controller"),
+            informers = informers.clone(),
+            clock = clock.clone()
+        );
+    }
 }

@@ -6,8 +6,8 @@
 //! deleted with orphaning lose their reference to it and then its `orphan` finalizer goes.
 
 use super::{
-    decide, foreground_blockers, Action, Dependent, Owner, OwnerRef, Propagation, FOREGROUND,
-    ORPHAN,
+    decide, foreground_blockers, Action, Dependent, Dependents, Owner, OwnerRef, Propagation,
+    FOREGROUND, ORPHAN,
 };
 use crate::informers::{wait, Informers};
 use berth_informers::Informer;
@@ -86,6 +86,11 @@ impl Node<'_> {
 
     fn deleting(&self) -> bool {
         self.meta.deletion_timestamp.is_some()
+    }
+
+    /// Deleted in the foreground: waiting for its blocking dependents.
+    fn deleting_dependents(&self) -> bool {
+        self.deleting() && self.finalizers().iter().any(|f| f == FOREGROUND)
     }
 
     fn has_owners(&self) -> bool {
@@ -242,7 +247,14 @@ async fn collect(client: &kube::Client, nodes: &[Node<'_>]) {
                 block_owner_deletion: r.block_owner_deletion == Some(true),
             })
             .collect();
-        match decide(&refs_view, &owners, &finalizers, !mine.is_empty()) {
+        let dependents = if mine.is_empty() {
+            Dependents::None
+        } else if mine.iter().any(|d| d.deleting_dependents()) {
+            Dependents::SomeDeletingDependents
+        } else {
+            Dependents::Some
+        };
+        match decide(&refs_view, &owners, &finalizers, dependents) {
             Action::Keep => {}
             Action::RemoveOwnerRefs(gone) => {
                 let keep: Vec<_> = refs.iter().filter(|r| !gone.contains(&r.uid)).collect();
@@ -257,28 +269,54 @@ async fn collect(client: &kube::Client, nodes: &[Node<'_>]) {
                         .map(|_| ()),
                 );
             }
-            Action::Delete(policy) => {
-                let params = DeleteParams {
-                    propagation_policy: Some(match policy {
-                        Propagation::Background => PropagationPolicy::Background,
-                        Propagation::Foreground => PropagationPolicy::Foreground,
-                        Propagation::Orphan => PropagationPolicy::Orphan,
-                    }),
-                    preconditions: Some(Preconditions {
-                        uid: n.meta.uid.clone(),
-                        resource_version: None,
-                    }),
-                    ..DeleteParams::default()
-                };
-                tracing::info!(kind = %n.resource.kind, name = %n.name(), "garbage collecting");
-                report(
-                    n,
-                    "deleting",
-                    n.api(client).delete(n.name(), &params).await.map(|_| ()),
-                );
+            Action::UnblockOwnersThenDeleteForeground => {
+                let unblocked: Vec<_> = refs
+                    .iter()
+                    .map(|r| {
+                        let mut r = r.clone();
+                        if r.block_owner_deletion == Some(true) {
+                            r.block_owner_deletion = Some(false);
+                        }
+                        r
+                    })
+                    .collect();
+                let patch = json!({"metadata": {"ownerReferences": unblocked,
+                                                "resourceVersion": n.meta.resource_version}});
+                let r = n
+                    .api(client)
+                    .patch(n.name(), &PatchParams::default(), &Patch::Merge(&patch))
+                    .await;
+                let unblocked = r.is_ok();
+                report(n, "unblocking its owners", r.map(|_| ()));
+                if unblocked {
+                    delete(client, n, Propagation::Foreground).await;
+                }
             }
+            Action::Delete(policy) => delete(client, n, policy).await,
         }
     }
+}
+
+/// Deletes `n` (its uid as precondition) with `policy`.
+async fn delete(client: &kube::Client, n: &Node<'_>, policy: Propagation) {
+    let params = DeleteParams {
+        propagation_policy: Some(match policy {
+            Propagation::Background => PropagationPolicy::Background,
+            Propagation::Foreground => PropagationPolicy::Foreground,
+            Propagation::Orphan => PropagationPolicy::Orphan,
+        }),
+        preconditions: Some(Preconditions {
+            uid: n.meta.uid.clone(),
+            resource_version: None,
+        }),
+        ..DeleteParams::default()
+    };
+    tracing::info!(kind = %n.resource.kind, name = %n.name(), "garbage collecting");
+    report(
+        n,
+        "deleting",
+        n.api(client).delete(n.name(), &params).await.map(|_| ()),
+    );
 }
 
 /// The owner a reference names: from the graph by uid, else asked of the API server (the watch

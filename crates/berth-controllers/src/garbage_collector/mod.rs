@@ -38,6 +38,18 @@ pub enum Propagation {
     Orphan,
 }
 
+/// What names an object as its owner, as far as its deletion is concerned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dependents {
+    /// Nothing.
+    None,
+    /// Some objects, none of them deleted in the foreground yet.
+    Some,
+    /// Some objects, at least one of them itself waiting for its dependents (deleted in the
+    /// foreground): with an owner waiting too, the two may wait on each other in a circle.
+    SomeDeletingDependents,
+}
+
 /// What the collector does with one object.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Action {
@@ -47,16 +59,20 @@ pub enum Action {
     RemoveOwnerRefs(Vec<String>),
     /// No owner remains: delete it.
     Delete(Propagation),
+    /// Its owners wait for it and it waits for a dependent that waits too, maybe for one of
+    /// those owners (an ownership circle): its references stop blocking their owners'
+    /// deletion (`blockOwnerDeletion: false`), then it is deleted in the foreground. Upstream
+    /// breaks circles this way, accepting false positives.
+    UnblockOwnersThenDeleteForeground,
 }
 
 /// Upstream `attemptToDeleteItem` for an object not itself being deleted. `owners[i]` is what was
-/// found for `refs[i]`; `finalizers` are the object's own; `has_dependents` whether anything
-/// names it as owner.
+/// found for `refs[i]`; `finalizers` are the object's own; `dependents` what names it as owner.
 pub fn decide(
     refs: &[OwnerRef],
     owners: &[Owner],
     finalizers: &[String],
-    has_dependents: bool,
+    dependents: Dependents,
 ) -> Action {
     if refs.is_empty() {
         return Action::Keep;
@@ -81,9 +97,13 @@ pub fn decide(
         dangling.extend(waiting);
         return Action::RemoveOwnerRefs(dangling);
     }
-    if !waiting.is_empty() && has_dependents {
-        // Its owners wait for their dependents: its own dependents must go first too.
-        return Action::Delete(Propagation::Foreground);
+    if !waiting.is_empty() {
+        match dependents {
+            Dependents::None => {}
+            // Its owners wait for their dependents: its own dependents must go first too.
+            Dependents::Some => return Action::Delete(Propagation::Foreground),
+            Dependents::SomeDeletingDependents => return Action::UnblockOwnersThenDeleteForeground,
+        }
     }
     let policy = if finalizers.iter().any(|f| f == ORPHAN) {
         Propagation::Orphan
@@ -149,19 +169,22 @@ mod tests {
 
     #[test]
     fn an_object_without_owners_or_with_live_owners_is_kept() {
-        assert_eq!(decide(&[], &[], &[], false), Action::Keep);
-        assert_eq!(decide(&[r("a")], &[present("a")], &[], false), Action::Keep);
+        assert_eq!(decide(&[], &[], &[], Dependents::None), Action::Keep);
+        assert_eq!(
+            decide(&[r("a")], &[present("a")], &[], Dependents::None),
+            Action::Keep
+        );
     }
 
     #[test]
     fn an_object_whose_only_owner_is_gone_is_deleted_in_the_background() {
         assert_eq!(
-            decide(&[r("a")], &[Owner::Absent], &[], false),
+            decide(&[r("a")], &[Owner::Absent], &[], Dependents::None),
             Action::Delete(Propagation::Background)
         );
         // Recreated under the same name: another uid is not the owner.
         assert_eq!(
-            decide(&[r("a")], &[present("b")], &[], false),
+            decide(&[r("a")], &[present("b")], &[], Dependents::None),
             Action::Delete(Propagation::Background)
         );
     }
@@ -173,7 +196,7 @@ mod tests {
                 &[r("gone"), r("live"), r("going")],
                 &[Owner::Absent, present("live"), foreground_deleting("going")],
                 &[],
-                false
+                Dependents::None
             ),
             Action::RemoveOwnerRefs(vec!["gone".into(), "going".into()])
         );
@@ -182,23 +205,68 @@ mod tests {
     #[test]
     fn dependents_of_a_foreground_deletion_with_dependents_of_their_own_go_in_the_foreground() {
         assert_eq!(
-            decide(&[r("d")], &[foreground_deleting("d")], &[], true),
+            decide(
+                &[r("d")],
+                &[foreground_deleting("d")],
+                &[],
+                Dependents::Some
+            ),
             Action::Delete(Propagation::Foreground)
         );
         assert_eq!(
-            decide(&[r("d")], &[foreground_deleting("d")], &[], false),
+            decide(
+                &[r("d")],
+                &[foreground_deleting("d")],
+                &[],
+                Dependents::None
+            ),
             Action::Delete(Propagation::Background)
+        );
+    }
+
+    #[test]
+    fn a_waiting_owners_dependent_whose_own_dependent_waits_unblocks_its_owners_first() {
+        // pod-1 -> pod-2 -> pod-3 -> pod-1, all deleted in the foreground: pod-2 waits for
+        // pod-3, which waits for pod-1, which waits for pod-2. Unblocking breaks the circle.
+        assert_eq!(
+            decide(
+                &[r("d")],
+                &[foreground_deleting("d")],
+                &[],
+                Dependents::SomeDeletingDependents
+            ),
+            Action::UnblockOwnersThenDeleteForeground
+        );
+        // With a live owner the circle is not its concern: the waiting reference goes.
+        assert_eq!(
+            decide(
+                &[r("d"), r("live")],
+                &[foreground_deleting("d"), present("live")],
+                &[],
+                Dependents::SomeDeletingDependents
+            ),
+            Action::RemoveOwnerRefs(vec!["d".into()])
         );
     }
 
     #[test]
     fn an_objects_own_finalizer_chooses_its_propagation() {
         assert_eq!(
-            decide(&[r("a")], &[Owner::Absent], &[ORPHAN.into()], true),
+            decide(
+                &[r("a")],
+                &[Owner::Absent],
+                &[ORPHAN.into()],
+                Dependents::Some
+            ),
             Action::Delete(Propagation::Orphan)
         );
         assert_eq!(
-            decide(&[r("a")], &[Owner::Absent], &[FOREGROUND.into()], true),
+            decide(
+                &[r("a")],
+                &[Owner::Absent],
+                &[FOREGROUND.into()],
+                Dependents::Some
+            ),
             Action::Delete(Propagation::Foreground)
         );
     }

@@ -5,12 +5,14 @@
 use super::per_index::{FAILURE_COUNT_KEY, IGNORED_FAILURE_COUNT_KEY};
 use super::sync::{is_finished, sync, ttl_expires_at, JobSync};
 use super::tracking::{has_finalizer, FINALIZER};
+use crate::claim::{claim, Candidate, Claim};
 use crate::create_backoff::{self, CreateBackoff};
 use crate::model::{EventRecord, Involved, PodRef};
 use crate::owned_pods::{pod_from_template, Owner};
 use crate::recorder::Recorder;
 use crate::wait::wait;
 use crate::Clock;
+use berth_core::labels::Selector;
 use berth_informers::Informer;
 use chrono::{DateTime, Duration, Utc};
 use k8s_openapi::api::batch::v1::Job;
@@ -59,12 +61,24 @@ pub(crate) async fn run(
         let orphans = release_orphans(client.clone(), &all_jobs, &all_pods).await;
         orphans_possible = !all_jobs.is_empty() || orphans > 0;
         let mut by_owner: HashMap<&str, Vec<&Pod>> = HashMap::new();
+        // Pods without a controller, by namespace: candidates for adoption.
+        let mut orphans: HashMap<&str, Vec<&Pod>> = HashMap::new();
         for p in &all_pods {
-            let owner = p.metadata.owner_references.iter().flatten().find(|r| {
-                r.controller == Some(true) && r.kind == "Job" && r.api_version == "batch/v1"
-            });
-            if let Some(r) = owner {
-                by_owner.entry(r.uid.as_str()).or_default().push(p.as_ref());
+            let controller = p
+                .metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .find(|r| r.controller == Some(true));
+            match controller {
+                Some(r) if r.kind == "Job" && r.api_version == "batch/v1" => {
+                    by_owner.entry(r.uid.as_str()).or_default().push(p.as_ref());
+                }
+                Some(_) => {}
+                None => orphans
+                    .entry(p.metadata.namespace.as_deref().unwrap_or(""))
+                    .or_default()
+                    .push(p.as_ref()),
             }
         }
         in_flight.retain(|uid, _| {
@@ -82,7 +96,15 @@ pub(crate) async fn run(
             |at: DateTime<Utc>| next = Some(next.map_or(at, |n: DateTime<Utc>| n.min(at)));
         for job in &all_jobs {
             let uid = job.metadata.uid.clone().unwrap_or_default();
-            let mine: &[&Pod] = by_owner.get(uid.as_str()).map_or(&[], |v| v.as_slice());
+            let owned: &[&Pod] = by_owner.get(uid.as_str()).map_or(&[], |v| v.as_slice());
+            let claimed;
+            let mine: &[&Pod] = if is_finished(job) || job.metadata.deletion_timestamp.is_some() {
+                owned
+            } else {
+                let candidates = orphans.get(ns_of(job)).map_or(&[][..], |v| v.as_slice());
+                claimed = claim_pods(&client, job, owned, candidates).await;
+                &claimed
+            };
             if is_finished(job) || job.metadata.deletion_timestamp.is_some() {
                 let s = sync(job, mine, &[], now);
                 release(&Api::namespaced(client.clone(), ns_of(job)), &s.release).await;
@@ -233,6 +255,98 @@ async fn failed_create(recorder: &Recorder, job: &Job, error: &kube::Error) {
         message: create_backoff::error_creating(error),
     };
     recorder.record("job-controller", &event).await;
+}
+
+/// Adopts the orphan pods `job` selects (with the tracking finalizer, as upstream) and
+/// releases the pods it owns but no longer selects; the pods it owns after that.
+async fn claim_pods<'a>(
+    client: &kube::Client,
+    job: &Job,
+    owned: &[&'a Pod],
+    orphans: &[&'a Pod],
+) -> Vec<&'a Pod> {
+    let uid = job.metadata.uid.as_deref().unwrap_or("");
+    let selector = job
+        .spec
+        .as_ref()
+        .and_then(|s| s.selector.as_ref())
+        .and_then(|s| serde_json::to_value(s).ok())
+        .and_then(|s| Selector::from_label_selector(&s).ok());
+    let Some(selector) = selector else {
+        return owned.to_vec();
+    };
+    let name = job.metadata.name.clone().unwrap_or_default();
+    let owner = Owner {
+        api_version: "batch/v1",
+        kind: "Job",
+        name: &name,
+        uid,
+    };
+    let api: Api<Pod> = Api::namespaced(client.clone(), ns_of(job));
+    let mut claimed = Vec::with_capacity(owned.len());
+    for &pod in owned.iter().chain(orphans) {
+        let labels = pod.metadata.labels.clone().unwrap_or_default();
+        let controller = pod
+            .metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .find(|r| r.controller == Some(true))
+            .map(|r| r.uid.as_str());
+        let candidate = Candidate {
+            controller_uid: controller,
+            selected: !labels.is_empty()
+                && selector.matches_fn(|k| labels.get(k).map(String::as_str)),
+            deleting: pod.metadata.deletion_timestamp.is_some(),
+        };
+        let refs = pod.metadata.owner_references.iter().flatten();
+        let pod_name = pod.metadata.name.clone().unwrap_or_default();
+        match claim(uid, false, candidate) {
+            Claim::Owned => claimed.push(pod),
+            Claim::Ignore => {}
+            Claim::Adopt => {
+                let mut refs: Vec<serde_json::Value> =
+                    refs.filter_map(|r| serde_json::to_value(r).ok()).collect();
+                refs.push(owner.reference());
+                let mut finalizers = pod.metadata.finalizers.clone().unwrap_or_default();
+                if !finalizers.iter().any(|f| f == FINALIZER) {
+                    finalizers.push(FINALIZER.into());
+                }
+                let patch = json!({"metadata": {"ownerReferences": refs, "finalizers": finalizers,
+                                                "resourceVersion": pod.metadata.resource_version}});
+                if patch_pod(&api, &pod_name, &patch, "adopting").await {
+                    claimed.push(pod);
+                }
+            }
+            Claim::Release => {
+                let refs: Vec<serde_json::Value> = refs
+                    .filter(|r| r.uid != uid)
+                    .filter_map(|r| serde_json::to_value(r).ok())
+                    .collect();
+                let patch = json!({"metadata": {"ownerReferences": refs,
+                                                "resourceVersion": pod.metadata.resource_version}});
+                if !patch_pod(&api, &pod_name, &patch, "releasing").await {
+                    claimed.push(pod);
+                }
+            }
+        }
+    }
+    claimed
+}
+
+/// Merge-patches a pod; whether it was written (a conflict or absence is for the next pass).
+async fn patch_pod(api: &Api<Pod>, name: &str, patch: &serde_json::Value, what: &str) -> bool {
+    match api
+        .patch(name, &PatchParams::default(), &Patch::Merge(patch))
+        .await
+    {
+        Ok(_) => true,
+        Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => false,
+        Err(e) => {
+            tracing::warn!(pod = %name, error = %e, "{what} a job pod failed");
+            false
+        }
+    }
 }
 
 fn ns_of(job: &Job) -> &str {

@@ -7,6 +7,7 @@ pub(crate) mod driver;
 pub mod failure_policy;
 pub mod indexed;
 pub mod per_index;
+pub mod success_policy;
 pub mod sync;
 pub mod tracking;
 
@@ -53,7 +54,9 @@ pub enum Failure {
     MaxFailedIndexesExceeded,
     /// Every index succeeded or failed, and some failed.
     FailedIndexes,
-    /// The reason and message of a `FailureTarget` condition stored by an earlier pass.
+    /// The reason and message of an interim condition stored by an earlier pass
+    /// (`FailureTarget`, `SuccessCriteriaMet`), or of a matched success policy: what the
+    /// final condition repeats.
     Stored {
         reason: String,
         message: String,

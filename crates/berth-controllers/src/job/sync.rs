@@ -5,6 +5,7 @@
 use super::failure_policy::{matching_rule, Action};
 use super::indexed::{format_intervals, index_of, next_indexes, parse_intervals};
 use super::per_index;
+use super::success_policy;
 use super::tracking::{has_finalizer, track, Ending};
 use super::{backoff, step, Failure, JobSpec, PodCounts, Step};
 use crate::model::{is_deleting, to_chrono, PodRef};
@@ -174,6 +175,16 @@ pub fn sync(job: &Job, pods: &[&Pod], in_flight: &[Option<i32>], now: DateTime<U
     let last_failure = failures.counted.iter().filter_map(|p| finished(p)).max();
     let mut out = JobSync::default();
     let active_count = counts.active;
+    // An Indexed Job's success policy, once a rule holds, completes it.
+    let success = match (&interim, &indexes) {
+        (None, Some(ix)) => {
+            success_policy::matched(job, completions, &ix.succeeded).map(|m| Failure::Stored {
+                reason: success_policy::REASON.into(),
+                message: m,
+            })
+        }
+        _ => None,
+    };
     let decided = match &interim {
         Some((Ending::Fail, Some(failure))) => Step::Fail(failure.clone()),
         Some(_) => Step::Complete,
@@ -184,6 +195,7 @@ pub fn sync(job: &Job, pods: &[&Pod], in_flight: &[Option<i32>], now: DateTime<U
                 .and_then(|ix| ix.failed_job(job, completions))
             {
                 Some(f) => Step::Fail(f),
+                None if success.is_some() => Step::Complete,
                 None => other,
             },
         },
@@ -196,7 +208,10 @@ pub fn sync(job: &Job, pods: &[&Pod], in_flight: &[Option<i32>], now: DateTime<U
         }
         Step::Complete => {
             out.delete = active.iter().map(|p| PodRef::of(p)).collect();
-            ending = Some((Ending::Complete, None));
+            // The reason and message: a stored `SuccessCriteriaMet`'s, a matched success
+            // policy's, else "CompletionsReached".
+            let stored = interim.as_ref().and_then(|(_, f)| f.clone());
+            ending = Some((Ending::Complete, stored.or(success)));
         }
         Step::Create { count, wait } => match (&indexes, spec.completions) {
             (Some(ix), Some(completions)) if ix.failed.is_some() => {
@@ -343,7 +358,13 @@ fn ending_condition(job: &Job) -> Option<(Ending, Option<Failure>)> {
                     message: c.message.clone().unwrap_or_default(),
                 }),
             )),
-            "SuccessCriteriaMet" => Some((Ending::Complete, None)),
+            "SuccessCriteriaMet" => Some((
+                Ending::Complete,
+                Some(Failure::Stored {
+                    reason: c.reason.clone().unwrap_or_default(),
+                    message: c.message.clone().unwrap_or_default(),
+                }),
+            )),
             _ => None,
         }
     })
