@@ -186,6 +186,15 @@ const fn status(group: &'static str, version: &'static str, kind: &'static str) 
     }
 }
 
+/// `certificatesigningrequests/approval`: approval conditions only (`kubectl certificate approve`).
+const APPROVAL: Subresource = Subresource {
+    name: "approval",
+    group: "certificates.k8s.io",
+    version: "v1",
+    kind: "CertificateSigningRequest",
+    verbs: GET_PATCH_UPDATE,
+};
+
 const SCALE: Subresource = Subresource {
     name: "scale",
     group: "autoscaling",
@@ -220,6 +229,9 @@ const fn base(
 }
 
 const ALL: &[&str] = &["all"];
+
+/// The `api-extensions` category of upstream's admission registration kinds.
+const API_EXTENSIONS: &[&str] = &["api-extensions"];
 
 /// Every resource berth serves, in discovery order (groups appear in order of first entry).
 pub static RESOURCES: &[ResourceType] = &[
@@ -348,6 +360,28 @@ pub static RESOURCES: &[ResourceType] = &[
         short_names: &["ep"],
         table: TableKind::Endpoints,
         ..base("", "v1", "Endpoints", "endpoints", "endpoints", true)
+    },
+    ResourceType {
+        short_names: &["quota"],
+        subresources: &[status("", "v1", "ResourceQuota")],
+        table: TableKind::ResourceQuota,
+        ..base(
+            "",
+            "v1",
+            "ResourceQuota",
+            "resourcequotas",
+            "resourcequota",
+            true,
+        )
+    },
+    ResourceType {
+        short_names: &["limits"],
+        table: TableKind::LimitRange,
+        ..base("", "v1", "LimitRange", "limitranges", "limitrange", true)
+    },
+    ResourceType {
+        table: TableKind::PodTemplate,
+        ..base("", "v1", "PodTemplate", "podtemplates", "podtemplate", true)
     },
     // ---- apps/v1
     ResourceType {
@@ -687,6 +721,7 @@ pub static RESOURCES: &[ResourceType] = &[
     // ---- storage.k8s.io/v1
     ResourceType {
         short_names: &["sc"],
+        table: TableKind::StorageClass,
         ..base(
             "storage.k8s.io",
             "v1",
@@ -720,6 +755,17 @@ pub static RESOURCES: &[ResourceType] = &[
         "csistoragecapacity",
         true,
     ),
+    ResourceType {
+        short_names: &["vac"],
+        ..base(
+            "storage.k8s.io",
+            "v1",
+            "VolumeAttributesClass",
+            "volumeattributesclasses",
+            "volumeattributesclass",
+            false,
+        )
+    },
     ResourceType {
         subresources: &[status("storage.k8s.io", "v1", "VolumeAttachment")],
         ..base(
