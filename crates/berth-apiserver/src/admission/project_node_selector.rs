@@ -173,7 +173,7 @@ mod tests {
                 _ => None,
             })
         };
-        let mut admit_on = |node: &str| {
+        let admit_on = |node: &str| {
             let mut pod = json!({"metadata": {"name": "p"}, "spec": {"nodeName": node}});
             admit_pod(&default, Some(&annotation), &mut pod, &labels)
                 .map(|()| pod["spec"]["nodeSelector"].clone())
