@@ -187,12 +187,14 @@ fn check(item: &Value, kind: &str, requests: &List, limits: &List) -> Vec<String
             Some(req) if *req < min => errors.push(format!(
                 "minimum {r} usage per {kind} is {min}, but request is {req}"
             )),
-            Some(_) => {}
-        }
-        if let Some(lim) = limits.get(r).filter(|l| **l < min) {
-            errors.push(format!(
-                "minimum {r} usage per {kind} is {min}, but limit is {lim}"
-            ));
+            // One error per constraint, the first that fails (upstream's `minConstraint`).
+            Some(_) => {
+                if let Some(lim) = limits.get(r).filter(|l| **l < min) {
+                    errors.push(format!(
+                        "minimum {r} usage per {kind} is {min}, but limit is {lim}"
+                    ));
+                }
+            }
         }
     }
     for (r, v) in item["max"].as_object().into_iter().flatten() {
@@ -206,12 +208,14 @@ fn check(item: &Value, kind: &str, requests: &List, limits: &List) -> Vec<String
             Some(lim) if *lim > max => errors.push(format!(
                 "maximum {r} usage per {kind} is {max}, but limit is {lim}"
             )),
-            Some(_) => {}
-        }
-        if let Some(req) = requests.get(r).filter(|q| **q > max) {
-            errors.push(format!(
-                "maximum {r} usage per {kind} is {max}, but request is {req}"
-            ));
+            // One error per constraint, the first that fails (upstream's `maxConstraint`).
+            Some(_) => {
+                if let Some(req) = requests.get(r).filter(|q| **q > max) {
+                    errors.push(format!(
+                        "maximum {r} usage per {kind} is {max}, but request is {req}"
+                    ));
+                }
+            }
         }
     }
     for (r, v) in item["maxLimitRequestRatio"]
@@ -280,7 +284,8 @@ mod tests {
     #[test]
     fn a_limit_above_max_is_refused_with_upstream_words() {
         let ranges = range(json!([{"type": "Container", "max": {"cpu": "1"}}]));
-        let mut p = pod(json!({"limits": {"cpu": "2"}}));
+        // Requests defaulted from the limit are over too: one error per constraint.
+        let mut p = pod(json!({"limits": {"cpu": "2"}, "requests": {"cpu": "2"}}));
         assert_eq!(
             admit_pod(&ranges, &mut p).unwrap_err(),
             vec!["maximum cpu usage per Container is 1, but limit is 2"]
