@@ -56,8 +56,8 @@ impl Scheduler {
         pod: &PodInfo,
         nominated: &[Nominated],
     ) -> Explanation {
-        let preds = std::mem::take(&mut self.preds);
-        let prios = std::mem::take(&mut self.prios);
+        let units = self.take_units(pod);
+        let (preds, prios) = (&units.preds, &units.prios);
         let mut counts = std::mem::take(&mut self.counts);
         let always = self.always_check_all;
         let mut ex = Explanation {
@@ -95,7 +95,7 @@ impl Scheduler {
                 let totals = score_all(&ctx, &prios, &feasible, &mut counts);
                 let mut raw = vec![0; feasible.len()];
                 let mut per: Vec<Vec<PriorityScore>> = vec![Vec::new(); feasible.len()];
-                for (p, w, name) in &prios {
+                for (p, w, name) in prios {
                     match p.uniform(&ctx) {
                         Some(u) => raw.fill(u),
                         None => p.score(&ctx, &feasible, &mut counts, &mut raw),
@@ -118,8 +118,7 @@ impl Scheduler {
                 }
             }
         }
-        self.preds = preds;
-        self.prios = prios;
+        self.put_units(units);
         self.counts = counts;
         ex
     }

@@ -50,6 +50,7 @@ pub mod preemption;
 mod priorities;
 pub mod quantity;
 pub mod queue;
+pub mod topology_spread;
 #[cfg(test)]
 mod testutil;
 
@@ -61,3 +62,4 @@ pub use fits::{fits, Fit, Insufficient};
 pub use node_info::NodeInfo;
 pub use pod_info::PodInfo;
 pub use predicates::{PredicateResult, Reason};
+pub use topology_spread::{DefaultingType, TopologySpreadArgs};

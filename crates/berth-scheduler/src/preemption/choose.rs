@@ -103,7 +103,8 @@ impl Scheduler {
         pdbs: &[CompiledPdb],
         nominated: &[Nominated],
     ) -> Option<Choice> {
-        let preds = std::mem::take(&mut self.preds);
+        let units = self.take_units(pod);
+        let preds = &units.preds;
         let always = self.always_check_all;
         let nominated_here = nominated_slots(cache, nominated);
         // the reference skips a node with nothing to remove that already failed
@@ -122,7 +123,7 @@ impl Scheduler {
         };
         let mut best = Best::default();
         let (mut potential, mut chosen) = (Vec::new(), Vec::new());
-        if victims::copy_ok(cache, &preds, pod) {
+        if victims::copy_ok(cache, preds, pod, self.spread_args.has_hard_defaults()) {
             if let Ok(ctx) = self.prepare(&preds, cache, pod) {
                 let cache = ctx.cache;
                 let mut fast = Fast::new(&ctx, &preds);
@@ -197,7 +198,7 @@ impl Scheduler {
         if self.memo_enabled {
             self.preemption_memo = memo;
         }
-        self.preds = preds;
+        self.put_units(units);
         best.into_choice()
     }
 }
