@@ -441,8 +441,7 @@ fn spread_violation(nodes: &[Node], placed: &[(Pod, String)]) -> Option<String> 
     let c = &p.spec.topology_spread_constraints[0];
     let sel = c.label_selector.as_ref()?;
     let (k, v) = sel.match_labels.iter().next()?;
-    let mut counts: HashMap<&String, i64> =
-        zone_of.values().flatten().map(|z| (*z, 0)).collect();
+    let mut counts: HashMap<&String, i64> = zone_of.values().flatten().map(|z| (*z, 0)).collect();
     for (q, n) in placed {
         if q.metadata.namespace == p.metadata.namespace && q.metadata.labels.get(k) == Some(v) {
             if let Some(Some(z)) = zone_of.get(n.as_str()) {
@@ -452,8 +451,12 @@ fn spread_violation(nodes: &[Node], placed: &[(Pod, String)]) -> Option<String> 
     }
     let max = counts.values().max().copied().unwrap_or(0);
     let min = counts.values().min().copied().unwrap_or(0);
-    (max - min > i64::from(c.max_skew))
-        .then(|| format!("zones hold {counts:?} pods of {k}={v}: skew above {}", c.max_skew))
+    (max - min > i64::from(c.max_skew)).then(|| {
+        format!(
+            "zones hold {counts:?} pods of {k}={v}: skew above {}",
+            c.max_skew
+        )
+    })
 }
 
 #[cfg(test)]

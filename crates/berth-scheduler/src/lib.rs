@@ -50,9 +50,9 @@ pub mod preemption;
 mod priorities;
 pub mod quantity;
 pub mod queue;
-pub mod topology_spread;
 #[cfg(test)]
 mod testutil;
+pub mod topology_spread;
 
 pub use cache::{CacheDump, CacheError, ClusterCache};
 pub use engine::{BuildError, Decision, FitError, Nominated, Scheduler, SchedulerBuilder};

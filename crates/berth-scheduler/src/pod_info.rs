@@ -171,7 +171,10 @@ fn is_sidecar(c: &Container) -> bool {
 /// The second value is what a placed pod adds to its node: the running sum plus the overhead
 /// (the 1.11 rule leaves init containers out of node accounting; sidecars and the overhead are
 /// newer fields and count).
-pub(crate) fn pod_request(spec: &crate::model::PodSpec, i: &mut Interner) -> (Resources, Resources) {
+pub(crate) fn pod_request(
+    spec: &crate::model::PodSpec,
+    i: &mut Interner,
+) -> (Resources, Resources) {
     let mut running = sum_containers(&spec.containers, i);
     let mut sidecars = Resources::default();
     let mut init_peak = Resources::default();
@@ -441,7 +444,9 @@ impl PodInfo {
             nominated_node: pod.status.nominated_node_name.clone(),
             preempt_never: spec.preemption_policy.as_deref() == Some("Never"),
             start: pod.status.start_time.as_deref().and_then(unix_seconds),
-            spread: {
+            spread: if spec.topology_spread_constraints.is_empty() {
+                Vec::new()
+            } else {
                 let labels = Labels::compile(&pod.metadata.labels, i);
                 spec.topology_spread_constraints
                     .iter()

@@ -187,12 +187,7 @@ impl SpreadConstraint {
     /// The node inclusion policies: whether `node` counts for this constraint of `pod`.
     pub(crate) fn includes(&self, pod: &PodInfo, node: &NodeInfo, i: &Interner) -> bool {
         if self.honor_affinity
-            && !crate::predicates::match_node_selector::matches(
-                pod,
-                &node.labels,
-                node.name_sym,
-                i,
-            )
+            && !crate::predicates::match_node_selector::matches(pod, &node.labels, node.name_sym, i)
         {
             return false;
         }
@@ -362,7 +357,11 @@ mod tests {
             ("one domain", &[(1, 3)], 3),
             ("the smaller of two", &[(1, 3), (2, 1)], 1),
             ("three domains, smallest last", &[(1, 3), (2, 2), (3, 0)], 0),
-            ("a domain rising above another", &[(1, 0), (2, 2), (1, 5)], 2),
+            (
+                "a domain rising above another",
+                &[(1, 0), (2, 2), (1, 5)],
+                2,
+            ),
             ("a domain falling below", &[(1, 2), (2, 3), (2, 1)], 1),
         ];
         for (name, updates, want) in cases {

@@ -244,7 +244,10 @@ async fn a_gated_pod_is_marked_and_cannot_be_bound_until_its_gates_are_removed()
     );
     assert_eq!(node_of(&s, "g").await, Value::Null);
     let (code, out) = s
-        .merge_patch(&format!("{PODS}/g"), json!({"spec": {"schedulingGates": null}}))
+        .merge_patch(
+            &format!("{PODS}/g"),
+            json!({"spec": {"schedulingGates": null}}),
+        )
         .await;
     assert_eq!(code, StatusCode::OK, "{out}");
     let (code, status) = s

@@ -158,8 +158,10 @@ mod tests {
     }
 
     fn placed(name: &str, node: &str, labels: Value) -> crate::model::Pod {
-        pod(json!({"metadata": {"name": name, "namespace": "default", "labels": labels},
-                   "spec": {"nodeName": node, "containers": [{"name": "c"}]}}))
+        pod(
+            json!({"metadata": {"name": name, "namespace": "default", "labels": labels},
+                   "spec": {"nodeName": node, "containers": [{"name": "c"}]}}),
+        )
     }
 
     fn incoming(constraints: Value, labels: Value, extra: Value) -> crate::model::Pod {
@@ -168,8 +170,10 @@ mod tests {
         if let (Some(s), Some(e)) = (spec.as_object_mut(), extra.as_object()) {
             s.extend(e.clone());
         }
-        pod(json!({"metadata": {"name": "p", "namespace": "default", "labels": labels},
-                   "spec": spec}))
+        pod(
+            json!({"metadata": {"name": "p", "namespace": "default", "labels": labels},
+                   "spec": spec}),
+        )
     }
 
     fn hard(key: &str, max_skew: i32) -> Value {
@@ -207,7 +211,13 @@ mod tests {
     fn upstream_filter_vectors() {
         let foo = json!({"foo": ""});
         // (name, nodes, placed pods, incoming pod, want per node in name order)
-        let cases: Vec<(&str, Vec<crate::model::Node>, Vec<crate::model::Pod>, crate::model::Pod, Vec<&str>)> = vec![
+        let cases: Vec<(
+            &str,
+            Vec<crate::model::Node>,
+            Vec<crate::model::Pod>,
+            crate::model::Pod,
+            Vec<&str>,
+        )> = vec![
             (
                 "no existing pods: every node with the key fits",
                 zones4(),
@@ -226,10 +236,14 @@ mod tests {
                 "existing pods in a different namespace do not count",
                 zones4(),
                 vec![
-                    pod(json!({"metadata": {"name": "p-a1", "namespace": "ns1", "labels": {"foo": ""}},
-                               "spec": {"nodeName": "node-a"}})),
-                    pod(json!({"metadata": {"name": "p-b1", "namespace": "ns2", "labels": {"foo": ""}},
-                               "spec": {"nodeName": "node-b"}})),
+                    pod(
+                        json!({"metadata": {"name": "p-a1", "namespace": "ns1", "labels": {"foo": ""}},
+                               "spec": {"nodeName": "node-a"}}),
+                    ),
+                    pod(
+                        json!({"metadata": {"name": "p-b1", "namespace": "ns2", "labels": {"foo": ""}},
+                               "spec": {"nodeName": "node-b"}}),
+                    ),
                     placed("p-x1", "node-x", foo.clone()),
                     placed("p-y1", "node-y", foo.clone()),
                     placed("p-y2", "node-y", foo.clone()),
@@ -308,9 +322,11 @@ mod tests {
                 zones4(),
                 vec![
                     placed("p-a", "node-a", foo.clone()),
-                    pod(json!({"metadata": {"name": "p-b", "namespace": "default", "labels": {"foo": ""},
+                    pod(
+                        json!({"metadata": {"name": "p-b", "namespace": "default", "labels": {"foo": ""},
                                             "deletionTimestamp": "2020-01-01T00:00:00Z"},
-                               "spec": {"nodeName": "node-b"}})),
+                               "spec": {"nodeName": "node-b"}}),
+                    ),
                 ],
                 incoming(json!([hard("node", 1)]), foo.clone(), json!({})),
                 vec!["skew", "fit", "fit", "fit"],
@@ -368,7 +384,11 @@ mod tests {
                     placed("p-y1", "node-y", foo.clone()),
                     placed("p-y2", "node-y", foo.clone()),
                 ],
-                incoming(json!([hard("zone", 1), hard("node", 1)]), foo.clone(), json!({})),
+                incoming(
+                    json!([hard("zone", 1), hard("node", 1)]),
+                    foo.clone(),
+                    json!({}),
+                ),
                 vec!["skew", "fit", "fit", "skew"],
             ),
             (
@@ -415,8 +435,10 @@ mod tests {
     fn taints_policy_honor_leaves_tainted_nodes_out_of_the_domains() {
         let foo = json!({"foo": ""});
         let mut nodes = zones4();
-        nodes[3] = node_json(json!({"metadata": {"name": "node-y", "labels": {"node": "node-y", "zone": "zone2"}},
-            "spec": {"taints": [{"key": "k", "value": "v", "effect": "NoSchedule"}]}}));
+        nodes[3] = node_json(
+            json!({"metadata": {"name": "node-y", "labels": {"node": "node-y", "zone": "zone2"}},
+            "spec": {"taints": [{"key": "k", "value": "v", "effect": "NoSchedule"}]}}),
+        );
         let pods = vec![
             placed("p-a1", "node-a", foo.clone()),
             placed("p-b1", "node-b", foo.clone()),
@@ -437,7 +459,10 @@ mod tests {
             ["skew", "skew", "skew", "fit"]
         );
         // Honor: node-y is not a domain, min 1: every node fits this filter
-        assert_eq!(run(nodes, pods, with("Honor")), ["fit", "fit", "fit", "fit"]);
+        assert_eq!(
+            run(nodes, pods, with("Honor")),
+            ["fit", "fit", "fit", "fit"]
+        );
     }
 
     #[test]
@@ -502,7 +527,9 @@ mod proptests {
             max_skew: r.random_range(1..4),
             min_domains: r.random_range(1..5),
             honor_taints: r.random_bool(0.3),
-            selector_zone: r.random_bool(0.3).then(|| ["z1", "z2"][r.random_range(0..2)]),
+            selector_zone: r
+                .random_bool(0.3)
+                .then(|| ["z1", "z2"][r.random_range(0..2)]),
             own_match: r.random_bool(0.8),
         }
     }
@@ -532,7 +559,11 @@ mod proptests {
         let min = if (domains.len() as i64) < d.min_domains {
             0
         } else {
-            domains.values().copied().min().unwrap_or(i64::from(i32::MAX))
+            domains
+                .values()
+                .copied()
+                .min()
+                .unwrap_or(i64::from(i32::MAX))
         };
         let mut nodes: Vec<_> = d.nodes.iter().collect();
         nodes.sort_by(|a, b| a.0.cmp(&b.0));

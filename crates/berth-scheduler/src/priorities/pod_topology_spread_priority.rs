@@ -82,7 +82,10 @@ pub(crate) fn score_nodes(
             ((size + 2) as f64).ln()
         })
         .collect();
-    let per_node: Vec<Vec<i64>> = cs.iter().map(|con| spread::per_node(cache, pod, con)).collect();
+    let per_node: Vec<Vec<i64>> = cs
+        .iter()
+        .map(|con| spread::per_node(cache, pod, con))
+        .collect();
     for &ix in &cache.order {
         let node = &cache.nodes[ix as usize];
         if all_keys && !spread::has_all_keys(node, &cs) {
@@ -148,8 +151,10 @@ mod tests {
     }
 
     fn placed(name: &str, node: &str) -> crate::model::Pod {
-        pod(json!({"metadata": {"name": name, "namespace": "default", "labels": {"foo": ""}},
-                   "spec": {"nodeName": node, "containers": [{"name": "c"}]}}))
+        pod(
+            json!({"metadata": {"name": name, "namespace": "default", "labels": {"foo": ""}},
+                   "spec": {"nodeName": node, "containers": [{"name": "c"}]}}),
+        )
     }
 
     fn soft(key: &str, max_skew: i32) -> Value {
@@ -158,9 +163,11 @@ mod tests {
     }
 
     fn incoming(constraints: Value) -> crate::model::Pod {
-        pod(json!({"metadata": {"name": "p", "namespace": "default", "labels": {"foo": ""}},
+        pod(
+            json!({"metadata": {"name": "p", "namespace": "default", "labels": {"foo": ""}},
                    "spec": {"topologySpreadConstraints": constraints,
-                            "containers": [{"name": "c"}]}}))
+                            "containers": [{"name": "c"}]}}),
+        )
     }
 
     fn score(
@@ -177,7 +184,10 @@ mod tests {
     fn upstream_score_vectors() {
         // one constraint on node, no existing pods: every node scores the maximum
         let nodes = vec![node("node-a", None), node("node-b", None)];
-        assert_eq!(score(nodes, vec![], incoming(json!([soft("node", 1)]))), [10, 10]);
+        assert_eq!(
+            score(nodes, vec![], incoming(json!([soft("node", 1)]))),
+            [10, 10]
+        );
 
         // one constraint on node, pods spread as 2/1/0/3: raw = count × ln(4+2), rounded:
         // 2→4, 1→2, 0→0, 3→5; normalized 10 × (5 + 0 − s) / 5
