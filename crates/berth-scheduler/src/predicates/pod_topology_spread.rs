@@ -207,17 +207,19 @@ mod tests {
         ]
     }
 
+    /// (name, nodes, placed pods, incoming pod, want per node in name order).
+    type Case = (
+        &'static str,
+        Vec<crate::model::Node>,
+        Vec<crate::model::Pod>,
+        crate::model::Pod,
+        Vec<&'static str>,
+    );
+
     #[test]
     fn upstream_filter_vectors() {
         let foo = json!({"foo": ""});
-        // (name, nodes, placed pods, incoming pod, want per node in name order)
-        let cases: Vec<(
-            &str,
-            Vec<crate::model::Node>,
-            Vec<crate::model::Pod>,
-            crate::model::Pod,
-            Vec<&str>,
-        )> = vec![
+        let cases: Vec<Case> = vec![
             (
                 "no existing pods: every node with the key fits",
                 zones4(),
