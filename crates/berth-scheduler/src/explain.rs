@@ -65,26 +65,31 @@ impl Scheduler {
             nodes: Vec::new(),
             error: None,
         };
-        match self.prepare(&preds, cache, pod) {
+        match self.prepare(preds, cache, pod) {
             Err(e) => ex.error = Some(e),
             Ok(ctx) => {
                 let mut feasible = Vec::new();
                 for &ix in &cache.order {
                     let mut reasons = Vec::new();
                     let info = &cache.nodes[ix as usize];
-                    let result =
-                        match filter::check_node(&ctx, &preds, always, ix, nominated, &mut reasons)
-                        {
-                            Err(e) => PredicateResult::Error(e),
-                            Ok(true) => {
-                                feasible.push(ix);
-                                PredicateResult::Fit
-                            }
-                            Ok(false) => PredicateResult::Unschedulable {
-                                resolvable: reasons.iter().all(|r| r.resolvable()),
-                                reasons: reasons.iter().map(|r| r.text(&cache.interner)).collect(),
-                            },
-                        };
+                    let result = match filter::check_node(
+                        &ctx,
+                        preds,
+                        always,
+                        ix,
+                        nominated,
+                        &mut reasons,
+                    ) {
+                        Err(e) => PredicateResult::Error(e),
+                        Ok(true) => {
+                            feasible.push(ix);
+                            PredicateResult::Fit
+                        }
+                        Ok(false) => PredicateResult::Unschedulable {
+                            resolvable: reasons.iter().all(|r| r.resolvable()),
+                            reasons: reasons.iter().map(|r| r.text(&cache.interner)).collect(),
+                        },
+                    };
                     ex.nodes.push(NodeExplanation {
                         node: info.name.clone(),
                         result,
@@ -92,7 +97,7 @@ impl Scheduler {
                         total: None,
                     });
                 }
-                let totals = score_all(&ctx, &prios, &feasible, &mut counts);
+                let totals = score_all(&ctx, prios, &feasible, &mut counts);
                 let mut raw = vec![0; feasible.len()];
                 let mut per: Vec<Vec<PriorityScore>> = vec![Vec::new(); feasible.len()];
                 for (p, w, name) in prios {

@@ -353,7 +353,9 @@ mod tests {
     #[test]
     fn critical_paths_keep_the_minimum_as_domains_change() {
         // upstream TestPreFilterState critical-path cases, as (domain, count) updates
-        let cases: &[(&str, &[(Sym, i64)], i64)] = &[
+        // (name, (domain, count) updates in order, the minimum after them)
+        type Case = (&'static str, &'static [(Sym, i64)], i64);
+        let cases: &[Case] = &[
             ("one domain", &[(1, 3)], 3),
             ("the smaller of two", &[(1, 3), (2, 1)], 1),
             ("three domains, smallest last", &[(1, 3), (2, 2), (3, 0)], 0),

@@ -259,14 +259,14 @@ impl Scheduler {
         let (memo_enabled, incremental) = (self.memo_enabled, self.incremental);
         let mut rng = std::mem::replace(&mut self.rng, rand::SeedableRng::seed_from_u64(0));
         let result = (|| {
-            let ctx = self.prepare(&preds, cache, pod).map_err(Decision::Error)?;
+            let ctx = self.prepare(preds, cache, pod).map_err(Decision::Error)?;
             if memo_enabled && to_find == n && nominated.is_empty() && ctx.affinity.all_terms == 0 {
-                if let Some((plan, weights, constant)) = memo_plan(&ctx, &preds, &prios) {
+                if let Some((plan, weights, constant)) = memo_plan(&ctx, preds, prios) {
                     if incremental {
                         let key = memo::MemoKey::new(&ctx, plan, weights);
                         let (r, chosen) = incremental::run(
                             &ctx,
-                            &preds,
+                            preds,
                             always,
                             plan,
                             key,
@@ -283,7 +283,7 @@ impl Scheduler {
                             Some((ix, false)) => Ok((ix, r.max + constant, n)),
                         };
                     }
-                    let r = memo::run(&ctx, &preds, always, plan, weights, &mut memo)
+                    let r = memo::run(&ctx, preds, always, plan, weights, &mut memo)
                         .map_err(Decision::Error)?;
                     if memo.feasible.is_empty() {
                         return Err(Decision::Unschedulable(FitError::new(cache, n, &r.failed)));
@@ -306,7 +306,7 @@ impl Scheduler {
                     return Ok((memo.feasible[pos], r.max + constant, n));
                 }
             }
-            let f = filter::run(&ctx, &preds, always, nominated, start, to_find, parallel)
+            let f = filter::run(&ctx, preds, always, nominated, start, to_find, parallel)
                 .map_err(Decision::Error)?;
             if f.feasible.is_empty() {
                 return Err(Decision::Unschedulable(FitError::new(cache, n, &f.failed)));
@@ -314,7 +314,7 @@ impl Scheduler {
             if f.feasible.len() == 1 {
                 return Ok((f.feasible[0], 0, f.visited));
             }
-            let totals = score_all(&ctx, &prios, &f.feasible, &mut counts);
+            let totals = score_all(&ctx, prios, &f.feasible, &mut counts);
             let max = totals.iter().copied().max().unwrap_or(0);
             Ok((pick(&mut rng, &f.feasible, &totals, max), max, f.visited))
         })();

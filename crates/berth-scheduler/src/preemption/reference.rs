@@ -74,9 +74,9 @@ impl Scheduler {
             }
         };
         if victims::copy_ok(cache, preds, pod, self.spread_args.has_hard_defaults()) {
-            if let Ok(ctx) = self.prepare(&preds, cache, pod) {
+            if let Ok(ctx) = self.prepare(preds, cache, pod) {
                 for (name, ix, potential, named) in &work {
-                    let r = victims::by_copy(&ctx, &preds, always, *ix, input.nominated, potential);
+                    let r = victims::by_copy(&ctx, preds, always, *ix, input.nominated, potential);
                     push(name, named, r);
                 }
             }
@@ -84,7 +84,7 @@ impl Scheduler {
             for (name, ix, potential, named) in &work {
                 let r = victims::by_cache(
                     self,
-                    &preds,
+                    preds,
                     always,
                     cache,
                     pod,
