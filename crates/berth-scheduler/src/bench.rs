@@ -64,6 +64,8 @@ pub const WORKLOADS: &[&str] = &[
     "preferred-pod-anti-affinity",
     "node-affinity",
     "topology-levels",
+    "topology-spreading",
+    "preferred-topology-spreading",
 ];
 
 const HOST: &str = "kubernetes.io/hostname";
@@ -71,7 +73,9 @@ const ZONE: &str = "topology.kubernetes.io/zone";
 
 fn default_init(workload: &str) -> usize {
     match workload {
-        "basic" | "pod-anti-affinity" => 1000,
+        "basic" | "pod-anti-affinity" | "topology-spreading" | "preferred-topology-spreading" => {
+            1000
+        }
         "pod-affinity"
         | "preferred-pod-affinity"
         | "preferred-pod-anti-affinity"
@@ -85,6 +89,10 @@ fn node(workload: &str, i: usize) -> Node {
     let mut labels = json!({ HOST: name });
     match workload {
         "pod-affinity" | "node-affinity" => labels[ZONE] = json!("zone1"),
+        // scheduler_perf's TopologySpreading: nodes labelled over three zones
+        "topology-spreading" | "preferred-topology-spreading" => {
+            labels[ZONE] = json!(["moon-1", "moon-2", "moon-3"][i % 3])
+        }
         "topology-levels" => {
             let z = i % 6;
             labels["region"] = json!(format!("r{}", z / 3));
@@ -144,9 +152,28 @@ fn pod(workload: &str, i: usize, ns: &str) -> Pod {
         "topology-levels" => (json!({"app": "web"}), Value::Null),
         _ => (json!({}), Value::Null),
     };
+    // scheduler_perf's pod-with-topology-spreading / pod-with-preferred-topology-spreading
+    // (measured pods only; init pods are plain)
+    let spread = match workload {
+        "topology-spreading" | "preferred-topology-spreading" if ns == "sched-1" => {
+            let when = if workload == "topology-spreading" {
+                "DoNotSchedule"
+            } else {
+                "ScheduleAnyway"
+            };
+            json!([{"maxSkew": 5, "topologyKey": ZONE, "whenUnsatisfiable": when,
+                    "labelSelector": selector("color", "blue")}])
+        }
+        _ => json!([]),
+    };
+    let labels = if spread.as_array().is_some_and(|a| !a.is_empty()) {
+        json!({"color": "blue"})
+    } else {
+        labels
+    };
     let res = json!({"cpu": "100m", "memory": "500Mi"});
     let v = json!({"metadata": {"name": format!("pod-{i:06}"), "namespace": ns, "uid": format!("{ns}-{i}"), "labels": labels},
-        "spec": {"affinity": affinity, "containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10",
+        "spec": {"affinity": affinity, "topologySpreadConstraints": spread, "containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10",
             "ports": [{"containerPort": 80}], "resources": {"requests": res, "limits": res}}]}});
     serde_json::from_value(v).expect("pod template")
 }
@@ -330,6 +357,9 @@ fn validate(nodes: &[Node], placed: &[(Pod, String)]) -> Option<String> {
             ));
         }
     }
+    if let Some(reason) = spread_violation(nodes, placed) {
+        return Some(reason);
+    }
     for (p, n) in placed {
         let node = by_name[n.as_str()];
         let Some(aff) = &p.spec.affinity else {
@@ -392,6 +422,41 @@ fn validate(nodes: &[Node], placed: &[(Pod, String)]) -> Option<String> {
         }
     }
     None
+}
+
+/// The `DoNotSchedule` topology spread constraints of the placed pods hold at the end: over the
+/// domains of every node, the matching pods differ by at most `maxSkew` (each placement kept
+/// the skew within bounds, and the minimum never decreases).
+fn spread_violation(nodes: &[Node], placed: &[(Pod, String)]) -> Option<String> {
+    let zone_of: HashMap<&str, Option<&String>> = nodes
+        .iter()
+        .map(|n| (n.metadata.name.as_str(), n.metadata.labels.get(ZONE)))
+        .collect();
+    let (p, _) = placed.iter().find(|(p, _)| {
+        p.spec
+            .topology_spread_constraints
+            .iter()
+            .any(|c| c.when_unsatisfiable == "DoNotSchedule")
+    })?;
+    let c = &p.spec.topology_spread_constraints[0];
+    let sel = c.label_selector.as_ref()?;
+    let (k, v) = sel.match_labels.iter().next()?;
+    let mut counts: HashMap<&String, i64> = zone_of.values().flatten().map(|z| (*z, 0)).collect();
+    for (q, n) in placed {
+        if q.metadata.namespace == p.metadata.namespace && q.metadata.labels.get(k) == Some(v) {
+            if let Some(Some(z)) = zone_of.get(n.as_str()) {
+                *counts.entry(z).or_default() += 1;
+            }
+        }
+    }
+    let max = counts.values().max().copied().unwrap_or(0);
+    let min = counts.values().min().copied().unwrap_or(0);
+    (max - min > i64::from(c.max_skew)).then(|| {
+        format!(
+            "zones hold {counts:?} pods of {k}={v}: skew above {}",
+            c.max_skew
+        )
+    })
 }
 
 #[cfg(test)]

@@ -68,7 +68,8 @@ impl ClusterEvent {
             | ClusterEvent::PodDeleted { .. }
             | ClusterEvent::VolumeChanged => true,
             ClusterEvent::NodeChanged(c) => c.any(),
-            ClusterEvent::NodeDeleted => false,
+            // a deleted node may take away the domain that held the global minimum
+            ClusterEvent::NodeDeleted => has_hard_spread(pod),
             ClusterEvent::ServiceChanged => true,
             ClusterEvent::PodAdded { namespace, labels } => {
                 let own_ns = pod.metadata.namespace_or_default();
@@ -82,20 +83,38 @@ impl ClusterEvent {
                             .as_slice()
                     })
                     .unwrap_or(&[]);
-                terms.iter().any(|t| {
-                    let ns_ok = if t.namespaces.is_empty() {
-                        namespace == own_ns
-                    } else {
-                        t.namespaces.iter().any(|n| n == namespace)
-                    };
-                    ns_ok
-                        && t.label_selector
+                // a pod added to the emptiest domain raises the global minimum (upstream's
+                // PodTopologySpread registers pod additions)
+                let own_ns_match = namespace == own_ns;
+                let spread = pod.spec.topology_spread_constraints.iter().any(|c| {
+                    own_ns_match
+                        && c.when_unsatisfiable == crate::topology_spread::DO_NOT_SCHEDULE
+                        && c.label_selector
                             .as_ref()
                             .is_some_and(|s| selector_matches(s, labels))
-                })
+                });
+                spread
+                    || terms.iter().any(|t| {
+                        let ns_ok = if t.namespaces.is_empty() {
+                            namespace == own_ns
+                        } else {
+                            t.namespaces.iter().any(|n| n == namespace)
+                        };
+                        ns_ok
+                            && t.label_selector
+                                .as_ref()
+                                .is_some_and(|s| selector_matches(s, labels))
+                    })
             }
         }
     }
+}
+
+fn has_hard_spread(pod: &crate::model::Pod) -> bool {
+    pod.spec
+        .topology_spread_constraints
+        .iter()
+        .any(|c| c.when_unsatisfiable == crate::topology_spread::DO_NOT_SCHEDULE)
 }
 
 fn selector_matches(s: &crate::model::LabelSelector, labels: &BTreeMap<String, String>) -> bool {
@@ -110,4 +129,63 @@ fn selector_matches(s: &crate::model::LabelSelector, labels: &BTreeMap<String, S
                 _ => false,
             }
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::pod;
+    use serde_json::json;
+
+    fn added(ns: &str, app: &str) -> ClusterEvent {
+        ClusterEvent::PodAdded {
+            namespace: ns.into(),
+            labels: [("app".to_string(), app.to_string())].into(),
+        }
+    }
+
+    #[test]
+    fn pod_additions_and_node_deletions_may_help_a_topology_spread_pod() {
+        let spread = pod(json!({"metadata": {"namespace": "default"},
+            "spec": {"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone",
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": {"matchLabels": {"app": "web"}}}]}}));
+        let plain = pod(json!({"metadata": {"namespace": "default"}}));
+        let cases = [
+            (
+                "a matching pod in its namespace",
+                &spread,
+                added("default", "web"),
+                true,
+            ),
+            (
+                "a pod its selector does not match",
+                &spread,
+                added("default", "db"),
+                false,
+            ),
+            (
+                "a matching pod elsewhere",
+                &spread,
+                added("other", "web"),
+                false,
+            ),
+            ("a deleted node", &spread, ClusterEvent::NodeDeleted, true),
+            (
+                "a pod, for a pod without constraints",
+                &plain,
+                added("default", "web"),
+                false,
+            ),
+            (
+                "a deleted node, for a pod without constraints",
+                &plain,
+                ClusterEvent::NodeDeleted,
+                false,
+            ),
+        ];
+        for (name, p, ev, want) in cases {
+            assert_eq!(ev.may_help(p), want, "{name}");
+        }
+    }
 }

@@ -56,8 +56,8 @@ impl Scheduler {
         pod: &PodInfo,
         nominated: &[Nominated],
     ) -> Explanation {
-        let preds = std::mem::take(&mut self.preds);
-        let prios = std::mem::take(&mut self.prios);
+        let units = self.take_units(pod);
+        let (preds, prios) = (&units.preds, &units.prios);
         let mut counts = std::mem::take(&mut self.counts);
         let always = self.always_check_all;
         let mut ex = Explanation {
@@ -65,26 +65,31 @@ impl Scheduler {
             nodes: Vec::new(),
             error: None,
         };
-        match self.prepare(&preds, cache, pod) {
+        match self.prepare(preds, cache, pod) {
             Err(e) => ex.error = Some(e),
             Ok(ctx) => {
                 let mut feasible = Vec::new();
                 for &ix in &cache.order {
                     let mut reasons = Vec::new();
                     let info = &cache.nodes[ix as usize];
-                    let result =
-                        match filter::check_node(&ctx, &preds, always, ix, nominated, &mut reasons)
-                        {
-                            Err(e) => PredicateResult::Error(e),
-                            Ok(true) => {
-                                feasible.push(ix);
-                                PredicateResult::Fit
-                            }
-                            Ok(false) => PredicateResult::Unschedulable {
-                                resolvable: reasons.iter().all(|r| r.resolvable()),
-                                reasons: reasons.iter().map(|r| r.text(&cache.interner)).collect(),
-                            },
-                        };
+                    let result = match filter::check_node(
+                        &ctx,
+                        preds,
+                        always,
+                        ix,
+                        nominated,
+                        &mut reasons,
+                    ) {
+                        Err(e) => PredicateResult::Error(e),
+                        Ok(true) => {
+                            feasible.push(ix);
+                            PredicateResult::Fit
+                        }
+                        Ok(false) => PredicateResult::Unschedulable {
+                            resolvable: reasons.iter().all(|r| r.resolvable()),
+                            reasons: reasons.iter().map(|r| r.text(&cache.interner)).collect(),
+                        },
+                    };
                     ex.nodes.push(NodeExplanation {
                         node: info.name.clone(),
                         result,
@@ -92,10 +97,10 @@ impl Scheduler {
                         total: None,
                     });
                 }
-                let totals = score_all(&ctx, &prios, &feasible, &mut counts);
+                let totals = score_all(&ctx, prios, &feasible, &mut counts);
                 let mut raw = vec![0; feasible.len()];
                 let mut per: Vec<Vec<PriorityScore>> = vec![Vec::new(); feasible.len()];
-                for (p, w, name) in &prios {
+                for (p, w, name) in prios {
                     match p.uniform(&ctx) {
                         Some(u) => raw.fill(u),
                         None => p.score(&ctx, &feasible, &mut counts, &mut raw),
@@ -118,8 +123,7 @@ impl Scheduler {
                 }
             }
         }
-        self.preds = preds;
-        self.prios = prios;
+        self.put_units(units);
         self.counts = counts;
         ex
     }

@@ -52,6 +52,7 @@ pub mod quantity;
 pub mod queue;
 #[cfg(test)]
 mod testutil;
+pub mod topology_spread;
 
 pub use cache::{CacheDump, CacheError, ClusterCache};
 pub use engine::{BuildError, Decision, FitError, Nominated, Scheduler, SchedulerBuilder};
@@ -61,3 +62,4 @@ pub use fits::{fits, Fit, Insufficient};
 pub use node_info::NodeInfo;
 pub use pod_info::PodInfo;
 pub use predicates::{PredicateResult, Reason};
+pub use topology_spread::{DefaultingType, TopologySpreadArgs};

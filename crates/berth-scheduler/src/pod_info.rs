@@ -96,9 +96,10 @@ pub struct PodInfo {
     pub node_name: String,
     /// Priority (0 when unset).
     pub priority: i32,
-    /// Request as predicates see it: max(sum of containers, max of init containers).
+    /// Request as predicates see it: upstream's `PodRequests` (see [`pod_request`]).
     pub request: Resources,
-    /// Request as node accounting sees it (regular containers only, 1.11 rule).
+    /// Request as node accounting sees it: regular and sidecar containers plus the overhead
+    /// (non-restartable init containers are left out, the 1.11 rule).
     pub container_request: Resources,
     /// Non-zero cpu/memory request used by priorities.
     pub nonzero: (i64, i64),
@@ -138,6 +139,10 @@ pub struct PodInfo {
     pub preempt_never: bool,
     /// `status.startTime` as Unix seconds (None before the kubelet starts it, or unparsable).
     pub start: Option<i64>,
+    /// `spec.topologySpreadConstraints`, compiled (empty for most pods: they pay nothing).
+    pub spread: Vec<crate::topology_spread::SpreadConstraint>,
+    /// `spec.schedulingGates` is not empty: the pod waits, no attempt is made.
+    pub gated: bool,
 }
 
 fn sum_containers(cs: &[Container], i: &mut Interner) -> Resources {
@@ -146,6 +151,54 @@ fn sum_containers(cs: &[Container], i: &mut Interner) -> Resources {
         r.add(&Resources::compile(&c.resources.requests, i).0, 1);
     }
     r
+}
+
+/// An init container with `restartPolicy: Always` (a sidecar): it keeps running next to the
+/// regular containers.
+fn is_sidecar(c: &Container) -> bool {
+    c.restart_policy.as_deref() == Some("Always")
+}
+
+/// The pod's request as upstream's resource helpers (`PodRequests`) compute it, and the request
+/// node accounting keeps for a placed pod.
+///
+/// Regular containers and sidecars run together, so they are summed. Init containers run one
+/// at a time, each next to the sidecars started before it, so the pod needs the largest of
+/// those moments; the request is the larger of that and the running sum, plus `spec.overhead`.
+/// Example (upstream's): sidecar S {cpu 1}, init I {cpu 2}, container C {cpu 1}: running
+/// C+S = 2, init moment I+S = 3, request 3 (plus overhead).
+///
+/// The second value is what a placed pod adds to its node: the running sum plus the overhead
+/// (the 1.11 rule leaves init containers out of node accounting; sidecars and the overhead are
+/// newer fields and count).
+pub(crate) fn pod_request(
+    spec: &crate::model::PodSpec,
+    i: &mut Interner,
+) -> (Resources, Resources) {
+    let mut running = sum_containers(&spec.containers, i);
+    let mut sidecars = Resources::default();
+    let mut init_peak = Resources::default();
+    for c in &spec.init_containers {
+        let r = Resources::compile(&c.resources.requests, i).0;
+        let moment = if is_sidecar(c) {
+            running.add(&r, 1);
+            sidecars.add(&r, 1);
+            sidecars.clone()
+        } else {
+            let mut m = r;
+            m.add(&sidecars, 1);
+            m
+        };
+        init_peak.max_with(&moment);
+    }
+    let mut request = running.clone();
+    request.max_with(&init_peak);
+    if !spec.overhead.is_empty() {
+        let o = Resources::compile(&spec.overhead, i).0;
+        request.add(&o, 1);
+        running.add(&o, 1);
+    }
+    (request, running)
 }
 
 fn is_positive(map: &BTreeMap<String, crate::model::Quantity>, name: &str) -> bool {
@@ -210,13 +263,10 @@ impl PodInfo {
         let namespace = pod.metadata.namespace_or_default().to_string();
         let ns = i.intern(&namespace);
         let spec = &pod.spec;
-        let container_request = sum_containers(&spec.containers, i);
-        let mut request = container_request.clone();
-        for c in &spec.init_containers {
-            request.max_with(&Resources::compile(&c.resources.requests, i).0);
-        }
+        let (request, container_request) = pod_request(spec, i);
         let mut nonzero = (0, 0);
-        for c in &spec.containers {
+        let sidecars = spec.init_containers.iter().filter(|c| is_sidecar(c));
+        for c in spec.containers.iter().chain(sidecars) {
             let r = Resources::compile(&c.resources.requests, i).0;
             nonzero.0 += if c.resources.requests.contains_key("cpu") {
                 r.cpu
@@ -228,6 +278,11 @@ impl PodInfo {
             } else {
                 DEFAULT_MEMORY
             };
+        }
+        if !spec.overhead.is_empty() {
+            let o = Resources::compile(&spec.overhead, i).0;
+            nonzero.0 += o.cpu;
+            nonzero.1 += o.memory;
         }
         let best_effort = spec
             .containers
@@ -389,7 +444,22 @@ impl PodInfo {
             nominated_node: pod.status.nominated_node_name.clone(),
             preempt_never: spec.preemption_policy.as_deref() == Some("Never"),
             start: pod.status.start_time.as_deref().and_then(unix_seconds),
+            spread: if spec.topology_spread_constraints.is_empty() {
+                Vec::new()
+            } else {
+                let labels = Labels::compile(&pod.metadata.labels, i);
+                spec.topology_spread_constraints
+                    .iter()
+                    .map(|c| crate::topology_spread::SpreadConstraint::compile(c, &labels, i))
+                    .collect()
+            },
+            gated: !spec.scheduling_gates.is_empty(),
         }
+    }
+
+    /// True if the pod has `DoNotSchedule` topology spread constraints of its own.
+    pub fn has_hard_spread(&self) -> bool {
+        self.spread.iter().any(|c| c.hard)
     }
 
     /// True if the pod has any pod affinity or anti-affinity (required or preferred).
@@ -398,5 +468,92 @@ impl PodInfo {
             && self.anti_affinity.is_empty()
             && self.preferred_affinity.is_empty()
             && self.preferred_anti_affinity.is_empty())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::pod;
+    use serde_json::json;
+
+    fn cpu(c: &str) -> serde_json::Value {
+        json!({"resources": {"requests": {"cpu": c, "memory": "1Gi"}}})
+    }
+
+    fn container(name: &str, c: &str, sidecar: bool) -> serde_json::Value {
+        let mut v = cpu(c);
+        v["name"] = json!(name);
+        if sidecar {
+            v["restartPolicy"] = json!("Always");
+        }
+        v
+    }
+
+    /// (pod request cpu, node accounting cpu, non-zero cpu) in millicores.
+    fn requests(spec: serde_json::Value) -> (i64, i64, i64) {
+        let mut i = Interner::default();
+        let info = PodInfo::compile(&pod(json!({"spec": spec})), &mut i);
+        (info.request.cpu, info.container_request.cpu, info.nonzero.0)
+    }
+
+    #[test]
+    fn requests_sum_as_upstreams_resource_helpers() {
+        let cases = [
+            (
+                "containers are summed",
+                json!({"containers": [container("a", "1", false), container("b", "500m", false)]}),
+                (1500, 1500, 1500),
+            ),
+            (
+                "an init container larger than the containers sets the request (upstream's \
+                 worked example: init 2 and 2, containers 2 and 1 ask 3)",
+                json!({"initContainers": [container("i1", "2", false), container("i2", "2", false)],
+                       "containers": [container("c1", "2", false), container("c2", "1", false)]}),
+                (3000, 3000, 3000),
+            ),
+            (
+                "a larger init container wins over the containers; nodes count containers only",
+                json!({"initContainers": [container("i", "4", false)],
+                       "containers": [container("c", "1", false)]}),
+                (4000, 1000, 1000),
+            ),
+            (
+                "a sidecar runs next to the containers and to later init containers",
+                json!({"initContainers": [container("s", "1", true), container("i", "2", false)],
+                       "containers": [container("c", "1", false)]}),
+                (3000, 2000, 2000),
+            ),
+            (
+                "an init container before the sidecar does not run next to it",
+                json!({"initContainers": [container("i", "2", false), container("s", "1", true)],
+                       "containers": [container("c", "500m", false)]}),
+                (2000, 1500, 1500),
+            ),
+            (
+                "the overhead is added to everything",
+                json!({"overhead": {"cpu": "250m"},
+                       "initContainers": [container("i", "2", false)],
+                       "containers": [container("c", "1", false)]}),
+                (2250, 1250, 1250),
+            ),
+        ];
+        for (name, spec, want) in cases {
+            assert_eq!(requests(spec), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn gates_and_spread_constraints_are_compiled_once() {
+        let mut i = Interner::default();
+        let p = pod(json!({"spec": {"schedulingGates": [{"name": "g"}],
+            "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone",
+                "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": {}}]}}));
+        let info = PodInfo::compile(&p, &mut i);
+        assert!(info.gated);
+        assert_eq!(info.spread.len(), 1);
+        assert!(!info.has_hard_spread());
+        let plain = PodInfo::compile(&pod(json!({"spec": {}})), &mut i);
+        assert!(!plain.gated && plain.spread.is_empty());
     }
 }

@@ -76,6 +76,7 @@ pub fn results_in(kind: PredicateKind, cache: &mut ClusterCache, p: Pod) -> Vec<
     // test the predicate alone: drop the mandatory CheckNodeCondition unless it is the subject
     if s.preds.len() > 1 {
         s.preds.retain(|p| p.name != P::CheckNodeCondition);
+        s.spread_preds.retain(|p| p.name != P::CheckNodeCondition);
     }
     let ex = s.explain(cache, &info);
     if let Some(e) = ex.error {

@@ -91,6 +91,23 @@ fn default_pod(pod: &mut Value) {
     if let Some(n) = status.get("nominatedNodeName") {
         pod["status"]["nominatedNodeName"] = n.clone();
     }
+    apply_scheduling_gated_condition(pod);
+}
+
+/// A pod created with scheduling gates says so in its `PodScheduled` condition (upstream's
+/// `applySchedulingGatedCondition`), which `kubectl get pod` shows as `SchedulingGated`.
+fn apply_scheduling_gated_condition(pod: &mut Value) {
+    let gated = pod["spec"]["schedulingGates"]
+        .as_array()
+        .is_some_and(|g| !g.is_empty());
+    if gated {
+        pod["status"]["conditions"] = json!([{
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": "SchedulingGated",
+            "message": "Scheduling is blocked due to non-empty scheduling gates",
+        }]);
+    }
 }
 
 fn default_spec(pod: &mut Value) {

@@ -56,6 +56,15 @@ pub async fn bind(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
                 "pod {name} is being deleted, cannot be assigned to a host"
             )));
         }
+        // Reject binding to a scheduling un-ready pod (upstream's words).
+        if pod["spec"]["schedulingGates"]
+            .as_array()
+            .is_some_and(|g| !g.is_empty())
+        {
+            return Err(conflict(format!(
+                "pod {name} has non-empty .spec.schedulingGates"
+            )));
+        }
         pod["spec"]["nodeName"] = json!(node);
         set_condition(
             &mut pod,

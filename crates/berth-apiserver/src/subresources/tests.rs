@@ -207,3 +207,52 @@ async fn delete_takes_protobuf_delete_options() {
         StatusCode::OK
     );
 }
+
+/// A gated pod says so on creation and cannot be bound until its last gate is removed
+/// (upstream's `applySchedulingGatedCondition` and "Reject binding to a scheduling un-ready
+/// Pod").
+#[tokio::test]
+async fn a_gated_pod_is_marked_and_cannot_be_bound_until_its_gates_are_removed() {
+    let s = TestServer::new().await;
+    let (code, pod) = s
+        .json(
+            Method::POST,
+            PODS,
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "g"},
+                   "spec": {"schedulingGates": [{"name": "example.com/wait"}],
+                            "containers": [{"name": "c", "image": "nginx"}]}}),
+        )
+        .await;
+    assert_eq!(code, StatusCode::CREATED, "{pod}");
+    let cond = &pod["status"]["conditions"][0];
+    assert_eq!(cond["type"], "PodScheduled");
+    assert_eq!(cond["status"], "False");
+    assert_eq!(cond["reason"], "SchedulingGated");
+    assert_eq!(
+        cond["message"],
+        "Scheduling is blocked due to non-empty scheduling gates"
+    );
+    let bind = json!({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "g"},
+                      "target": {"kind": "Node", "name": "node-1"}});
+    let (code, status) = s
+        .json(Method::POST, &format!("{PODS}/g/binding"), bind.clone())
+        .await;
+    assert_eq!(code, StatusCode::CONFLICT, "{status}");
+    assert_eq!(
+        status["message"],
+        "Operation cannot be fulfilled on pods/binding \"g\": pod g has non-empty .spec.schedulingGates"
+    );
+    assert_eq!(node_of(&s, "g").await, Value::Null);
+    let (code, out) = s
+        .merge_patch(
+            &format!("{PODS}/g"),
+            json!({"spec": {"schedulingGates": null}}),
+        )
+        .await;
+    assert_eq!(code, StatusCode::OK, "{out}");
+    let (code, status) = s
+        .json(Method::POST, &format!("{PODS}/g/binding"), bind)
+        .await;
+    assert_eq!(code, StatusCode::CREATED, "{status}");
+    assert_eq!(node_of(&s, "g").await, "node-1");
+}

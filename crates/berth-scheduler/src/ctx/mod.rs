@@ -7,7 +7,7 @@
 
 mod states;
 
-pub(crate) use states::{AffinityState, BindingState, Unbound, ZoneState};
+pub(crate) use states::{AffinityState, BindingState, SpreadState, Unbound, ZoneState};
 
 use crate::cache::ClusterCache;
 use crate::intern::{Interner, Sym};
@@ -72,6 +72,10 @@ pub(crate) struct PodCtx<'a> {
     pub csi_limits: Vec<Option<Sym>>,
     /// serviceAffinity entries: the (key, value) pairs a node must carry; None = any node.
     pub service_affinity: Vec<Vec<(Sym, Option<Sym>)>>,
+    /// PodTopologySpread's filter state.
+    pub spread: SpreadState,
+    /// PodTopologySpread's arguments (default constraints).
+    pub spread_args: &'a crate::topology_spread::TopologySpreadArgs,
 }
 
 impl PodCtx<'_> {

@@ -39,3 +39,13 @@ pub(crate) struct BindingState<'a> {
     pub unbound: Vec<Unbound<'a>>,
     pub error: Option<String>,
 }
+
+/// PodTopologySpread's per-decision filter state (upstream's preFilterState): the pod's
+/// `DoNotSchedule` constraints, and per constraint the matching pods per domain and the
+/// critical paths. Empty for a pod without such constraints (the filter then passes every node).
+#[derive(Debug, Default)]
+pub(crate) struct SpreadState {
+    pub constraints: Vec<crate::topology_spread::SpreadConstraint>,
+    pub counts: Vec<crate::intern::FxMap<Sym, i64>>,
+    pub paths: Vec<crate::topology_spread::CriticalPaths>,
+}

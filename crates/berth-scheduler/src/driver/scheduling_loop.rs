@@ -227,7 +227,10 @@ impl Loop {
         let ours = pod.spec.scheduler_name == self.name;
         let terminating = pod.metadata.deletion_timestamp.is_some();
         let done = matches!(pod.status.phase.as_str(), "Succeeded" | "Failed");
-        if !ours || terminating || done {
+        // A gated pod waits outside the queue, with no attempt and no event (upstream's
+        // SchedulingGates PreEnqueue); the update removing its last gate queues it.
+        let gated = !pod.spec.scheduling_gates.is_empty();
+        if !ours || terminating || done || gated {
             self.queue.delete(&key);
             return None;
         }

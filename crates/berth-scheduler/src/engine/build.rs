@@ -2,8 +2,9 @@
 
 use super::Scheduler;
 use crate::policy::{Policy, PredicateKind, PriorityKind};
-use crate::predicates::Pred;
-use crate::priorities::Prio;
+use crate::predicates::{Pred, PredicateName};
+use crate::priorities::{pod_topology_spread_priority, Prio, PriorityName};
+use crate::topology_spread::TopologySpreadArgs;
 use rand::SeedableRng;
 use thiserror::Error;
 
@@ -28,6 +29,7 @@ pub struct SchedulerBuilder {
     parallel_threshold: usize,
     memo: bool,
     incremental: bool,
+    spread_args: TopologySpreadArgs,
 }
 
 impl Default for SchedulerBuilder {
@@ -40,6 +42,7 @@ impl Default for SchedulerBuilder {
             parallel_threshold: 4096,
             memo: true,
             incremental: true,
+            spread_args: TopologySpreadArgs::none(),
         }
     }
 }
@@ -82,6 +85,14 @@ impl SchedulerBuilder {
     /// `reuse_across_pods`).
     pub fn incremental(mut self, on: bool) -> Self {
         self.incremental = on;
+        self
+    }
+
+    /// PodTopologySpread's arguments (default: none, as under a policy file, where only the
+    /// constraints written on pods apply). A KubeSchedulerConfiguration profile sets its
+    /// `PodTopologySpreadArgs` here.
+    pub fn topology_spread_args(mut self, args: TopologySpreadArgs) -> Self {
+        self.spread_args = args;
         self
     }
 
@@ -133,7 +144,32 @@ impl SchedulerBuilder {
             }
             prios.push((prio, p.weight, p.name.clone()));
         }
+        // PodTopologySpread is honoured for pods that carry constraints even when the policy
+        // does not name it (no 1.11 policy can): last among the predicates, upstream's default
+        // weight among the priorities.
+        let mut spread_preds = preds.clone();
+        if !spread_preds
+            .iter()
+            .any(|p| p.name == PredicateName::PodTopologySpread)
+        {
+            spread_preds.push(Pred::of(PredicateName::PodTopologySpread));
+            spread_preds.sort_by_key(|p| p.rank());
+        }
+        let mut spread_prios = prios.clone();
+        if !spread_prios
+            .iter()
+            .any(|(p, _, _)| p.name == PriorityName::PodTopologySpread)
+        {
+            spread_prios.push((
+                Prio::of(PriorityName::PodTopologySpread),
+                pod_topology_spread_priority::IMPLICIT_WEIGHT,
+                PriorityName::PodTopologySpread.unit().name.to_string(),
+            ));
+        }
         Ok(Scheduler {
+            spread_preds,
+            spread_prios,
+            spread_args: self.spread_args,
             preds,
             prios,
             arg_labels,

@@ -183,6 +183,7 @@ fn add_class(p: &mut FastPlan, class: &FastClass, pred: &Pred, c: &PodCtx) -> bo
                 .is_none_or(|v| v.is_empty())
         }
         FastClass::Volumes => return pod.volumes.is_empty(),
+        FastClass::TopologySpread => return c.spread.constraints.is_empty(),
         FastClass::Never => return false,
         FastClass::Parts(parts) => {
             return parts

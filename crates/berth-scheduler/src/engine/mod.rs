@@ -17,7 +17,7 @@ use crate::cache::ClusterCache;
 use crate::pod_info::{CVolume, PodInfo};
 use crate::predicates::{
     check_service_affinity, check_volume_binding, match_inter_pod_affinity,
-    no_volume_zone_conflict, Pred, PredicateName,
+    no_volume_zone_conflict, pod_topology_spread, Pred, PredicateName,
 };
 use crate::priorities::unit::Hot;
 use crate::priorities::Prio;
@@ -61,6 +61,21 @@ pub struct Scheduler {
     incremental: bool,
     /// Preemption's per-node results reused across decisions (`preemption/memo.rs`).
     pub(crate) preemption_memo: crate::preemption::Memo,
+    /// `preds` with PodTopologySpread added when the policy does not name it: used for pods
+    /// with topology spread constraints of their own (other pods pay nothing for the feature).
+    pub(crate) spread_preds: Vec<Pred>,
+    /// `prios` with PodTopologySpread added likewise.
+    pub(crate) spread_prios: Vec<(Prio, i64, String)>,
+    /// PodTopologySpread's arguments (default constraints; none under a policy file).
+    pub(crate) spread_args: crate::topology_spread::TopologySpreadArgs,
+}
+
+/// The predicates and priorities one decision runs, taken out of the scheduler and put back
+/// after it (see [`Scheduler::take_units`]).
+pub(crate) struct Units {
+    pub preds: Vec<Pred>,
+    pub prios: Vec<(Prio, i64, String)>,
+    spread: bool,
 }
 
 /// A pending pod nominated to a node (from preemption), considered by the two-pass filter.
@@ -91,6 +106,33 @@ impl Scheduler {
         (n * p / 100).max(100)
     }
 
+    /// The units for `pod`: the configured ones, or with PodTopologySpread added for a pod with
+    /// topology spread constraints. Put them back with [`Scheduler::put_units`].
+    pub(crate) fn take_units(&mut self, pod: &PodInfo) -> Units {
+        let spread = !pod.spread.is_empty();
+        let (preds, prios) = if spread {
+            (&mut self.spread_preds, &mut self.spread_prios)
+        } else {
+            (&mut self.preds, &mut self.prios)
+        };
+        Units {
+            preds: std::mem::take(preds),
+            prios: std::mem::take(prios),
+            spread,
+        }
+    }
+
+    /// Puts back units taken with [`Scheduler::take_units`].
+    pub(crate) fn put_units(&mut self, u: Units) {
+        if u.spread {
+            self.spread_preds = u.preds;
+            self.spread_prios = u.prios;
+        } else {
+            self.preds = u.preds;
+            self.prios = u.prios;
+        }
+    }
+
     pub(crate) fn prepare<'a>(
         &'a mut self,
         preds: &[Pred],
@@ -106,6 +148,13 @@ impl Scheduler {
             match_inter_pod_affinity::prepare(cache, pod, &mut self.scratch)?
         } else {
             (0, false)
+        };
+        let spread = if has_pred(|p| p.name == PredicateName::PodTopologySpread)
+            && (!pod.spread.is_empty() || self.spread_args.has_hard_defaults())
+        {
+            pod_topology_spread::prepare(cache, pod, &self.spread_args)
+        } else {
+            Default::default()
         };
         let has_vols = !pod.volumes.is_empty();
         let zones = if has_vols && has_pred(|p| p.name == PredicateName::NoVolumeZoneConflict) {
@@ -178,6 +227,8 @@ impl Scheduler {
             csi_drivers,
             csi_limits,
             service_affinity,
+            spread,
+            spread_args: &self.spread_args,
         })
     }
 
@@ -201,21 +252,21 @@ impl Scheduler {
         let start = if to_find < n { self.next_start % n } else { 0 };
         let parallel = to_find == n && n >= self.parallel_threshold;
         let always = self.always_check_all;
-        let preds = std::mem::take(&mut self.preds);
-        let prios = std::mem::take(&mut self.prios);
+        let units = self.take_units(pod);
+        let (preds, prios) = (&units.preds, &units.prios);
         let mut counts = std::mem::take(&mut self.counts);
         let mut memo = std::mem::take(&mut self.memo);
         let (memo_enabled, incremental) = (self.memo_enabled, self.incremental);
         let mut rng = std::mem::replace(&mut self.rng, rand::SeedableRng::seed_from_u64(0));
         let result = (|| {
-            let ctx = self.prepare(&preds, cache, pod).map_err(Decision::Error)?;
+            let ctx = self.prepare(preds, cache, pod).map_err(Decision::Error)?;
             if memo_enabled && to_find == n && nominated.is_empty() && ctx.affinity.all_terms == 0 {
-                if let Some((plan, weights, constant)) = memo_plan(&ctx, &preds, &prios) {
+                if let Some((plan, weights, constant)) = memo_plan(&ctx, preds, prios) {
                     if incremental {
                         let key = memo::MemoKey::new(&ctx, plan, weights);
                         let (r, chosen) = incremental::run(
                             &ctx,
-                            &preds,
+                            preds,
                             always,
                             plan,
                             key,
@@ -232,7 +283,7 @@ impl Scheduler {
                             Some((ix, false)) => Ok((ix, r.max + constant, n)),
                         };
                     }
-                    let r = memo::run(&ctx, &preds, always, plan, weights, &mut memo)
+                    let r = memo::run(&ctx, preds, always, plan, weights, &mut memo)
                         .map_err(Decision::Error)?;
                     if memo.feasible.is_empty() {
                         return Err(Decision::Unschedulable(FitError::new(cache, n, &r.failed)));
@@ -255,7 +306,7 @@ impl Scheduler {
                     return Ok((memo.feasible[pos], r.max + constant, n));
                 }
             }
-            let f = filter::run(&ctx, &preds, always, nominated, start, to_find, parallel)
+            let f = filter::run(&ctx, preds, always, nominated, start, to_find, parallel)
                 .map_err(Decision::Error)?;
             if f.feasible.is_empty() {
                 return Err(Decision::Unschedulable(FitError::new(cache, n, &f.failed)));
@@ -263,12 +314,11 @@ impl Scheduler {
             if f.feasible.len() == 1 {
                 return Ok((f.feasible[0], 0, f.visited));
             }
-            let totals = score_all(&ctx, &prios, &f.feasible, &mut counts);
+            let totals = score_all(&ctx, prios, &f.feasible, &mut counts);
             let max = totals.iter().copied().max().unwrap_or(0);
             Ok((pick(&mut rng, &f.feasible, &totals, max), max, f.visited))
         })();
-        self.preds = preds;
-        self.prios = prios;
+        self.put_units(units);
         self.counts = counts;
         self.memo = memo;
         self.rng = rng;

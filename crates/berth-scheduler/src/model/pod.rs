@@ -38,6 +38,42 @@ pub struct PodSpec {
     pub scheduler_name: String,
     /// `Never` or `PreemptLowerPriority` (admission copies it from the priority class).
     pub preemption_policy: Option<String>,
+    /// `spec.overhead`: resources the runtime class adds to every container's requests.
+    pub overhead: BTreeMap<String, Quantity>,
+    /// `spec.topologySpreadConstraints`.
+    pub topology_spread_constraints: Vec<TopologySpreadConstraint>,
+    /// `spec.schedulingGates`: while any is present the pod is not scheduled.
+    pub scheduling_gates: Vec<SchedulingGate>,
+}
+
+/// `spec.topologySpreadConstraints[]`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct TopologySpreadConstraint {
+    /// How uneven the matching pods may be spread over the domains.
+    pub max_skew: i32,
+    /// The node label whose values are the domains.
+    pub topology_key: String,
+    /// `DoNotSchedule` (a filter) or `ScheduleAnyway` (a score).
+    pub when_unsatisfiable: String,
+    /// The pods counted (absent: none).
+    pub label_selector: Option<LabelSelector>,
+    /// Below this many eligible domains the global minimum is taken as 0.
+    pub min_domains: Option<i32>,
+    /// `Honor` (default) or `Ignore`: whether the pod's node affinity limits the counted nodes.
+    pub node_affinity_policy: Option<String>,
+    /// `Honor` or `Ignore` (default): whether untolerated taints exclude nodes from the count.
+    pub node_taints_policy: Option<String>,
+    /// Pod label keys whose values are added to the selector.
+    pub match_label_keys: Vec<String>,
+}
+
+/// `spec.schedulingGates[]`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SchedulingGate {
+    /// The gate's name.
+    pub name: String,
 }
 
 /// `pod.status` (the subset the scheduler reads).
@@ -64,6 +100,8 @@ pub struct Container {
     pub resources: ResourceRequirements,
     /// Ports.
     pub ports: Vec<ContainerPort>,
+    /// For an init container, `Always` makes it a sidecar (restartable init container).
+    pub restart_policy: Option<String>,
 }
 
 /// Requests and limits as Kubernetes quantities.

@@ -32,6 +32,7 @@ pub(crate) mod pod_fits_host_ports;
 pub(crate) mod pod_fits_resources;
 pub(crate) mod pod_tolerates_node_no_execute_taints;
 pub(crate) mod pod_tolerates_node_taints;
+pub(crate) mod pod_topology_spread;
 pub(crate) mod registry;
 pub(crate) mod unit;
 

@@ -67,6 +67,7 @@ registry! {
     CheckNodePIDPressure => check_node_pid_pressure,
     CheckNodeDiskPressure => check_node_disk_pressure,
     MatchInterPodAffinity => match_inter_pod_affinity,
+    PodTopologySpread => pod_topology_spread,
 }
 
 /// The units, indexed by [`PredicateName`].
@@ -111,13 +112,15 @@ mod tests {
     use crate::predicates::unit::{FastClass, VictimsClass};
 
     /// scheduler.md §2.4, the 1.11 static order with the 1.12 additions berth implements
-    /// (MaxCinderVolumeCount is not registered).
+    /// (MaxCinderVolumeCount is not registered), then PodTopologySpread (1.35), which no
+    /// policy names: it runs last, after the legacy predicates.
     const SPEC_ORDER: &str = "CheckNodeCondition, CheckNodeUnschedulable, GeneralPredicates, \
         HostName, PodFitsHostPorts, MatchNodeSelector, PodFitsResources, NoDiskConflict, \
         PodToleratesNodeTaints, PodToleratesNodeNoExecuteTaints, CheckNodeLabelPresence, \
         CheckServiceAffinity, MaxEBSVolumeCount, MaxGCEPDVolumeCount, MaxCSIVolumeCountPred, \
         MaxAzureDiskVolumeCount, CheckVolumeBinding, NoVolumeZoneConflict, \
-        CheckNodeMemoryPressure, CheckNodePIDPressure, CheckNodeDiskPressure, MatchInterPodAffinity";
+        CheckNodeMemoryPressure, CheckNodePIDPressure, CheckNodeDiskPressure, MatchInterPodAffinity, \
+        PodTopologySpread";
 
     #[test]
     fn registry_order_is_upstreams_static_order() {

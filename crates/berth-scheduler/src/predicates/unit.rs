@@ -32,6 +32,9 @@ pub(crate) enum Argument {
     LabelsPresence,
     /// `serviceAffinity`.
     ServiceAffinity,
+    /// None: a policy file cannot name it. The scheduler applies it by itself to the pods it
+    /// concerns (PodTopologySpread: pods with topology spread constraints).
+    Implicit,
 }
 
 /// A failure reason as a predicate declares it.
@@ -72,6 +75,8 @@ pub(crate) enum FastClass {
     ServiceAffinity,
     /// Fits any node for a pod without volumes.
     Volumes,
+    /// Fits any node when the pod has no `DoNotSchedule` topology spread constraint.
+    TopologySpread,
     /// Never decided without running it.
     Never,
     /// A group: decided when each of these predicates is.
@@ -89,6 +94,10 @@ pub(crate) enum VictimsClass {
     MetWithoutPortsAndVolumes,
     /// Gives the same answer with or without the victims: checked once on the cached node.
     NodeOnly,
+    /// Reads pods on every node (PodTopologySpread's counts). A pod it constrains is evaluated
+    /// through the cache (`victims::copy_ok` is false), where removing the victims updates the
+    /// counts; for any other pod it is always met.
+    ThroughCache,
     /// A group: each of these predicates by its own class.
     Parts(&'static [PredicateName]),
 }

@@ -103,7 +103,8 @@ impl Scheduler {
         pdbs: &[CompiledPdb],
         nominated: &[Nominated],
     ) -> Option<Choice> {
-        let preds = std::mem::take(&mut self.preds);
+        let units = self.take_units(pod);
+        let preds = &units.preds;
         let always = self.always_check_all;
         let nominated_here = nominated_slots(cache, nominated);
         // the reference skips a node with nothing to remove that already failed
@@ -122,10 +123,10 @@ impl Scheduler {
         };
         let mut best = Best::default();
         let (mut potential, mut chosen) = (Vec::new(), Vec::new());
-        if victims::copy_ok(cache, &preds, pod) {
-            if let Ok(ctx) = self.prepare(&preds, cache, pod) {
+        if victims::copy_ok(cache, preds, pod, self.spread_args.has_hard_defaults()) {
+            if let Ok(ctx) = self.prepare(preds, cache, pod) {
                 let cache = ctx.cache;
-                let mut fast = Fast::new(&ctx, &preds);
+                let mut fast = Fast::new(&ctx, preds);
                 if let Some(f) = &fast {
                     memo.begin(Key::new(pod, f.resources, pdbs), cache.nodes.len());
                 }
@@ -138,7 +139,7 @@ impl Scheduler {
                                 let empty = potential.is_empty();
                                 memo.put(ix, stamp, empty, key.map(|k| (k, &chosen[..])))
                             });
-                            if skip(cache, ix, r.empty) || !f.static_fit(&ctx, &preds, ix) {
+                            if skip(cache, ix, r.empty) || !f.static_fit(&ctx, preds, ix) {
                                 continue;
                             }
                             let Some((key, start, len)) = r.victims else {
@@ -157,7 +158,7 @@ impl Scheduler {
                                 continue;
                             }
                             let r =
-                                victims::by_copy(&ctx, &preds, always, ix, nominated, &potential);
+                                victims::by_copy(&ctx, preds, always, ix, nominated, &potential);
                             let Some((c, violations)) = r else {
                                 continue;
                             };
@@ -182,7 +183,7 @@ impl Scheduler {
                 let mut named = Vec::new();
                 name_victims(cache, &potential, 0..potential.len(), &mut named);
                 let r =
-                    victims::by_cache(self, &preds, always, cache, pod, ix, nominated, &potential);
+                    victims::by_cache(self, preds, always, cache, pod, ix, nominated, &potential);
                 let Some((c, violations)) = r else {
                     continue;
                 };
@@ -197,7 +198,7 @@ impl Scheduler {
         if self.memo_enabled {
             self.preemption_memo = memo;
         }
-        self.preds = preds;
+        self.put_units(units);
         best.into_choice()
     }
 }

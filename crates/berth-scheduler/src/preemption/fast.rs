@@ -195,7 +195,9 @@ impl Fast {
 fn reads_resources(class: &VictimsClass) -> bool {
     match class {
         VictimsClass::Resources => true,
-        VictimsClass::MetWithoutPortsAndVolumes | VictimsClass::NodeOnly => false,
+        VictimsClass::MetWithoutPortsAndVolumes
+        | VictimsClass::NodeOnly
+        | VictimsClass::ThroughCache => false,
         VictimsClass::Parts(parts) => parts.iter().any(|p| reads_resources(&p.unit().victims)),
     }
 }
@@ -211,7 +213,9 @@ fn static_ok(
     out: &mut Vec<Reason>,
 ) -> bool {
     match class {
-        VictimsClass::Resources | VictimsClass::MetWithoutPortsAndVolumes => true,
+        VictimsClass::Resources
+        | VictimsClass::MetWithoutPortsAndVolumes
+        | VictimsClass::ThroughCache => true,
         VictimsClass::NodeOnly => pred.check(ctx, v, out).unwrap_or(false),
         VictimsClass::Parts(parts) => parts
             .iter()

@@ -44,7 +44,8 @@ impl Scheduler {
         pdbs: &[CompiledPdb],
         input: PreemptionInput,
     ) -> Vec<NodeVictims> {
-        let preds = std::mem::take(&mut self.preds);
+        let units = self.take_units(pod);
+        let preds = &units.preds;
         let always = self.always_check_all;
         let mut work = Vec::new();
         for name in candidates {
@@ -72,10 +73,10 @@ impl Scheduler {
                 });
             }
         };
-        if victims::copy_ok(cache, &preds, pod) {
-            if let Ok(ctx) = self.prepare(&preds, cache, pod) {
+        if victims::copy_ok(cache, preds, pod, self.spread_args.has_hard_defaults()) {
+            if let Ok(ctx) = self.prepare(preds, cache, pod) {
                 for (name, ix, potential, named) in &work {
-                    let r = victims::by_copy(&ctx, &preds, always, *ix, input.nominated, potential);
+                    let r = victims::by_copy(&ctx, preds, always, *ix, input.nominated, potential);
                     push(name, named, r);
                 }
             }
@@ -83,7 +84,7 @@ impl Scheduler {
             for (name, ix, potential, named) in &work {
                 let r = victims::by_cache(
                     self,
-                    &preds,
+                    preds,
                     always,
                     cache,
                     pod,
@@ -94,7 +95,7 @@ impl Scheduler {
                 push(name, named, r);
             }
         }
-        self.preds = preds;
+        self.put_units(units);
         out
     }
 }

@@ -46,8 +46,22 @@ struct Owned {
 /// or the victims' own terms. (serviceAffinity reads placed pods only to find the first peer of
 /// a service selecting the pod; with no such service, its constraint is the pod's own
 /// nodeSelector.)
-pub(super) fn copy_ok(cache: &ClusterCache, preds: &[Pred], pod: &PodInfo) -> bool {
-    pod.affinity.is_empty()
+///
+/// Topology spread constraints read every node's pods too: a pod with `DoNotSchedule`
+/// constraints (its own, or defaults when `hard_defaults`) goes through the cache, where
+/// removing the victims updates the counts.
+pub(super) fn copy_ok(
+    cache: &ClusterCache,
+    preds: &[Pred],
+    pod: &PodInfo,
+    hard_defaults: bool,
+) -> bool {
+    let spread = preds
+        .iter()
+        .any(|p| p.name == PredicateName::PodTopologySpread)
+        && (pod.has_hard_spread() || (pod.spread.is_empty() && hard_defaults));
+    !spread
+        && pod.affinity.is_empty()
         && pod.anti_affinity.is_empty()
         && cache.term_kind_pods[TermKind::RequiredAnti as usize] == 0
         && (!preds

@@ -64,6 +64,7 @@ registry! {
     MostRequestedPriority => most_requested_priority,
     ServiceAntiAffinity => service_anti_affinity,
     NodeLabelPriority => node_label_priority,
+    PodTopologySpread => pod_topology_spread_priority,
 }
 
 /// The units, indexed by [`PriorityName`].

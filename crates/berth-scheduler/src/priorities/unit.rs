@@ -22,6 +22,9 @@ pub(crate) enum Argument {
     ServiceAntiAffinity,
     /// `labelPreference`.
     LabelPreference,
+    /// None: a policy file cannot name it. The scheduler applies it by itself to the pods it
+    /// concerns (PodTopologySpread: pods with topology spread constraints).
+    Implicit,
 }
 
 /// The resource scores the engine computes in one fused pass over the hot node numbers.

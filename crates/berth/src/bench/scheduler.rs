@@ -6,7 +6,8 @@ use berth_scheduler::bench::{self, BenchConfig};
 pub struct SchedulerBenchArgs {
     /// Workload: basic, pod-anti-affinity, anti-affinity-groups, pod-affinity,
     /// preferred-pod-affinity, preferred-pod-anti-affinity, node-affinity, topology-levels,
-    /// preemption (PreemptionBasic: use --nodes 1000 --pods 1000), ...
+    /// topology-spreading, preferred-topology-spreading (scheduler_perf's TopologySpreading and
+    /// PreferredTopologySpreading: use --nodes 5000 --pods 1000), preemption (PreemptionBasic: use --nodes 1000 --pods 1000), ...
     #[arg(long, default_value = "basic")]
     workload: String,
     /// Number of nodes.
