@@ -140,6 +140,9 @@ pub(crate) fn profile(
                 name: pp.name.clone(),
                 kind: PredicateKind::Builtin(pred),
             }),
+            // WIRE(topo): PodTopologySpread's filter. The engine's PodTopologySpread units
+            // take `CompiledProfile::topology_spread` (filter on, score weight, the
+            // defaultConstraints and defaultingType of its args) from here.
             Some(Filter::TopologySpread) => {
                 topology_spread
                     .get_or_insert_with(|| spread(args_of("PodTopologySpread")))
@@ -160,6 +163,7 @@ pub(crate) fn profile(
                     None => continue,
                 }
             }
+            // WIRE(topo): PodTopologySpread's score weight (see the filter above).
             Some(Score::TopologySpread) => {
                 topology_spread
                     .get_or_insert_with(|| spread(args_of("PodTopologySpread")))

@@ -401,3 +401,83 @@ fn a_policy_file_is_not_taken_for_a_configuration() {
     ));
     assert!(is_scheduler_configuration(HEAD));
 }
+
+/// Places `n` pods of 500m/2Gi one after another with `profile` on three 4-cpu nodes; returns
+/// how many distinct nodes they went to.
+fn nodes_used(profile: &CompiledProfile, n: usize) -> usize {
+    use crate::{ClusterCache, Decision, Scheduler};
+    let mut cache = ClusterCache::new();
+    for name in ["a", "b", "c"] {
+        cache.upsert_node(&crate::testutil::simple_node(name, "4", "16Gi", 110));
+    }
+    let mut scheduler = Scheduler::builder()
+        .policy(profile.policy.clone())
+        .framework_profile(true)
+        .seed(7)
+        .build()
+        .unwrap();
+    let mut used = std::collections::BTreeSet::new();
+    for i in 0..n {
+        let pod = crate::testutil::pod(serde_json::json!({
+            "metadata": {"name": format!("p{i}"), "namespace": "default"},
+            "spec": {"containers": [{"name": "c",
+                "resources": {"requests": {"cpu": "500m", "memory": "2Gi"}}}]}
+        }));
+        let info = cache.compile_pod(&pod);
+        match scheduler.schedule(&cache, &info) {
+            Decision::Scheduled { node, .. } => {
+                used.insert(node.clone());
+                cache.assume(info, &node).unwrap();
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    used.len()
+}
+
+#[test]
+fn a_most_allocated_profile_packs_where_the_default_profile_spreads() {
+    let default = load("").unwrap().compile().unwrap().remove(0);
+    assert_eq!(nodes_used(&default, 3), 3);
+    let packer = load(
+        "profiles:\n- plugins:\n    score:\n      disabled: [{name: NodeResourcesBalancedAllocation}]\n  pluginConfig:\n  - name: NodeResourcesFit\n    args: {scoringStrategy: {type: MostAllocated}}\n",
+    )
+    .unwrap()
+    .compile()
+    .unwrap()
+    .remove(0);
+    assert_eq!(nodes_used(&packer, 3), 1);
+}
+
+#[test]
+fn a_profile_has_no_node_condition_predicate_but_a_policy_keeps_it_mandatory() {
+    use crate::{ClusterCache, Decision, Scheduler};
+    let mut cache = ClusterCache::new();
+    // A node whose Ready condition is False and that carries no not-ready taint: 1.35 filters
+    // such a node by its taints only, the seed's scheduler by its condition.
+    cache.upsert_node(&crate::testutil::node_json(serde_json::json!({
+        "metadata": {"name": "n"},
+        "status": {"allocatable": {"cpu": "4", "memory": "16Gi", "pods": "110"},
+                   "conditions": [{"type": "Ready", "status": "False"}]}
+    })));
+    let pod = crate::testutil::pod(serde_json::json!({
+        "metadata": {"name": "p", "namespace": "default"},
+        "spec": {"containers": [{"name": "c"}]}
+    }));
+    let info = cache.compile_pod(&pod);
+    let profile = load("").unwrap().compile().unwrap().remove(0);
+    let mut framework = Scheduler::builder()
+        .policy(profile.policy)
+        .framework_profile(true)
+        .build()
+        .unwrap();
+    assert!(matches!(
+        framework.schedule(&cache, &info),
+        Decision::Scheduled { .. }
+    ));
+    let mut legacy = Scheduler::builder().build().unwrap();
+    assert!(matches!(
+        legacy.schedule(&cache, &info),
+        Decision::Unschedulable(_)
+    ));
+}
