@@ -162,7 +162,7 @@ mod tests {
         ]);
         assert_eq!(k.args.scheduler_name, "custom-scheduler");
         assert_eq!(
-            k.config.as_deref(),
+            k.args.config.as_deref(),
             Some(std::path::Path::new("/etc/kubernetes/policy.yaml"))
         );
         assert!(!k.args.leader_elect);
