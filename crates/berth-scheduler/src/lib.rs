@@ -33,6 +33,7 @@ pub mod bench;
 pub mod bench_preemption;
 mod cache;
 pub mod compiled;
+pub mod config;
 mod ctx;
 #[cfg(feature = "driver")]
 pub mod driver;

@@ -5,6 +5,7 @@
 //! per node, the failed predicates with their reasons, or each priority's score and the total.
 
 use anyhow::{bail, Context};
+use berth_scheduler::config::CompiledProfile;
 use berth_scheduler::driver::published_policy;
 use berth_scheduler::{ClusterCache, Explanation, PredicateResult, Scheduler};
 use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
@@ -34,6 +35,10 @@ pub struct ExplainPodArgs {
     /// runs, as it published it (`kube-system/<schedulerName>-running-policy`).
     #[arg(long)]
     pub policy_config_file: Option<PathBuf>,
+    /// A KubeSchedulerConfiguration to explain with: the profile named by the pod's
+    /// `schedulerName` (not together with --policy-config-file).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
     pub output: Output,
@@ -58,8 +63,13 @@ pub async fn run(cmd: ExplainCommand) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("reading pod {namespace}/{name}"))?
         .with_context(|| format!("pod {namespace}/{name} not found"))?;
-    let (policy, policy_note) =
-        policy_for(&client, &pod, args.policy_config_file.as_deref()).await?;
+    let (policy, policy_note, profile) = policy_for(
+        &client,
+        &pod,
+        args.policy_config_file.as_deref(),
+        args.config.as_deref(),
+    )
+    .await?;
     let mut cache = ClusterCache::new();
     load(&client, &mut cache).await?;
     let key = format!("{namespace}/{name}");
@@ -74,9 +84,17 @@ pub async fn run(cmd: ExplainCommand) -> anyhow::Result<()> {
         .map_err(|e| anyhow::anyhow!("compiling pod {key}: {e}"))?;
     let mut scheduler = Scheduler::builder()
         .policy(policy)
+        .framework_profile(profile.is_some())
         .build()
         .map_err(|e| anyhow::anyhow!("building the scheduler: {e}"))?;
-    let ex = scheduler.explain(&cache, &info);
+    let mut ex = scheduler.explain(&cache, &info);
+    let policy_note = match &profile {
+        Some(p) => {
+            as_plugins(&mut ex);
+            format!("{policy_note}\n{}", plugin_lines(p))
+        }
+        None => policy_note,
+    };
     match args.output {
         Output::Json => {
             eprintln!("{policy_note}");
@@ -97,16 +115,32 @@ async fn policy_for(
     client: &kube::Client,
     pod: &Pod,
     file: Option<&std::path::Path>,
-) -> anyhow::Result<(berth_scheduler::policy::Policy, String)> {
-    if let Some(path) = file {
-        let policy = crate::scheduler::load_policy(Some(path))?;
-        return Ok((policy, format!("Policy: the file {}", path.display())));
-    }
+    config: Option<&std::path::Path>,
+) -> anyhow::Result<(
+    berth_scheduler::policy::Policy,
+    String,
+    Option<CompiledProfile>,
+)> {
     let scheduler = pod
         .spec
         .as_ref()
         .and_then(|s| s.scheduler_name.clone())
         .unwrap_or_else(|| "default-scheduler".into());
+    match crate::scheduler::load_scheduling(file, config)? {
+        crate::scheduler::Scheduling::Profiles(profiles, _) => {
+            let path = config.map(|p| p.display().to_string()).unwrap_or_default();
+            let Some(p) = profiles.into_iter().find(|p| p.scheduler_name == scheduler) else {
+                bail!("the configuration {path} has no profile {scheduler:?} (the pod's schedulerName)");
+            };
+            let note = format!("Profile: {scheduler} of the KubeSchedulerConfiguration {path}");
+            return Ok((p.policy.clone(), note, Some(p)));
+        }
+        crate::scheduler::Scheduling::Policy(policy) if file.is_some() => {
+            let path = file.map(|p| p.display().to_string()).unwrap_or_default();
+            return Ok((policy, format!("Policy: the file {path}"), None));
+        }
+        crate::scheduler::Scheduling::Policy(_) => {}
+    }
     let configmap = format!(
         "{}/{}",
         published_policy::NAMESPACE,
@@ -116,24 +150,80 @@ async fn policy_for(
         .await
         .map_err(anyhow::Error::msg)?
     {
+        Some(p) if p.profile.is_some() => Ok((
+            p.policy,
+            format!(
+                "Profile: the one {scheduler} runs (ConfigMap {configmap}, from the KubeSchedulerConfiguration {})",
+                p.source
+            ),
+            p.profile,
+        )),
         Some(p) => Ok((
             p.policy,
             format!(
                 "Policy: the one {scheduler} runs (ConfigMap {configmap}, from {})",
                 p.source
             ),
+            None,
         )),
         None if scheduler == "default-scheduler" => Ok((
             crate::scheduler::load_policy(None)?,
             format!(
                 "Policy: berth's default ({scheduler} published none in ConfigMap {configmap})"
             ),
+            None,
         )),
         None => bail!(
             "the pod's scheduler {scheduler:?} published no policy (no ConfigMap {configmap}): \
              give the policy it runs with --policy-config-file"
         ),
     }
+}
+
+/// A profile's explanation in its plugins' terms: each score plugin's score on upstream's
+/// 0..100 scale with the plugin's own weight, and 1.35's reasons.
+fn as_plugins(ex: &mut Explanation) {
+    use berth_scheduler::config::messages;
+    const SCALE: i64 = berth_scheduler::config::SCORE_SCALE;
+    for n in &mut ex.nodes {
+        for p in &mut n.priorities {
+            p.score *= SCALE;
+            p.weight /= SCALE;
+        }
+        if let PredicateResult::Unschedulable { reasons, .. } = &mut n.result {
+            *reasons = reasons
+                .iter()
+                .filter_map(|r| messages::reason(r).map(str::to_string))
+                .collect();
+        }
+    }
+}
+
+/// The profile's plugins at the points that decide placement.
+fn plugin_lines(p: &CompiledProfile) -> String {
+    use berth_scheduler::config::Point;
+    let at = |point: Point| -> String {
+        let names: Vec<String> = p
+            .plugins
+            .iter()
+            .filter(|pp| pp.point == point)
+            .map(|pp| match point {
+                Point::Score => format!("{}(x{})", pp.name, pp.weight),
+                _ => pp.name.clone(),
+            })
+            .collect();
+        format!("  {}: {}", point.field(), names.join(", "))
+    };
+    [
+        Point::PreEnqueue,
+        Point::Filter,
+        Point::PostFilter,
+        Point::Score,
+    ]
+    .into_iter()
+    .map(at)
+    .collect::<Vec<_>>()
+    .join("\n")
 }
 
 /// Lists every kind the engine reads into `cache`.

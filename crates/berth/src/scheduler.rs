@@ -5,6 +5,7 @@ use anyhow::Context;
 use berth_core::duration;
 use berth_core::loop_health::LoopHealth;
 use berth_core::supervisor::Supervisor;
+use berth_scheduler::config::{CompiledProfile, SchedulerConfiguration};
 use berth_scheduler::driver::{self, leader, DriverConfig, LeaderElectionConfig, Ops};
 use berth_scheduler::policy::Policy;
 use std::path::{Path, PathBuf};
@@ -21,6 +22,11 @@ pub struct SchedulerArgs {
     /// The scheduler policy file (the seed's `kind: Policy`, JSON or YAML).
     #[arg(long)]
     pub policy_config_file: Option<PathBuf>,
+    /// A `kubescheduler.config.k8s.io/v1` KubeSchedulerConfiguration (YAML or JSON): its profiles
+    /// (one scheduler per `schedulerName`), plugins, args, back-off and leader election replace
+    /// the flags. Not together with --policy-config-file.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
     /// percentageOfNodesToScore: 100 scores every node, 0 is upstream's adaptive rule.
     #[arg(long, default_value_t = 100)]
     pub percentage_of_nodes_to_score: u32,
@@ -65,6 +71,77 @@ pub fn load_policy(path: Option<&Path>) -> anyhow::Result<Policy> {
     match path {
         None => Ok(Policy::default_policy()),
         Some(p) => Policy::from_file(p).map_err(|e| anyhow::anyhow!("{e}")),
+    }
+}
+
+/// What a scheduler runs: the seed's Policy world, or the profiles of a KubeSchedulerConfiguration.
+pub enum Scheduling {
+    /// A `kind: Policy` file (or the seed's default policy).
+    Policy(Policy),
+    /// A KubeSchedulerConfiguration: its profiles, compiled, and the whole file.
+    Profiles(Vec<CompiledProfile>, Box<SchedulerConfiguration>),
+}
+
+/// Loads a KubeSchedulerConfiguration and compiles its profiles; errors name the file and fields.
+pub fn load_configuration(
+    path: &Path,
+) -> anyhow::Result<(Vec<CompiledProfile>, SchedulerConfiguration)> {
+    let config = SchedulerConfiguration::from_file(path).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let profiles = config.compile().map_err(|e| {
+        anyhow::anyhow!(
+            "{}",
+            berth_scheduler::config::ConfigError {
+                file: Some(path.display().to_string()),
+                errors: e.errors
+            }
+        )
+    })?;
+    Ok((profiles, config))
+}
+
+/// The Policy file or the KubeSchedulerConfiguration (never both: they configure different eras
+/// of the scheduler).
+pub fn load_scheduling(policy: Option<&Path>, config: Option<&Path>) -> anyhow::Result<Scheduling> {
+    match (policy, config) {
+        (Some(_), Some(_)) => anyhow::bail!(
+            "a scheduler policy file and a KubeSchedulerConfiguration cannot be used together: \
+             give either the `kind: Policy` file or the configuration"
+        ),
+        (_, Some(path)) => {
+            let (profiles, config) = load_configuration(path)?;
+            Ok(Scheduling::Profiles(profiles, Box::new(config)))
+        }
+        (policy, None) => Ok(Scheduling::Policy(load_policy(policy)?)),
+    }
+}
+
+/// Publishes what each profile runs, for `berth explain`: the configuration file under each
+/// profile's name (`kube-system/<schedulerName>-running-policy`).
+pub(crate) async fn publish_profiles(
+    client: kube::Client,
+    profiles: &[CompiledProfile],
+    path: &Path,
+) {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) => {
+            tracing::warn!(file = %path.display(), error = %e, "could not re-read the configuration to publish it");
+            return;
+        }
+    };
+    let source = path.display().to_string();
+    for p in profiles {
+        if let Err(e) = driver::published_policy::publish_profile(
+            client.clone(),
+            &p.scheduler_name,
+            &text,
+            &source,
+        )
+        .await
+        {
+            tracing::warn!(scheduler = %p.scheduler_name, error = %e,
+                "could not publish the running profile (berth explain will not find it)");
+        }
     }
 }
 
@@ -154,7 +231,14 @@ pub(crate) fn supervise(
     ops: Ops,
     leading: Option<tokio::sync::watch::Receiver<bool>>,
 ) -> tokio::task::JoinHandle<()> {
-    supervisor.spawn(LOOP_NAME, move || {
+    // One loop per profile: the first keeps the plain name, the others add their schedulerName.
+    let name = match &cfg.profile {
+        Some(p) if p.scheduler_name != "default-scheduler" => {
+            format!("{LOOP_NAME}/{}", p.scheduler_name)
+        }
+        _ => LOOP_NAME.to_string(),
+    };
+    supervisor.spawn(name, move || {
         driver::run_with(client.clone(), cfg.clone(), ops.clone(), leading.clone())
     })
 }
@@ -169,28 +253,97 @@ pub(crate) fn driver_config(args: &SchedulerArgs, policy: Policy) -> DriverConfi
     }
 }
 
+/// The Lease configuration of a KubeSchedulerConfiguration's `leaderElection` block.
+fn configured_election(c: &SchedulerConfiguration) -> anyhow::Result<Option<LeaderElectionConfig>> {
+    let le = &c.leader_election;
+    let election = le.leader_elect.then(|| LeaderElectionConfig {
+        namespace: le.resource_namespace.clone(),
+        name: le.resource_name.clone(),
+        identity: leader::default_identity(),
+        lease_duration: le.lease_duration,
+        renew_deadline: le.renew_deadline,
+        retry_period: le.retry_period,
+    });
+    if let Some(e) = &election {
+        e.validate().map_err(|m| anyhow::anyhow!(m))?;
+    }
+    Ok(election)
+}
+
 pub async fn run(args: SchedulerArgs) -> anyhow::Result<()> {
-    let policy = load_policy(args.policy_config_file.as_deref())?;
-    let election = election_config(&args)?;
-    let client = client(args.kubeconfig.as_deref()).await?;
-    let source = policy_source(args.policy_config_file.as_deref());
-    publish_policy(client.clone(), &args.scheduler_name, &policy, &source).await;
-    let cfg = driver_config(&args, policy);
+    let scheduling = load_scheduling(args.policy_config_file.as_deref(), args.config.as_deref())?;
+    let (cfgs, election, kubeconfig, name) = match scheduling {
+        Scheduling::Policy(policy) => {
+            let election = election_config(&args)?;
+            let client = client(args.kubeconfig.as_deref()).await?;
+            let source = policy_source(args.policy_config_file.as_deref());
+            publish_policy(client.clone(), &args.scheduler_name, &policy, &source).await;
+            return run_instances(
+                &args,
+                vec![driver_config(&args, policy)],
+                election,
+                client,
+                args.scheduler_name.clone(),
+            )
+            .await;
+        }
+        Scheduling::Profiles(profiles, config) => {
+            let election = configured_election(&config)?;
+            let kubeconfig = args.kubeconfig.clone().or_else(|| {
+                let k = &config.client_connection.kubeconfig;
+                (!k.is_empty()).then(|| PathBuf::from(k))
+            });
+            let names: Vec<String> = profiles.iter().map(|p| p.scheduler_name.clone()).collect();
+            let cfgs: Vec<DriverConfig> = profiles
+                .into_iter()
+                .map(DriverConfig::for_profile)
+                .collect();
+            (cfgs, election, kubeconfig, names.join(", "))
+        }
+    };
+    let client = client(kubeconfig.as_deref()).await?;
+    let profiles: Vec<CompiledProfile> = cfgs.iter().filter_map(|c| c.profile.clone()).collect();
+    if let Some(path) = args.config.as_deref() {
+        publish_profiles(client.clone(), &profiles, path).await;
+    }
+    run_instances(&args, cfgs, election, client, name).await
+}
+
+/// Runs one scheduling loop per configuration (one per profile), with /metrics and leader
+/// election shared by all of them.
+async fn run_instances(
+    args: &SchedulerArgs,
+    cfgs: Vec<DriverConfig>,
+    election: Option<LeaderElectionConfig>,
+    client: kube::Client,
+    name: String,
+) -> anyhow::Result<()> {
+    let Some(first) = cfgs.first() else {
+        anyhow::bail!("no scheduler profile to run");
+    };
+    let clock = first.clock.clone();
     // The scheduling loop's supervisor reports here: /metrics counts its restarts and
     // /readyz fails while it is down.
     let loops = LoopHealth::new();
     let ops = Ops::with_loops(loops.clone());
-    let supervisor = Supervisor::new(loops, cfg.clock.clone());
+    let supervisor = Supervisor::new(loops, clock.clone());
     if !args.metrics_bind_address.is_empty() {
         let at = serve_metrics(&args.metrics_bind_address, ops.clone()).await?;
         println!("serving /metrics, /healthz and /readyz at http://{at} (plain HTTP)");
     }
-    println!("berth scheduler {:?} is running", args.scheduler_name);
+    if cfgs.len() == 1 {
+        println!("berth scheduler {:?} is running", cfgs[0].scheduler_name);
+    } else {
+        println!("berth scheduler is running profiles {name}");
+    }
     let Some(election) = election else {
         ops.set_leading(true);
-        let scheduling = supervise(&supervisor, client, cfg, ops, None);
+        let scheduling: Vec<_> = cfgs
+            .into_iter()
+            .map(|cfg| supervise(&supervisor, client.clone(), cfg, ops.clone(), None))
+            .collect();
         let signal = shutdown_signal().await;
-        scheduling.abort();
+        scheduling.iter().for_each(|s| s.abort());
         driver::flush_events().await;
         println!("received {signal}; exiting");
         return Ok(());
@@ -201,7 +354,7 @@ pub async fn run(args: SchedulerArgs) -> anyhow::Result<()> {
         election.identity
     );
     let (tx, rx) = tokio::sync::watch::channel(false);
-    let elector = driver::LeaderElector::new(client.clone(), election, cfg.clock.clone());
+    let elector = driver::LeaderElector::new(client.clone(), election, clock.clone());
     let mut watch_leading = rx.clone();
     let ops_leading = ops.clone();
     let lease_name = lease.clone();
@@ -214,14 +367,25 @@ pub async fn run(args: SchedulerArgs) -> anyhow::Result<()> {
             }
         }
     });
-    let scheduling = supervise(&supervisor, client, cfg, ops, Some(rx));
+    let scheduling: Vec<_> = cfgs
+        .into_iter()
+        .map(|cfg| {
+            supervise(
+                &supervisor,
+                client.clone(),
+                cfg,
+                ops.clone(),
+                Some(rx.clone()),
+            )
+        })
+        .collect();
     let (signal_tx, signal_rx) = tokio::sync::oneshot::channel();
     let shutdown = async move {
         let signal = shutdown_signal().await;
         let _ = signal_tx.send(signal);
     };
     let ended = elector.run(tx, shutdown).await;
-    scheduling.abort();
+    scheduling.iter().for_each(|s| s.abort());
     // Stopped or deposed, the events already queued are written before the exit (bounded).
     driver::flush_events().await;
     match ended {

@@ -13,7 +13,6 @@ use berth_core::clock::Clock;
 use berth_kubelet::commands::{Invocation, Program};
 use berth_scheduler::driver::{self, Ops};
 use berth_scheduler::policy::Policy;
-use std::path::PathBuf;
 
 /// The commands that run the scheduler.
 pub const COMMANDS: &[&str] = &[
@@ -26,9 +25,6 @@ pub const COMMANDS: &[&str] = &[
 struct PodCommand {
     #[command(flatten)]
     args: SchedulerArgs,
-    /// kube-scheduler's configuration file; berth reads the seed's `kind: Policy` there.
-    #[arg(long)]
-    config: Option<PathBuf>,
     /// kube-scheduler's older name for `--leader-elect-resource-name`.
     #[arg(long)]
     lock_object_name: Option<String>,
@@ -73,7 +69,9 @@ async fn run_in_pod(inv: Invocation, clock: Clock) -> anyhow::Result<String> {
     if let Some(ns) = cmd.lock_object_namespace {
         args.leader_elect_resource_namespace = ns;
     }
-    let policy_file = args.policy_config_file.clone().or(cmd.config);
+    // kube-scheduler's `--config` (SchedulerArgs::config): berth reads the seed's `kind: Policy`
+    // there, as the seed's pods give it.
+    let policy_file = args.policy_config_file.clone().or(args.config.clone());
     let source = crate::scheduler::policy_source(policy_file.as_deref());
     let policy = match policy_file {
         None => Policy::default_policy(),
@@ -84,6 +82,11 @@ async fn run_in_pod(inv: Invocation, clock: Clock) -> anyhow::Result<String> {
                     "reading the scheduler policy {name}: no such file (mount the policy's ConfigMap there)"
                 );
             };
+            if berth_scheduler::config::is_scheduler_configuration(text) {
+                anyhow::bail!(
+                    "{name}: a KubeSchedulerConfiguration runs with `berth scheduler --config` or `berth serve --scheduler-config`; a scheduler in a simulated pod reads a `kind: Policy` file"
+                );
+            }
             Policy::from_str(text).map_err(|e| anyhow::anyhow!("{name}: {e}"))?
         }
     };
@@ -159,7 +162,7 @@ mod tests {
         ]);
         assert_eq!(k.args.scheduler_name, "custom-scheduler");
         assert_eq!(
-            k.config.as_deref(),
+            k.args.config.as_deref(),
             Some(std::path::Path::new("/etc/kubernetes/policy.yaml"))
         );
         assert!(!k.args.leader_elect);

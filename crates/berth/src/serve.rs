@@ -31,6 +31,10 @@ pub struct ServeArgs {
     /// The scheduler policy file (the seed's `kind: Policy`, JSON or YAML); the default policy without one.
     #[arg(long)]
     pub policy_config_file: Option<PathBuf>,
+    /// Run the built-in scheduler with this `kubescheduler.config.k8s.io/v1`
+    /// KubeSchedulerConfiguration (its profiles, plugins and args) instead of a policy file.
+    #[arg(long)]
+    pub scheduler_config: Option<PathBuf>,
     /// Do not run the built-in `default-scheduler` (pods stay Pending unless another scheduler binds them).
     #[arg(long)]
     pub disable_scheduler: bool,
@@ -283,7 +287,15 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
     let nodes = simulated_nodes(args)?;
     args.zones.zones()?;
     // A bad policy file stops the start before anything is served.
-    let policy = crate::scheduler::load_policy(args.policy_config_file.as_deref())?;
+    let (policy, profiles) = match crate::scheduler::load_scheduling(
+        args.policy_config_file.as_deref(),
+        args.scheduler_config.as_deref(),
+    )? {
+        crate::scheduler::Scheduling::Policy(p) => (p, Vec::new()),
+        crate::scheduler::Scheduling::Profiles(profiles, _) => {
+            (berth_scheduler::policy::Policy::default_policy(), profiles)
+        }
+    };
     let admission = admission_config(args)?;
     // A bad descheduler policy stops the start before anything is served.
     let descheduler_policy = match &args.descheduler_policy {
@@ -401,6 +413,7 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
         clock,
         nodes,
         policy,
+        profiles,
         master_disable,
         descheduler_policy,
         accounts,
@@ -478,6 +491,8 @@ struct Loops {
     clock: Clock,
     nodes: Vec<berth_kubelet::NodeConfig>,
     policy: berth_scheduler::policy::Policy,
+    /// The profiles of `--scheduler-config` (empty: the Policy world).
+    profiles: Vec<berth_scheduler::config::CompiledProfile>,
     master_disable: bool,
     descheduler_policy: Option<berth_descheduler::Policy>,
     accounts: ServiceAccounts,
@@ -615,19 +630,35 @@ impl Loops {
             return Ok(());
         }
         // Published with the server's own rights: the scheduler's role grants no ConfigMaps.
-        let source = crate::scheduler::policy_source(args.policy_config_file.as_deref());
-        crate::scheduler::publish_policy(
-            self.identities.admin(),
-            "default-scheduler",
-            &self.policy,
-            &source,
-        )
-        .await;
-        let cfg = berth_scheduler::driver::DriverConfig {
-            policy: self.policy,
-            disable_preemption: args.disable_preemption || self.master_disable,
-            clock: self.clock.clone(),
-            ..berth_scheduler::driver::DriverConfig::named("default-scheduler")
+        let cfgs = if self.profiles.is_empty() {
+            let source = crate::scheduler::policy_source(args.policy_config_file.as_deref());
+            crate::scheduler::publish_policy(
+                self.identities.admin(),
+                "default-scheduler",
+                &self.policy,
+                &source,
+            )
+            .await;
+            vec![berth_scheduler::driver::DriverConfig {
+                policy: self.policy,
+                disable_preemption: args.disable_preemption || self.master_disable,
+                clock: self.clock.clone(),
+                ..berth_scheduler::driver::DriverConfig::named("default-scheduler")
+            }]
+        } else {
+            if let Some(path) = args.scheduler_config.as_deref() {
+                crate::scheduler::publish_profiles(self.identities.admin(), &self.profiles, path)
+                    .await;
+            }
+            self.profiles
+                .iter()
+                .map(|p| {
+                    let mut cfg = berth_scheduler::driver::DriverConfig::for_profile(p.clone());
+                    cfg.disable_preemption |= args.disable_preemption || self.master_disable;
+                    cfg.clock = self.clock.clone();
+                    cfg
+                })
+                .collect()
         };
         let ops = berth_scheduler::driver::Ops::new();
         let rendered = ops.clone();
@@ -640,7 +671,9 @@ impl Loops {
         ops.set_leading(true);
         // As upstream's kube-scheduler: RBAC authorizes it by its bootstrap role.
         let client = self.identities.scheduler();
-        crate::scheduler::supervise(&supervisor, client, cfg, ops, None);
+        for cfg in cfgs {
+            crate::scheduler::supervise(&supervisor, client.clone(), cfg, ops.clone(), None);
+        }
         Ok(())
     }
 }

@@ -39,9 +39,24 @@ pub struct DriverConfig {
     pub disable_preemption: bool,
     /// Where the driver reads time (the process's shared clock; a paused one in tests).
     pub clock: Clock,
+    /// The KubeSchedulerConfiguration profile this instance runs (`policy` is then its compiled
+    /// plugins): 1.35's messages and the configuration's back-off. `None`: the seed's Policy
+    /// world, its words unchanged.
+    pub profile: Option<crate::config::CompiledProfile>,
 }
 
 impl DriverConfig {
+    /// The instance that runs one profile of a KubeSchedulerConfiguration.
+    pub fn for_profile(profile: crate::config::CompiledProfile) -> DriverConfig {
+        DriverConfig {
+            policy: profile.policy.clone(),
+            percentage_of_nodes_to_score: profile.percentage_of_nodes_to_score,
+            disable_preemption: !profile.preemption,
+            profile: Some(profile.clone()),
+            ..DriverConfig::named(&profile.scheduler_name)
+        }
+    }
+
     /// The default scheduler with the seed's default policy.
     pub fn named(name: &str) -> DriverConfig {
         DriverConfig {
@@ -51,6 +66,7 @@ impl DriverConfig {
             seed: 0,
             disable_preemption: false,
             clock: Clock::system(),
+            profile: None,
         }
     }
 }

@@ -94,9 +94,9 @@ impl Preemption {
         info: &PodInfo,
         fit: &FitError,
         ops: &Ops,
-    ) {
+    ) -> bool {
         if !self.enabled {
-            return;
+            return false;
         }
         ops.preemption_attempt();
         let mut info = info.clone();
@@ -121,8 +121,10 @@ impl Preemption {
             )
         };
         let api: Api<KPod> = Api::namespaced(self.client.clone(), &info.namespace);
+        let mut preempted = false;
         match outcome {
             PreemptionOutcome::Preempt(p) => {
+                preempted = true;
                 tracing::info!(pod = %info.key, node = %p.node, victims = ?p.victims, "preempting");
                 for k in &p.lower_nominated {
                     self.nominated.remove(k);
@@ -172,6 +174,7 @@ impl Preemption {
             }
             _ => {}
         }
+        preempted
     }
 }
 

@@ -3,6 +3,10 @@
 //! ConfigMap they mount the policy file from)
 //! under the key `policy.cfg` (the key kube-scheduler's `--policy-configmap` read), so that
 //! `berth explain` explains a pod with the policy its scheduler really runs.
+//!
+//! A profile of a KubeSchedulerConfiguration is published the same way under the key
+//! [`CONFIG_KEY`] (the whole configuration file) with the annotation [`PROFILE_ANNOTATION`]
+//! naming the profile; reading it back compiles that profile again.
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, Patch, PatchParams};
@@ -16,7 +20,35 @@ pub const NAMESPACE: &str = "kube-system";
 pub const KEY: &str = "policy.cfg";
 /// Where the policy came from: a file's path, or `default`.
 pub const SOURCE_ANNOTATION: &str = "berth.io/policy-source";
+/// The data key holding a KubeSchedulerConfiguration.
+pub const CONFIG_KEY: &str = "config.yaml";
+/// Which profile of the configuration the scheduler runs.
+pub const PROFILE_ANNOTATION: &str = "berth.io/profile";
 const FIELD_MANAGER: &str = "berth-scheduler";
+
+/// Writes (or overwrites) the published profile `scheduler` of the configuration `text`.
+pub async fn publish_profile(
+    client: kube::Client,
+    scheduler: &str,
+    text: &str,
+    source: &str,
+) -> Result<(), kube::Error> {
+    let name = configmap_name(scheduler);
+    let cm = json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": NAMESPACE,
+                     "annotations": {SOURCE_ANNOTATION: source, PROFILE_ANNOTATION: scheduler}},
+        "data": {CONFIG_KEY: text},
+    });
+    let api: Api<ConfigMap> = Api::namespaced(client, NAMESPACE);
+    api.patch(
+        &name,
+        &PatchParams::apply(FIELD_MANAGER).force(),
+        &Patch::Apply(&cm),
+    )
+    .await?;
+    Ok(())
+}
 
 /// `<scheduler>-running-policy`.
 pub fn configmap_name(scheduler: &str) -> String {
@@ -53,6 +85,9 @@ pub struct Published {
     pub policy: Policy,
     /// Its file's path, or `default`.
     pub source: String,
+    /// The KubeSchedulerConfiguration profile, when the scheduler runs one (`policy` is then
+    /// its compiled plugins).
+    pub profile: Option<crate::config::CompiledProfile>,
 }
 
 /// `scheduler`'s published policy; `Ok(None)` if it published none.
@@ -66,13 +101,6 @@ pub async fn read(client: kube::Client, scheduler: &str) -> Result<Option<Publis
     let Some(cm) = found else {
         return Ok(None);
     };
-    let text = cm
-        .data
-        .as_ref()
-        .and_then(|d| d.get(KEY))
-        .ok_or_else(|| format!("ConfigMap {NAMESPACE}/{name} has no {KEY:?} key"))?;
-    let policy = Policy::from_str(text)
-        .map_err(|e| format!("ConfigMap {NAMESPACE}/{name}, key {KEY}: {e}"))?;
     let source = cm
         .metadata
         .annotations
@@ -80,5 +108,33 @@ pub async fn read(client: kube::Client, scheduler: &str) -> Result<Option<Publis
         .and_then(|a| a.get(SOURCE_ANNOTATION))
         .cloned()
         .unwrap_or_else(|| "unknown".into());
-    Ok(Some(Published { policy, source }))
+    if let Some(text) = cm.data.as_ref().and_then(|d| d.get(CONFIG_KEY)) {
+        let profile = crate::config::SchedulerConfiguration::from_str(text)
+            .and_then(|c| c.compile())
+            .map_err(|e| format!("ConfigMap {NAMESPACE}/{name}, key {CONFIG_KEY}: {e}"))?
+            .into_iter()
+            .find(|p| p.scheduler_name == scheduler)
+            .ok_or_else(|| {
+                format!(
+                    "ConfigMap {NAMESPACE}/{name}: the configuration has no profile {scheduler:?}"
+                )
+            })?;
+        return Ok(Some(Published {
+            policy: profile.policy.clone(),
+            source,
+            profile: Some(profile),
+        }));
+    }
+    let text = cm
+        .data
+        .as_ref()
+        .and_then(|d| d.get(KEY))
+        .ok_or_else(|| format!("ConfigMap {NAMESPACE}/{name} has no {KEY:?} key"))?;
+    let policy = Policy::from_str(text)
+        .map_err(|e| format!("ConfigMap {NAMESPACE}/{name}, key {KEY}: {e}"))?;
+    Ok(Some(Published {
+        policy,
+        source,
+        profile: None,
+    }))
 }

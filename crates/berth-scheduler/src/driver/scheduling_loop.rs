@@ -40,6 +40,20 @@ struct Loop {
     synced: [bool; informers::KINDS],
     /// With leader election: `true` while this instance holds the lease.
     leading: Option<watch::Receiver<bool>>,
+    /// The KubeSchedulerConfiguration profile, if this instance runs one (1.35's messages).
+    profile: Option<crate::config::CompiledProfile>,
+}
+
+/// The queue's back-off: the configuration's `podInitialBackoffSeconds`/`podMaxBackoffSeconds`
+/// for a profile, upstream's defaults otherwise.
+fn queue_config(cfg: &DriverConfig) -> QueueConfig {
+    let mut q = QueueConfig::default();
+    if let Some(p) = &cfg.profile {
+        let (initial, max) = p.backoff_seconds;
+        q.initial_backoff = Duration::from_secs(initial.max(1) as u64);
+        q.max_backoff = Duration::from_secs(max.max(initial).max(1) as u64);
+    }
+    q
 }
 
 /// Runs the scheduler named in `cfg` against `client` until the process ends.
@@ -59,6 +73,9 @@ pub async fn run_with(
         .policy(cfg.policy.clone())
         .seed(cfg.seed)
         .percentage_of_nodes_to_score(cfg.percentage_of_nodes_to_score)
+        // WIRE(topo): a profile's PodTopologySpread (`cfg.profile.topology_spread`) and
+        // SchedulingGates (`cfg.profile.scheduling_gates`) reach the engine and the queue here.
+        .framework_profile(cfg.profile.is_some())
         .build()
         .map_err(|e| DriverError::Build(e.to_string()))?;
     let (tx, mut updates) = mpsc::unbounded_channel();
@@ -67,7 +84,7 @@ pub async fn run_with(
     let mut l = Loop {
         name: cfg.scheduler_name.clone(),
         cache: ClusterCache::new(),
-        queue: SchedulingQueue::new(QueueConfig::default()),
+        queue: SchedulingQueue::new(queue_config(&cfg)),
         scheduler,
         preemption: super::preemption::Preemption::new(
             client.clone(),
@@ -82,6 +99,7 @@ pub async fn run_with(
         ops,
         synced: [false; informers::KINDS],
         leading,
+        profile: cfg.profile.clone(),
     };
     tracing::info!(scheduler = %l.name, "scheduler started");
     loop {
@@ -301,16 +319,34 @@ impl Loop {
                 });
             }
             Decision::Unschedulable(fit) => {
-                let message = fit.message();
-                tracing::debug!(pod = %queued.key, %message, "unschedulable");
-                self.recorder.failed(&pod, &message, "Unschedulable");
-                self.preemption.on_unschedulable(
-                    &mut self.scheduler,
-                    &mut self.cache,
-                    &info,
-                    &fit,
-                    &self.ops,
-                );
+                if let Some(profile) = &self.profile {
+                    // 1.35: the message carries what preemption (a postFilter plugin) found.
+                    let preempted = self.preemption.on_unschedulable(
+                        &mut self.scheduler,
+                        &mut self.cache,
+                        &info,
+                        &fit,
+                        &self.ops,
+                    );
+                    let post = crate::config::messages::PostFilter {
+                        dynamic_resources: profile.dynamic_resources,
+                        preemption_failed: profile.preemption && !preempted,
+                    };
+                    let message = crate::config::messages::fit_message(&fit, post);
+                    tracing::debug!(pod = %queued.key, %message, "unschedulable");
+                    self.recorder.failed(&pod, &message, "Unschedulable");
+                } else {
+                    let message = fit.message();
+                    tracing::debug!(pod = %queued.key, %message, "unschedulable");
+                    self.recorder.failed(&pod, &message, "Unschedulable");
+                    self.preemption.on_unschedulable(
+                        &mut self.scheduler,
+                        &mut self.cache,
+                        &info,
+                        &fit,
+                        &self.ops,
+                    );
+                }
                 let now = self.now();
                 self.queue.add_unschedulable(queued, now);
             }

@@ -30,6 +30,7 @@ pub struct SchedulerBuilder {
     memo: bool,
     incremental: bool,
     spread_args: TopologySpreadArgs,
+    framework: bool,
 }
 
 impl Default for SchedulerBuilder {
@@ -43,6 +44,7 @@ impl Default for SchedulerBuilder {
             memo: true,
             incremental: true,
             spread_args: TopologySpreadArgs::none(),
+            framework: false,
         }
     }
 }
@@ -96,16 +98,30 @@ impl SchedulerBuilder {
         self
     }
 
+    /// Runs a KubeSchedulerConfiguration profile (`config::CompiledProfile::policy`) instead of
+    /// a seed Policy: no mandatory `CheckNodeCondition` (1.35 filters not-ready nodes by their
+    /// taints), and `hardPodAffinityWeight` may be 0 as InterPodAffinityArgs allow.
+    pub fn framework_profile(mut self, on: bool) -> Self {
+        self.framework = on;
+        self
+    }
+
     /// Validates and builds.
     pub fn build(self) -> Result<Scheduler, BuildError> {
         let policy = self.policy.unwrap_or_else(Policy::default_policy);
         let hw = policy.hard_pod_affinity_symmetric_weight;
-        if !(1..=100).contains(&hw) {
+        let lowest = if self.framework { 0 } else { 1 };
+        if !(lowest..=100).contains(&hw) {
             return Err(BuildError::HardPodAffinityWeight(hw));
         }
         let mut arg_labels: Vec<Vec<String>> = Vec::new();
         let mut preds: Vec<Pred> = Vec::new();
         for p in policy.ordered_predicates() {
+            let mandatory =
+                p.kind == PredicateKind::Builtin(crate::policy::PredicateName::CheckNodeCondition);
+            if self.framework && mandatory && !policy.predicates.contains(p) {
+                continue;
+            }
             let mut pred = Pred::of(p.kind.predicate());
             match &p.kind {
                 PredicateKind::Builtin(_) => {}

@@ -1,0 +1,318 @@
+//! A profile to what the engine runs: the filter plugins become the engine's predicates and the
+//! score plugins its weighted priorities, in the engine's existing static dispatch (no per-node
+//! dynamic calls). Compiled once when the scheduler starts.
+//!
+//! Scores: upstream's score plugins return 0..100 and the legacy priorities 0..10 with the same
+//! formulas, so each plugin's weight is multiplied by [`SCORE_SCALE`]: totals have upstream's
+//! magnitude and the ranking of nodes is the one the weights give.
+
+use super::field::{child, index, Errors, FieldError};
+use super::plugins::{self, Filter, Point, Score};
+use super::*;
+use crate::policy::{
+    Policy, PredicateConfig, PredicateKind, PriorityConfig, PriorityKind, PriorityName,
+};
+
+/// Upstream's `MaxNodeScore` (100) over the legacy `MaxPriority` (10).
+pub const SCORE_SCALE: i64 = 10;
+
+/// One profile, ready for the engine and the driver.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompiledProfile {
+    /// Pods whose `spec.schedulerName` is this are scheduled by this profile.
+    pub scheduler_name: String,
+    /// The filter plugins as predicates and the score plugins as priorities (weights scaled by
+    /// [`SCORE_SCALE`]); every name is the plugin's.
+    pub policy: Policy,
+    /// `percentageOfNodesToScore` (0: upstream's adaptive rule).
+    pub percentage_of_nodes_to_score: u32,
+    /// DefaultPreemption is enabled at `postFilter`.
+    pub preemption: bool,
+    /// DefaultPreemption's `(minCandidateNodesPercentage, minCandidateNodesAbsolute)`. berth's
+    /// preemption evaluates every node, so these bound nothing; they are validated and shown.
+    pub min_candidate_nodes: (i64, i64),
+    /// SchedulingGates is enabled at `preEnqueue`: gated pods wait outside the queue.
+    pub scheduling_gates: bool,
+    /// DynamicResources is enabled (its `postFilter` adds `no new claims to deallocate` to the
+    /// FailedScheduling message, as 1.35 does for a pod without claims).
+    pub dynamic_resources: bool,
+    /// PodTopologySpread, when enabled at `filter` or `score`.
+    pub topology_spread: Option<TopologySpreadWiring>,
+    /// `podInitialBackoffSeconds` and `podMaxBackoffSeconds`.
+    pub backoff_seconds: (i64, i64),
+    /// The profile's plugins per extension point, for `berth explain` and the published profile.
+    pub plugins: Vec<ProfilePlugin>,
+}
+
+/// PodTopologySpread's configuration, for the engine's PodTopologySpread units.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TopologySpreadWiring {
+    /// Enabled at `filter`.
+    pub filter: bool,
+    /// Its score weight (0 when not enabled at `score`).
+    pub weight: i64,
+    /// `defaultConstraints`.
+    pub default_constraints: Vec<Value>,
+    /// `defaultingType`: `System` or `List`.
+    pub defaulting_type: String,
+}
+
+/// A plugin enabled at an extension point.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProfilePlugin {
+    /// The extension point.
+    pub point: Point,
+    /// The plugin.
+    pub name: String,
+    /// Its score weight (`score` only).
+    pub weight: i64,
+}
+
+/// Upstream's `expandMultiPointPlugins` for one point: the point's own plugins, then the
+/// `multiPoint` plugins that implement it and are neither disabled there (`*` disables them
+/// all) nor configured there already. Weights: the point's own, else `multiPoint`'s; 0 means 1.
+fn expand(p: &Plugins, point: Point) -> Vec<(String, i64)> {
+    let own = p.at(point);
+    let mut out: Vec<(String, i64)> = own
+        .enabled
+        .iter()
+        .map(|e| (e.name.clone(), e.weight.max(1)))
+        .collect();
+    if own.disabled.iter().any(|d| d == "*") {
+        return out;
+    }
+    for e in &p.multi_point.enabled {
+        let implements = plugins::lookup(&e.name).is_some_and(|pl| pl.implements(point));
+        if !implements || own.disabled.contains(&e.name) || out.iter().any(|(n, _)| *n == e.name) {
+            continue;
+        }
+        out.push((e.name.clone(), e.weight.max(1)));
+    }
+    out
+}
+
+/// Compiles profile `i` of `c`.
+pub(crate) fn profile(
+    c: &SchedulerConfiguration,
+    i: usize,
+    p: &Profile,
+) -> Result<CompiledProfile, Errors> {
+    let mut errors = Errors::new();
+    let path = index("profiles", i);
+    let mut listed = Vec::new();
+    for point in Point::EVERY {
+        for (name, weight) in expand(&p.plugins, point) {
+            listed.push(ProfilePlugin {
+                point,
+                name,
+                weight: if point == Point::Score { weight } else { 0 },
+            });
+        }
+    }
+    let enabled =
+        |point: Point, name: &str| listed.iter().any(|pp| pp.point == point && pp.name == name);
+    let args_of = |name: &str| {
+        p.plugin_config
+            .iter()
+            .enumerate()
+            .find(|(_, pc)| pc.name == name)
+            .map(|(j, pc)| {
+                (
+                    child(&index(&child(&path, "pluginConfig"), j), "args"),
+                    &pc.args,
+                )
+            })
+    };
+    let mut policy = Policy {
+        predicates: Vec::new(),
+        priorities: Vec::new(),
+        always_check_all_predicates: false,
+        hard_pod_affinity_symmetric_weight: 1,
+        extenders: Vec::new(),
+    };
+    let mut topology_spread: Option<TopologySpreadWiring> = None;
+    for pp in listed.iter().filter(|pp| pp.point == Point::Filter) {
+        let Some(plugin) = plugins::lookup(&pp.name) else {
+            continue;
+        };
+        match plugin.filter {
+            Some(Filter::Predicate(pred)) => policy.predicates.push(PredicateConfig {
+                name: pp.name.clone(),
+                kind: PredicateKind::Builtin(pred),
+            }),
+            // WIRE(topo): PodTopologySpread's filter. The engine's PodTopologySpread units
+            // take `CompiledProfile::topology_spread` (filter on, score weight, the
+            // defaultConstraints and defaultingType of its args) from here.
+            Some(Filter::TopologySpread) => {
+                topology_spread
+                    .get_or_insert_with(|| spread(args_of("PodTopologySpread")))
+                    .filter = true
+            }
+            Some(Filter::Nothing) | None => {}
+        }
+    }
+    for pp in listed.iter().filter(|pp| pp.point == Point::Score) {
+        let Some(plugin) = plugins::lookup(&pp.name) else {
+            continue;
+        };
+        let prio = match plugin.score {
+            Some(Score::Priority(prio)) => prio,
+            Some(Score::ResourcesFit) => {
+                match resources_fit_priority(args_of(&pp.name), &mut errors) {
+                    Some(prio) => prio,
+                    None => continue,
+                }
+            }
+            // WIRE(topo): PodTopologySpread's score weight (see the filter above).
+            Some(Score::TopologySpread) => {
+                topology_spread
+                    .get_or_insert_with(|| spread(args_of("PodTopologySpread")))
+                    .weight = pp.weight;
+                continue;
+            }
+            Some(Score::Uniform) | None => continue,
+        };
+        policy.priorities.push(PriorityConfig {
+            name: pp.name.clone(),
+            weight: pp.weight * SCORE_SCALE,
+            kind: PriorityKind::Builtin(prio),
+        });
+    }
+    if let Some((
+        args_path,
+        Args::InterPodAffinity {
+            hard_pod_affinity_weight,
+            ignore_preferred_terms_of_existing_pods,
+        },
+    )) = args_of("InterPodAffinity")
+    {
+        policy.hard_pod_affinity_symmetric_weight = *hard_pod_affinity_weight as i32;
+        if *ignore_preferred_terms_of_existing_pods {
+            errors.push(unsupported(
+                &child(&args_path, "ignorePreferredTermsOfExistingPods"),
+                "true",
+            ));
+        }
+    }
+    if let Some((
+        args_path,
+        Args::NodeAffinity {
+            added_affinity: Some(_),
+        },
+    )) = args_of("NodeAffinity")
+    {
+        errors.push(unsupported(&child(&args_path, "addedAffinity"), "{...}"));
+    }
+    if let Some((
+        args_path,
+        Args::NodeResourcesFit {
+            ignored_resources,
+            ignored_resource_groups,
+            ..
+        },
+    )) = args_of("NodeResourcesFit")
+    {
+        if !ignored_resources.is_empty() {
+            errors.push(unsupported(&child(&args_path, "ignoredResources"), "[...]"));
+        }
+        if !ignored_resource_groups.is_empty() {
+            errors.push(unsupported(
+                &child(&args_path, "ignoredResourceGroups"),
+                "[...]",
+            ));
+        }
+    }
+    let min_candidate_nodes = match args_of("DefaultPreemption") {
+        Some((
+            _,
+            Args::DefaultPreemption {
+                min_candidate_nodes_percentage,
+                min_candidate_nodes_absolute,
+            },
+        )) => (
+            *min_candidate_nodes_percentage,
+            *min_candidate_nodes_absolute,
+        ),
+        _ => (10, 100),
+    };
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let percentage = p
+        .percentage_of_nodes_to_score
+        .unwrap_or(c.percentage_of_nodes_to_score)
+        .clamp(0, 100) as u32;
+    Ok(CompiledProfile {
+        scheduler_name: p.scheduler_name.clone(),
+        preemption: enabled(Point::PostFilter, "DefaultPreemption"),
+        scheduling_gates: enabled(Point::PreEnqueue, "SchedulingGates"),
+        dynamic_resources: enabled(Point::PostFilter, "DynamicResources"),
+        policy,
+        percentage_of_nodes_to_score: percentage,
+        min_candidate_nodes,
+        topology_spread,
+        backoff_seconds: (c.pod_initial_backoff_seconds, c.pod_max_backoff_seconds),
+        plugins: listed,
+    })
+}
+
+/// An option berth's engine does not implement yet: refused, naming the field, rather than
+/// silently ignored.
+fn unsupported(path: &str, value: &str) -> FieldError {
+    FieldError::invalid(path, value, "not supported by berth's scheduler yet")
+}
+
+fn spread(args: Option<(String, &Args)>) -> TopologySpreadWiring {
+    let (default_constraints, defaulting_type) = match args {
+        Some((
+            _,
+            Args::PodTopologySpread {
+                default_constraints,
+                defaulting_type,
+            },
+        )) => (default_constraints.clone(), defaulting_type.clone()),
+        _ => (Vec::new(), "System".to_string()),
+    };
+    TopologySpreadWiring {
+        filter: false,
+        weight: 0,
+        default_constraints,
+        defaulting_type,
+    }
+}
+
+/// NodeResourcesFit's score: the legacy priority of its strategy, which scores cpu and memory
+/// with equal weights.
+fn resources_fit_priority(
+    args: Option<(String, &Args)>,
+    errors: &mut Errors,
+) -> Option<PriorityName> {
+    let Some((
+        path,
+        Args::NodeResourcesFit {
+            scoring_strategy, ..
+        },
+    )) = args
+    else {
+        return Some(PriorityName::LeastRequestedPriority);
+    };
+    let sp = child(&path, "scoringStrategy");
+    let default_resources = scoring_strategy.resources.len() == 2
+        && scoring_strategy.resources.iter().all(|r| {
+            (r.name == "cpu" || r.name == "memory")
+                && r.weight == scoring_strategy.resources[0].weight
+        })
+        && scoring_strategy.resources[0].name != scoring_strategy.resources[1].name;
+    if !default_resources {
+        errors.push(unsupported(&child(&sp, "resources"), "[...]"));
+        return None;
+    }
+    match scoring_strategy.type_.as_str() {
+        "LeastAllocated" => Some(PriorityName::LeastRequestedPriority),
+        "MostAllocated" => Some(PriorityName::MostRequestedPriority),
+        other => {
+            errors.push(unsupported(&child(&sp, "type"), &format!("{other:?}")));
+            None
+        }
+    }
+}
