@@ -140,10 +140,15 @@ pub(crate) fn profile(
                 name: pp.name.clone(),
                 kind: PredicateKind::Builtin(pred),
             }),
-            // WIRE(topo): PodTopologySpread's filter. The engine's PodTopologySpread units
-            // take `CompiledProfile::topology_spread` (filter on, score weight, the
-            // defaultConstraints and defaultingType of its args) from here.
+            // The engine's PodTopologySpread filter unit; its args (default constraints) reach
+            // the engine from `CompiledProfile::topology_spread` (see the scheduling loop).
             Some(Filter::TopologySpread) => {
+                policy.predicates.push(PredicateConfig {
+                    name: pp.name.clone(),
+                    kind: PredicateKind::Builtin(
+                        crate::predicates::PredicateName::PodTopologySpread,
+                    ),
+                });
                 topology_spread
                     .get_or_insert_with(|| spread(args_of("PodTopologySpread")))
                     .filter = true
@@ -163,12 +168,12 @@ pub(crate) fn profile(
                     None => continue,
                 }
             }
-            // WIRE(topo): PodTopologySpread's score weight (see the filter above).
+            // The engine's PodTopologySpread score unit, weighted as any plugin.
             Some(Score::TopologySpread) => {
                 topology_spread
                     .get_or_insert_with(|| spread(args_of("PodTopologySpread")))
                     .weight = pp.weight;
-                continue;
+                crate::priorities::PriorityName::PodTopologySpread
             }
             Some(Score::Uniform) | None => continue,
         };

@@ -73,8 +73,8 @@ pub async fn run_with(
         .policy(cfg.policy.clone())
         .seed(cfg.seed)
         .percentage_of_nodes_to_score(cfg.percentage_of_nodes_to_score)
-        // WIRE(topo): a profile's PodTopologySpread (`cfg.profile.topology_spread`) and
-        // SchedulingGates (`cfg.profile.scheduling_gates`) reach the engine and the queue here.
+        // A profile's PodTopologySpread args (a Policy has none: only pods' own constraints).
+        .topology_spread_args(spread_args(cfg.profile.as_ref()))
         .framework_profile(cfg.profile.is_some())
         .build()
         .map_err(|e| DriverError::Build(e.to_string()))?;
@@ -391,5 +391,28 @@ fn pod_ref(pod: &Pod) -> PodRef {
         namespace: pod.metadata.namespace.clone(),
         name: pod.metadata.name.clone(),
         uid: pod.metadata.uid.clone(),
+    }
+}
+
+/// The PodTopologySpread arguments of a KubeSchedulerConfiguration profile (upstream's
+/// `System` defaults unless it says `List`), or none under a Policy file.
+fn spread_args(
+    profile: Option<&crate::config::CompiledProfile>,
+) -> crate::topology_spread::TopologySpreadArgs {
+    use crate::topology_spread::{DefaultingType, TopologySpreadArgs};
+    let Some(wiring) = profile.and_then(|p| p.topology_spread.as_ref()) else {
+        return TopologySpreadArgs::none();
+    };
+    TopologySpreadArgs {
+        default_constraints: wiring
+            .default_constraints
+            .iter()
+            .filter_map(|c| serde_json::from_value(c.clone()).ok())
+            .collect(),
+        defaulting_type: if wiring.defaulting_type == "List" {
+            DefaultingType::List
+        } else {
+            DefaultingType::System
+        },
     }
 }
