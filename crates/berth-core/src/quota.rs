@@ -106,7 +106,7 @@ fn pod_compute(spec: &Value) -> Usage {
             if let Ok(q) = quantity::from_json(v) {
                 for name in [format!("requests.{r}"), r.clone(), format!("limits.{r}")] {
                     if let Some(e) = sum.get_mut(&name) {
-                        *e = e.checked_add(&q).unwrap_or_else(|| e.clone());
+                        *e = e.checked_add(&q).unwrap_or(*e);
                     }
                 }
             }
@@ -119,7 +119,7 @@ fn container_usage(c: &Value) -> Usage {
     let mut out = Usage::new();
     for (r, v) in c["resources"]["requests"].as_object().into_iter().flatten() {
         if let Ok(q) = quantity::from_json(v) {
-            out.insert(format!("requests.{r}"), q.clone());
+            out.insert(format!("requests.{r}"), q);
             if r == "cpu" || r == "memory" || r == "ephemeral-storage" {
                 out.insert(r.clone(), q);
             }
@@ -137,7 +137,7 @@ fn container_usage(c: &Value) -> Usage {
 pub fn add_all(total: &mut Usage, more: &Usage) {
     for (name, q) in more {
         let entry = total.entry(name.clone()).or_default();
-        *entry = entry.checked_add(q).unwrap_or_else(|| entry.clone());
+        *entry = entry.checked_add(q).unwrap_or(*entry);
     }
 }
 

@@ -152,7 +152,7 @@ fn pod_totals(pod: &Value) -> (List, List) {
         for (which, total) in [("requests", &mut totals.0), ("limits", &mut totals.1)] {
             for (r, q) in resources(c, which) {
                 let e = total.entry(r).or_default();
-                *e = e.checked_add(&q).unwrap_or_else(|| e.clone());
+                *e = e.checked_add(&q).unwrap_or(*e);
             }
         }
     }

@@ -97,13 +97,13 @@ impl Plugin for ResourceQuota {
             let in_use = self.scoped(q, group, rt.plural, namespace, in_use)?;
             let mut over = (Usage::new(), Usage::new(), Usage::new());
             for r in limited {
-                let want = requested[r].clone();
+                let want = requested[r];
                 let now = in_use.get(r).cloned().unwrap_or_default();
-                let total = now.checked_add(&want).unwrap_or_else(|| now.clone());
+                let total = now.checked_add(&want).unwrap_or(now);
                 if total > hard[r] {
                     over.0.insert(r.clone(), want);
                     over.1.insert(r.clone(), now);
-                    over.2.insert(r.clone(), hard[r].clone());
+                    over.2.insert(r.clone(), hard[r]);
                 }
             }
             if !over.0.is_empty() {

@@ -173,9 +173,8 @@ fn validate_item(item: &Value, path: &str) -> Vec<FieldError> {
             }
         }
     }
-    let find = |l: &[(String, Quantity)], name: &str| {
-        l.iter().find(|(n, _)| n == name).map(|(_, q)| q.clone())
-    };
+    let find =
+        |l: &[(String, Quantity)], name: &str| l.iter().find(|(n, _)| n == name).map(|(_, q)| *q);
     let (max, min, default, request) = (
         list("max"),
         list("min"),
