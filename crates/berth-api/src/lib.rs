@@ -37,6 +37,7 @@
 //! assert_eq!(cells[..5], [json!("p1"), json!("0/1"), json!("Pending"), json!("0"), json!("5m")]);
 //! ```
 
+pub mod columns;
 pub mod custom;
 pub mod discovery;
 pub mod openapi;

@@ -123,7 +123,7 @@ pub enum TableKind {
     MachineConfigPool,
     /// A custom resource's `NAME` and its CustomResourceDefinition's `additionalPrinterColumns`
     /// (see [`crate::custom`]).
-    Custom(&'static crate::tables::CustomColumns),
+    Custom(&'static crate::columns::CustomColumns),
 }
 
 /// One kind the API server serves, with everything discovery and printing need to know.

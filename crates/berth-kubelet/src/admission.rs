@@ -8,7 +8,6 @@
 //! Also the resource names the kubelet reads from the Node object (extended resources an
 //! administrator patched into `status.capacity`).
 
-use crate::model::Rejection;
 use berth_core::taints::{tolerates, Operator, Taint, Toleration};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -51,6 +50,13 @@ impl HostPort {
             && self.protocol == other.protocol
             && (any(&self.ip) || any(&other.ip) || self.ip == other.ip)
     }
+}
+
+/// Why the node refused a pod: `status.reason` and `status.message`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rejection {
+    pub reason: String,
+    pub message: String,
 }
 
 fn rejection(name: &str, reason: &str) -> Rejection {

@@ -14,12 +14,9 @@
 //! sets and stateful sets that select it; a pod no such workload selects gets none. Under a
 //! legacy Policy file there are no defaults: only constraints written on pods apply.
 
-use crate::cache::ClusterCache;
-use crate::compiled::{tolerated, Effect, Labels, Op, Req, Selector};
+use crate::compiled::{Labels, Op, Req, Selector};
 use crate::intern::{Interner, Sym, EMPTY};
 use crate::model::TopologySpreadConstraint;
-use crate::node_info::NodeInfo;
-use crate::pod_info::PodInfo;
 
 /// The well-known hostname label: a constraint over it has one domain per node, counted per node
 /// when scoring.
@@ -167,7 +164,7 @@ impl SpreadConstraint {
     }
 
     /// A default constraint with the workload selector, against an immutable interner.
-    fn default_with(
+    pub(crate) fn default_with(
         c: &TopologySpreadConstraint,
         selector: &Selector,
         i: &Interner,
@@ -183,119 +180,6 @@ impl SpreadConstraint {
             hard: c.when_unsatisfiable == DO_NOT_SCHEDULE,
         }
     }
-
-    /// The node inclusion policies: whether `node` counts for this constraint of `pod`.
-    pub(crate) fn includes(&self, pod: &PodInfo, node: &NodeInfo, i: &Interner) -> bool {
-        if self.honor_affinity
-            && !crate::predicates::match_node_selector::matches(pod, &node.labels, node.name_sym, i)
-        {
-            return false;
-        }
-        if self.honor_taints && node.hard_taints {
-            let untolerated = node.taints.iter().any(|t| {
-                matches!(t.effect, Effect::NoSchedule | Effect::NoExecute)
-                    && !tolerated(&pod.tolerations, t)
-            });
-            if untolerated {
-                return false;
-            }
-        }
-        true
-    }
-
-    /// True if `other` (a pod on some node) counts toward this constraint for `pod`.
-    #[inline]
-    pub(crate) fn counts(&self, pod: &PodInfo, other: &PodInfo, i: &Interner) -> bool {
-        !other.terminating && other.ns == pod.ns && self.selector.matches(&other.labels, i)
-    }
-}
-
-/// True if the node carries every constraint's topology key.
-pub(crate) fn has_all_keys(node: &NodeInfo, cs: &[SpreadConstraint]) -> bool {
-    cs.iter().all(|c| node.labels.has(c.key))
-}
-
-/// The constraints of one kind (`hard`: `DoNotSchedule`) that apply to `pod`, and whether they
-/// are the pod's own (else defaults).
-pub(crate) fn constraints(
-    pod: &PodInfo,
-    args: &TopologySpreadArgs,
-    cache: &ClusterCache,
-    hard: bool,
-) -> (Vec<SpreadConstraint>, bool) {
-    if !pod.spread.is_empty() {
-        let own = pod.spread.iter().filter(|c| c.hard == hard).cloned();
-        return (own.collect(), true);
-    }
-    if !args.has_defaults() {
-        return (Vec::new(), false);
-    }
-    let wanted = if hard {
-        DO_NOT_SCHEDULE
-    } else {
-        SCHEDULE_ANYWAY
-    };
-    let defaults: Vec<TopologySpreadConstraint> = args
-        .defaults()
-        .into_iter()
-        .filter(|c| c.when_unsatisfiable == wanted)
-        .collect();
-    if defaults.is_empty() {
-        return (Vec::new(), false);
-    }
-    let selector = workload_selector(pod, cache);
-    if selector.reqs.is_empty() {
-        return (Vec::new(), false);
-    }
-    let i = &cache.interner;
-    let cs = defaults
-        .iter()
-        .map(|c| SpreadConstraint::default_with(c, &selector, i))
-        .collect();
-    (cs, false)
-}
-
-/// Upstream's `DefaultSelector`: every requirement of the services, replication controllers,
-/// replica sets and stateful sets in the pod's namespace that select it, together (empty when
-/// none selects it).
-fn workload_selector(pod: &PodInfo, cache: &ClusterCache) -> Selector {
-    let i = &cache.interner;
-    let mut reqs: Vec<Req> = cache
-        .matching_services(pod)
-        .chain(
-            cache
-                .controllers
-                .values()
-                .filter(|w| w.ns == pod.ns && w.selector.matches(&pod.labels, i))
-                .map(|w| &w.selector),
-        )
-        .flat_map(|s| s.reqs.iter().cloned())
-        .collect();
-    reqs.sort();
-    reqs.dedup();
-    Selector {
-        reqs,
-        nothing: false,
-    }
-}
-
-/// Matching pods per node slot for one constraint (one pass over the namespace's pods).
-pub(crate) fn per_node(cache: &ClusterCache, pod: &PodInfo, c: &SpreadConstraint) -> Vec<i64> {
-    let mut counts = vec![0i64; cache.nodes.len()];
-    if c.selector.nothing {
-        return counts;
-    }
-    let i = &cache.interner;
-    for &ix in cache.ns_pods.get(&pod.ns).into_iter().flatten() {
-        if let Some(s) = cache.pod_slot(ix) {
-            if let Some(n) = counts.get_mut(s.node as usize) {
-                if c.counts(pod, &s.info, i) {
-                    *n += 1;
-                }
-            }
-        }
-    }
-    counts
 }
 
 /// Upstream's two critical paths: the domain with the fewest matching pods is `0`; `1` holds at

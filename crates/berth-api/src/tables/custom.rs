@@ -5,17 +5,9 @@
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
-use super::{human_age, str_at, Column};
+use super::{human_age, str_at};
 
-/// The columns of a custom resource's Table: `columns[0]` is `Name`, and each later column
-/// `i` reads `json_paths[i - 1]`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct CustomColumns {
-    /// `Name`, then one column per printer column.
-    pub columns: &'static [Column],
-    /// The JSONPath of each printer column (`.spec.replicas`), in the order of `columns[1..]`.
-    pub json_paths: &'static [&'static str],
-}
+pub use crate::columns::CustomColumns;
 
 /// The cells of one custom resource.
 pub fn cells(custom: &CustomColumns, obj: &Value, now: DateTime<Utc>) -> Vec<Value> {

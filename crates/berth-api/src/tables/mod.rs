@@ -51,20 +51,7 @@ impl IncludeObject {
     }
 }
 
-/// One Table column definition.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Column {
-    /// Header as upstream names it (`Nominated Node`); kubectl upper-cases it.
-    pub name: &'static str,
-    /// OpenAPI type of the cells: `string`, `integer`, `boolean`.
-    pub ty: &'static str,
-    /// `name` for the column holding the object name, else empty.
-    pub format: &'static str,
-    /// Human description.
-    pub description: &'static str,
-    /// 0 = always shown, 1 = shown by `-o wide`.
-    pub priority: u8,
-}
+pub use crate::columns::Column;
 
 pub(crate) const NAME_DESC: &str = "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names";
 pub(crate) const AGE_DESC: &str = "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";

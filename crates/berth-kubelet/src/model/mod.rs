@@ -265,12 +265,7 @@ impl PodState {
     }
 }
 
-/// Why the node refused a pod: `status.reason` and `status.message`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Rejection {
-    pub reason: String,
-    pub message: String,
-}
+pub use crate::admission::Rejection;
 
 /// An image on the node.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -34,6 +34,7 @@ pub(crate) mod pod_tolerates_node_no_execute_taints;
 pub(crate) mod pod_tolerates_node_taints;
 pub(crate) mod pod_topology_spread;
 pub(crate) mod registry;
+pub(crate) mod spread_counts;
 pub(crate) mod unit;
 
 pub use registry::PredicateName;

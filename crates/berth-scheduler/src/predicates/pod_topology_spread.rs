@@ -12,7 +12,7 @@ use super::{NodeView, Pred, Reason};
 use crate::cache::ClusterCache;
 use crate::ctx::{PodCtx, SpreadState};
 use crate::pod_info::PodInfo;
-use crate::topology_spread::{self as spread, CriticalPaths, TopologySpreadArgs};
+use crate::topology_spread::{CriticalPaths, TopologySpreadArgs};
 
 /// The unit (see `registry.rs`).
 pub(crate) const UNIT: PredicateUnit = PredicateUnit {
@@ -45,23 +45,23 @@ pub(crate) fn prepare(
     pod: &PodInfo,
     args: &TopologySpreadArgs,
 ) -> SpreadState {
-    let (constraints, _) = spread::constraints(pod, args, cache, true);
+    let (constraints, _) = super::spread_counts::constraints(pod, args, cache, true);
     if constraints.is_empty() {
         return SpreadState::default();
     }
     let i = &cache.interner;
     let per_node: Vec<Vec<i64>> = constraints
         .iter()
-        .map(|c| spread::per_node(cache, pod, c))
+        .map(|c| super::spread_counts::per_node(cache, pod, c))
         .collect();
     let mut counts = vec![crate::intern::FxMap::default(); constraints.len()];
     for &ix in &cache.order {
         let node = &cache.nodes[ix as usize];
-        if !spread::has_all_keys(node, &constraints) {
+        if !super::spread_counts::has_all_keys(node, &constraints) {
             continue;
         }
         for (k, c) in constraints.iter().enumerate() {
-            if !c.includes(pod, node, i) {
+            if !super::spread_counts::includes(c, pod, node, i) {
                 continue;
             }
             let value = node.labels.get(c.key).unwrap_or_default();
@@ -103,7 +103,7 @@ pub(crate) fn check(c: &PodCtx, n: &NodeView, out: &mut Vec<Reason>) -> bool {
         return true;
     }
     let node = n.info;
-    let counted = !n.added.is_empty() && spread::has_all_keys(node, &s.constraints);
+    let counted = !n.added.is_empty() && super::spread_counts::has_all_keys(node, &s.constraints);
     for (k, con) in s.constraints.iter().enumerate() {
         let Some(value) = node.labels.get(con.key) else {
             out.push(NODE_LABEL_NOT_MATCH.reason());
@@ -112,7 +112,7 @@ pub(crate) fn check(c: &PodCtx, n: &NodeView, out: &mut Vec<Reason>) -> bool {
         let mut matching = s.counts[k].get(&value).copied().unwrap_or(0);
         let mut paths = s.paths[k];
         let mut domains = s.counts[k].len() as i64;
-        if counted && con.includes(c.pod, node, c.i) {
+        if counted && super::spread_counts::includes(con, c.pod, node, c.i) {
             let added = n
                 .added
                 .iter()

@@ -15,7 +15,7 @@ use super::unit::{Argument, PriorityUnit};
 use super::{Prio, MAX_PRIORITY};
 use crate::ctx::PodCtx;
 use crate::intern::{FxMap, Sym};
-use crate::topology_spread::{self as spread, DefaultingType};
+use crate::topology_spread::DefaultingType;
 
 /// The unit (see `registry.rs`).
 pub(crate) const UNIT: PriorityUnit = PriorityUnit {
@@ -38,7 +38,8 @@ pub(crate) fn uniform(c: &PodCtx, _p: &Prio) -> Option<i64> {
     if !c.pod.spread.is_empty() || !c.spread_args.has_defaults() {
         return Some(0);
     }
-    let (cs, _) = spread::constraints(c.pod, c.spread_args, c.cache, false);
+    let (cs, _) =
+        crate::predicates::spread_counts::constraints(c.pod, c.spread_args, c.cache, false);
     cs.is_empty().then_some(0)
 }
 
@@ -50,7 +51,8 @@ pub(crate) fn score_nodes(
     _counts: &mut Vec<i64>,
     out: &mut [i64],
 ) {
-    let (cs, own) = spread::constraints(c.pod, c.spread_args, c.cache, false);
+    let (cs, own) =
+        crate::predicates::spread_counts::constraints(c.pod, c.spread_args, c.cache, false);
     if cs.is_empty() {
         out.fill(0);
         return;
@@ -60,7 +62,10 @@ pub(crate) fn score_nodes(
     // PreScore: the domains of the feasible nodes, and each constraint's normalizing weight
     let ignored: Vec<bool> = feasible
         .iter()
-        .map(|&ix| all_keys && !spread::has_all_keys(&cache.nodes[ix as usize], &cs))
+        .map(|&ix| {
+            all_keys
+                && !crate::predicates::spread_counts::has_all_keys(&cache.nodes[ix as usize], &cs)
+        })
         .collect();
     let mut domains: Vec<FxMap<Sym, i64>> = vec![FxMap::default(); cs.len()];
     for (&ix, _) in feasible.iter().zip(&ignored).filter(|(_, ig)| !**ig) {
@@ -84,15 +89,15 @@ pub(crate) fn score_nodes(
         .collect();
     let per_node: Vec<Vec<i64>> = cs
         .iter()
-        .map(|con| spread::per_node(cache, pod, con))
+        .map(|con| crate::predicates::spread_counts::per_node(cache, pod, con))
         .collect();
     for &ix in &cache.order {
         let node = &cache.nodes[ix as usize];
-        if all_keys && !spread::has_all_keys(node, &cs) {
+        if all_keys && !crate::predicates::spread_counts::has_all_keys(node, &cs) {
             continue;
         }
         for (k, con) in cs.iter().enumerate() {
-            if con.hostname || !con.includes(pod, node, i) {
+            if con.hostname || !crate::predicates::spread_counts::includes(con, pod, node, i) {
                 continue;
             }
             let value = node.labels.get(con.key).unwrap_or_default();
