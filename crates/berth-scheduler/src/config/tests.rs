@@ -335,6 +335,7 @@ fn the_default_profile_compiles_to_the_framework_predicates_and_scaled_weights()
             "NodeVolumeLimits",
             "VolumeBinding",
             "VolumeZone",
+            "PodTopologySpread",
             "InterPodAffinity"
         ]
     );
@@ -350,6 +351,7 @@ fn the_default_profile_compiles_to_the_framework_predicates_and_scaled_weights()
             ("TaintToleration", 30),
             ("NodeAffinity", 20),
             ("NodeResourcesFit", 10),
+            ("PodTopologySpread", 20),
             ("InterPodAffinity", 20),
             ("NodeResourcesBalancedAllocation", 10),
             ("ImageLocality", 10)
