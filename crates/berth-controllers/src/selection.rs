@@ -27,6 +27,7 @@ pub const CONTROLLERS: &[(&str, &str)] = &[
     ("pod-garbage-collector-controller", "podgc"),
     ("replicaset-controller", "replicaset"),
     ("replicationcontroller-controller", "replicationcontroller"),
+    ("resourcequota-controller", "resourcequota"),
     (
         "root-ca-certificate-publisher-controller",
         "root-ca-cert-publisher",
