@@ -530,14 +530,6 @@ pub async fn write_update(
                 None => meta.remove(field),
             };
         }
-        let mut generation = old_meta
-            .get("generation")
-            .and_then(Value::as_i64)
-            .unwrap_or(1);
-        if !status_only && old.get("spec") != new.get("spec") {
-            generation += 1;
-        }
-        meta_mut(&mut new).insert("generation".into(), json!(generation));
     }
     if tracking == Tracking::Update {
         let subresource = if status_only { "status" } else { "" };
@@ -546,6 +538,14 @@ pub async fn write_update(
     crate::rbac::escalation::check(ctx, &req.user, rt, req.name(), &new, Some(old))?;
     let strategy = strategy::for_request(ctx, rt);
     strategy::admit_update(&ctx.admission, &req.user, &*strategy, rt, old, &mut new)?;
+    // The generation moves on when the spec changed, compared once defaults and admission have
+    // had their say (a replace with the manifest as first written changes nothing; a client's
+    // own `generation` is ignored).
+    let mut generation = old["metadata"]["generation"].as_i64().unwrap_or(1);
+    if !status_only && old.get("spec") != new.get("spec") {
+        generation += 1;
+    }
+    meta_mut(&mut new).insert("generation".into(), json!(generation));
     let _allocation =
         strategy::service::allocate(&ctx.services, &ctx.store, rt, &mut new, Some(old))?;
     codec::stamp(&mut new, expected.unwrap_or(0), &req.target);

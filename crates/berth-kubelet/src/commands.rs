@@ -449,7 +449,7 @@ async fn terminate(
         .unwrap_or_default();
     let uid = pod.uid().unwrap_or_default();
     let not_ready = |t: &str| json!({"type": t, "status": "False", "lastTransitionTime": now, "reason": "PodCompleted"});
-    let status = json!({"status": {
+    let mut status = json!({"status": {
         "phase": phase,
         "conditions": [not_ready("Ready"), not_ready("ContainersReady")],
         "containerStatuses": [{
@@ -461,6 +461,7 @@ async fn terminate(
                                      "containerID": format!("berth://{uid}-{container}")}},
         }],
     }});
+    crate::observed::stamp(pod.metadata.generation, &mut status);
     let ns = pod.namespace().unwrap_or_else(|| "default".into());
     let api: Api<Pod> = Api::namespaced(client.clone(), &ns);
     if let Err(e) = api

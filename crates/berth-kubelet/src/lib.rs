@@ -39,6 +39,7 @@ pub mod finish;
 pub mod logs;
 pub mod model;
 mod node;
+pub mod observed;
 pub mod oom;
 pub mod pod_token;
 mod pods;
@@ -62,6 +63,7 @@ use berth_informers::{Event, Informer, Keep};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::Api;
 use kube::runtime::watcher;
+use kube::ResourceExt;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -430,6 +432,9 @@ impl PodRunner {
             .and_then(|s| s.node_name.as_deref())
             .unwrap_or_default();
         let client = self.clients.node(node);
+        if let Some(patch) = observed::catch_up(&pod) {
+            tokio::spawn(write_observed(client.clone(), Arc::clone(&pod), patch));
+        }
         self.commands.observe(&client, &pod, self.sim.clock());
         if self.sim.on_pod(&pod).await {
             pods::start_run(
@@ -476,6 +481,22 @@ impl PodRunner {
         for pod in listed {
             self.on_pod(Arc::new(pod)).await;
         }
+    }
+}
+
+/// Tells the API the kubelet has seen a pod's new spec (see [`observed::catch_up`]).
+async fn write_observed(client: kube::Client, pod: Arc<Pod>, patch: serde_json::Value) {
+    let api: Api<Pod> = Api::namespaced(client, &pod.namespace().unwrap_or_default());
+    let params = kube::api::PatchParams::default();
+    if let Err(e) = api
+        .patch_status(
+            &pod.name_any(),
+            &params,
+            &kube::api::Patch::Strategic(&patch),
+        )
+        .await
+    {
+        tracing::debug!(pod = %pod.name_any(), error = %e, "recording the observed generation failed");
     }
 }
 

@@ -3,6 +3,7 @@
 use crate::container_exit::{self, Ends};
 use crate::deadline;
 use crate::finish::{self, AfterExit, Run};
+use crate::observed;
 use crate::probes;
 use berth_core::clock::Clock;
 use k8s_openapi::api::core::v1::{Container, Pod};
@@ -91,9 +92,10 @@ pub async fn reconcile(
         Some(failed) => init_failed_status(&pod, &failed, &started, &clock.timestamp()),
     };
     starting.lock().expect("starting pods").remove(&uid);
-    let Some(status) = status else {
+    let Some(mut status) = status else {
         return;
     };
+    observed::stamp(pod.metadata.generation, &mut status);
     if let Err(e) = api
         .patch_status(&name, &PatchParams::default(), &Patch::Merge(&status))
         .await
@@ -112,7 +114,8 @@ pub async fn reconcile(
         if delay > Duration::ZERO {
             clock.sleep(delay).await;
             if let Some(live) = current(&api, &name, &uid).await {
-                let patch = probes::ready_status(&live, &clock.timestamp());
+                let mut patch = probes::ready_status(&live, &clock.timestamp());
+                observed::stamp(live["metadata"]["generation"].as_i64(), &mut patch);
                 if let Err(e) = api
                     .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
                     .await
@@ -142,13 +145,14 @@ async fn restart_failing_init(
             return;
         };
         let restarted = clock.timestamp();
-        let patch = init_failed_again(
+        let mut patch = init_failed_again(
             &pod,
             index,
             exit_code,
             finish::restart_backoff(restarts),
             &restarted,
         );
+        observed::stamp(pod["metadata"]["generation"].as_i64(), &mut patch);
         if let Err(e) = api
             .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
@@ -545,7 +549,8 @@ async fn run_containers(
         };
         restarts = finish::backoff_restarts(restarts, ran);
         let after = finish::after_exit(policy, run.exit_code, restarts);
-        let patch = finish::exited_status(&pod, &run, after, &clock.timestamp());
+        let mut patch = finish::exited_status(&pod, &run, after, &clock.timestamp());
+        observed::stamp(pod["metadata"]["generation"].as_i64(), &mut patch);
         if let Err(e) = api
             .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
@@ -566,7 +571,8 @@ async fn run_containers(
         let Some(pod) = current(api, name, uid).await else {
             return;
         };
-        let patch = finish::restarted_status(&pod, &clock.timestamp());
+        let mut patch = finish::restarted_status(&pod, &clock.timestamp());
+        observed::stamp(pod["metadata"]["generation"].as_i64(), &mut patch);
         if let Err(e) = api
             .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
@@ -681,7 +687,8 @@ pub fn arm_deadline(client: &kube::Client, pod: &Pod, clock: &Clock, armed: &Dea
             return;
         }
         armed.lock().expect("deadlines").remove(&uid);
-        let patch = deadline::exceeded_status(&live, &clock.timestamp());
+        let mut patch = deadline::exceeded_status(&live, &clock.timestamp());
+        observed::stamp(live["metadata"]["generation"].as_i64(), &mut patch);
         match api
             .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
             .await

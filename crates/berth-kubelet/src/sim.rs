@@ -380,7 +380,8 @@ impl Sim {
             self.clients.node(node),
             &pod.namespace().unwrap_or_default(),
         );
-        let status = json!({"status": {"phase": "Failed", "reason": r.reason, "message": r.message, "startTime": self.clock.timestamp()}});
+        let mut status = json!({"status": {"phase": "Failed", "reason": r.reason, "message": r.message, "startTime": self.clock.timestamp()}});
+        crate::observed::stamp(pod.metadata.generation, &mut status);
         if let Err(e) = api
             .patch_status(
                 &pod.name_any(),
@@ -620,12 +621,10 @@ impl Sim {
         if fails {
             status["phase"] = json!("Failed");
         }
+        let mut status = json!({"status": status});
+        crate::observed::stamp(pod.metadata.generation, &mut status);
         let _ = api
-            .patch_status(
-                name,
-                &PatchParams::default(),
-                &Patch::Merge(&json!({"status": status})),
-            )
+            .patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
             .await;
         tracing::info!(node, pod = key, container, "simulated OOM kill");
         let involved = json!({"kind": "Node", "name": node, "uid": node});
@@ -741,11 +740,12 @@ async fn evict(
         let disruption = json!({"type": "DisruptionTarget", "status": "True", "lastProbeTime": null,
                                 "lastTransitionTime": ts, "reason": "TerminationByKubelet",
                                 "message": e.message});
-        let status = json!({"status": {
+        let mut status = json!({"status": {
             "phase": "Failed", "reason": "Evicted", "message": e.message,
             "containerStatuses": statuses,
             "conditions": [disruption, cond("Ready"), cond("ContainersReady")],
         }});
+        crate::observed::stamp(pod.metadata.generation, &mut status);
         if let Err(err) = api
             .patch_status(name, &PatchParams::default(), &Patch::Strategic(&status))
             .await

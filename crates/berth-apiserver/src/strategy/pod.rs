@@ -39,6 +39,7 @@ impl Strategy for Pod {
                 new["status"]["qosClass"] = q.clone();
             }
         }
+        keep_observed_generation(old, new);
         Ok(())
     }
 
@@ -76,6 +77,17 @@ impl Strategy for Pod {
     }
 }
 
+/// A status write that clears `status.observedGeneration` (a client that predates it) keeps
+/// the stored one, as upstream's pod strategies do; any other value, lower ones included, is
+/// taken.
+fn keep_observed_generation(old: &Value, new: &mut Value) {
+    let stored = old["status"]["observedGeneration"].as_i64().unwrap_or(0);
+    let written = new["status"]["observedGeneration"].as_i64().unwrap_or(0);
+    if stored != 0 && written == 0 && new["status"].is_object() {
+        new["status"]["observedGeneration"] = json!(stored);
+    }
+}
+
 /// Writes the QoS class into the pod's status.
 fn set_qos(pod: &mut Value) {
     let class = berth_core::qos::qos_class(&pod["spec"]);
@@ -106,6 +118,7 @@ fn apply_scheduling_gated_condition(pod: &mut Value) {
             "status": "False",
             "reason": "SchedulingGated",
             "message": "Scheduling is blocked due to non-empty scheduling gates",
+            "observedGeneration": 1,
         }]);
     }
 }
@@ -295,5 +308,22 @@ fn default_container(c: &mut Value) {
                 p["protocol"] = json!("TCP");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_status_write_without_observed_generation_keeps_the_stored_one() {
+        let old = json!({"spec": {}, "status": {"observedGeneration": 3}});
+        let mut cleared = json!({"spec": {}, "status": {"phase": "Running"}});
+        Pod.prepare_for_update(&old, &mut cleared).unwrap();
+        assert_eq!(cleared["status"]["observedGeneration"], 3);
+        // Upstream lets a writer move it back: only a cleared value is kept.
+        let mut lower = json!({"spec": {}, "status": {"observedGeneration": 2}});
+        Pod.prepare_for_update(&old, &mut lower).unwrap();
+        assert_eq!(lower["status"]["observedGeneration"], 2);
     }
 }

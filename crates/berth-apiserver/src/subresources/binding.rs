@@ -110,6 +110,10 @@ pub fn set_condition(
     if let Some(m) = message {
         cond["message"] = json!(m);
     }
+    // Which generation of the pod the condition was written for (1.35).
+    if let Some(g) = pod["metadata"]["generation"].as_i64() {
+        cond["observedGeneration"] = json!(g);
+    }
     let conds = pod["status"]["conditions"]
         .as_array()
         .cloned()

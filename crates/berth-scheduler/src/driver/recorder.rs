@@ -29,6 +29,8 @@ pub struct PodRef {
     pub namespace: String,
     pub name: String,
     pub uid: String,
+    /// The generation the decision was made on (`observedGeneration` of `PodScheduled`).
+    pub generation: Option<i64>,
 }
 
 /// Something to write about a pod, off the scheduling path.
@@ -222,10 +224,14 @@ impl Writer {
                 message,
             } => {
                 let api: Api<Pod> = Api::namespaced(self.client.clone(), &pod.namespace);
-                let patch = json!({"status": {"conditions": [{
+                let mut condition = json!({
                     "type": "PodScheduled", "status": "False", "reason": reason, "message": message,
                     "lastProbeTime": null, "lastTransitionTime": now(),
-                }]}});
+                });
+                if let Some(g) = pod.generation {
+                    condition["observedGeneration"] = json!(g);
+                }
+                let patch = json!({"status": {"conditions": [condition]}});
                 if let Err(e) = api
                     .patch_status(
                         &pod.name,

@@ -391,6 +391,7 @@ fn pod_ref(pod: &Pod) -> PodRef {
         namespace: pod.metadata.namespace.clone(),
         name: pod.metadata.name.clone(),
         uid: pod.metadata.uid.clone(),
+        generation: pod.metadata.generation,
     }
 }
 

@@ -21,6 +21,9 @@ pub struct ObjectMeta {
     pub deletion_timestamp: Option<String>,
     /// Creation time (RFC 3339), used only for deterministic tie-breaks.
     pub creation_timestamp: Option<String>,
+    /// The spec's generation: the `PodScheduled` condition the scheduler writes says which
+    /// one it decided on (1.35's `observedGeneration`).
+    pub generation: Option<i64>,
 }
 
 /// `metadata.ownerReferences[]`.
