@@ -11,6 +11,7 @@ touches no other test. Nothing asserts on durations; only generous timeouts boun
 """
 
 import json
+import uuid
 
 import pytest
 
@@ -28,7 +29,10 @@ def kb(tmp_path_factory):
 
 @pytest.fixture
 def kns(kb, request):
-    name = request.node.name.lower().replace("_", "-")[:40].strip("-")
+    # Parametrized tests share a name's first 40 characters: a suffix keeps each namespace its
+    # own while the previous one may still be terminating.
+    base = "".join(ch for ch in request.node.name.lower().replace("_", "-") if ch.isalnum() or ch == "-")
+    name = f"{base[:40].strip('-')}-{uuid.uuid4().hex[:5]}"
     kb.create_namespace(name)
     yield name
     kb.kubectl("delete", "namespace", name, "--wait=false", check=False)
