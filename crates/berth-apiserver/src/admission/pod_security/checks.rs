@@ -355,6 +355,7 @@ pub fn restricted_volumes(spec: &Value) -> Option<Violation> {
             }
         }
     }
+    kinds.sort_unstable();
     (!bad.is_empty()).then(|| Violation {
         reason: "restricted volume types",
         detail: format!(
@@ -372,36 +373,43 @@ pub fn restricted_volumes(spec: &Value) -> Option<Violation> {
     })
 }
 
-/// Restricted: `runAsNonRoot: true` on the pod or every container.
+/// Restricted: `runAsNonRoot: true` on the pod or every container. Explicit `false`s are
+/// told first, and alone.
 pub fn run_as_non_root(spec: &Value) -> Option<Violation> {
     let pod = spec["securityContext"]["runAsNonRoot"].as_bool();
-    let mut details = Vec::new();
+    let mut bad_setters = Vec::new();
     if pod == Some(false) {
-        details.push("pod must not set securityContext.runAsNonRoot=false".to_string());
+        bad_setters.push("pod".to_string());
     }
     let mut explicit_false = Vec::new();
     let mut unset = Vec::new();
     for c in containers(spec) {
         match security(c)["runAsNonRoot"].as_bool() {
             Some(false) => explicit_false.push(name(c)),
-            None => unset.push(name(c)),
-            Some(true) => {}
+            None if pod != Some(true) => unset.push(name(c)),
+            _ => {}
         }
     }
     if !explicit_false.is_empty() {
-        details.push(format!(
-            "{} must not set securityContext.runAsNonRoot=false",
-            container_list(&explicit_false)
-        ));
+        bad_setters.push(container_list(&explicit_false));
     }
-    if pod != Some(true) && !unset.is_empty() {
-        details.push(format!(
+    if !bad_setters.is_empty() {
+        return Some(Violation {
+            reason: "runAsNonRoot != true",
+            detail: format!(
+                "{} must not set securityContext.runAsNonRoot=false",
+                bad_setters.join(" and ")
+            ),
+        });
+    }
+    (!unset.is_empty()).then(|| Violation {
+        reason: "runAsNonRoot != true",
+        detail: format!(
             "pod or {} {} must set securityContext.runAsNonRoot=true",
             pluralize("container", "containers", unset.len()),
             join_quote(&unset)
-        ));
-    }
-    violation("runAsNonRoot != true", details)
+        ),
+    })
 }
 
 /// Restricted: no `runAsUser: 0`.
@@ -421,43 +429,53 @@ pub fn run_as_user(spec: &Value) -> Option<Violation> {
 }
 
 /// Restricted: a `RuntimeDefault` or `Localhost` seccomp profile for every container.
+/// Explicit bad profiles are told first, and alone.
 pub fn seccomp_restricted(spec: &Value) -> Option<Violation> {
-    let allowed = |t: Option<&str>| matches!(t, Some("RuntimeDefault" | "Localhost"));
-    let pod = seccomp_type(&spec["securityContext"]);
-    let mut details = Vec::new();
-    if let Some(t) = pod.filter(|t| !allowed(Some(t))) {
-        details.push(format!(
-            "pod must not set securityContext.seccompProfile.type to {t:?}"
-        ));
+    let allowed = |t: &str| matches!(t, "RuntimeDefault" | "Localhost");
+    let mut bad_setters = Vec::new();
+    let mut bad_values: Vec<&str> = Vec::new();
+    let mut pod_set = false;
+    if let Some(t) = seccomp_type(&spec["securityContext"]) {
+        if allowed(t) {
+            pod_set = true;
+        } else {
+            bad_setters.push("pod".to_string());
+            bad_values.push(t);
+        }
     }
-    let mut bad = Vec::new();
-    let mut bad_types: Vec<&str> = Vec::new();
+    let mut explicit = Vec::new();
     let mut unset = Vec::new();
     for c in containers(spec) {
         match seccomp_type(security(c)) {
-            Some(t) if !allowed(Some(t)) => {
-                bad.push(name(c));
-                if !bad_types.contains(&t) {
-                    bad_types.push(t);
-                }
+            Some(t) if !allowed(t) => {
+                explicit.push(name(c));
+                bad_values.push(t);
             }
-            None => unset.push(name(c)),
-            Some(_) => {}
+            None if !pod_set => unset.push(name(c)),
+            _ => {}
         }
     }
-    if !bad.is_empty() {
-        details.push(format!(
-            "{} must not set securityContext.seccompProfile.type to {}",
-            container_list(&bad),
-            join_quote(&bad_types)
-        ));
+    if !explicit.is_empty() {
+        bad_setters.push(container_list(&explicit));
     }
-    if !allowed(pod) && !unset.is_empty() {
-        details.push(format!(
+    if !bad_setters.is_empty() {
+        bad_values.sort_unstable();
+        bad_values.dedup();
+        return Some(Violation {
+            reason: "seccompProfile",
+            detail: format!(
+                "{} must not set securityContext.seccompProfile.type to {}",
+                bad_setters.join(" and "),
+                join_quote(&bad_values)
+            ),
+        });
+    }
+    (!unset.is_empty()).then(|| Violation {
+        reason: "seccompProfile",
+        detail: format!(
             "pod or {} {} must set securityContext.seccompProfile.type to \"RuntimeDefault\" or \"Localhost\"",
             pluralize("container", "containers", unset.len()),
             join_quote(&unset)
-        ));
-    }
-    violation("seccompProfile", details)
+        ),
+    })
 }

@@ -43,17 +43,18 @@ impl Level {
 
 type Check = fn(&Value) -> Option<Violation>;
 
-/// The baseline checks, each with whether the restricted level replaces it with its own
-/// stricter sibling (capabilities, volumes, seccomp).
+/// The baseline checks in upstream's order, each with whether it overlaps a restricted check
+/// (capabilities, hostPath volumes, seccomp): those run only at the baseline level, after the
+/// others, as upstream's `overlappingBaselineChecks`.
 const BASELINE: &[(Check, bool)] = &[
-    (checks::capabilities_baseline, true),
     (checks::host_namespaces, false),
-    (checks::host_path_volumes, true),
     (checks::host_ports, false),
     (checks::privileged, false),
     (checks::proc_mount, false),
-    (checks::seccomp_baseline, true),
     (checks::sysctls, false),
+    (checks::capabilities_baseline, true),
+    (checks::host_path_volumes, true),
+    (checks::seccomp_baseline, true),
 ];
 
 /// The restricted level's own checks.
