@@ -3,9 +3,11 @@
 //! and how a delete proceeds. Kinds without behaviour of their own get [`Generic`].
 //!
 //! A handler looks the strategy up once per request ([`for_type`]) and runs a write through
-//! [`admit_create`] or [`admit_update`]: the strategy's preparation, then the admission chain,
-//! then the strategy's validation (as upstream runs mutating admission, `PrepareFor*`, and
-//! `Validate*`). Adding behaviour for a kind is one file here plus its line in [`STRATEGIES`].
+//! [`admit_create`] or [`admit_update`]: the strategy's preparation, then the admission chain
+//! and the mutating webhooks, then the strategy's validation, then Pod Security, the
+//! ValidatingAdmissionPolicies and the validating webhooks (as upstream runs mutating
+//! admission, `PrepareFor*`, `Validate*`, and validating admission). Adding behaviour for a
+//! kind is one file here plus its line in [`STRATEGIES`].
 
 use crate::admission::dynamic::{self, Attributes, Operation};
 use crate::codec::meta_str;

@@ -81,7 +81,7 @@ pub struct Activation<'a> {
 
 impl Activation<'_> {
     /// The CEL context: absent objects are `null`, as upstream's are.
-    pub fn context(&self) -> cel_interpreter::Context<'_> {
+    pub fn context(&self) -> cel_interpreter::Context<'static> {
         let mut context = cel_interpreter::Context::default();
         let null = Value::Null;
         let _ = context.add_variable("object", self.object.unwrap_or(&null));
@@ -144,7 +144,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn ctx<'a>(object: &'a Value, request: &'a Value) -> cel_interpreter::Context<'a> {
+    fn ctx(object: &Value, request: &Value) -> cel_interpreter::Context<'static> {
         Activation {
             object: Some(object),
             old_object: None,
