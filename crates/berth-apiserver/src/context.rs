@@ -25,6 +25,10 @@ pub struct Inner {
     pub custom: Arc<crate::apiextensions::CustomKinds>,
     /// The admission plugins every create and update passes, built once at start.
     pub admission: Arc<Chain>,
+    /// The webhooks and ValidatingAdmissionPolicies configured in the cluster.
+    pub dynamic: Arc<crate::admission::dynamic::Dynamic>,
+    /// Decoded namespaces, shared with the admission chain.
+    pub admission_cache: Arc<crate::admission::AdmissionCache>,
     /// Encoded events shared between requests (see [`crate::Caches`]).
     pub caches: Arc<crate::Caches>,
     /// Service cluster IPs and node ports (`--service-cluster-ip-range`, `--service-node-port-range`).
@@ -54,6 +58,16 @@ pub struct Inner {
 }
 
 pub type Ctx = Arc<Inner>;
+
+impl Inner {
+    /// What dynamic admission reads from the cluster.
+    pub fn lookup(&self) -> crate::admission::dynamic::StoreLookup<'_> {
+        crate::admission::dynamic::StoreLookup {
+            store: &self.store,
+            cache: &self.admission_cache,
+        }
+    }
+}
 
 /// Reads the current stored object addressed by `req`.
 pub fn read(ctx: &Ctx, req: &ApiRequest) -> ApiResult<(Value, i64)> {

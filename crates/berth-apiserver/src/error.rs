@@ -71,11 +71,24 @@ pub enum ApiError {
         causes: Vec<Cause>,
     },
     Internal(String),
+    /// A whole Status decided elsewhere: an admission webhook's refusal (its own code and
+    /// message), a ValidatingAdmissionPolicy's denial.
+    Status(Box<Value>),
 }
 
 impl ApiError {
+    /// An error answered with `status` as it is.
+    pub fn status_of(status: Value) -> ApiError {
+        ApiError::Status(Box::new(status))
+    }
+
     pub fn code(&self) -> u16 {
         match self {
+            ApiError::Status(s) => s["code"]
+                .as_u64()
+                .and_then(|c| u16::try_from(c).ok())
+                .filter(|c| (400..600).contains(c))
+                .unwrap_or(500),
             ApiError::NotFound { .. } | ApiError::NoRoute => 404,
             ApiError::AlreadyExists { .. }
             | ApiError::Conflict { .. }
@@ -95,6 +108,7 @@ impl ApiError {
 
     fn reason(&self) -> &'static str {
         match self {
+            ApiError::Status(_) => "",
             ApiError::NotFound { .. } | ApiError::NoRoute => "NotFound",
             ApiError::AlreadyExists { .. } => "AlreadyExists",
             ApiError::Conflict { .. } | ApiError::ApplyConflict { .. } => "Conflict",
@@ -113,6 +127,7 @@ impl ApiError {
 
     pub fn message(&self) -> String {
         match self {
+            ApiError::Status(s) => s["message"].as_str().unwrap_or("").to_string(),
             ApiError::NotFound { resource, name } => format!("{resource} \"{name}\" not found"),
             ApiError::NoRoute => "the server could not find the requested resource".into(),
             ApiError::AlreadyExists { resource, name } => {
@@ -171,6 +186,11 @@ impl ApiError {
 
     /// The `Status` object a Kubernetes API server returns for this error.
     pub fn status(&self) -> Value {
+        if let ApiError::Status(s) = self {
+            let mut status = (**s).clone();
+            status["code"] = json!(self.code());
+            return status;
+        }
         let mut status = json!({
             "kind": "Status",
             "apiVersion": "v1",

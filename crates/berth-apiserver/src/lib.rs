@@ -118,6 +118,8 @@ pub struct ApiServer {
     /// What admission plugins are built with (shared by every chain this server builds).
     handles: Handles,
     admission: Arc<Chain>,
+    /// Webhooks and ValidatingAdmissionPolicies, following the store.
+    dynamic: Arc<admission::dynamic::Dynamic>,
     caches: Arc<Caches>,
     services: Arc<ServiceAllocator>,
     /// The RBAC authorizer; its index follows the store once the network listener is made.
@@ -212,6 +214,7 @@ impl ApiServer {
             address,
             handles,
             admission: Arc::new(admission),
+            dynamic: Arc::new(admission::dynamic::Dynamic::new()),
             caches: Default::default(),
             services: Arc::new(default_service_ranges()),
             rbac,
@@ -394,8 +397,10 @@ impl ApiServer {
         // then (and after each CRD write) they are read from the store as CRDs are written.
         if tokio::runtime::Handle::try_current().is_ok() {
             self.custom.follow(&self.store);
+            self.dynamic.follow(&self.store);
         } else {
             self.custom.reload(&self.store);
+            self.dynamic.reload(&self.store);
         }
         Arc::new(Inner {
             store: self.store.clone(),
@@ -405,6 +410,8 @@ impl ApiServer {
             rbac: self.rbac.clone(),
             custom: self.custom.clone(),
             admission: self.admission.clone(),
+            dynamic: self.dynamic.clone(),
+            admission_cache: self.handles.cache.clone(),
             caches: self.caches.clone(),
             services: self.services.clone(),
             service_account_keys: self.service_account_keys.clone(),

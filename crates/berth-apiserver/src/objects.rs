@@ -350,7 +350,8 @@ pub async fn create(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
     let warnings = custom_fields(ctx, req, &strategy, &mut obj, warnings)?;
     crate::managed::on_create(&mut obj);
     crate::rbac::escalation::check(ctx, &req.user, rt, "", &obj, None)?;
-    strategy::admit_create(&ctx.admission, &req.user, &*strategy, rt, &mut obj)?;
+    let mut warnings = warnings;
+    warnings.extend(strategy::admit_create(ctx, req, &*strategy, rt, &mut obj).await?);
     // Held until the object is stored: what it allocated stays reserved until then.
     let _allocation = strategy::service::allocate(&ctx.services, &ctx.store, rt, &mut obj, None)?;
     let name = meta_str(&obj, "name").to_string();
@@ -537,7 +538,7 @@ pub async fn write_update(
     }
     crate::rbac::escalation::check(ctx, &req.user, rt, req.name(), &new, Some(old))?;
     let strategy = strategy::for_request(ctx, rt);
-    strategy::admit_update(&ctx.admission, &req.user, &*strategy, rt, old, &mut new)?;
+    let warnings = strategy::admit_update(ctx, req, &*strategy, rt, old, &mut new).await?;
     // The generation moves on when the spec changed, compared once defaults and admission have
     // had their say (a replace with the manifest as first written changes nothing; a client's
     // own `generation` is ignored).
@@ -552,7 +553,10 @@ pub async fn write_update(
     // An update that changes nothing writes nothing: the resourceVersion stays, no event is sent
     // (upstream; `kubectl patch` then says "(no change)").
     if req.query.dry_run()? || (expected.is_some() && new == *old) {
-        return Ok(respond(ctx, req, StatusCode::OK, new));
+        return Ok(with_warnings(
+            respond(ctx, req, StatusCode::OK, new),
+            &warnings,
+        ));
     }
     // Removing the last finalizer of an object being deleted completes its deletion.
     let finalizers_done = new["metadata"].get("deletionTimestamp").is_some()
@@ -567,20 +571,19 @@ pub async fn write_update(
             .await
             .map_err(|e| from_store(e, &req.resource(), req.name()))?;
         codec::stamp(&mut new, kv.mod_revision, &req.target);
-        return Ok(respond(ctx, req, StatusCode::OK, new));
+        return Ok(with_warnings(
+            respond(ctx, req, StatusCode::OK, new),
+            &warnings,
+        ));
     }
     let bytes = stored_bytes(&new, rt)?;
     let started = Stopwatch::now();
     let updated = ctx.store.update(&req.key(), bytes, expected).await;
     ctx.metrics.storage_request("update", rt, started.elapsed());
     let kv = updated.map_err(|e| from_store(e, &req.resource(), req.name()))?;
-    Ok(respond_written(
-        ctx,
-        req,
-        StatusCode::OK,
-        &kv,
-        &req.target,
-        new,
+    Ok(with_warnings(
+        respond_written(ctx, req, StatusCode::OK, &kv, &req.target, new),
+        &warnings,
     ))
 }
 
@@ -773,8 +776,12 @@ pub async fn delete(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
         }
         ctx.admission
             .admit_delete(&req.user, req.target.rt, &current)?;
+        let warnings = strategy::admit_delete(ctx, req, &current, options.dry_run).await?;
         if options.dry_run {
-            return Ok(respond(ctx, req, StatusCode::OK, current));
+            return Ok(with_warnings(
+                respond(ctx, req, StatusCode::OK, current),
+                &warnings,
+            ));
         }
         match delete_object(ctx, req, &*strategy, current, rv, &options).await {
             // Only the caller's own precondition makes a concurrent write a conflict.
@@ -806,6 +813,7 @@ pub async fn delete_collection(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Respons
             // Each deletion is admitted as a DELETE of its own would be; one refusal refuses
             // them all, before any is deleted.
             ctx.admission.admit_delete(&req.user, rt, &obj)?;
+            strategy::admit_delete(ctx, req, &obj, options.dry_run).await?;
             chosen.push((obj, kv.mod_revision));
         }
     }

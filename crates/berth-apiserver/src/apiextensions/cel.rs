@@ -50,7 +50,7 @@ impl std::fmt::Debug for Rule {
     }
 }
 
-fn compile(text: &str) -> Result<cel_interpreter::Program, String> {
+pub(crate) fn compile(text: &str) -> Result<cel_interpreter::Program, String> {
     if text.chars().count() > MAX_RULE_CHARS {
         return Err(format!(
             "Forbidden: rule is longer than {MAX_RULE_CHARS} characters"

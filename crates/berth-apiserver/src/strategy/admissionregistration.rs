@@ -1,6 +1,7 @@
 //! `admissionregistration.k8s.io/v1`: webhook configurations and ValidatingAdmissionPolicies,
 //! stored with upstream's defaults (`SetDefaults_ValidatingWebhook` and its siblings) and the
-//! main rules of their validation. Calling webhooks and evaluating policies is not done yet.
+//! main rules of their validation. Calling the webhooks and evaluating the policies is
+//! `crate::admission::dynamic`'s.
 
 use super::{causes, defaults::default_at, Strategy};
 use crate::error::{ApiResult, Cause};

@@ -3,13 +3,17 @@
 //! and how a delete proceeds. Kinds without behaviour of their own get [`Generic`].
 //!
 //! A handler looks the strategy up once per request ([`for_type`]) and runs a write through
-//! [`admit_create`] or [`admit_update`]: the strategy's preparation, then the admission chain,
-//! then the strategy's validation (as upstream runs mutating admission, `PrepareFor*`, and
-//! `Validate*`). Adding behaviour for a kind is one file here plus its line in [`STRATEGIES`].
+//! [`admit_create`] or [`admit_update`]: the strategy's preparation, then the admission chain
+//! and the mutating webhooks, then the strategy's validation, then Pod Security, the
+//! ValidatingAdmissionPolicies and the validating webhooks (as upstream runs mutating
+//! admission, `PrepareFor*`, `Validate*`, and validating admission). Adding behaviour for a
+//! kind is one file here plus its line in [`STRATEGIES`].
 
-use crate::admission::Chain;
+use crate::admission::dynamic::{self, Attributes, Operation};
 use crate::codec::meta_str;
+use crate::context::Ctx;
 use crate::error::{ApiError, ApiResult, Cause};
+use crate::request::ApiRequest;
 use crate::user::UserInfo;
 use berth_api::registry::ResourceType;
 use berth_core::validation::{self as v, FieldError};
@@ -222,35 +226,168 @@ pub fn for_type(rt: &ResourceType) -> &'static dyn Strategy {
         .map_or(&Generic, |(_, _, strategy)| *strategy)
 }
 
-/// Readies a new object for the store: the strategy's defaults, the admission chain, then
-/// validation (422 with every field error).
-pub fn admit_create(
-    chain: &Chain,
-    user: &UserInfo,
+/// Readies a new object for the store: the strategy's defaults, the admission chain, the
+/// mutating webhooks, validation (422 with every field error), then the
+/// ValidatingAdmissionPolicies and validating webhooks. Returns their warnings.
+pub async fn admit_create(
+    ctx: &Ctx,
+    req: &ApiRequest,
     strategy: &dyn Strategy,
     rt: &ResourceType,
     obj: &mut Value,
-) -> ApiResult<()> {
+) -> ApiResult<Vec<String>> {
     defaults::pod_templates(rt, obj);
     strategy.prepare_for_create(obj);
-    strategy.prepare_for_create_by(user, obj);
-    chain.admit_create(user, rt, obj)?;
-    validate(strategy, rt, obj, None)
+    strategy.prepare_for_create_by(&req.user, obj);
+    ctx.admission.admit_create(&req.user, rt, obj)?;
+    let Some(snapshot) = ctx.dynamic.snapshot() else {
+        validate(strategy, rt, obj, None)?;
+        return pod_security(ctx, req, obj, None);
+    };
+    let mut warnings = Vec::new();
+    let (namespace, name) = (namespace_of(req, obj), meta_str(obj, "name").to_string());
+    let a = attributes(req, Operation::Create, &namespace, &name)?;
+    let lookup = ctx.lookup();
+    dynamic::mutate(&snapshot, &a, &lookup, obj, None, &mut warnings)
+        .await
+        .map_err(ApiError::status_of)?;
+    validate(strategy, rt, obj, None)?;
+    warnings.extend(pod_security(ctx, req, obj, None)?);
+    dynamic::validate(&snapshot, &a, &lookup, Some(obj), None, &mut warnings)
+        .await
+        .map_err(ApiError::status_of)?;
+    Ok(warnings)
 }
 
 /// Readies an update of `old` to `new` for the store, as [`admit_create`] does a new object.
-pub fn admit_update(
-    chain: &Chain,
-    user: &UserInfo,
+pub async fn admit_update(
+    ctx: &Ctx,
+    req: &ApiRequest,
     strategy: &dyn Strategy,
     rt: &ResourceType,
     old: &Value,
     new: &mut Value,
-) -> ApiResult<()> {
+) -> ApiResult<Vec<String>> {
     defaults::pod_templates(rt, new);
     strategy.prepare_for_update(old, new)?;
-    chain.admit_update(user, rt, old, new)?;
-    validate(strategy, rt, new, Some(old))
+    ctx.admission.admit_update(&req.user, rt, old, new)?;
+    let Some(snapshot) = ctx.dynamic.snapshot() else {
+        validate(strategy, rt, new, Some(old))?;
+        return pod_security(ctx, req, new, Some(old));
+    };
+    let mut warnings = Vec::new();
+    let (namespace, name) = (namespace_of(req, old), meta_str(old, "name").to_string());
+    let a = attributes(req, Operation::Update, &namespace, &name)?;
+    let lookup = ctx.lookup();
+    dynamic::mutate(&snapshot, &a, &lookup, new, Some(old), &mut warnings)
+        .await
+        .map_err(ApiError::status_of)?;
+    validate(strategy, rt, new, Some(old))?;
+    warnings.extend(pod_security(ctx, req, new, Some(old))?);
+    dynamic::validate(&snapshot, &a, &lookup, Some(new), Some(old), &mut warnings)
+        .await
+        .map_err(ApiError::status_of)?;
+    Ok(warnings)
+}
+
+/// Asks the validating policies and webhooks about the deletion of `existing`; their warnings.
+pub async fn admit_delete(
+    ctx: &Ctx,
+    req: &ApiRequest,
+    existing: &Value,
+    dry_run: bool,
+) -> ApiResult<Vec<String>> {
+    let mut warnings = Vec::new();
+    let Some(snapshot) = ctx.dynamic.snapshot() else {
+        return Ok(warnings);
+    };
+    let (namespace, name) = (
+        namespace_of(req, existing),
+        meta_str(existing, "name").to_string(),
+    );
+    let mut a = attributes(req, Operation::Delete, &namespace, &name)?;
+    a.dry_run = dry_run;
+    let lookup = ctx.lookup();
+    dynamic::validate(&snapshot, &a, &lookup, None, Some(existing), &mut warnings)
+        .await
+        .map_err(ApiError::status_of)?;
+    Ok(warnings)
+}
+
+/// Pod Security admission of a pod or workload (its namespace's labels): a 403 when the
+/// `enforce` level refuses a pod, else the `warn` level's warnings. Status writes and kinds
+/// without a pod spec pass untouched.
+fn pod_security(
+    ctx: &Ctx,
+    req: &ApiRequest,
+    obj: &Value,
+    old: Option<&Value>,
+) -> ApiResult<Vec<String>> {
+    let rt = req.target.rt;
+    if !crate::admission::pod_security::judges(rt.kind)
+        || !matches!(rt.group, "" | "apps" | "batch")
+        || req.target.subresource.is_some()
+    {
+        return Ok(Vec::new());
+    }
+    let namespace = namespace_of(req, obj);
+    let Some(ns) = ctx.lookup().namespace_object(&namespace) else {
+        return Ok(Vec::new());
+    };
+    let Some(labels) = ns.pointer("/metadata/labels").and_then(Value::as_object) else {
+        return Ok(Vec::new());
+    };
+    crate::admission::pod_security::admit(labels, rt.kind, obj, old).map_err(|reason| {
+        ApiError::Denied {
+            group: String::new(),
+            resource: rt.plural.to_string(),
+            name: meta_str(obj, "name").to_string(),
+            reason,
+        }
+    })
+}
+
+/// The object's namespace as admission names it: a namespace's is its own name.
+fn namespace_of(req: &ApiRequest, obj: &Value) -> String {
+    let rt = req.target.rt;
+    if rt.group.is_empty() && rt.plural == "namespaces" {
+        return meta_str(obj, "name").to_string();
+    }
+    match meta_str(obj, "namespace") {
+        "" => req.target.namespace.clone().unwrap_or_default(),
+        ns => ns.to_string(),
+    }
+}
+
+fn attributes<'a>(
+    req: &'a ApiRequest,
+    operation: Operation,
+    namespace: &'a str,
+    name: &'a str,
+) -> ApiResult<Attributes<'a>> {
+    let dry_run = req.query.dry_run()?;
+    let kind = match operation {
+        Operation::Create => "CreateOptions",
+        Operation::Update => "UpdateOptions",
+        Operation::Delete => "DeleteOptions",
+    };
+    let mut options = serde_json::json!({"kind": kind, "apiVersion": "meta.k8s.io/v1"});
+    if dry_run {
+        options["dryRun"] = serde_json::json!(["All"]);
+    }
+    if let Some(manager) = req.query.get("fieldManager").filter(|m| !m.is_empty()) {
+        options["fieldManager"] = serde_json::json!(manager);
+    }
+    Ok(Attributes {
+        operation,
+        rt: req.target.rt,
+        subresource: req.target.subresource.as_deref().unwrap_or(""),
+        namespace,
+        name,
+        user: &req.user,
+        dry_run,
+        options,
+    })
 }
 
 fn validate(

@@ -120,16 +120,18 @@ async fn write(
             codec::meta_mut(&mut new).insert("generation".into(), json!(generation + 1));
         }
         crate::managed::on_update(ctx, req, &old, &mut new, "scale");
-        strategy::admit_update(&ctx.admission, &req.user, &*strategy, rt, &old, &mut new)?;
+        let warnings = strategy::admit_update(ctx, req, &*strategy, rt, &old, &mut new).await?;
         if new == old || req.query.dry_run()? {
-            return Ok(answer(req.answer, StatusCode::OK, &scale_of(&new, rv)));
+            return Ok(crate::response::with_warnings(
+                answer(req.answer, StatusCode::OK, &scale_of(&new, rv)),
+                &warnings,
+            ));
         }
         match ctx.store.update(&req.key(), encode(&new), Some(rv)).await {
             Ok(kv) => {
-                return Ok(answer(
-                    req.answer,
-                    StatusCode::OK,
-                    &scale_of(&new, kv.mod_revision),
+                return Ok(crate::response::with_warnings(
+                    answer(req.answer, StatusCode::OK, &scale_of(&new, kv.mod_revision)),
+                    &warnings,
                 ))
             }
             Err(berth_store::Error::Conflict { .. }) if precondition.is_none() => continue,
