@@ -1053,7 +1053,7 @@ pub static RESOURCES: &[ResourceType] = &[
             false,
         )
     },
-    // ---- admissionregistration.k8s.io/v1: stored and validated (webhooks are not called yet)
+    // ---- admissionregistration.k8s.io/v1: webhooks and policies the admission chain calls
     ResourceType {
         categories: API_EXTENSIONS,
         table: TableKind::WebhookConfiguration,
