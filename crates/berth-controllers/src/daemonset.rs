@@ -34,6 +34,23 @@ use std::collections::{BTreeMap, BTreeSet};
 /// The label carrying the DaemonSet generation a pod was made from (upstream's name).
 pub const TEMPLATE_GENERATION: &str = "pod-template-generation";
 
+/// Upstream's `FailedDaemonPod` warning about a failed daemon pod the controller deletes.
+fn failed_daemon_pod(ds: &DaemonSet, pod: &PodRef, node: &str) -> crate::model::EventRecord {
+    crate::model::EventRecord {
+        involved: crate::model::Involved::DaemonSet {
+            namespace: ds.metadata.namespace.clone().unwrap_or_default(),
+            name: ds.metadata.name.clone().unwrap_or_default(),
+            uid: ds.metadata.uid.clone().unwrap_or_default(),
+        },
+        type_: "Warning",
+        reason: "FailedDaemonPod",
+        message: format!(
+            "Found failed daemon pod {}/{} on node {node}, will try to kill it",
+            pod.namespace, pod.name
+        ),
+    }
+}
+
 /// How long a create counts as on its way before the controller tries again.
 const EXPECTATION_TIMEOUT: i64 = 30;
 
@@ -47,6 +64,8 @@ pub struct DaemonSetSync {
     pub status: Option<Value>,
     /// (node, why the pod does not fit there) for nodes that should get a pod but have no room.
     pub failed_placements: Vec<(String, String)>,
+    /// Events to record: `FailedDaemonPod` for each failed pod deleted.
+    pub events: Vec<crate::model::EventRecord>,
 }
 
 /// Creates asked for and not yet seen, and the failed-pod backoff, per DaemonSet uid and node.
@@ -375,7 +394,9 @@ pub fn reconcile(
             daemons.retain(|p| {
                 let failed = p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Failed");
                 if failed {
-                    sync.delete.push(PodRef::of(p));
+                    let pod = PodRef::of(p);
+                    sync.events.push(failed_daemon_pod(ds, &pod, &name));
+                    sync.delete.push(pod);
                 }
                 !failed
             });

@@ -39,6 +39,7 @@ pub mod deployment;
 pub mod disruption;
 mod duration;
 pub mod endpoints;
+pub(crate) mod events;
 pub mod garbage_collector;
 pub(crate) mod informers;
 pub mod job;

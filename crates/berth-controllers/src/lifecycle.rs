@@ -73,6 +73,8 @@ pub enum LifecycleAction {
 /// What the monitor remembers about one node, in controller time.
 #[derive(Clone, Debug)]
 struct Health {
+    /// The node's uid, for the `RemovingNode` event when it is gone.
+    uid: String,
     probe: DateTime<Utc>,
     heartbeat: Option<DateTime<Utc>>,
     lease_renew: Option<DateTime<Utc>>,
@@ -228,7 +230,16 @@ impl Monitor {
             .iter()
             .filter_map(|v| v.node.metadata.name.as_deref())
             .collect();
-        self.health.retain(|n, _| names.contains(n.as_str()));
+        // Nodes gone since the last pass (upstream's `knownNodeSet` difference).
+        self.health.retain(|n, h| {
+            let kept = names.contains(n.as_str());
+            if !kept {
+                actions.push(LifecycleAction::Event(crate::events::removing_node(
+                    n, &h.uid,
+                )));
+            }
+            kept
+        });
         let mut counts: BTreeMap<String, ZoneCount<'_>> = BTreeMap::new();
         let mut observed = Vec::with_capacity(nodes.len());
         for view in nodes {
@@ -475,9 +486,10 @@ impl Monitor {
                 involved: node_involved(node),
                 type_: "Normal",
                 reason: "RegisteredNode",
-                message: format!("Registered Node {name} in Controller"),
+                message: format!("Node {name} event: Registered Node {name} in Controller"),
             }));
             Health {
+                uid: node.metadata.uid.clone().unwrap_or_default(),
                 probe: now,
                 heartbeat,
                 lease_renew: view.lease_renew,

@@ -1,18 +1,21 @@
-//! Writing the events the engines decide on (core/v1 `Event`).
+//! Writing the events the engines decide on, through the shared recorder of `berth-events`
+//! (upstream's correlator: counts, combined similar events, spam filter; a bounded queue
+//! written off the controllers' paths). One recorder per component, made on first use, as each
+//! of upstream's controllers has its own broadcaster.
 
-use crate::model::{timestamp, EventRecord, Involved};
+use crate::model::{EventRecord, Involved};
 use crate::Clock;
-use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
-use kube::api::{Api, PostParams};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use berth_events::EventType;
+use k8s_openapi::api::core::v1::ObjectReference;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 
-/// Creates events in the involved object's namespace (`default` for nodes, as upstream).
+/// Records events in the involved object's namespace (`default` for nodes, as upstream).
 #[derive(Clone)]
 pub struct Recorder {
     client: kube::Client,
     clock: Clock,
-    seq: Arc<AtomicU64>,
+    by_component: Arc<Mutex<BTreeMap<String, berth_events::Recorder>>>,
 }
 
 impl Recorder {
@@ -20,81 +23,56 @@ impl Recorder {
         Recorder {
             client,
             clock,
-            seq: Arc::new(AtomicU64::new(0)),
+            by_component: Arc::default(),
         }
     }
 
-    /// Records `event` as written by `component`; failures are logged, never fatal.
-    pub async fn record(&self, component: &str, event: &EventRecord) {
-        let (namespace, reference) = match &event.involved {
-            Involved::Pod(p) => (
-                p.namespace.clone(),
-                object_ref("v1", "Pod", &p.namespace, &p.name, &p.uid),
-            ),
-            Involved::Node { name, uid } => (
-                "default".to_string(),
-                object_ref("v1", "Node", "", name, uid),
-            ),
-            Involved::PodDisruptionBudget {
-                namespace,
-                name,
-                uid,
-            } => (
-                namespace.clone(),
-                object_ref("policy/v1", "PodDisruptionBudget", namespace, name, uid),
-            ),
-            Involved::DaemonSet {
-                namespace,
-                name,
-                uid,
-            } => (
-                namespace.clone(),
-                object_ref("apps/v1", "DaemonSet", namespace, name, uid),
-            ),
-            Involved::Workload {
-                api_version,
-                kind,
-                namespace,
-                name,
-                uid,
-            } => (
-                namespace.clone(),
-                object_ref(api_version, kind, namespace, name, uid),
-            ),
+    /// Records `event` as written by `component`; never waits (a full queue drops it).
+    pub fn record(&self, component: &str, event: &EventRecord) {
+        let Ok(mut by_component) = self.by_component.lock() else {
+            return;
         };
-        let now = self.clock.now();
-        let seq = self.seq.fetch_add(1, Ordering::Relaxed);
-        let name = format!(
-            "{}.{:x}{:04x}",
-            reference.name.clone().unwrap_or_default(),
-            now.timestamp_nanos_opt().unwrap_or(0),
-            seq % 0x10000
+        let recorder = by_component
+            .entry(component.to_string())
+            .or_insert_with(|| {
+                berth_events::Recorder::start(
+                    self.client.clone(),
+                    component,
+                    "",
+                    self.clock.clone(),
+                )
+            });
+        recorder.event(
+            reference(&event.involved),
+            EventType::parse(event.type_),
+            event.reason,
+            event.message.clone(),
         );
-        let ts = serde_json::from_value(serde_json::json!(timestamp(now))).ok();
-        let e = Event {
-            metadata: kube::api::ObjectMeta {
-                name: Some(name),
-                namespace: Some(namespace.clone()),
-                ..Default::default()
-            },
-            involved_object: reference,
-            reason: Some(event.reason.to_string()),
-            message: Some(event.message.clone()),
-            type_: Some(event.type_.to_string()),
-            count: Some(1),
-            first_timestamp: ts.clone(),
-            last_timestamp: ts,
-            source: Some(EventSource {
-                component: Some(component.to_string()),
-                host: None,
-            }),
-            reporting_component: Some(component.to_string()),
-            ..Default::default()
-        };
-        let api: Api<Event> = Api::namespaced(self.client.clone(), &namespace);
-        if let Err(e) = api.create(&PostParams::default(), &e).await {
-            tracing::debug!(reason = event.reason, error = %e, "writing event failed");
-        }
+    }
+}
+
+/// The involved object as upstream's references name it.
+pub fn reference(involved: &Involved) -> ObjectReference {
+    match involved {
+        Involved::Pod(p) => object_ref("v1", "Pod", &p.namespace, &p.name, &p.uid),
+        Involved::Node { name, uid } => object_ref("v1", "Node", "", name, uid),
+        Involved::PodDisruptionBudget {
+            namespace,
+            name,
+            uid,
+        } => object_ref("policy/v1", "PodDisruptionBudget", namespace, name, uid),
+        Involved::DaemonSet {
+            namespace,
+            name,
+            uid,
+        } => object_ref("apps/v1", "DaemonSet", namespace, name, uid),
+        Involved::Workload {
+            api_version,
+            kind,
+            namespace,
+            name,
+            uid,
+        } => object_ref(api_version, kind, namespace, name, uid),
     }
 }
 

@@ -3,12 +3,13 @@
 //! its status. Time is the injected clock's.
 
 use super::sync::{sync, CronJobSync, JobRef};
+use crate::model::{EventRecord, Involved};
+use crate::recorder::Recorder;
 use crate::wait::wait;
 use crate::Clock;
 use berth_informers::Informer;
 use chrono::{DateTime, Utc};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
-use k8s_openapi::api::core::v1::Event;
 use kube::api::{Api, DeleteParams, PostParams, Preconditions};
 use kube::runtime::watcher;
 use serde_json::json;
@@ -25,6 +26,7 @@ pub(crate) async fn run(client: kube::Client, clock: Clock) {
     if !(cron_jobs.synced().await && jobs.synced().await) {
         return;
     }
+    let recorder = Recorder::new(client.clone(), clock.clone());
     // The last event per CronJob uid: recorded again only when it changes.
     let mut reported: HashMap<String, String> = HashMap::new();
     loop {
@@ -49,7 +51,7 @@ pub(crate) async fn run(client: kube::Client, clock: Clock) {
             if let Some(at) = s.next_at {
                 next = Some(next.map_or(at, |n| n.min(at)));
             }
-            carry_out(&client, cron, s, &clock, &mut reported).await;
+            carry_out(&client, cron, s, &recorder, &mut reported).await;
         }
         let until = next.map(|at| clock.instant_at(at));
         wait(&mut [&mut cron_jobs.changed, &mut jobs.changed], until).await;
@@ -60,7 +62,7 @@ async fn carry_out(
     client: &kube::Client,
     cron: &CronJob,
     s: CronJobSync,
-    clock: &Clock,
+    recorder: &Recorder,
     reported: &mut HashMap<String, String>,
 ) {
     let ns = cron.metadata.namespace.clone().unwrap_or_default();
@@ -69,21 +71,23 @@ async fn carry_out(
     if let Some((type_, reason, message)) = &s.event {
         let uid = cron.metadata.uid.clone().unwrap_or_default();
         if reported.get(&uid) != Some(message) {
-            record(client, cron, type_, reason, message, clock).await;
+            record(recorder, cron, type_, reason, message);
             reported.insert(uid, message.clone());
         }
+    }
+    for (job, condition) in &s.saw_completed {
+        let message = format!("Saw completed job: {job}, condition: {condition}");
+        record(recorder, cron, "Normal", "SawCompletedJob", &message);
     }
     for job in &s.replace {
         delete_job(&jobs, job).await;
         record(
-            client,
+            recorder,
             cron,
             "Normal",
             "SuccessfulDelete",
             &format!("Deleted job {}", job.0),
-            clock,
-        )
-        .await;
+        );
     }
     let mut created = None;
     if let Some(job) = s.create {
@@ -99,14 +103,12 @@ async fn carry_out(
                 let job_name = j.metadata.name.clone().unwrap_or_default();
                 tracing::info!(cronjob = %name, job = %job_name, "created job");
                 record(
-                    client,
+                    recorder,
                     cron,
                     "Normal",
                     "SuccessfulCreate",
                     &format!("Created job {job_name}"),
-                    clock,
-                )
-                .await;
+                );
                 created = Some(j);
             }
             // Made before (a restart after the create, before the status write).
@@ -120,14 +122,12 @@ async fn carry_out(
     for job in &s.delete {
         delete_job(&jobs, job).await;
         record(
-            client,
+            recorder,
             cron,
             "Normal",
-            "SawCompletedJob",
-            &format!("Saw completed job: {}, deleted", job.0),
-            clock,
-        )
-        .await;
+            "SuccessfulDelete",
+            &format!("Deleted job {}", job.0),
+        );
     }
     if let Some(mut status) = s.status {
         if let (Some(j), Some(refs)) = (&created, status["active"].as_array_mut()) {
@@ -163,31 +163,24 @@ async fn delete_job(jobs: &Api<Job>, (name, uid): &JobRef) {
     }
 }
 
-async fn record(
-    client: &kube::Client,
+fn record(
+    recorder: &Recorder,
     cron: &CronJob,
-    type_: &str,
-    reason: &str,
+    type_: &'static str,
+    reason: &'static str,
     message: &str,
-    clock: &Clock,
 ) {
-    let ns = cron.metadata.namespace.clone().unwrap_or_default();
-    let name = cron.metadata.name.clone().unwrap_or_default();
-    let ts = clock.timestamp();
-    let event = json!({
-        "apiVersion": "v1", "kind": "Event",
-        "metadata": {"name": format!("{name}.{:x}", clock.now().timestamp_nanos_opt().unwrap_or(0)), "namespace": ns},
-        "involvedObject": {"apiVersion": "batch/v1", "kind": "CronJob", "namespace": ns,
-                           "name": name, "uid": cron.metadata.uid},
-        "reason": reason, "message": message, "type": type_,
-        "source": {"component": COMPONENT}, "reportingComponent": COMPONENT,
-        "firstTimestamp": ts, "lastTimestamp": ts, "count": 1,
-    });
-    let Ok(event) = serde_json::from_value::<Event>(event) else {
-        return;
+    let event = EventRecord {
+        involved: Involved::Workload {
+            api_version: "batch/v1",
+            kind: "CronJob",
+            namespace: cron.metadata.namespace.clone().unwrap_or_default(),
+            name: cron.metadata.name.clone().unwrap_or_default(),
+            uid: cron.metadata.uid.clone().unwrap_or_default(),
+        },
+        type_,
+        reason,
+        message: message.to_string(),
     };
-    let api: Api<Event> = Api::namespaced(client.clone(), &ns);
-    if let Err(e) = api.create(&PostParams::default(), &event).await {
-        tracing::debug!(reason, error = %e, "posting event failed");
-    }
+    recorder.record(COMPONENT, &event);
 }

@@ -28,6 +28,9 @@ pub struct CronJobSync {
     pub create: Option<Value>,
     /// Finished Jobs beyond the history limits.
     pub delete: Vec<JobRef>,
+    /// (Job, `Complete` or `Failed`) for each Job of `status.active` now finished
+    /// (upstream's `SawCompletedJob`).
+    pub saw_completed: Vec<(String, &'static str)>,
     /// The new `status`, when it differs from the stored one.
     pub status: Option<Value>,
     /// When the next start time is due.
@@ -80,6 +83,18 @@ pub fn sync(cron: &CronJob, jobs: &[&Job], now: DateTime<Utc>) -> CronJobSync {
         .copied()
         .filter(|j| finished(j).is_none() && j.metadata.deletion_timestamp.is_none())
         .collect();
+    let was_active = |j: &Job| {
+        stored.active.iter().flatten().any(|r| match &r.uid {
+            Some(uid) => Some(uid) == j.metadata.uid.as_ref(),
+            None => r.name == j.metadata.name,
+        })
+    };
+    for j in jobs {
+        if let (Some(condition), true) = (finished(j), was_active(j)) {
+            let name = j.metadata.name.clone().unwrap_or_default();
+            out.saw_completed.push((name, condition));
+        }
+    }
     let mut last_successful = stored.last_successful_time.as_ref().map(to_chrono);
     for j in jobs.iter().filter(|j| finished(j) == Some("Complete")) {
         if let Some(done) = j

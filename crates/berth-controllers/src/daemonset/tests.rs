@@ -211,6 +211,20 @@ fn failed_pods_are_replaced_and_duplicates_removed() {
         now(),
     );
     assert_eq!(deleted(&s), ["evicted", "b"]);
+    // Upstream's warning names the failed pod and its node (not the duplicate).
+    let said: Vec<(&str, &str, &str)> = s
+        .events
+        .iter()
+        .map(|e| (e.type_, e.reason, e.message.as_str()))
+        .collect();
+    assert_eq!(
+        said,
+        [(
+            "Warning",
+            "FailedDaemonPod",
+            "Found failed daemon pod kube-system/evicted on node n1, will try to kill it"
+        )]
+    );
     // The replacement comes after the backoff (1s, then 2s, ...).
     assert!(s.create.is_empty());
     assert_eq!(exp.next_retry(now()), Some(now() + Duration::seconds(1)));

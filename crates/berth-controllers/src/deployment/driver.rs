@@ -82,7 +82,13 @@ pub async fn run(client: kube::Client, mut informers: Informers, clock: Clock) {
                 continue;
             }
             let creates = plan.create.is_some();
-            match carry_out(&client, d, &view, template, plan).await {
+            let was: BTreeMap<String, i32> =
+                sets.iter().map(|s| (s.name.clone(), s.replicas)).collect();
+            let scaled = Scaled {
+                recorder: &recorder,
+                was: &was,
+            };
+            match carry_out(&client, d, &view, template, plan, scaled).await {
                 Err(refused) => {
                     backoff.failed(&uid, version, clock.now());
                     report_refused(&client, &recorder, d, &view, refused, clock.now()).await;
@@ -384,6 +390,30 @@ struct Refused {
     error: kube::Error,
 }
 
+/// What a Deployment's sync needs to record `ScalingReplicaSet`: the recorder and each
+/// set's `replicas` before the sync.
+struct Scaled<'a> {
+    recorder: &'a Recorder,
+    was: &'a BTreeMap<String, i32>,
+}
+
+impl Scaled<'_> {
+    /// Records that `replica_set` is now at `to` (upstream records it after the write).
+    fn record(&self, d: &Deployment, view: &DeploymentView, replica_set: &str, to: i32) {
+        let from = self.was.get(replica_set).copied().unwrap_or(0);
+        let involved = Involved::Workload {
+            api_version: "apps/v1",
+            kind: "Deployment",
+            namespace: d.metadata.namespace.clone().unwrap_or_default(),
+            name: view.name.clone(),
+            uid: d.metadata.uid.clone().unwrap_or_default(),
+        };
+        if let Some(e) = crate::events::scaled_replica_set(&involved, replica_set, from, to) {
+            self.recorder.record("deployment-controller", &e);
+        }
+    }
+}
+
 /// Carries `plan` out. A refused create of the new ReplicaSet stops there: nothing else is
 /// written (the plan's status assumed the set exists), and the caller retries with back-off.
 async fn carry_out(
@@ -392,6 +422,7 @@ async fn carry_out(
     view: &DeploymentView,
     template: Value,
     plan: Plan,
+    scaled: Scaled<'_>,
 ) -> Result<(), Refused> {
     let ns = d.metadata.namespace.clone().unwrap_or_default();
     let name = &view.name;
@@ -401,7 +432,7 @@ async fn carry_out(
         let replica_set = rs["metadata"]["name"].as_str().unwrap_or("").to_string();
         match serde_json::from_value::<ReplicaSet>(rs) {
             Ok(rs) => match sets.create(&PostParams::default(), &rs).await {
-                Ok(_) => {}
+                Ok(_) => scaled.record(d, view, &replica_set, new.replicas),
                 // Created in an earlier pass the watch has not brought yet.
                 Err(kube::Error::Api(e)) if e.code == 409 => {}
                 Err(error) => {
@@ -419,7 +450,7 @@ async fn carry_out(
             .patch(&u.name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
         {
-            Ok(_) => {}
+            Ok(_) => scaled.record(d, view, &u.name, u.replicas),
             Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
             Err(e) => {
                 tracing::warn!(deployment = %name, replicaset = %u.name, error = %e, "scaling replicaset failed")
@@ -503,5 +534,5 @@ async fn report_refused(
         reason: FAILED_RS_CREATE,
         message,
     };
-    recorder.record("deployment-controller", &event).await;
+    recorder.record("deployment-controller", &event);
 }

@@ -133,7 +133,7 @@ async fn report_placements(
             reason: "FailedPlacement",
             message: format!("failed to place pod on {node:?}: {why}"),
         };
-        recorder.record(COMPONENT, &event).await;
+        recorder.record(COMPONENT, &event);
         placements.insert((uid.clone(), node), why);
     }
 }
@@ -153,6 +153,14 @@ async fn carry_out(
     let uid = ds.metadata.uid.clone().unwrap_or_default();
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
     let mut refused = false;
+    for e in &sync.events {
+        recorder.record(COMPONENT, e);
+    }
+    let owner = Involved::DaemonSet {
+        namespace: ns.clone(),
+        name: name.clone(),
+        uid: uid.clone(),
+    };
     for (node, pod) in sync.create {
         let pod: Pod = match serde_json::from_value(pod) {
             Ok(p) => p,
@@ -162,7 +170,11 @@ async fn carry_out(
             }
         };
         match pods.create(&PostParams::default(), &pod).await {
-            Ok(_) => expectations.created(&uid, &node, clock.now()),
+            Ok(created) => {
+                let pod = created.metadata.name.unwrap_or_default();
+                recorder.record(COMPONENT, &crate::events::created_pod(&owner, &pod));
+                expectations.created(&uid, &node, clock.now())
+            }
             Err(e) => {
                 tracing::warn!(daemonset = %name, node = %node, error = %e, "creating daemon pod failed");
                 let event = EventRecord {
@@ -175,7 +187,7 @@ async fn carry_out(
                     reason: create_backoff::FAILED_CREATE,
                     message: create_backoff::error_creating(&e),
                 };
-                recorder.record(COMPONENT, &event).await;
+                recorder.record(COMPONENT, &event);
                 refused = true;
                 break;
             }
@@ -190,10 +202,15 @@ async fn carry_out(
             ..DeleteParams::default()
         };
         match pods.delete(&pod.name, &params).await {
-            Ok(_) => tracing::info!(daemonset = %name, pod = %pod.name, "deleted daemon pod"),
+            Ok(_) => {
+                tracing::info!(daemonset = %name, pod = %pod.name, "deleted daemon pod");
+                recorder.record(COMPONENT, &crate::events::deleted_pod(&owner, &pod.name));
+            }
             Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
             Err(e) => {
-                tracing::warn!(daemonset = %name, pod = %pod.name, error = %e, "deleting daemon pod failed")
+                tracing::warn!(daemonset = %name, pod = %pod.name, error = %e, "deleting daemon pod failed");
+                let message = create_backoff::api_message(&e);
+                recorder.record(COMPONENT, &crate::events::failed_delete(&owner, &message));
             }
         }
     }

@@ -190,7 +190,7 @@ async fn sync(
             .unwrap_or(&[]);
         let sync = reconcile(&pdb, in_ns, &workloads, now);
         for e in &sync.events {
-            recorder.record(COMPONENT, e).await;
+            recorder.record(COMPONENT, e);
         }
         if let Some(at) = sync.resync_at {
             let next = resync.entry(ns.clone()).or_insert(at);

@@ -174,9 +174,9 @@ pub async fn run_lifecycle(
                     write_taints(&nodes_api, &node, resource_version.as_deref(), &taints).await;
                 }
                 LifecycleAction::MarkPodsNotReady { node } => {
-                    mark_pods_not_ready(&client, &informers, &node, now).await;
+                    mark_pods_not_ready(&client, &informers, &recorder, &node, now).await;
                 }
-                LifecycleAction::Event(e) => recorder.record(COMPONENT, &e).await,
+                LifecycleAction::Event(e) => recorder.record(COMPONENT, &e),
             }
         }
     }
@@ -186,6 +186,7 @@ pub async fn run_lifecycle(
 async fn mark_pods_not_ready(
     client: &kube::Client,
     informers: &Informers,
+    recorder: &Recorder,
     node: &str,
     now: chrono::DateTime<chrono::Utc>,
 ) {
@@ -206,11 +207,16 @@ async fn mark_pods_not_ready(
         let name = pod.metadata.name.clone().unwrap_or_default();
         let api: Api<Pod> = Api::namespaced(client.clone(), &ns);
         let patch = json!({"status": {"conditions": [{"type": "Ready", "status": "False", "lastProbeTime": null, "lastTransitionTime": timestamp(now)}]}});
-        if let Err(e) = api
+        match api
             .patch_status(&name, &PatchParams::default(), &Patch::Strategic(&patch))
             .await
         {
-            tracing::debug!(pod = %name, error = %e, "marking pod not ready failed");
+            // Recorded after the update, as upstream: the pod still exists.
+            Ok(_) => recorder.record(
+                COMPONENT,
+                &crate::events::pod_node_not_ready(&crate::model::PodRef::of(&pod)),
+            ),
+            Err(e) => tracing::debug!(pod = %name, error = %e, "marking pod not ready failed"),
         }
     }
 }

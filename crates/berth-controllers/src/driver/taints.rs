@@ -115,7 +115,7 @@ async fn execute(
     let mut all_done = true;
     for action in actions {
         match action {
-            TaintAction::Event(e) => recorder.record(COMPONENT, &e).await,
+            TaintAction::Event(e) => recorder.record(COMPONENT, &e),
             TaintAction::Delete(pod) => {
                 let api: Api<Pod> = Api::namespaced(client.clone(), &pod.namespace);
                 let params = DeleteParams {

@@ -7,9 +7,13 @@ use super::sync::{is_finished, sync, ttl_expires_at, JobSync};
 use super::tracking::{has_finalizer, FINALIZER};
 use crate::claim::{claim, Candidate, Claim};
 use crate::create_backoff::{self, CreateBackoff};
+use crate::events;
 use crate::model::{EventRecord, Involved, PodRef};
 use crate::owned_pods::{pod_from_template, Owner};
 use crate::recorder::Recorder;
+
+/// The component Job events are recorded as.
+const COMPONENT: &str = "job-controller";
 use crate::wait::wait;
 use crate::Clock;
 use berth_core::labels::Selector;
@@ -176,12 +180,17 @@ async fn carry_out(
         .unwrap_or_default();
     // Pods are only created, deleted and released once the status that accounts for them is
     // stored: a pod released before its uid is recorded could go uncounted.
-    if let Some(status) = s.status {
+    if let Some(status) = s.status.take() {
         let api: Api<Job> = Api::namespaced(client.clone(), &ns);
         let patch = json!({"metadata": {"resourceVersion": job.metadata.resource_version},
                            "status": status});
         match crate::update::update_status(&api, &name, &patch).await {
-            Ok(_) => {}
+            Ok(_) => {
+                let said = [suspended_event(job, &status), finished_event(job, &status)];
+                for e in said.into_iter().flatten() {
+                    retry.recorder.record(COMPONENT, &e);
+                }
+            }
             // A newer Job is on its way through the watch; the next pass starts from it.
             Err(kube::Error::Api(e)) if e.code == 409 || e.code == 404 => return,
             Err(e) => {
@@ -221,11 +230,15 @@ async fn carry_out(
         match pods.create(&PostParams::default(), &pod).await {
             Ok(created) => {
                 tracing::info!(job = %name, pod = ?created.metadata.name, "created job pod");
+                let pod = created.metadata.name.clone().unwrap_or_default();
+                retry
+                    .recorder
+                    .record(COMPONENT, &events::created_pod(&involved(job), &pod));
                 in_flight.push((created.metadata.name.unwrap_or_default(), now, index));
             }
             Err(e) => {
                 tracing::warn!(job = %name, error = %e, "creating job pod failed");
-                failed_create(retry.recorder, job, &e).await;
+                failed_create(retry.recorder, job, &e);
                 retry.backoff.failed(&uid, version, now);
                 refused = true;
                 break;
@@ -236,25 +249,83 @@ async fn carry_out(
         retry.backoff.forget(&uid);
     }
     for pod in &s.delete {
-        delete_pod(&pods, pod).await;
+        match delete_pod(&pods, pod).await {
+            Ok(true) => retry
+                .recorder
+                .record(COMPONENT, &events::deleted_pod(&involved(job), &pod.name)),
+            Ok(false) => {}
+            Err(message) => retry
+                .recorder
+                .record(COMPONENT, &events::failed_delete(&involved(job), &message)),
+        }
     }
 }
 
+/// The Job as its events name it.
+fn involved(job: &Job) -> Involved {
+    Involved::Workload {
+        api_version: "batch/v1",
+        kind: "Job",
+        namespace: ns_of(job).to_string(),
+        name: job.metadata.name.clone().unwrap_or_default(),
+        uid: job.metadata.uid.clone().unwrap_or_default(),
+    }
+}
+
+/// `Suspended` or `Resumed`, when the `status` just written flips the Job's `Suspended`
+/// condition (upstream's `syncJob`).
+fn suspended_event(job: &Job, status: &serde_json::Value) -> Option<EventRecord> {
+    let was = job
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|cs| cs.iter().find(|c| c.type_ == "Suspended"))
+        .is_some_and(|c| c.status == "True");
+    let now = status["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == "Suspended")?["status"]
+        == "True";
+    (now != was).then(|| events::job_suspended(&involved(job), now))
+}
+
+/// `Completed` or the failure's reason, when the `status` just written finishes the Job
+/// (a `Complete` or `Failed` condition it did not have; upstream `recordJobFinished`).
+fn finished_event(job: &Job, status: &serde_json::Value) -> Option<EventRecord> {
+    let had = |type_: &str| {
+        job.status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|cs| cs.iter().any(|c| c.type_ == type_ && c.status == "True"))
+    };
+    let conditions = status["conditions"].as_array()?;
+    let finished = conditions.iter().find(|c| {
+        let type_ = c["type"].as_str().unwrap_or("");
+        matches!(type_, "Complete" | "Failed") && c["status"] == "True" && !had(type_)
+    })?;
+    let failure = (finished["type"] == "Failed").then(|| {
+        let reason = match finished["reason"].as_str().unwrap_or("") {
+            "BackoffLimitExceeded" => "BackoffLimitExceeded",
+            "DeadlineExceeded" => "DeadlineExceeded",
+            "PodFailurePolicy" => "PodFailurePolicy",
+            "MaxFailedIndexesExceeded" => "MaxFailedIndexesExceeded",
+            "FailedIndexes" => "FailedIndexes",
+            _ => "Failed",
+        };
+        (reason, finished["message"].as_str().unwrap_or(""))
+    });
+    Some(events::job_finished(&involved(job), failure))
+}
+
 /// Records upstream's `FailedCreate` warning on the Job.
-async fn failed_create(recorder: &Recorder, job: &Job, error: &kube::Error) {
+fn failed_create(recorder: &Recorder, job: &Job, error: &kube::Error) {
     let event = EventRecord {
-        involved: Involved::Workload {
-            api_version: "batch/v1",
-            kind: "Job",
-            namespace: ns_of(job).to_string(),
-            name: job.metadata.name.clone().unwrap_or_default(),
-            uid: job.metadata.uid.clone().unwrap_or_default(),
-        },
+        involved: involved(job),
         type_: "Warning",
         reason: create_backoff::FAILED_CREATE,
         message: create_backoff::error_creating(error),
     };
-    recorder.record("job-controller", &event).await;
+    recorder.record(COMPONENT, &event);
 }
 
 /// Adopts the orphan pods `job` selects (with the tracking finalizer, as upstream) and
@@ -393,7 +464,9 @@ async fn release_orphans(client: kube::Client, jobs: &[Arc<Job>], pods: &[Arc<Po
     found
 }
 
-async fn delete_pod(pods: &Api<Pod>, pod: &PodRef) {
+/// Deletes a pod of the Job: `Ok(true)` when deleted, `Ok(false)` when already gone or
+/// replaced, else the API server's message.
+async fn delete_pod(pods: &Api<Pod>, pod: &PodRef) -> Result<bool, String> {
     let params = DeleteParams {
         preconditions: Some(Preconditions {
             uid: Some(pod.uid.clone()),
@@ -402,9 +475,15 @@ async fn delete_pod(pods: &Api<Pod>, pod: &PodRef) {
         ..DeleteParams::default()
     };
     match pods.delete(&pod.name, &params).await {
-        Ok(_) => tracing::info!(pod = %pod.name, "deleted job pod"),
-        Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
-        Err(e) => tracing::warn!(pod = %pod.name, error = %e, "deleting job pod failed"),
+        Ok(_) => {
+            tracing::info!(pod = %pod.name, "deleted job pod");
+            Ok(true)
+        }
+        Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => Ok(false),
+        Err(e) => {
+            tracing::warn!(pod = %pod.name, error = %e, "deleting job pod failed");
+            Err(create_backoff::api_message(&e))
+        }
     }
 }
 
@@ -425,5 +504,66 @@ async fn delete_job(client: &kube::Client, job: &Job) {
         Ok(_) => tracing::info!(job = %name, "deleted job after its ttlSecondsAfterFinished"),
         Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
         Err(e) => tracing::warn!(job = %name, error = %e, "deleting finished job failed"),
+    }
+}
+
+#[cfg(test)]
+mod event_tests {
+    use super::*;
+
+    fn job(conditions: serde_json::Value) -> Job {
+        serde_json::from_value(json!({
+            "metadata": {"name": "pi", "namespace": "ns", "uid": "u"},
+            "status": {"conditions": conditions},
+        }))
+        .unwrap()
+    }
+
+    fn said(e: Option<EventRecord>) -> Option<(&'static str, &'static str, String)> {
+        e.map(|e| (e.type_, e.reason, e.message))
+    }
+
+    #[test]
+    fn a_status_that_completes_the_job_records_completed_once() {
+        let status = json!({"conditions": [{"type": "Complete", "status": "True"}]});
+        assert_eq!(
+            said(finished_event(&job(json!([])), &status)),
+            Some(("Normal", "Completed", "Job completed".into()))
+        );
+        // Already complete: the status is rewritten, nothing is recorded again.
+        let done = job(json!([{"type": "Complete", "status": "True"}]));
+        assert_eq!(said(finished_event(&done, &status)), None);
+    }
+
+    #[test]
+    fn a_failed_job_records_its_condition_s_reason_and_message() {
+        let status = json!({"conditions": [
+            {"type": "FailureTarget", "status": "True", "reason": "BackoffLimitExceeded"},
+            {"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded",
+             "message": "Job has reached the specified backoff limit"}]});
+        assert_eq!(
+            said(finished_event(&job(json!([])), &status)),
+            Some((
+                "Warning",
+                "BackoffLimitExceeded",
+                "Job has reached the specified backoff limit".into()
+            ))
+        );
+    }
+
+    #[test]
+    fn suspending_and_resuming_are_recorded_when_the_condition_flips() {
+        let suspended = json!({"conditions": [{"type": "Suspended", "status": "True"}]});
+        let resumed = json!({"conditions": [{"type": "Suspended", "status": "False"}]});
+        assert_eq!(
+            said(suspended_event(&job(json!([])), &suspended)),
+            Some(("Normal", "Suspended", "Job suspended".into()))
+        );
+        let was = job(json!([{"type": "Suspended", "status": "True"}]));
+        assert_eq!(said(suspended_event(&was, &suspended)), None);
+        assert_eq!(
+            said(suspended_event(&was, &resumed)),
+            Some(("Normal", "Resumed", "Job resumed".into()))
+        );
     }
 }

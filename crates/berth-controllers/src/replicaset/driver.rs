@@ -5,6 +5,7 @@
 use super::failure::{self, Outcome};
 use super::{reconcile, Plan, PodView, SetView};
 use crate::create_backoff::{self, CreateBackoff};
+use crate::events;
 use crate::informers::{wait, Informers};
 use crate::model::{EventRecord, Involved};
 use crate::recorder::Recorder;
@@ -377,6 +378,10 @@ async fn carry_out(
                 match r {
                     Ok(p) => {
                         let created = p.metadata.name.unwrap_or_default();
+                        let (owner, component) = involved(set);
+                        state
+                            .recorder
+                            .record(component, &events::created_pod(&owner, &created));
                         expectations.created(&set.owner.uid, created, clock.now());
                     }
                     Err(e) => {
@@ -388,7 +393,7 @@ async fn carry_out(
                         }
                         failed = true;
                         tracing::warn!(set = %name, error = %e, "creating pod failed");
-                        failed_create(state.recorder, set, &e).await;
+                        failed_create(state.recorder, set, &e);
                     }
                 }
             }
@@ -413,10 +418,21 @@ async fn carry_out(
             ..DeleteParams::default()
         };
         match api.delete(&pod_name, &params).await {
-            Ok(_) => expectations.deleted(&set.owner.uid, pod_name, clock.now()),
+            Ok(_) => {
+                let (owner, component) = involved(set);
+                state
+                    .recorder
+                    .record(component, &events::deleted_pod(&owner, &pod_name));
+                expectations.deleted(&set.owner.uid, pod_name, clock.now())
+            }
             Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
             Err(e) => {
                 tracing::warn!(set = %name, pod = %pod_name, error = %e, "deleting pod failed");
+                let (owner, component) = involved(set);
+                let message = create_backoff::api_message(&e);
+                state
+                    .recorder
+                    .record(component, &events::failed_delete(&owner, &message));
                 if !matches!(outcome, Outcome::Failed { .. }) {
                     outcome = Outcome::Failed {
                         reason: failure::FAILED_DELETE,
@@ -430,31 +446,33 @@ async fn carry_out(
     write_status(client, set, &plan.status, conditions).await;
 }
 
-/// Records upstream's `FailedCreate` warning on the set.
-async fn failed_create(recorder: &Recorder, set: &SetObject, error: &kube::Error) {
-    let kind = if set.owner.kind == "ReplicaSet" {
-        ("apps/v1", "ReplicaSet")
+/// The set as events name it, and the controller that records them.
+fn involved(set: &SetObject) -> (Involved, &'static str) {
+    let (api_version, kind, component) = if set.owner.kind == "ReplicaSet" {
+        ("apps/v1", "ReplicaSet", "replicaset-controller")
     } else {
-        ("v1", "ReplicationController")
+        ("v1", "ReplicationController", "replication-controller")
     };
+    let involved = Involved::Workload {
+        api_version,
+        kind,
+        namespace: set.namespace.clone(),
+        name: set.owner.name.clone(),
+        uid: set.owner.uid.clone(),
+    };
+    (involved, component)
+}
+
+/// Records upstream's `FailedCreate` warning on the set.
+fn failed_create(recorder: &Recorder, set: &SetObject, error: &kube::Error) {
+    let (involved, component) = involved(set);
     let event = EventRecord {
-        involved: Involved::Workload {
-            api_version: kind.0,
-            kind: kind.1,
-            namespace: set.namespace.clone(),
-            name: set.owner.name.clone(),
-            uid: set.owner.uid.clone(),
-        },
+        involved,
         type_: "Warning",
         reason: create_backoff::FAILED_CREATE,
         message: create_backoff::error_creating(error),
     };
-    let component = if set.owner.kind == "ReplicaSet" {
-        "replicaset-controller"
-    } else {
-        "replication-controller"
-    };
-    recorder.record(component, &event).await;
+    recorder.record(component, &event);
 }
 
 async fn patch_refs(api: &Api<Pod>, pod: &Pod, refs: Vec<Value>) {

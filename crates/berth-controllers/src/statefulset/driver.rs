@@ -9,9 +9,13 @@ use super::claims::{self, ClaimPod};
 use super::{ordinal, sync, Revision};
 use crate::controller_revision::{self, revision_template, REVISION_HASH_LABEL};
 use crate::create_backoff::{self, CreateBackoff};
-use crate::model::{EventRecord, Involved};
+use crate::events;
+use crate::model::Involved;
 use crate::owned_pods::{controlled_by, Owner};
 use crate::recorder::Recorder;
+
+/// The component StatefulSet events are recorded as.
+const COMPONENT: &str = "statefulset-controller";
 use crate::wait::wait;
 use crate::Clock;
 use berth_informers::Informer;
@@ -212,11 +216,15 @@ async fn sync_set(
             }
         };
         match api.create(&PostParams::default(), &pod).await {
-            Ok(p) => tracing::info!(statefulset = %name, pod = ?p.metadata.name, "created pod"),
+            Ok(p) => {
+                tracing::info!(statefulset = %name, pod = ?p.metadata.name, "created pod");
+                let e = events::stateful_pod(&involved(set), "Create", &n, &name);
+                retry.recorder.record(COMPONENT, &e);
+            }
             Err(kube::Error::Api(e)) if e.code == 409 => {}
             Err(e) => {
                 tracing::warn!(statefulset = %name, error = %e, "creating pod failed");
-                failed_create(&retry.recorder, set, &n, &e).await;
+                failed_create(&retry.recorder, set, &n, &e);
                 retry.backoff.failed(&uid, version, retry.now);
                 refused = true;
                 // Upstream stops the pass at a pod it could not make, ordered or not.
@@ -236,9 +244,24 @@ async fn sync_set(
             ..DeleteParams::default()
         };
         match api.delete(&pod.name, &params).await {
-            Ok(_) => tracing::info!(statefulset = %name, pod = %pod.name, "deleted pod"),
+            Ok(_) => {
+                tracing::info!(statefulset = %name, pod = %pod.name, "deleted pod");
+                let e = events::stateful_pod(&involved(set), "Delete", &pod.name, &name);
+                retry.recorder.record(COMPONENT, &e);
+            }
             Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
-            Err(e) => tracing::warn!(statefulset = %name, error = %e, "deleting pod failed"),
+            Err(e) => {
+                tracing::warn!(statefulset = %name, error = %e, "deleting pod failed");
+                let message = create_backoff::api_message(&e);
+                let e = events::stateful_pod_failed(
+                    &involved(set),
+                    "Delete",
+                    &pod.name,
+                    &name,
+                    &message,
+                );
+                retry.recorder.record(COMPONENT, &e);
+            }
         }
     }
     if let Some(status) = s.status {
@@ -254,24 +277,22 @@ async fn sync_set(
 }
 
 /// Records upstream's `FailedCreate` warning on the set, worded as its stateful pod control.
-async fn failed_create(recorder: &Recorder, set: &StatefulSet, pod: &str, error: &kube::Error) {
+fn failed_create(recorder: &Recorder, set: &StatefulSet, pod: &str, error: &kube::Error) {
     let name = set.metadata.name.clone().unwrap_or_default();
-    let event = EventRecord {
-        involved: Involved::Workload {
-            api_version: "apps/v1",
-            kind: "StatefulSet",
-            namespace: set.metadata.namespace.clone().unwrap_or_default(),
-            name: name.clone(),
-            uid: set.metadata.uid.clone().unwrap_or_default(),
-        },
-        type_: "Warning",
-        reason: create_backoff::FAILED_CREATE,
-        message: format!(
-            "create Pod {pod} in StatefulSet {name} failed error: {}",
-            create_backoff::api_message(error)
-        ),
-    };
-    recorder.record("statefulset-controller", &event).await;
+    let message = create_backoff::api_message(error);
+    let event = events::stateful_pod_failed(&involved(set), "Create", pod, &name, &message);
+    recorder.record(COMPONENT, &event);
+}
+
+/// The set as its events name it.
+fn involved(set: &StatefulSet) -> Involved {
+    Involved::Workload {
+        api_version: "apps/v1",
+        kind: "StatefulSet",
+        namespace: set.metadata.namespace.clone().unwrap_or_default(),
+        name: set.metadata.name.clone().unwrap_or_default(),
+        uid: set.metadata.uid.clone().unwrap_or_default(),
+    }
 }
 
 /// Writes a revision plan; `false` when the update revision could not be made (the next pass

@@ -10,15 +10,16 @@
 mod informers;
 pub mod leader;
 pub mod ops;
-pub mod outstanding;
+/// Moved to `berth-events`, shared with the controllers; kept at its old path.
+pub use berth_events::outstanding;
 mod preemption;
 pub mod published_policy;
 mod recorder;
 mod scheduling_loop;
 
+pub use berth_events::{flush_events, EVENT_FLUSH_LIMIT};
 pub use leader::{LeaderElectionConfig, LeaderElector, LeaderError};
 pub use ops::Ops;
-pub use outstanding::{flush_events, EVENT_FLUSH_LIMIT};
 pub use scheduling_loop::{run, run_with};
 
 use crate::policy::Policy;

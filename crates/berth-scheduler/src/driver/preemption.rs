@@ -20,9 +20,9 @@ use crate::{ClusterCache, FitError, Nominated, PodInfo, Scheduler};
 use berth_core::clock::Clock;
 use berth_core::pod_conditions;
 use berth_informers::{Event as InformerEvent, Informer};
-use k8s_openapi::api::core::v1::{Event, ObjectReference, Pod as KPod};
+use k8s_openapi::api::core::v1::{ObjectReference, Pod as KPod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::runtime::watcher;
 use serde_json::json;
 use std::collections::HashMap;
@@ -34,6 +34,8 @@ pub(super) struct Preemption {
     client: kube::Client,
     clock: Clock,
     component: String,
+    /// Where `Preempted` events go (the scheduler's recorder).
+    events: berth_events::Recorder,
     /// Pending pods with a nominated node: key → (compiled pod, node).
     nominated: HashMap<String, (PodInfo, String)>,
     /// Budgets by `namespace/name`.
@@ -44,7 +46,7 @@ impl Preemption {
     /// Starts the budget watch when `enabled`.
     pub(super) fn new(
         client: kube::Client,
-        component: &str,
+        events: berth_events::Recorder,
         enabled: bool,
         clock: Clock,
     ) -> Preemption {
@@ -56,7 +58,8 @@ impl Preemption {
             enabled,
             client,
             clock,
-            component: component.to_string(),
+            component: events.component().to_string(),
+            events,
             nominated: HashMap::new(),
             pdbs,
         }
@@ -134,6 +137,7 @@ impl Preemption {
                 let client = self.client.clone();
                 let clock = self.clock.clone();
                 let component = self.component.clone();
+                let events = self.events.clone();
                 let name = info.name.clone();
                 tokio::spawn(async move {
                     set_nominated(&api, &name, Some(&p.node)).await;
@@ -152,8 +156,7 @@ impl Preemption {
                         match vapi.delete(vname, &DeleteParams::default()).await {
                             Ok(_) => {
                                 if let Some(victim) = victim {
-                                    preempted_event(&client, &clock, &component, &victim, &by)
-                                        .await;
+                                    preempted_event(&events, &victim, &by);
                                 }
                             }
                             Err(e) => tracing::warn!(victim = %v, error = %e, "preempting failed"),
@@ -224,50 +227,22 @@ async fn mark_disruption_target(
 }
 
 /// A Normal `Preempted` event on the victim.
-async fn preempted_event(
-    client: &kube::Client,
-    clock: &Clock,
-    component: &str,
-    victim: &KPod,
-    message: &str,
-) {
-    let ns = victim.metadata.namespace.clone().unwrap_or_default();
-    let name = victim.metadata.name.clone().unwrap_or_default();
-    let ts = clock.timestamp();
-    let event = Event {
-        metadata: kube::api::ObjectMeta {
-            name: Some(format!(
-                "{name}.{:x}",
-                clock.now().timestamp_nanos_opt().unwrap_or(0)
-            )),
-            namespace: Some(ns.clone()),
-            ..Default::default()
-        },
-        involved_object: ObjectReference {
-            api_version: Some("v1".into()),
-            kind: Some("Pod".into()),
-            name: Some(name.clone()),
-            namespace: Some(ns.clone()),
-            uid: victim.metadata.uid.clone(),
-            ..Default::default()
-        },
-        reason: Some("Preempted".into()),
-        message: Some(message.into()),
-        type_: Some("Normal".into()),
-        count: Some(1),
-        first_timestamp: serde_json::from_value(json!(ts)).ok(),
-        last_timestamp: serde_json::from_value(json!(ts)).ok(),
-        source: Some(k8s_openapi::api::core::v1::EventSource {
-            component: Some(component.to_string()),
-            host: None,
-        }),
-        reporting_component: Some(component.to_string()),
+fn preempted_event(events: &berth_events::Recorder, victim: &KPod, message: &str) {
+    let reference = ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("Pod".into()),
+        name: victim.metadata.name.clone(),
+        namespace: victim.metadata.namespace.clone(),
+        uid: victim.metadata.uid.clone(),
+        resource_version: victim.metadata.resource_version.clone(),
         ..Default::default()
     };
-    let api: Api<Event> = Api::namespaced(client.clone(), &ns);
-    if let Err(e) = api.create(&PostParams::default(), &event).await {
-        tracing::debug!(pod = %name, error = %e, "writing Preempted event failed");
-    }
+    events.event(
+        reference,
+        berth_events::EventType::Normal,
+        "Preempted",
+        message,
+    );
 }
 
 /// Keeps `pdbs` equal to the cluster's PodDisruptionBudgets.

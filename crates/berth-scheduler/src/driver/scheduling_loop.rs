@@ -81,6 +81,7 @@ pub async fn run_with(
     let (tx, mut updates) = mpsc::unbounded_channel();
     informers::spawn_all(&client, &tx);
     let (bound_tx, mut bound_rx) = mpsc::unbounded_channel();
+    let recorder = Recorder::new(client.clone(), &cfg.scheduler_name, cfg.clock.clone());
     let mut l = Loop {
         name: cfg.scheduler_name.clone(),
         cache: ClusterCache::new(),
@@ -88,11 +89,11 @@ pub async fn run_with(
         scheduler,
         preemption: super::preemption::Preemption::new(
             client.clone(),
-            &cfg.scheduler_name,
+            recorder.events().clone(),
             !cfg.disable_preemption,
             cfg.clock.clone(),
         ),
-        recorder: Recorder::new(client, &cfg.scheduler_name),
+        recorder,
         started: cfg.clock.instant(),
         clock: cfg.clock.clone(),
         bound_tx,
@@ -268,7 +269,6 @@ impl Loop {
     }
 
     fn pod_deleted(&mut self, pod: &Pod) -> Option<ClusterEvent> {
-        self.recorder.forget(&pod.metadata.uid);
         let key = format!("{}/{}", pod.metadata.namespace, pod.metadata.name);
         self.queue.delete(&key);
         if self.cache.is_assumed(&key) {

@@ -177,3 +177,22 @@ fn r30_a_starting_deadline_of_i64_max_seconds_forgets_nothing() {
     let job = s.create.unwrap();
     assert_eq!(job["metadata"]["name"], job_name("tick", at(12, 0, 0)));
 }
+
+#[test]
+fn a_job_of_the_active_list_that_finished_is_seen_completed_once() {
+    let c = cron(
+        json!({"schedule": "0 * * * *"}),
+        json!({"active": [{"name": "a", "uid": "u-a"}, {"name": "b", "uid": "u-b"}]}),
+    );
+    let a = job("a", Some("Complete"), "2026-11-24T12:00:00Z");
+    let b = job("b", Some("Failed"), "2026-11-24T12:00:00Z");
+    let old = job("old", Some("Complete"), "2026-11-24T11:00:00Z");
+    let s = sync(&c, &[&a, &b, &old], at(12, 5, 0));
+    assert_eq!(
+        s.saw_completed,
+        [("a".to_string(), "Complete"), ("b".to_string(), "Failed")]
+    );
+    // Once out of the active list, it is not seen again.
+    let c = cron(json!({"schedule": "0 * * * *"}), json!({}));
+    assert!(sync(&c, &[&a, &b], at(12, 6, 0)).saw_completed.is_empty());
+}

@@ -1,5 +1,5 @@
-//! What a scheduler (or descheduler) still has to write when it is told to stop: queued and
-//! in-flight events and status updates, bindings in flight (each of which queues a `Scheduled`
+//! What a component still has to write when it is told to stop: queued and in-flight events
+//! (of the scheduler, the descheduler and the controllers) and status updates, bindings in flight (each of which queues a `Scheduled`
 //! event), and the descheduler's eviction in flight with its `Descheduled` event.
 //!
 //! Every such piece of work holds a [`Ticket`] while it is pending; [`Outstanding::settle`]
