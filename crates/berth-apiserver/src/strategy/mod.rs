@@ -182,6 +182,11 @@ static STRATEGIES: &[(&str, &str, &dyn Strategy)] = &[
         "PriorityLevelConfiguration",
         &flowcontrol::PriorityLevelConfiguration,
     ),
+    (
+        "apiregistration.k8s.io",
+        "APIService",
+        &crate::apiregistration::strategy::ApiService,
+    ),
 ];
 
 /// The strategy a request writes through: its kind's, or a custom resource's with its
