@@ -269,6 +269,18 @@ def test_an_extension_server_is_proxied_discovered_and_followed(berth, ns):
         assert berth.kubectl_json("get", "apiservice", APISERVICE)["spec"]["versionPriority"] == 400
         labelled = berth.kubectl_json("get", "apiservices", "-l", "e2e-apiservice-test=true")["items"]
         assert [a["metadata"]["name"] for a in labelled] == [APISERVICE]
+        # A condition of the user's own, written through /status, stays beside Available.
+        updated = {"type": "StatusUpdated", "status": "True", "reason": "E2E",
+                   "message": "Set from an e2e test", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+        berth.kubectl("patch", "apiservice", APISERVICE, "--subresource=status", "--type=json",
+                      "-p", json.dumps([{"op": "add", "path": "/status/conditions/-", "value": updated}]))
+        types = [c["type"] for c in berth.kubectl_json("get", "apiservice", APISERVICE)["status"]["conditions"]]
+        assert sorted(types) == ["Available", "StatusUpdated"]
+        bad = berth.kubectl("patch", "apiservice", APISERVICE, "--subresource=status", "--type=json",
+                            "-p", json.dumps([{"op": "add", "path": "/status/conditions/-",
+                                               "value": dict(updated, type="X", status="Maybe")}]),
+                            check=False)
+        assert 'Unsupported value: "Maybe": supported values: "True", "False", "Unknown"' in bad.stderr
 
         # A stopped backend makes the APIService unavailable, and its requests 503.
         wardle.stop()
@@ -285,8 +297,14 @@ def test_an_extension_server_is_proxied_discovered_and_followed(berth, ns):
         rows = {line.split()[0]: line for line in berth.kubectl("get", "apiservices").stdout.splitlines()}
         assert "False (FailedDiscoveryCheck)" in rows[APISERVICE]
 
-        # A deleted APIService no longer routes its group version.
-        berth.kubectl("delete", "apiservice", APISERVICE)
+        # The condition of the user's own is still there after the checks wrote theirs.
+        types = [c["type"] for c in berth.kubectl_json("get", "apiservice", APISERVICE)["status"]["conditions"]]
+        assert sorted(types) == ["Available", "StatusUpdated"]
+
+        # A deleted APIService (deleted by label, as the conformance spec's collection
+        # delete) no longer routes its group version.
+        out = berth.kubectl("delete", "apiservices", "-l", "e2e-apiservice-test=true").stdout
+        assert APISERVICE in out
         r = berth.kubectl("get", "--raw", f"/apis/{GROUP}/{VERSION}/namespaces/{ns}/flunders", check=False)
         assert r.returncode != 0
         assert "NotFound" in r.stderr or "could not find the requested resource" in r.stderr, r.stderr

@@ -869,11 +869,18 @@ impl ApiServer {
     pub fn spawn_aggregator(&self) {
         self.custom.follow(&self.store);
         self.apiservices.follow(&self.store);
+        let custom = self.custom.clone();
         apiregistration::availability::spawn(
             self.store.clone(),
             self.clock.clone(),
             self.apiservices.clone(),
-            self.custom.clone(),
+            Box::new(move || {
+                custom
+                    .resource_types()
+                    .iter()
+                    .map(|rt| (rt.group.to_string(), rt.version.to_string()))
+                    .collect()
+            }),
         );
     }
 

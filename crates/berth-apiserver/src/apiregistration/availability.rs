@@ -230,18 +230,8 @@ async fn write_condition(store: &Store, name: &str, wanted: Value) {
 
 /// One pass: the local APIServices brought to what is served, then every APIService's
 /// condition.
-async fn pass(
-    store: &Store,
-    clock: &Clock,
-    services: &ApiServices,
-    custom: &crate::apiextensions::CustomKinds,
-) {
-    let crds: Vec<(String, String)> = custom
-        .resource_types()
-        .iter()
-        .map(|rt| (rt.group.to_string(), rt.version.to_string()))
-        .collect();
-    if let Err(e) = local::reconcile(store, clock, &local::desired(&crds)).await {
+async fn pass(store: &Store, clock: &Clock, services: &ApiServices, crds: &CustomGroupVersions) {
+    if let Err(e) = local::reconcile(store, clock, &local::desired(&crds())).await {
         tracing::warn!(error = %e, "keeping the local APIServices failed");
     }
     let snapshot = services.snapshot();
@@ -276,16 +266,15 @@ async fn pass(
     futures::future::join_all(checks).await;
 }
 
-/// Runs the availability checks (and keeps the local APIServices) until the process ends.
-pub fn spawn(
-    store: Store,
-    clock: Clock,
-    services: Arc<ApiServices>,
-    custom: Arc<crate::apiextensions::CustomKinds>,
-) {
+/// The `(group, version)`s the stored CustomResourceDefinitions serve now.
+pub type CustomGroupVersions = Box<dyn Fn() -> Vec<(String, String)> + Send + Sync>;
+
+/// Runs the availability checks (and keeps the local APIServices, `crds` among them) until
+/// the process ends.
+pub fn spawn(store: Store, clock: Clock, services: Arc<ApiServices>, crds: CustomGroupVersions) {
     tokio::spawn(async move {
         loop {
-            pass(&store, &clock, &services, &custom).await;
+            pass(&store, &clock, &services, &crds).await;
             tokio::time::sleep(MIN_GAP).await;
             tokio::select! {
                 _ = services.changed.notified() => {}

@@ -259,9 +259,9 @@ mod tests {
         assert_eq!(want["v1.stable.example.com"].group_priority, 1000);
         let object = core.object("2026-01-01T00:00:00Z");
         assert!(object["spec"].get("service").is_none());
-        assert!(super::super::strategy::validate(&object).is_empty());
+        assert!(crate::strategy::apiregistration::validate(&object).is_empty());
         for local in want.values() {
-            let errs = super::super::strategy::validate(&local.object("t"));
+            let errs = crate::strategy::apiregistration::validate(&local.object("t"));
             assert!(errs.is_empty(), "{}: {errs:?}", local.name());
         }
     }

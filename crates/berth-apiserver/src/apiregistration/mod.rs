@@ -1,7 +1,8 @@
 //! `apiregistration.k8s.io`: APIServices and the aggregation layer, as upstream's
 //! kube-aggregator serves them inside kube-apiserver.
 //!
-//! - [`strategy`]: the APIService kind's validation, with upstream's messages;
+//! - `strategy/apiregistration.rs`: the APIService kind's validation, with upstream's
+//!   messages (with the other kinds' strategies);
 //! - [`local`]: the local APIServices of every group version this server serves itself
 //!   (upstream's autoregister controller: `v1.`, `v1.apps`, ..., `v1beta1.metrics.k8s.io`);
 //! - [`availability`]: the `Available` condition of every APIService, from its Service, its
@@ -18,7 +19,6 @@ pub mod availability;
 pub mod discovery;
 pub mod local;
 pub mod proxy;
-pub mod strategy;
 
 use berth_store::{EventKind, KeyValue, Store};
 use serde_json::Value;

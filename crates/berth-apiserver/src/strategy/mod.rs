@@ -16,6 +16,7 @@ use berth_core::validation::{self as v, FieldError};
 use serde_json::Value;
 
 mod admissionregistration;
+pub(crate) mod apiregistration;
 mod autoscaling;
 mod certificates;
 mod config_data;
@@ -185,7 +186,7 @@ static STRATEGIES: &[(&str, &str, &dyn Strategy)] = &[
     (
         "apiregistration.k8s.io",
         "APIService",
-        &crate::apiregistration::strategy::ApiService,
+        &apiregistration::ApiService,
     ),
 ];
 

@@ -3,8 +3,8 @@
 //! range, a local APIService (no `spec.service`) has no TLS settings, a remote one names its
 //! Service and does not both trust a `caBundle` and skip verification.
 
+use super::{causes, Strategy};
 use crate::error::Cause;
-use crate::strategy::{causes, Strategy};
 use berth_api::registry::ResourceType;
 use berth_core::validation::names;
 use berth_core::validation::{validate_object_meta, FieldError};
