@@ -306,7 +306,8 @@ fn forwarded(name: &HeaderName) -> bool {
 }
 
 /// The `X-Remote-*` headers that name `user` to the backend (client-go's
-/// `SetAuthProxyHeaders`): extra keys are escaped as URL path segments.
+/// `SetAuthProxyHeaders`): extra keys are escaped as URL path segments (header names travel
+/// lowercased; the backend unescapes them case-insensitively, as k8s.io/apiserver does).
 pub fn identity_headers(user: &UserInfo) -> Vec<(HeaderName, HeaderValue)> {
     let mut out = Vec::new();
     let mut push = |name: String, value: &str| {
@@ -497,8 +498,8 @@ mod tests {
                 h("x-remote-user", "alice"),
                 h("x-remote-group", "dev"),
                 h("x-remote-group", "system:authenticated"),
-                h("x-remote-extra-example.org%2Fscopes", "a"),
-                h("x-remote-extra-example.org%2Fscopes", "b"),
+                h("x-remote-extra-example.org%2fscopes", "a"),
+                h("x-remote-extra-example.org%2fscopes", "b"),
             ]
         );
     }
