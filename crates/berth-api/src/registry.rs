@@ -121,6 +121,8 @@ pub enum TableKind {
     /// `NAME CONFIG UPDATED UPDATING DEGRADED MACHINECOUNT READYMACHINECOUNT
     /// UPDATEDMACHINECOUNT DEGRADEDMACHINECOUNT AGE` (OpenShift's machine config pools).
     MachineConfigPool,
+    /// `NAME SERVICE AVAILABLE AGE` (the aggregator's APIServices).
+    ApiService,
     /// A custom resource's `NAME` and its CustomResourceDefinition's `additionalPrinterColumns`
     /// (see [`crate::custom`]).
     Custom(&'static crate::columns::CustomColumns),
@@ -1139,6 +1141,20 @@ pub static RESOURCES: &[ResourceType] = &[
             "CustomResourceDefinition",
             "customresourcedefinitions",
             "customresourcedefinition",
+            false,
+        )
+    },
+    // ---- apiregistration.k8s.io/v1 (the aggregator: `berth-apiserver`'s `apiregistration`)
+    ResourceType {
+        categories: API_EXTENSIONS,
+        subresources: &[status("apiregistration.k8s.io", "v1", "APIService")],
+        table: TableKind::ApiService,
+        ..base(
+            "apiregistration.k8s.io",
+            "v1",
+            "APIService",
+            "apiservices",
+            "apiservice",
             false,
         )
     },

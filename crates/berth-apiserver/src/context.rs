@@ -23,6 +23,8 @@ pub struct Inner {
     pub rbac: crate::authz::Rbac,
     /// The kinds CustomResourceDefinitions define, looked up when the registry misses.
     pub custom: Arc<crate::apiextensions::CustomKinds>,
+    /// The stored APIServices: which group versions are proxied to another server.
+    pub apiservices: Arc<crate::apiregistration::ApiServices>,
     /// The admission plugins every create and update passes, built once at start.
     pub admission: Arc<Chain>,
     /// The webhooks and ValidatingAdmissionPolicies configured in the cluster.

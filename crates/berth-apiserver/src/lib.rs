@@ -28,6 +28,7 @@
 mod access_log;
 mod admission;
 mod apiextensions;
+mod apiregistration;
 pub mod authn;
 pub mod authorizer;
 mod authz;
@@ -127,6 +128,11 @@ pub struct ApiServer {
     rbac_following: Arc<std::sync::atomic::AtomicBool>,
     /// The kinds of the stored CustomResourceDefinitions.
     custom: Arc<apiextensions::CustomKinds>,
+    /// The stored APIServices (the aggregation layer's routing).
+    apiservices: Arc<apiregistration::ApiServices>,
+    /// The client CA and the front proxy's CA, published in
+    /// `kube-system/extension-apiserver-authentication` (see [`ApiServer::with_front_proxy`]).
+    extension_authentication: Option<Arc<(String, String)>>,
     /// `--token-auth-file`: token → user.
     tokens: Arc<std::collections::HashMap<String, user::UserInfo>>,
     /// The ServiceAccount token signing key (`<data-dir>/sa.key`).
@@ -220,6 +226,8 @@ impl ApiServer {
             rbac,
             rbac_following: Default::default(),
             custom: Default::default(),
+            apiservices: Default::default(),
+            extension_authentication: None,
             tokens: Default::default(),
             service_account_keys: None,
             metrics: Default::default(),
@@ -336,6 +344,89 @@ impl ApiServer {
         Ok(self)
     }
 
+    /// The same server presenting the front proxy's client certificate to extension API
+    /// servers when it forwards a request to them, and publishing, as kube-apiserver does, how
+    /// they authenticate berth's requests in ConfigMap `kube-system/extension-apiserver-
+    /// authentication`: `client_ca_pem` (the CA of its users' client certificates) and the
+    /// front proxy's CA with the `X-Remote-*` header names. Call it before any router is made.
+    pub fn with_front_proxy(
+        mut self,
+        proxy: &tls::FrontProxy,
+        client_ca_pem: &str,
+    ) -> Result<ApiServer, String> {
+        let identity =
+            apiregistration::proxy::ClientIdentity::from_pem(&proxy.cert_pem, &proxy.key_pem)?;
+        self.apiservices.set_client_identity(identity);
+        self.extension_authentication =
+            Some(Arc::new((client_ca_pem.to_string(), proxy.ca_pem.clone())));
+        Ok(self)
+    }
+
+    /// Writes `kube-system/extension-apiserver-authentication` (and the Role that lets an
+    /// extension server read it), as kube-apiserver's post-start hook keeps them.
+    async fn publish_extension_authentication(&self, ts: &str) -> Result<(), ApiError> {
+        let Some(cas) = &self.extension_authentication else {
+            return Ok(());
+        };
+        let (client_ca, front_proxy_ca) = (&cas.0, &cas.1);
+        let name = "extension-apiserver-authentication";
+        let list = |v: &str| serde_json::to_string(&[v]).unwrap_or_default();
+        let data = json!({
+            "client-ca-file": client_ca,
+            "requestheader-client-ca-file": front_proxy_ca,
+            "requestheader-allowed-names": list(tls::FRONT_PROXY_CLIENT),
+            "requestheader-username-headers": list("X-Remote-User"),
+            "requestheader-uid-headers": list("X-Remote-Uid"),
+            "requestheader-group-headers": list("X-Remote-Group"),
+            "requestheader-extra-headers-prefix": list("X-Remote-Extra-"),
+        });
+        let internal = |e: berth_store::Error| ApiError::Internal(e.to_string());
+        let rt = berth_api::registry::find("", "v1", "configmaps").ok_or(ApiError::NoRoute)?;
+        let key = path::key(rt, Some("kube-system"), name);
+        match self.store.get(&key).map_err(internal)? {
+            None => {
+                let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": name, "namespace": "kube-system",
+                        "uid": uuid::Uuid::new_v4().to_string(), "creationTimestamp": ts},
+                    "data": data});
+                match self.store.create(&key, codec::encode(&cm)).await {
+                    Ok(_) | Err(berth_store::Error::AlreadyExists { .. }) => {}
+                    Err(e) => return Err(internal(e)),
+                }
+            }
+            Some(kv) => {
+                let mut cm: serde_json::Value = serde_json::from_slice(&kv.value).map_err(|e| {
+                    ApiError::Internal(format!("stored object {key} is corrupt: {e}"))
+                })?;
+                if cm["data"] != data {
+                    cm["data"] = data;
+                    match self
+                        .store
+                        .update(&key, codec::encode(&cm), Some(kv.mod_revision))
+                        .await
+                    {
+                        Ok(_) | Err(berth_store::Error::Conflict { .. }) => {}
+                        Err(e) => return Err(internal(e)),
+                    }
+                }
+            }
+        }
+        let rt = berth_api::registry::find(rbac::GROUP, "v1", "roles").ok_or(ApiError::NoRoute)?;
+        let role_name = "extension-apiserver-authentication-reader";
+        let role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": role_name, "namespace": "kube-system",
+                "uid": uuid::Uuid::new_v4().to_string(), "creationTimestamp": ts,
+                "labels": {"kubernetes.io/bootstrapping": "rbac-defaults"},
+                "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"}},
+            "rules": [{"apiGroups": [""], "resources": ["configmaps"],
+                "resourceNames": [name], "verbs": ["get", "list", "watch"]}]});
+        let key = path::key(rt, Some("kube-system"), role_name);
+        match self.store.create(&key, codec::encode(&role)).await {
+            Ok(_) | Err(berth_store::Error::AlreadyExists { .. }) => Ok(()),
+            Err(e) => Err(internal(e)),
+        }
+    }
+
     /// The same server allocating Service cluster IPs from `cluster_ip_range` (a CIDR,
     /// `--service-cluster-ip-range`) and node ports from `node_port_range` (`min-max`,
     /// `--service-node-port-range`). An error names the flag's value and what is wrong.
@@ -398,9 +489,11 @@ impl ApiServer {
         if tokio::runtime::Handle::try_current().is_ok() {
             self.custom.follow(&self.store);
             self.dynamic.follow(&self.store);
+            self.apiservices.follow(&self.store);
         } else {
             self.custom.reload(&self.store);
             self.dynamic.reload(&self.store);
+            self.apiservices.reload(&self.store);
         }
         Arc::new(Inner {
             store: self.store.clone(),
@@ -409,6 +502,7 @@ impl ApiServer {
             authn: authn.map(Arc::new),
             rbac: self.rbac.clone(),
             custom: self.custom.clone(),
+            apiservices: self.apiservices.clone(),
             admission: self.admission.clone(),
             dynamic: self.dynamic.clone(),
             admission_cache: self.handles.cache.clone(),
@@ -562,6 +656,16 @@ impl ApiServer {
         }
         self.reconcile_rbac_bootstrap(&ts).await?;
         self.reconcile_flowcontrol_bootstrap(&ts).await?;
+        // The local APIServices, before any client lists them (the CRDs' come with the
+        // availability loop, once the CRDs are read).
+        apiregistration::local::reconcile(
+            &self.store,
+            &self.clock,
+            &apiregistration::local::desired(&[]),
+        )
+        .await
+        .map_err(|e| ApiError::Internal(e.to_string()))?;
+        self.publish_extension_authentication(&ts).await?;
         self.write_kubernetes_endpoints(&ts).await
     }
 
@@ -763,6 +867,28 @@ impl ApiServer {
             result.map_err(|e| ApiError::Internal(e.to_string()))?;
         }
         Ok(())
+    }
+
+    /// Starts the aggregation layer's control loop, as kube-apiserver runs kube-aggregator's:
+    /// the local APIServices follow the served group versions (CRDs' included) and every
+    /// APIService's `Available` condition follows its backend. Must run inside the Tokio
+    /// runtime.
+    pub fn spawn_aggregator(&self) {
+        self.custom.follow(&self.store);
+        self.apiservices.follow(&self.store);
+        let custom = self.custom.clone();
+        apiregistration::availability::spawn(
+            self.store.clone(),
+            self.clock.clone(),
+            self.apiservices.clone(),
+            Box::new(move || {
+                custom
+                    .resource_types()
+                    .iter()
+                    .map(|rt| (rt.group.to_string(), rt.version.to_string()))
+                    .collect()
+            }),
+        );
     }
 
     /// Compacts the store's history every [`COMPACTION_INTERVAL`], keeping the last

@@ -507,6 +507,11 @@ async fn route(
             return Ok(r);
         }
     }
+    // A group version a remote APIService serves goes to its backend, as upstream's
+    // aggregator routes it, natively served or not.
+    if let Some(registered) = ctx.apiservices.route(&path) {
+        return aggregated(ctx, &registered, &method, &parts.uri, headers, body, &user).await;
+    }
     if let Some(target) = node_proxy::Target::of(&path) {
         labels.verb("CONNECT");
         authorize_proxy(ctx, &user, &method, &target)?;
@@ -642,6 +647,63 @@ async fn route(
     }
 }
 
+/// Forwards a request to a remote APIService's backend, once the caller is authorized here
+/// as upstream's handler chain authorizes it (the backend authorizes again, as it sees fit);
+/// 503 `service unavailable` while the APIService is not available or has no endpoint.
+async fn aggregated(
+    ctx: &Ctx,
+    registered: &crate::apiregistration::Registered,
+    method: &Method,
+    uri: &axum::http::Uri,
+    headers: HeaderMap,
+    body: axum::body::Body,
+    user: &UserInfo,
+) -> ApiResult<Response> {
+    use crate::apiregistration::{proxy, RequestInfo};
+    let path = uri.path();
+    let query = Query::parse(uri.query());
+    match RequestInfo::of(path) {
+        Some(info) => authorize(
+            ctx,
+            &Attributes {
+                user,
+                verb: resource_verb(method, !info.name.is_empty(), query.flag("watch")),
+                api_group: &registered.group,
+                resource: info.resource,
+                subresource: info.subresource,
+                namespace: info.namespace,
+                name: info.name,
+                path: "",
+                field_selector: query.get("fieldSelector").unwrap_or(""),
+            },
+        )?,
+        None => authorize_path(ctx, user, method, path)?,
+    }
+    let unavailable = || proxy::plain_error(StatusCode::SERVICE_UNAVAILABLE, "service unavailable");
+    let Some(svc) = registered.service.as_ref().filter(|_| registered.available) else {
+        return Ok(unavailable());
+    };
+    let endpoint = match proxy::resolve(&ctx.store, svc) {
+        Ok(e) => e,
+        Err(e) => {
+            tracing::warn!(apiservice = %registered.name, error = %e, "no endpoint to proxy to");
+            return Ok(unavailable());
+        }
+    };
+    let body = read_body(&headers, body).await?;
+    let path_and_query = uri.path_and_query().map_or(path, |p| p.as_str());
+    Ok(proxy::forward(
+        registered,
+        &endpoint,
+        method.clone(),
+        path_and_query,
+        &headers,
+        axum::body::Body::from(body),
+        user,
+    )
+    .await)
+}
+
 /// Refuses (405) a verb the resource does not serve, e.g. listing `bindings` or getting a
 /// `selfsubjectaccessreview`, as upstream does.
 fn check_verb(req: &ApiRequest, method: &Method) -> ApiResult<()> {
@@ -718,15 +780,23 @@ fn discovery_response(ctx: &Ctx, route: Route, answer: Answer) -> ApiResult<Resp
             aggregated(discovery::aggregated_core())
         }
         Route::Groups if answer == Answer::AggregatedDiscovery => {
-            aggregated(discovery::aggregated_groups_with(&custom))
+            let mut list = discovery::aggregated_groups_with(&custom);
+            crate::apiregistration::discovery::merge_aggregated(&ctx.apiservices, &mut list);
+            aggregated(list)
         }
         Route::CoreVersions => {
             json_response(StatusCode::OK, &discovery::api_versions(&ctx.address))
         }
-        Route::Groups => json_response(StatusCode::OK, &discovery::api_group_list_with(&custom)),
+        Route::Groups => {
+            let mut list = discovery::api_group_list_with(&custom);
+            crate::apiregistration::discovery::merge_group_list(&ctx.apiservices, &mut list);
+            json_response(StatusCode::OK, &list)
+        }
         Route::Group(g) => json_response(
             StatusCode::OK,
-            &discovery::api_group_with(&g, &custom).ok_or(ApiError::NoRoute)?,
+            &discovery::api_group_with(&g, &custom)
+                .or_else(|| crate::apiregistration::discovery::group(&ctx.apiservices, &g))
+                .ok_or(ApiError::NoRoute)?,
         ),
         Route::GroupVersion(g, v) => json_response(
             StatusCode::OK,

@@ -182,6 +182,80 @@ fn generate(hosts: &[String]) -> Result<Credentials, TlsError> {
     })
 }
 
+/// The aggregator's client identity towards extension API servers (upstream's front proxy):
+/// a CA of its own, published as `requestheader-client-ca-file`, and the
+/// `front-proxy-client` certificate it signed, which berth presents when it forwards a
+/// request with the caller's `X-Remote-*` headers.
+#[derive(Clone, Debug)]
+pub struct FrontProxy {
+    pub ca_pem: String,
+    pub cert_pem: String,
+    pub key_pem: String,
+}
+
+/// The common name of the front proxy's client certificate (`requestheader-allowed-names`).
+pub const FRONT_PROXY_CLIENT: &str = "front-proxy-client";
+
+/// Loads the front proxy's CA and client certificate from `dir`, creating them on first
+/// start (`front-proxy-ca.crt`, `front-proxy-client.crt`, `front-proxy-client.key`; the
+/// CA's key is not kept: nothing else is ever signed with it).
+pub fn load_or_create_front_proxy(dir: &Path) -> Result<FrontProxy, TlsError> {
+    use rcgen::{
+        BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer,
+        KeyPair, KeyUsagePurpose,
+    };
+    create_private_dir(dir)?;
+    let files = [
+        "front-proxy-ca.crt",
+        "front-proxy-client.crt",
+        "front-proxy-client.key",
+    ]
+    .map(|f| dir.join(f));
+    if let [Some(ca_pem), Some(cert_pem), Some(key_pem)] =
+        [read(&files[0])?, read(&files[1])?, read(&files[2])?]
+    {
+        return Ok(FrontProxy {
+            ca_pem,
+            cert_pem,
+            key_pem,
+        });
+    }
+    let err = |e: rcgen::Error| TlsError::Generate(e.to_string());
+    let ca_key = KeyPair::generate().map_err(err)?;
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(err)?;
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, "berth-front-proxy-ca");
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    let ca_cert = ca_params.self_signed(&ca_key).map_err(err)?;
+    let issuer = Issuer::new(ca_params, ca_key);
+    let key = KeyPair::generate().map_err(err)?;
+    let mut params = CertificateParams::new(Vec::<String>::new()).map_err(err)?;
+    params
+        .distinguished_name
+        .push(DnType::CommonName, FRONT_PROXY_CLIENT);
+    params.key_usages = vec![
+        KeyUsagePurpose::DigitalSignature,
+        KeyUsagePurpose::KeyEncipherment,
+    ];
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    let cert = params.signed_by(&key, &issuer).map_err(err)?;
+    let proxy = FrontProxy {
+        ca_pem: ca_cert.pem(),
+        cert_pem: cert.pem(),
+        key_pem: key.serialize_pem(),
+    };
+    write(&files[0], &proxy.ca_pem)?;
+    write(&files[1], &proxy.cert_pem)?;
+    write_private(&files[2], &proxy.key_pem)?;
+    Ok(proxy)
+}
+
 /// A client certificate and key (PEM) for `user` in `groups`, signed by berth's CA (CN = the
 /// user, one O per group), valid as long as the CA (rcgen's default validity, as the
 /// serving certificate).

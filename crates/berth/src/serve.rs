@@ -331,7 +331,12 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
         h => h.to_string(),
     };
     let url = format!("https://{host}:{port}");
+    let creds = tls::load_or_create(&args.data_dir, std::slice::from_ref(&host))?;
+    // The aggregator's client certificate towards extension API servers.
+    let front_proxy = tls::load_or_create_front_proxy(&args.data_dir)?;
     let server = ApiServer::new(store, clock.clone(), format!("{host}:{port}"))
+        .with_front_proxy(&front_proxy, &creds.ca_pem)
+        .map_err(|e| anyhow::anyhow!("the front proxy's client certificate: {e}"))?
         .with_admission(&admission)?
         .with_service_ranges(
             &args.service_cluster_ip_range,
@@ -370,6 +375,7 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
     let history_age = args.etcd.etcd_compaction_interval;
     let embedded = args.etcd.etcd_servers.is_empty();
     server.spawn_compactor((embedded && !history_age.is_zero()).then_some(history_age));
+    server.spawn_aggregator();
     // Every supervised loop's restarts, whichever component it is, at /metrics.
     let loops_health = server.loop_health();
     server.add_metrics_source(
@@ -380,7 +386,6 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
     let master_disable = crate::master_config::disable_preemption(args.master_config.as_deref())?;
     server.set_pod_priority_disabled(master_disable);
 
-    let creds = tls::load_or_create(&args.data_dir, std::slice::from_ref(&host))?;
     let kubeconfig = tls::write_kubeconfig(&args.data_dir, &url, &creds)?;
     let config = tls::server_config(&creds)?;
     tokio::spawn(berth_apiserver::listener::serve(

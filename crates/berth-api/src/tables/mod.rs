@@ -4,6 +4,7 @@
 //! which kubectl hides unless `-o wide`.
 
 mod admission;
+mod apiregistration;
 mod autoscaling;
 mod custom;
 mod event;
@@ -139,6 +140,7 @@ pub fn columns(kind: TableKind) -> &'static [Column] {
         TableKind::User => openshift::USER_COLUMNS,
         TableKind::Group => openshift::GROUP_COLUMNS,
         TableKind::MachineConfigPool => openshift::MACHINE_CONFIG_POOL_COLUMNS,
+        TableKind::ApiService => apiregistration::API_SERVICE_COLUMNS,
         TableKind::Custom(custom) => custom.columns,
     }
 }
@@ -190,6 +192,7 @@ pub fn cells(kind: TableKind, obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
         TableKind::User => openshift::user_cells(obj),
         TableKind::Group => openshift::group_cells(obj),
         TableKind::MachineConfigPool => openshift::machine_config_pool_cells(obj, now),
+        TableKind::ApiService => apiregistration::api_service_cells(obj, now),
         TableKind::Custom(custom) => custom::cells(custom, obj, now),
     }
 }

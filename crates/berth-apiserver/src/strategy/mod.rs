@@ -20,6 +20,7 @@ use berth_core::validation::{self as v, FieldError};
 use serde_json::Value;
 
 mod admissionregistration;
+pub(crate) mod apiregistration;
 mod autoscaling;
 mod certificates;
 mod config_data;
@@ -185,6 +186,11 @@ static STRATEGIES: &[(&str, &str, &dyn Strategy)] = &[
         "flowcontrol.apiserver.k8s.io",
         "PriorityLevelConfiguration",
         &flowcontrol::PriorityLevelConfiguration,
+    ),
+    (
+        "apiregistration.k8s.io",
+        "APIService",
+        &apiregistration::ApiService,
     ),
 ];
 

@@ -149,6 +149,26 @@ pub fn dns1123_label(value: &str) -> Vec<String> {
     errs
 }
 
+const DNS1035_LABEL_FMT: &str = "[a-z]([-a-z0-9]*[a-z0-9])?";
+const DNS1035_LABEL_MSG: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character";
+
+/// Upstream `IsDNS1035Label` (service names, an APIService's version).
+pub fn dns1035_label(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if value.len() > DNS1123_LABEL_MAX_LENGTH {
+        errs.push(max_len_error(DNS1123_LABEL_MAX_LENGTH));
+    }
+    let starts_alpha = value.as_bytes().first().is_some_and(u8::is_ascii_lowercase);
+    if !starts_alpha || !matches_dns1123_label(value) {
+        errs.push(regex_error(
+            DNS1035_LABEL_MSG,
+            DNS1035_LABEL_FMT,
+            &["my-name", "abc-123"],
+        ));
+    }
+    errs
+}
+
 /// Upstream `IsDNS1123Subdomain` (most object names, label key prefixes).
 pub fn dns1123_subdomain(value: &str) -> Vec<String> {
     let mut errs = Vec::new();
