@@ -126,7 +126,13 @@ fn default_spec(pod: &mut Value) {
             spec[field] = value;
         }
     }
-    if spec.get("serviceAccountName").is_none_or(Value::is_null) {
+    // Upstream names the `default` account in its ServiceAccount admission, which skips mirror
+    // pods: a kubelet's mirror of a static pod has none (NodeRestriction refuses one that has).
+    let mirror = pod["metadata"]["annotations"]
+        .get("kubernetes.io/config.mirror")
+        .is_some();
+    let spec = &mut pod["spec"];
+    if !mirror && spec.get("serviceAccountName").is_none_or(Value::is_null) {
         // The deprecated `serviceAccount` names the account when `serviceAccountName` does not.
         let name = match spec["serviceAccount"].as_str() {
             Some(n) if !n.is_empty() => n.to_string(),
