@@ -141,7 +141,7 @@ impl EventSink for QueuedWriter {
     fn record(&self, events: Vec<KubeletEvent>) {
         if self.queue.try_send(events).is_err() {
             let n = self.dropped.fetch_add(1, Ordering::Relaxed);
-            if n % 1000 == 0 {
+            if n.is_multiple_of(1000) {
                 tracing::warn!(dropped = n + 1, "kubelet event queue full: events dropped");
             }
         }

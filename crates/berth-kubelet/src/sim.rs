@@ -549,7 +549,8 @@ impl Sim {
                 .collect();
             changes.extend(victims.into_iter().filter_map(|(key, container)| {
                 let p = m.pods.get_mut(&key)?;
-                if p.backing_off(now) {
+                // Waiting out its back-off, or started again on this pass: not running yet.
+                if p.backing_off(now) || p.started_at == now {
                     return None;
                 }
                 // Exit code 137 is a failure: restarted unless the policy is Never, after

@@ -303,3 +303,20 @@ fn default_container(c: &mut Value) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_mirror_pod_gets_no_service_account() {
+        let mut plain = json!({"spec": {"containers": [{"name": "c", "image": "i"}]}});
+        default_spec(&mut plain);
+        assert_eq!(plain["spec"]["serviceAccountName"], "default");
+        let mut mirror = json!({
+            "metadata": {"annotations": {"kubernetes.io/config.mirror": "h"}},
+            "spec": {"containers": [{"name": "c", "image": "i"}]}});
+        default_spec(&mut mirror);
+        assert!(mirror["spec"].get("serviceAccountName").is_none());
+    }
+}

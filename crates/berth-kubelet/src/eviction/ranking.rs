@@ -134,7 +134,7 @@ pub fn rank_with_priority(pods: &[Candidate], resource: Resource) -> Vec<usize> 
         match resource {
             Resource::Pids => (false, p.priority, -usage, p.key.clone()),
             _ => (
-                !(usage > request),
+                usage <= request,
                 p.priority,
                 -(usage - request),
                 p.key.clone(),
