@@ -15,6 +15,10 @@
 //! server's node proxy and pod log routes.
 //! Each pass also puts its node's conditions right if the API shows otherwise (for instance
 //! `Unknown`, written by the node lifecycle controller while the node was silent).
+//! The kubelets record upstream's events ([`events`]: `Pulling`, `Pulled`, `Created`, `Started`,
+//! `Killing`, `BackOff`, `Evicted`, the node's `Starting`, `NodeReady`, ...) through a bounded,
+//! paced queue off the pod path; answer `/configz` ([`configz`]); and mirror their pool's static
+//! pods in the API ([`static_pods`]).
 //! The decisions are pure ([`eviction`], [`model`], [`status`]); the driver only carries them out.
 //! Condition taints are the node lifecycle controller's, not the kubelet's.
 //!
