@@ -40,6 +40,7 @@ pub fn router(sim: Arc<Sim>) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
         .route("/stats/summary", get(stats_summary))
+        .route("/configz", get(configz))
         .route("/metrics/resource", get(metrics_resource))
         .route(
             "/containerLogs/{namespace}/{pod}/{container}",
@@ -98,6 +99,14 @@ async fn healthz(State(sim): State<Arc<Sim>>, headers: HeaderMap) -> Response {
 async fn stats_summary(State(sim): State<Arc<Sim>>, headers: HeaderMap) -> Response {
     match node(&sim, &headers).map(|n| sim.summary(&n)) {
         Ok(Some(s)) => axum::Json(s).into_response(),
+        Ok(None) => not_found().await,
+        Err(r) => r,
+    }
+}
+
+async fn configz(State(sim): State<Arc<Sim>>, headers: HeaderMap) -> Response {
+    match node(&sim, &headers).map(|n| sim.configz(&n)) {
+        Ok(Some(c)) => axum::Json(c).into_response(),
         Ok(None) => not_found().await,
         Err(r) => r,
     }

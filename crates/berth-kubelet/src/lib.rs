@@ -15,6 +15,10 @@
 //! server's node proxy and pod log routes.
 //! Each pass also puts its node's conditions right if the API shows otherwise (for instance
 //! `Unknown`, written by the node lifecycle controller while the node was silent).
+//! The kubelets record upstream's events ([`events`]: `Pulling`, `Pulled`, `Created`, `Started`,
+//! `Killing`, `BackOff`, `Evicted`, the node's `Starting`, `NodeReady`, ...) through a bounded,
+//! paced queue off the pod path; answer `/configz` ([`configz`]); and mirror their pool's static
+//! pods in the API ([`static_pods`]).
 //! The decisions are pure ([`eviction`], [`model`], [`status`]); the driver only carries them out.
 //! Condition taints are the node lifecycle controller's, not the kubelet's.
 //!
@@ -30,9 +34,11 @@ pub mod allocatable;
 pub mod clients;
 pub mod commands;
 pub mod config;
+pub mod configz;
 pub mod container_exit;
 pub mod deadline;
 pub mod endpoints;
+pub mod events;
 pub mod eviction;
 pub mod failures;
 pub mod finish;
@@ -48,6 +54,7 @@ pub mod running;
 pub mod share;
 pub mod sim;
 pub mod simulate;
+pub mod static_pods;
 pub mod status;
 pub mod summary;
 pub mod usage;
@@ -239,13 +246,34 @@ impl Kubelet {
         }
         let configs = self.nodes.clone();
         let models = self.nodes.into_iter().map(model::NodeModel::new).collect();
-        let sim = Arc::new(sim::Sim::new(
-            clients.clone(),
-            models,
-            self.housekeeping_interval,
-            self.clock,
-            hosted.clone(),
-        ));
+        let writer_clients = clients.clone();
+        let events =
+            events::QueuedWriter::start(move |host| writer_clients.node(host), self.clock.clone());
+        let sim = Arc::new(
+            sim::Sim::new(
+                clients.clone(),
+                models,
+                self.housekeeping_interval,
+                self.clock,
+                hosted.clone(),
+                events,
+            )
+            .status_update_every(self.lease_renew_interval),
+        );
+        // The nodes registered above (shared ones start as this replica takes them).
+        let started = if hosted.shared() { 0 } else { configs.len() };
+        for config in &configs[..started] {
+            let at = sim.clock().timestamp();
+            sim.events()
+                .record(events::node_starting(&config.name, &at));
+            if !config.static_pods.is_empty() {
+                tokio::spawn(create_mirror_pods(
+                    clients.node(&config.name),
+                    config.clone(),
+                    sim.clock().clone(),
+                ));
+            }
+        }
         let leases = Arc::new(share::NodeLeases::default());
         let holder = self.sharing.as_ref().map(|s| s.replica.clone());
         let renewing = (
@@ -358,6 +386,15 @@ impl share::Host for Homes {
                 return false;
             }
             pods.sim.run_here(&name);
+            let at = clock.timestamp();
+            pods.sim.events().record(events::node_starting(&name, &at));
+            if !config.static_pods.is_empty() {
+                tokio::spawn(create_mirror_pods(
+                    clients.node(&name),
+                    config.clone(),
+                    clock.clone(),
+                ));
+            }
             pods.catch_up(name).await;
             true
         })
@@ -370,6 +407,42 @@ impl share::Host for Homes {
 
     fn client(&self, node: &str) -> kube::Client {
         self.pods.clients.node(node)
+    }
+}
+
+/// Creates the mirror pods of the node's static pods ([`static_pods`]) with the node's own
+/// client; one that exists already (a restart) is left as it is.
+async fn create_mirror_pods(client: kube::Client, config: NodeConfig, clock: Clock) {
+    let nodes: Api<Node> = Api::all(client.clone());
+    let uid = match nodes.get(&config.name).await {
+        Ok(n) => n.metadata.uid.unwrap_or_default(),
+        Err(e) => {
+            tracing::warn!(node = %config.name, error = %e, "reading the node for its mirror pods failed");
+            return;
+        }
+    };
+    for manifest in &config.static_pods {
+        let mirror = static_pods::mirror_pod(manifest, &config.name, &uid, &clock.timestamp());
+        let ns = mirror["metadata"]["namespace"]
+            .as_str()
+            .unwrap_or("default");
+        let pod: Pod = match serde_json::from_value(mirror.clone()) {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::warn!(node = %config.name, error = %e, "a static pod manifest is not a pod");
+                continue;
+            }
+        };
+        let api: Api<Pod> = Api::namespaced(client.clone(), ns);
+        match api.create(&kube::api::PostParams::default(), &pod).await {
+            Ok(_) => {
+                tracing::info!(node = %config.name, pod = ?pod.metadata.name, "mirror pod created")
+            }
+            Err(kube::Error::Api(e)) if e.code == 409 => {}
+            Err(e) => {
+                tracing::warn!(node = %config.name, pod = ?pod.metadata.name, error = %e, "creating a mirror pod failed")
+            }
+        }
     }
 }
 
@@ -443,6 +516,7 @@ impl PodRunner {
                 self.sim.clock(),
                 &self.runs,
                 self.sim.hosted(),
+                self.sim.events().clone(),
             );
             pods::arm_deadline(&client, &pod, self.sim.clock(), &self.deadlines);
             tokio::spawn(pods::reconcile(

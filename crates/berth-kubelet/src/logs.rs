@@ -85,10 +85,11 @@ pub fn log(
                 spec.image
             ),
         ));
-        lines.push((
-            ended,
-            format!("berth: container {container} was OOM-killed (exit code 137)"),
-        ));
+        let how = pod
+            .last_exit
+            .as_deref()
+            .unwrap_or("was OOM-killed (exit code 137)");
+        lines.push((ended, format!("berth: container {container} {how}")));
     } else {
         if let Some(t) = pod.scheduled_at {
             lines.push((

@@ -275,8 +275,8 @@ fn running_status(pod: &Pod, started: &str, now: &str) -> Option<serde_json::Val
     let spec = pod.spec.as_ref()?;
     let node = spec.node_name.clone()?;
     let uid = pod.uid().unwrap_or_default();
-    let ip = pod_ip(&uid);
     let host_ip = node_ip(&node);
+    let ip = pod_ip_of(spec, &uid, &host_ip);
     let unready = probes::delayed_containers(spec);
     let containers: Vec<_> = spec
         .containers
@@ -356,7 +356,7 @@ fn init_failed_status(
     let node = spec.node_name.clone()?;
     let uid = pod.uid().unwrap_or_default();
     let host_ip = node_ip(&node);
-    let ip = pod_ip(&uid);
+    let ip = pod_ip_of(spec, &uid, &host_ip);
     let never = spec.restart_policy.as_deref() == Some("Never");
     let (index, exit_code) = *failed;
     let inits = spec.init_containers.as_deref().unwrap_or_default();
@@ -433,6 +433,16 @@ fn init_failed_status(
     }}))
 }
 
+/// The pod's IP: the node's for a `hostNetwork` pod (it shares the node's network namespace,
+/// as upstream reports it), else [`pod_ip`].
+fn pod_ip_of(spec: &k8s_openapi::api::core::v1::PodSpec, uid: &str, host_ip: &str) -> String {
+    if spec.host_network == Some(true) {
+        host_ip.to_string()
+    } else {
+        pod_ip(uid)
+    }
+}
+
 /// A stable pod IP in 10.244.0.0/16 derived from the pod's uid.
 fn pod_ip(uid: &str) -> String {
     let h = uid
@@ -466,6 +476,7 @@ pub fn start_run(
     clock: &Clock,
     runs: &Arc<Mutex<HashSet<String>>>,
     hosted: Arc<crate::share::Hosted>,
+    events: crate::events::Events,
 ) {
     let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
     if pod.metadata.deletion_timestamp.is_some() || matches!(phase, Some("Succeeded" | "Failed")) {
@@ -501,7 +512,7 @@ pub fn start_run(
     // A run whose node moved to another replica stops here; the new owner runs it on.
     let here = move || hosted.runs(&node);
     tokio::spawn(async move {
-        run_containers(&api, &name, &uid, run, &policy, &clock, &here).await;
+        run_containers(&api, &name, &uid, run, &policy, &clock, &here, &events).await;
         runs.lock().expect("runs").remove(&uid);
     });
 }
@@ -527,6 +538,7 @@ fn derived_run(pod: &Pod) -> Option<Run> {
 
 /// Runs the containers of one pod to their exit, and again after each restart its
 /// `restartPolicy` calls for, until the pod ends or is deleted.
+#[allow(clippy::too_many_arguments)]
 async fn run_containers(
     api: &Api<Pod>,
     name: &str,
@@ -535,6 +547,7 @@ async fn run_containers(
     policy: &str,
     clock: &Clock,
     here: &(dyn Fn() -> bool + Send + Sync),
+    events: &crate::events::Events,
 ) {
     let mut restarts = 0;
     let ran = run.after;
@@ -562,7 +575,7 @@ async fn run_containers(
         let AfterExit::Restart(backoff) = after else {
             return;
         };
-        post_backoff(api, &pod, clock).await;
+        post_backoff(events, &pod, clock);
         clock.sleep(backoff).await;
         if !here() {
             return;
@@ -585,8 +598,7 @@ async fn run_containers(
 
 /// Records the `BackOff` warning of each of the pod's containers, as the kubelet does when it
 /// holds a restart back.
-async fn post_backoff(api: &Api<Pod>, pod: &serde_json::Value, clock: &Clock) {
-    let client = api.clone().into_client();
+fn post_backoff(events: &crate::events::Events, pod: &serde_json::Value, clock: &Clock) {
     let meta = &pod["metadata"];
     let text = |v: &serde_json::Value| v.as_str().unwrap_or("").to_string();
     let (ns, name, uid) = (
@@ -605,7 +617,7 @@ async fn post_backoff(api: &Api<Pod>, pod: &serde_json::Value, clock: &Clock) {
                               "uid": uid, "fieldPath": format!("spec.containers{{{container}}}")});
         let message = finish::backoff_message(&container, &name, &ns, &uid);
         crate::sim::post_event(
-            &client,
+            events,
             clock,
             &ns,
             involved,
@@ -614,8 +626,7 @@ async fn post_backoff(api: &Api<Pod>, pod: &serde_json::Value, clock: &Clock) {
             &message,
             &node,
             Default::default(),
-        )
-        .await;
+        );
     }
 }
 
@@ -849,5 +860,15 @@ mod tests {
         assert_eq!(ready["status"], "False");
         assert_eq!(ready["message"], "containers with unready status: [probed]");
         assert_eq!(readiness_delay(&p), Duration::from_secs(5));
+    }
+
+    #[test]
+    fn a_host_network_pod_has_the_node_ip() {
+        let spec = |host: bool| json!({"nodeName": "node-3", "hostNetwork": host, "containers": [{"name": "c", "image": "nginx"}]});
+        let s = &running_status(&pod(spec(true)), "t0", "t1").unwrap()["status"];
+        assert_eq!(s["podIP"], s["hostIP"]);
+        assert_eq!(s["podIPs"], json!([{"ip": "10.0.0.4"}]));
+        let s = &running_status(&pod(spec(false)), "t0", "t1").unwrap()["status"];
+        assert_ne!(s["podIP"], s["hostIP"]);
     }
 }

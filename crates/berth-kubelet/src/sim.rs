@@ -8,8 +8,8 @@ use crate::model::{NodeModel, Phase, PodState, Rejection};
 use crate::simulate::{Simulate, SIMULATE_ANNOTATION};
 use crate::status::{ConditionWrite, Readiness, Shown, StatusSync, READY_FALSE, READY_TRUE};
 use berth_core::clock::Clock;
-use k8s_openapi::api::core::v1::{Event, Node, Pod};
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::api::{Api, Patch, PatchParams};
 use kube::ResourceExt;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
@@ -32,12 +32,20 @@ pub struct Sim {
     program_output: std::sync::OnceLock<crate::commands::ProgramOutput>,
     /// The nodes whose kubelets run in this process now (all, unless shared among replicas).
     hosted: Arc<crate::share::Hosted>,
+    /// Where the kubelets' events go (written off the housekeeping path).
+    events: crate::events::Events,
+    /// Each node's `spec.unschedulable` as last seen (its change is an event).
+    unschedulable: Mutex<HashMap<String, bool>>,
+    /// How often the kubelets report their status (the lease renewal interval).
+    status_update: Duration,
 }
 
 /// One node's housekeeping memory between passes.
 #[derive(Default)]
 struct PassState {
     status: StatusSync,
+    /// When (cluster time) the node's conditions were last posted (registration: zero).
+    reported_at: Duration,
 }
 
 impl Sim {
@@ -47,6 +55,7 @@ impl Sim {
         interval: Duration,
         clock: Clock,
         hosted: Arc<crate::share::Hosted>,
+        events: crate::events::Events,
     ) -> Sim {
         Sim {
             clients,
@@ -61,7 +70,21 @@ impl Sim {
             modes: Mutex::new(HashMap::new()),
             program_output: std::sync::OnceLock::new(),
             hosted,
+            events,
+            unschedulable: Mutex::new(HashMap::new()),
+            status_update: crate::DEFAULT_LEASE_RENEW_INTERVAL,
         }
+    }
+
+    /// How often the kubelets report their status (their `nodeStatusUpdateFrequency`).
+    pub fn status_update_every(mut self, every: Duration) -> Sim {
+        self.status_update = every;
+        self
+    }
+
+    /// Where the kubelets' events go.
+    pub fn events(&self) -> &crate::events::Events {
+        &self.events
     }
 
     /// The nodes whose kubelets run here now.
@@ -133,6 +156,21 @@ impl Sim {
             .unwrap_or_default();
         if before != wanted {
             tracing::info!(node = %name, from = %before, to = %wanted, "simulated node behaviour changed");
+        }
+        let cordoned = node
+            .spec
+            .as_ref()
+            .and_then(|s| s.unschedulable)
+            .unwrap_or(false);
+        let was = self
+            .unschedulable
+            .lock()
+            .expect("unschedulable nodes")
+            .insert(name.clone(), cordoned);
+        if was.is_some_and(|w| w != cordoned) && self.runs_here(name) {
+            let at = self.clock.timestamp();
+            self.events
+                .one(crate::events::schedulable(name, cordoned, &at));
         }
         let shown = Shown {
             resource_version: node
@@ -212,7 +250,17 @@ impl Sim {
     pub fn summary(&self, node: &str) -> Option<Value> {
         let now = self.now();
         let m = self.nodes.get(node)?.lock().expect("node model");
-        Some(crate::summary::summary(&m, now, &self.clock.timestamp()))
+        Some(crate::summary::summary(&m, now, self.clock.now()))
+    }
+
+    /// The node's kubelet configuration (`/configz`).
+    pub fn configz(&self, node: &str) -> Option<Value> {
+        let m = self.nodes.get(node)?.lock().expect("node model");
+        Some(crate::configz::configz(
+            &m.config,
+            self.interval,
+            self.status_update,
+        ))
     }
 
     /// A container's log now (`/containerLogs`); `pod` is `namespace/name`.
@@ -307,8 +355,16 @@ impl Sim {
             let mut rejection = None;
             match m.pods.get(&st.key) {
                 Some(old) if old.uid == st.uid => {
-                    st.started_at = old.started_at;
-                    st.restarts = old.restarts;
+                    // A restart the status reports (a run that exited and started again)
+                    // starts a new run; otherwise the run goes on.
+                    if st.restarts <= old.restarts {
+                        st.started_at = old.started_at;
+                        st.restarts = old.restarts;
+                        st.last_exit = old.last_exit.clone();
+                    }
+                    st.backoff_until = old.backoff_until;
+                    st.backoff_steps = old.backoff_steps;
+                    st.admitted_at = old.admitted_at;
                     st.dead_reclaimed = old.dead_reclaimed;
                     st.ended = old.ended.clone();
                     // As the pod first arrived: bound by a scheduler, or placed by its
@@ -332,6 +388,18 @@ impl Sim {
             }
             let proceed = st.phase != Phase::Terminated || deleting;
             let key = st.key.clone();
+            let was = m
+                .pods
+                .get(&key)
+                .filter(|old| old.uid == st.uid)
+                .map(|old| old.phase);
+            // A pod that started before (the node caught up with it) has had its events.
+            let was = match was {
+                None if !value["status"]["startTime"].is_null() => Some(st.phase),
+                was => was,
+            };
+            let events = lifecycle_events(&m, was, &st, &node, &self.clock.timestamp());
+            self.events.record(events);
             m.pods.insert(key.clone(), st);
             m.pull_images(&key);
             match rejection {
@@ -393,11 +461,10 @@ impl Sim {
             tracing::debug!(pod = %pod.name_any(), error = %e, "rejecting pod failed");
         }
         tracing::info!(pod = %pod.name_any(), node, reason = %r.reason, "pod rejected by kubelet admission");
-        self.pod_event(pod, node, &r.reason, &r.message, BTreeMap::new())
-            .await;
+        self.pod_event(pod, node, &r.reason, &r.message, BTreeMap::new());
     }
 
-    async fn pod_event(
+    fn pod_event(
         &self,
         pod: &Pod,
         node: &str,
@@ -408,7 +475,7 @@ impl Sim {
         let ns = pod.namespace().unwrap_or_default();
         let involved = json!({"kind": "Pod", "apiVersion": "v1", "namespace": ns, "name": pod.name_any(), "uid": pod.uid()});
         post_event(
-            &self.clients.node(node),
+            &self.events,
             &self.clock,
             &ns,
             involved,
@@ -417,8 +484,7 @@ impl Sim {
             message,
             node,
             annotations,
-        )
-        .await;
+        );
     }
 
     /// Runs every node's housekeeping loop until one stops (a panic is carried on), then
@@ -458,7 +524,7 @@ impl Sim {
         };
         let now = self.now();
         let model = &self.nodes[node];
-        let (d, deleted, oom, images) = {
+        let (d, deleted, changes, images) = {
             let mut m = model.lock().expect("node model");
             // Containers over their own limit first (their cgroup's OOM killer), else the
             // node's OOM killer if the node as a whole is out of memory.
@@ -466,37 +532,71 @@ impl Sim {
             if victims.is_empty() {
                 victims.extend(m.oom_victim(now));
             }
-            let oom: Vec<_> = victims
-                .into_iter()
-                .filter_map(|(key, container)| {
-                    let p = m.pods.get_mut(&key)?;
-                    p.restarts += 1;
+            // Containers whose back-off passed start again.
+            let mut changes: Vec<ContainerChange> = m
+                .pods
+                .values_mut()
+                .filter(|p| p.phase == Phase::Running)
+                .filter(|p| p.backoff_until.is_some_and(|t| t <= now))
+                .map(|p| {
+                    p.backoff_until = None;
                     p.started_at = now;
-                    // Exit code 137 is a failure: restarted unless the policy is Never.
-                    let fails = p.restart_policy == "Never";
-                    if fails {
-                        p.phase = Phase::Terminated;
-                        p.ended = Some(format!(
-                            "container {container} was OOM-killed (exit code 137)"
-                        ));
+                    let container = p.containers.first().map(|c| c.name.clone());
+                    ContainerChange::Restarted {
+                        key: p.key.clone(),
+                        container: container.unwrap_or_default(),
                     }
-                    Some((key, container, p.restarts, fails))
                 })
                 .collect();
+            changes.extend(victims.into_iter().filter_map(|(key, container)| {
+                let p = m.pods.get_mut(&key)?;
+                // Waiting out its back-off, or started again on this pass: not running yet.
+                if p.backing_off(now) || p.started_at == now {
+                    return None;
+                }
+                // Exit code 137 is a failure: restarted unless the policy is Never, after
+                // upstream's CrashLoopBackOff.
+                let fails = p.restart_policy == "Never";
+                let backoff = p.next_backoff(now);
+                p.restarts += 1;
+                p.started_at = now;
+                p.last_exit = Some("was OOM-killed (exit code 137)".into());
+                if fails {
+                    p.phase = Phase::Terminated;
+                    p.ended = Some(format!(
+                        "container {container} was OOM-killed (exit code 137)"
+                    ));
+                } else {
+                    p.backoff_until = Some(now + backoff);
+                }
+                Some(ContainerChange::OomKilled {
+                    key,
+                    container,
+                    restarts: p.restarts,
+                    backoff: (!fails).then_some(backoff),
+                })
+            }));
             let (d, deleted) = m.housekeeping(now);
             if let Some(e) = &d.eviction {
                 if let Some(p) = m.pods.get_mut(&e.pod) {
                     p.phase = Phase::Terminating;
                 }
             }
-            (d, deleted, oom, crate::node::images_status(&m.images))
+            (d, deleted, changes, crate::node::images_status(&m.images))
         };
         let shown = self.shown.lock().expect("shown nodes").get(node).cloned();
         let writes = state.status.writes(&d.conditions, ready, shown.as_ref());
-        if !writes.is_empty() {
+        // Upstream posts the status on a change, and at least every
+        // nodeStatusReportFrequency otherwise: every condition's heartbeat is refreshed.
+        let due =
+            now.saturating_sub(state.reported_at) >= crate::configz::NODE_STATUS_REPORT_FREQUENCY;
+        if !writes.is_empty() || due {
             if let Some(version) = self.publish_conditions(node, &writes).await {
-                state.status.written(&d.conditions, ready, version);
-                tracing::info!(node, conditions = ?d.conditions, "node conditions posted");
+                state.reported_at = now;
+                if !writes.is_empty() {
+                    state.status.written(&d.conditions, ready, version);
+                    tracing::info!(node, conditions = ?d.conditions, "node conditions posted");
+                }
             }
         }
         if !deleted.is_empty() {
@@ -512,7 +612,7 @@ impl Sim {
                 let involved = json!({"kind": "Node", "name": node, "uid": node});
                 let msg = format!("Attempting to reclaim {}", resource.name());
                 post_event(
-                    &self.clients.node(node),
+                    &self.events,
                     &self.clock,
                     "default",
                     involved,
@@ -521,16 +621,16 @@ impl Sim {
                     &msg,
                     node,
                     BTreeMap::new(),
-                )
-                .await;
+                );
             }
         }
-        for (key, container, restarts, fails) in oom {
-            self.oom_kill(node, &key, &container, restarts, fails).await;
+        for change in changes {
+            self.container_change(node, change).await;
         }
         if let Some(e) = d.eviction {
             tokio::spawn(evict(
                 self.clients.node(node),
+                self.events.clone(),
                 self.clock.clone(),
                 model.clone(),
                 node.to_string(),
@@ -539,16 +639,11 @@ impl Sim {
         }
     }
 
-    /// Writes the conditions and posts their events; returns the node's new resourceVersion.
+    /// Writes the conditions that changed, refreshes every condition's heartbeat, and posts
+    /// the changes' events; returns the node's new resourceVersion.
     async fn publish_conditions(&self, node: &str, writes: &[ConditionWrite]) -> Option<u64> {
         let ts = self.clock.timestamp();
-        let conds: Vec<Value> = writes
-            .iter()
-            .map(|w| {
-                json!({"type": w.type_, "status": w.status, "reason": w.reason, "message": w.message,
-                       "lastHeartbeatTime": ts, "lastTransitionTime": ts})
-            })
-            .collect();
+        let conds = condition_patch(writes, &ts);
         let api: Api<Node> = Api::all(self.clients.node(node));
         let patch = json!({"status": {"conditions": conds}});
         let written = match api
@@ -566,7 +661,7 @@ impl Sim {
                 let involved = json!({"kind": "Node", "name": node, "uid": node});
                 let msg = format!("Node {node} status is now: {reason}");
                 post_event(
-                    &self.clients.node(node),
+                    &self.events,
                     &self.clock,
                     "default",
                     involved,
@@ -575,8 +670,7 @@ impl Sim {
                     &msg,
                     node,
                     BTreeMap::new(),
-                )
-                .await;
+                );
             }
         }
         Some(
@@ -589,7 +683,12 @@ impl Sim {
         )
     }
 
-    async fn oom_kill(&self, node: &str, key: &str, container: &str, restarts: i32, fails: bool) {
+    /// Writes a container's OOM kill (and its back-off), or its restart after the back-off.
+    async fn container_change(&self, node: &str, change: ContainerChange) {
+        let (key, container) = match &change {
+            ContainerChange::OomKilled { key, container, .. }
+            | ContainerChange::Restarted { key, container } => (key.clone(), container.clone()),
+        };
         let Some((ns, name)) = key.split_once('/') else {
             return;
         };
@@ -601,38 +700,35 @@ impl Sim {
         let Ok(v) = serde_json::to_value(&pod) else {
             return;
         };
-        let mut statuses = v["status"]["containerStatuses"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
-        for s in statuses.iter_mut().filter(|s| s["name"] == container) {
-            let started = s["state"]["running"]["startedAt"].clone();
-            let killed = json!({"exitCode": 137, "reason": "OOMKilled", "startedAt": started, "finishedAt": ts});
-            s["restartCount"] = json!(if fails { restarts - 1 } else { restarts });
-            if fails {
-                s["state"] = json!({"terminated": killed});
-                s["ready"] = json!(false);
-            } else {
-                s["lastState"] = json!({"terminated": killed});
-                s["state"] = json!({"running": {"startedAt": ts}});
-            }
-        }
-        let mut status = json!({"containerStatuses": statuses});
-        if fails {
-            status["phase"] = json!("Failed");
-        }
-        let mut status = json!({"status": status});
+        let mut status = json!({"status": container_change_status(&v, &change, &ts)});
         crate::observed::stamp(pod.metadata.generation, &mut status);
         let _ = api
             .patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
             .await;
+        let ContainerChange::OomKilled { backoff, .. } = change else {
+            return;
+        };
+        let uid = pod.uid().unwrap_or_default();
+        if backoff.is_some() {
+            self.events.one(crate::events::KubeletEvent::pod(
+                node,
+                (ns, name, &uid),
+                Some(container.as_str()),
+                "Warning",
+                "BackOff",
+                crate::finish::backoff_message(&container, name, ns, &uid),
+                ts.clone(),
+            ));
+        }
+        let key = key.as_str();
+        let container = container.as_str();
         tracing::info!(node, pod = key, container, "simulated OOM kill");
         let involved = json!({"kind": "Node", "name": node, "uid": node});
         let msg = format!(
             "Memory cgroup out of memory: Killed process of container {container} in pod {key}"
         );
         post_event(
-            &self.clients.node(node),
+            &self.events,
             &self.clock,
             "default",
             involved,
@@ -641,8 +737,137 @@ impl Sim {
             &msg,
             node,
             BTreeMap::new(),
-        )
-        .await;
+        );
+    }
+}
+
+/// The node's conditions as a strategic merge patch (merged by `type`): those in `writes` whole,
+/// the others' `lastHeartbeatTime` only, their status and transition time untouched.
+fn condition_patch(writes: &[ConditionWrite], ts: &str) -> Vec<Value> {
+    let mut conds: Vec<Value> = writes
+        .iter()
+        .map(|w| {
+            json!({"type": w.type_, "status": w.status, "reason": w.reason, "message": w.message,
+                   "lastHeartbeatTime": ts, "lastTransitionTime": ts})
+        })
+        .collect();
+    for type_ in crate::status::CONDITION_TYPES {
+        if !writes.iter().any(|w| w.type_ == type_) {
+            conds.push(json!({"type": type_, "lastHeartbeatTime": ts}));
+        }
+    }
+    conds
+}
+
+/// A container's change the housekeeping pass makes.
+#[derive(Clone, Debug, PartialEq)]
+enum ContainerChange {
+    /// OOM-killed for the `restarts`-th time; restarted after `backoff` (none: the pod fails).
+    OomKilled {
+        key: String,
+        container: String,
+        restarts: i32,
+        backoff: Option<Duration>,
+    },
+    /// Started again, its back-off over.
+    Restarted { key: String, container: String },
+}
+
+/// The status (merge) of the pod (as JSON) after `change` at `now`: an OOM kill leaves the
+/// container waiting in `CrashLoopBackOff` (upstream's message) with the kill in `lastState`,
+/// or terminated when the pod fails; a restart runs it again.
+fn container_change_status(pod: &Value, change: &ContainerChange, now: &str) -> Value {
+    let (container, killed) = match change {
+        ContainerChange::OomKilled {
+            container,
+            restarts,
+            backoff,
+            ..
+        } => (container, Some((*restarts, *backoff))),
+        ContainerChange::Restarted { container, .. } => (container, None),
+    };
+    let meta = &pod["metadata"];
+    let text = |v: &Value| v.as_str().unwrap_or("").to_string();
+    let mut statuses = pod["status"]["containerStatuses"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    for s in statuses
+        .iter_mut()
+        .filter(|s| s["name"] == container.as_str())
+    {
+        match killed {
+            Some((restarts, backoff)) => {
+                let started = s["state"]["running"]["startedAt"].clone();
+                let exit = json!({"exitCode": 137, "reason": "OOMKilled", "startedAt": started,
+                                  "finishedAt": now, "containerID": s["containerID"]});
+                s["ready"] = json!(false);
+                s["started"] = json!(false);
+                match backoff {
+                    None => {
+                        s["restartCount"] = json!(restarts - 1);
+                        s["state"] = json!({"terminated": exit});
+                    }
+                    Some(backoff) => {
+                        let message = format!(
+                            "back-off {} restarting failed container={} pod={}_{}({})",
+                            crate::finish::human(backoff),
+                            container,
+                            text(&meta["name"]),
+                            text(&meta["namespace"]),
+                            text(&meta["uid"]),
+                        );
+                        s["restartCount"] = json!(restarts);
+                        s["lastState"] = json!({"terminated": exit});
+                        s["state"] =
+                            json!({"waiting": {"reason": "CrashLoopBackOff", "message": message}});
+                    }
+                }
+            }
+            None => {
+                s["ready"] = json!(true);
+                s["started"] = json!(true);
+                s["state"] = json!({"running": {"startedAt": now}});
+            }
+        }
+    }
+    let mut status = json!({"containerStatuses": statuses});
+    if matches!(killed, Some((_, None))) {
+        status["phase"] = json!("Failed");
+    }
+    status
+}
+
+/// The events of a pod's lifecycle step on its node: its containers starting as it is
+/// admitted (the images pulled or present, created, started), or stopping as its deletion
+/// begins (`Killing`).
+fn lifecycle_events(
+    m: &NodeModel,
+    was: Option<Phase>,
+    now: &PodState,
+    node: &str,
+    at: &str,
+) -> Vec<crate::events::KubeletEvent> {
+    let Some((ns, name)) = now.key.split_once('/') else {
+        return Vec::new();
+    };
+    let pod = (ns, name, now.uid.as_str());
+    match (was, now.phase) {
+        (None | Some(Phase::Pending), Phase::Running) => {
+            let containers: Vec<(String, String)> = now
+                .init_containers
+                .iter()
+                .chain(&now.containers)
+                .map(|c| (c.name.clone(), c.image.clone()))
+                .collect();
+            let present = |image: &str| m.images.contains_key(image);
+            crate::events::container_start(node, pod, &containers, &present, at)
+        }
+        (Some(Phase::Running), Phase::Terminating) if now.ended.is_none() => {
+            let names: Vec<String> = now.containers.iter().map(|c| c.name.clone()).collect();
+            crate::events::killing(node, pod, &names, at)
+        }
+        _ => Vec::new(),
     }
 }
 
@@ -694,6 +919,7 @@ fn extended_capacity(node: &Node) -> crate::allocatable::ResourceList {
 /// Failed/Evicted with upstream's message, and a Warning `Evicted` event is posted.
 async fn evict(
     client: kube::Client,
+    events: crate::events::Events,
     clock: Clock,
     model: Arc<Mutex<NodeModel>>,
     node: String,
@@ -772,7 +998,7 @@ async fn evict(
         ]);
         let involved = json!({"kind": "Pod", "apiVersion": "v1", "namespace": ns, "name": name, "uid": pod.uid()});
         post_event(
-            &client,
+            &events,
             &clock,
             ns,
             involved,
@@ -781,8 +1007,7 @@ async fn evict(
             &e.message,
             &node,
             annotations,
-        )
-        .await;
+        );
     }
     let mut m = model.lock().expect("node model");
     if let Some(p) = m.pods.get_mut(&e.pod) {
@@ -791,39 +1016,94 @@ async fn evict(
     }
 }
 
-/// Posts a core/v1 event from the kubelet of `host`.
+/// Records a core/v1 event from the kubelet of `host` (written off this path, [`crate::events`]).
 #[allow(clippy::too_many_arguments)]
-pub(crate) async fn post_event(
-    client: &kube::Client,
+pub(crate) fn post_event(
+    events: &crate::events::Events,
     clock: &Clock,
     ns: &str,
     involved: Value,
-    type_: &str,
+    type_: &'static str,
     reason: &str,
     message: &str,
     host: &str,
     annotations: BTreeMap<String, String>,
 ) {
-    let ts = clock.timestamp();
-    let name = format!(
-        "{}.{:x}",
-        involved["name"].as_str().unwrap_or("event"),
-        clock.now().timestamp_nanos_opt().unwrap_or(0)
-    );
-    let ev = json!({
-        "apiVersion": "v1", "kind": "Event",
-        "metadata": {"name": name, "namespace": ns, "annotations": annotations},
-        "involvedObject": involved,
-        "reason": reason, "message": message, "type": type_,
-        "source": {"component": "kubelet", "host": host},
-        "reportingComponent": "kubelet", "reportingInstance": host,
-        "firstTimestamp": ts, "lastTimestamp": ts, "count": 1,
+    events.one(crate::events::KubeletEvent {
+        host: host.to_string(),
+        namespace: ns.to_string(),
+        involved,
+        type_,
+        reason: reason.to_string(),
+        message: message.to_string(),
+        annotations,
+        at: clock.timestamp(),
     });
-    let Ok(ev) = serde_json::from_value::<Event>(ev) else {
-        return;
-    };
-    let api: Api<Event> = Api::namespaced(client.clone(), ns);
-    if let Err(e) = api.create(&PostParams::default(), &ev).await {
-        tracing::debug!(reason, error = %e, "posting event failed");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod() -> Value {
+        json!({"metadata": {"name": "p", "namespace": "ns", "uid": "u"},
+               "status": {"containerStatuses": [{"name": "c", "restartCount": 0, "containerID": "id",
+                          "state": {"running": {"startedAt": "t0"}}}]}})
+    }
+
+    #[test]
+    fn an_oom_kill_waits_in_crash_loop_back_off_then_runs_again() {
+        let killed = ContainerChange::OomKilled {
+            key: "ns/p".into(),
+            container: "c".into(),
+            restarts: 2,
+            backoff: Some(Duration::from_secs(20)),
+        };
+        let s = &container_change_status(&pod(), &killed, "t1")["containerStatuses"][0];
+        assert_eq!(s["restartCount"], 2);
+        assert_eq!(s["state"]["waiting"]["reason"], "CrashLoopBackOff");
+        assert_eq!(
+            s["state"]["waiting"]["message"],
+            "back-off 20s restarting failed container=c pod=p_ns(u)"
+        );
+        assert_eq!(s["lastState"]["terminated"]["reason"], "OOMKilled");
+        assert_eq!(s["lastState"]["terminated"]["exitCode"], 137);
+        assert_eq!(s["lastState"]["terminated"]["startedAt"], "t0");
+        let restarted = ContainerChange::Restarted {
+            key: "ns/p".into(),
+            container: "c".into(),
+        };
+        let s = &container_change_status(&pod(), &restarted, "t2")["containerStatuses"][0];
+        assert_eq!(s["state"], json!({"running": {"startedAt": "t2"}}));
+        let never = ContainerChange::OomKilled {
+            key: "ns/p".into(),
+            container: "c".into(),
+            restarts: 1,
+            backoff: None,
+        };
+        let status = container_change_status(&pod(), &never, "t1");
+        assert_eq!(status["phase"], "Failed");
+        assert_eq!(status["containerStatuses"][0]["restartCount"], 0);
+        assert!(status["containerStatuses"][0]["state"]["terminated"].is_object());
+    }
+
+    #[test]
+    fn a_heartbeat_refreshes_every_condition_and_keeps_transitions() {
+        let patch = condition_patch(&[], "t");
+        assert_eq!(patch.len(), 4);
+        assert!(patch
+            .iter()
+            .all(|c| c["lastHeartbeatTime"] == "t" && c.get("lastTransitionTime").is_none()));
+        let write = ConditionWrite {
+            type_: "MemoryPressure",
+            status: "True",
+            reason: "KubeletHasInsufficientMemory",
+            message: "kubelet has insufficient memory available",
+            event: None,
+        };
+        let patch = condition_patch(&[write], "t");
+        assert_eq!(patch.len(), 4);
+        assert_eq!(patch[0]["lastTransitionTime"], "t");
+        assert_eq!(patch[0]["status"], "True");
     }
 }

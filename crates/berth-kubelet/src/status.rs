@@ -60,6 +60,9 @@ pub struct StatusSync {
 
 const READY: &str = "Ready";
 
+/// Every condition type the kubelet posts.
+pub const CONDITION_TYPES: [&str; 4] = ["MemoryPressure", "DiskPressure", "PIDPressure", READY];
+
 impl StatusSync {
     /// The conditions to write so that the API shows `pressure` and `ready`.
     pub fn writes(

@@ -25,8 +25,17 @@ fn memory(ws: i64, available: Option<i64>, time: &str) -> Value {
     m
 }
 
-/// The summary of `node` at `now` (`time` is the wall-clock stamp to print).
-pub fn summary(node: &NodeModel, now: Duration, time: &str) -> Value {
+/// The summary of `node` at `now` (model time; `wall` is the wall-clock time at `now`): start
+/// times are when each pod was admitted and each container last started, the node's when its
+/// kubelet started (model time zero).
+pub fn summary(node: &NodeModel, now: Duration, wall: chrono::DateTime<chrono::Utc>) -> Value {
+    let stamp =
+        |t: chrono::DateTime<chrono::Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let time_owned = stamp(wall);
+    let time = time_owned.as_str();
+    let at = |t: Duration| {
+        stamp(wall - chrono::Duration::from_std(now.saturating_sub(t)).unwrap_or_default())
+    };
     let stats = node.stats(now);
     let sys = node.config.system_usage;
     let pods_cpu: i64 = node
@@ -37,14 +46,20 @@ pub fn summary(node: &NodeModel, now: Duration, time: &str) -> Value {
         .sum();
     // System daemons' use split between the kubelet (60%) and the runtime (40%).
     let share = |v: i64, kubelet: bool| if kubelet { v * 3 / 5 } else { v - v * 3 / 5 };
-    let system: Vec<Value> = [("kubelet", true), ("runtime", false)]
+    let mut system: Vec<Value> = [("kubelet", true), ("runtime", false)]
         .into_iter()
         .map(|(name, k)| {
-            json!({"name": name, "startTime": time,
+            json!({"name": name, "startTime": at(Duration::ZERO),
                    "cpu": cpu(share(sys.cpu_milli, k), now, time),
                    "memory": memory(share(sys.memory, k), None, time)})
         })
         .collect();
+    // The pods' cgroup (upstream's `pods` system container): what the pods use together,
+    // with what is left of its limit (allocatable memory for pods).
+    system.push(json!({"name": "pods", "startTime": at(Duration::ZERO),
+        "cpu": cpu(pods_cpu, now, time),
+        "memory": memory(stats.pods_memory_working_set,
+                         Some(stats.pods_memory_limit - stats.pods_memory_working_set), time)}));
     let pods: Vec<Value> = node
         .pods
         .values()
@@ -55,7 +70,7 @@ pub fn summary(node: &NodeModel, now: Duration, time: &str) -> Value {
                 .container_usage(now)
                 .into_iter()
                 .map(|(c, u, _)| {
-                    json!({"name": c, "startTime": time,
+                    json!({"name": c, "startTime": at(p.started_at),
                        "cpu": cpu(u.cpu_milli, now.saturating_sub(p.started_at), time),
                        "memory": memory(u.amounts.memory, None, time),
                        "rootfs": {"time": time, "usedBytes": u.amounts.ephemeral_storage, "inodesUsed": u.amounts.inodes},
@@ -63,7 +78,7 @@ pub fn summary(node: &NodeModel, now: Duration, time: &str) -> Value {
                 })
                 .collect();
             let u = p.usage(now);
-            json!({"podRef": {"name": name, "namespace": ns, "uid": p.uid}, "startTime": time,
+            json!({"podRef": {"name": name, "namespace": ns, "uid": p.uid}, "startTime": at(p.admitted_at),
                    "containers": containers,
                    "cpu": cpu(u.cpu_milli, now.saturating_sub(p.started_at), time),
                    "memory": memory(u.amounts.memory, None, time),
@@ -75,7 +90,7 @@ pub fn summary(node: &NodeModel, now: Duration, time: &str) -> Value {
         "node": {
             "nodeName": node.config.name,
             "systemContainers": system,
-            "startTime": time,
+            "startTime": at(Duration::ZERO),
             "cpu": cpu(pods_cpu + sys.cpu_milli, now, time),
             "memory": memory(stats.memory_working_set, Some(stats.memory_capacity - stats.memory_working_set), time),
             "fs": fs(stats.nodefs, time),
@@ -189,9 +204,23 @@ mod tests {
         let pod = json!({"metadata": {"namespace": "ns", "name": "p", "uid": "u",
                           "annotations": {"berth.io/usage": "cpu=200m,memory=1Gi,ephemeral-storage=2Gi"}},
                          "spec": {"containers": [{"name": "c", "image": "i"}]}, "status": {"phase": "Running"}});
-        let (p, _) = PodState::from_pod(&pod, Duration::ZERO);
+        let (mut p, _) = PodState::from_pod(&pod, Duration::from_secs(4));
+        p.started_at = Duration::from_secs(7);
         n.pods.insert(p.key.clone(), p);
-        let s = summary(&n, Duration::from_secs(10), "t");
+        let wall = chrono::DateTime::parse_from_rfc3339("2026-01-01T00:00:10Z")
+            .unwrap()
+            .to_utc();
+        let s = summary(&n, Duration::from_secs(10), wall);
+        // Start times are when each began, not the request's time.
+        assert_eq!(s["node"]["startTime"], "2026-01-01T00:00:00Z");
+        assert_eq!(s["pods"][0]["startTime"], "2026-01-01T00:00:04Z");
+        assert_eq!(
+            s["pods"][0]["containers"][0]["startTime"],
+            "2026-01-01T00:00:07Z"
+        );
+        let pods = &s["node"]["systemContainers"][2];
+        assert_eq!(pods["name"], "pods");
+        assert_eq!(pods["memory"]["workingSetBytes"], 1i64 << 30);
         assert_eq!(s["node"]["nodeName"], "node-1");
         assert_eq!(s["pods"][0]["memory"]["workingSetBytes"], 1i64 << 30);
         assert_eq!(s["pods"][0]["podRef"]["name"], "p");

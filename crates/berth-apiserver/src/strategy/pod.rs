@@ -139,7 +139,13 @@ fn default_spec(pod: &mut Value) {
             spec[field] = value;
         }
     }
-    if spec.get("serviceAccountName").is_none_or(Value::is_null) {
+    // Upstream names the `default` account in its ServiceAccount admission, which skips mirror
+    // pods: a kubelet's mirror of a static pod has none (NodeRestriction refuses one that has).
+    let mirror = pod["metadata"]["annotations"]
+        .get("kubernetes.io/config.mirror")
+        .is_some();
+    let spec = &mut pod["spec"];
+    if !mirror && spec.get("serviceAccountName").is_none_or(Value::is_null) {
         // The deprecated `serviceAccount` names the account when `serviceAccountName` does not.
         let name = match spec["serviceAccount"].as_str() {
             Some(n) if !n.is_empty() => n.to_string(),
@@ -325,5 +331,17 @@ mod tests {
         let mut lower = json!({"spec": {}, "status": {"observedGeneration": 2}});
         Pod.prepare_for_update(&old, &mut lower).unwrap();
         assert_eq!(lower["status"]["observedGeneration"], 2);
+    }
+
+    #[test]
+    fn a_mirror_pod_gets_no_service_account() {
+        let mut plain = json!({"spec": {"containers": [{"name": "c", "image": "i"}]}});
+        default_spec(&mut plain);
+        assert_eq!(plain["spec"]["serviceAccountName"], "default");
+        let mut mirror = json!({
+            "metadata": {"annotations": {"kubernetes.io/config.mirror": "h"}},
+            "spec": {"containers": [{"name": "c", "image": "i"}]}});
+        default_spec(&mut mirror);
+        assert!(mirror["spec"].get("serviceAccountName").is_none());
     }
 }

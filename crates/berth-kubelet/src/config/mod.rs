@@ -94,6 +94,9 @@ pub struct NodeConfig {
     pub system_usage: SystemUsage,
     /// When the node fails on purpose (the pool's `failures`).
     pub failures: Vec<crate::failures::Failure>,
+    /// The pool's static pods (its `staticPods`: pod manifests, as a kubelet's
+    /// `staticPodPath` holds them); the kubelet runs them and mirrors each in the API.
+    pub static_pods: Vec<Value>,
 }
 
 impl NodeConfig {
@@ -250,6 +253,9 @@ struct RawPool {
     /// The failure schedule (see [`crate::failures`]).
     #[serde(default)]
     failures: Vec<RawFailure>,
+    /// Static pod manifests (see [`crate::static_pods`]).
+    #[serde(default)]
+    static_pods: Vec<Value>,
 }
 
 #[derive(Deserialize)]
@@ -471,11 +477,38 @@ fn kubelet_config_args(
                     .unwrap_or_else(|| vec![text(v)]),
             ),
             "maxPods" => ("max-pods", vec![text(v)]),
+            "featureGates" => ("feature-gates", map_entries("=")?),
             _ => continue,
         };
         out.insert(arg.to_string(), values);
     }
     Ok(out)
+}
+
+/// Whether the `PodPriority` feature gate is on, from `feature-gates` statements
+/// (`PodPriority=false`, comma-separated or one per entry). Upstream's default: on. Other gates
+/// are accepted and change nothing here.
+fn pod_priority_gate(statements: &[String]) -> Result<bool, String> {
+    let mut on = true;
+    for st in statements.iter().flat_map(|s| s.split(',')).map(str::trim) {
+        if st.is_empty() {
+            continue;
+        }
+        let Some((gate, value)) = st.split_once('=') else {
+            return Err(format!("expected Gate=true|false, got {st:?}"));
+        };
+        let value = value.trim().parse::<bool>().map_err(|_| {
+            format!(
+                "invalid value of {}: {:?}, expected true or false",
+                gate.trim(),
+                value.trim()
+            )
+        })?;
+        if gate.trim() == "PodPriority" {
+            on = value;
+        }
+    }
+    Ok(on)
 }
 
 fn resolve_pool(
@@ -491,7 +524,7 @@ fn resolve_pool(
     // Kubelet settings: kubeletArguments, then the KubeletConfig form on top.
     let mut args: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for (k, v) in &raw.kubelet_arguments {
-        if EVICTION_ARGS.contains(&k.as_str()) || k == "max-pods" {
+        if EVICTION_ARGS.contains(&k.as_str()) || k == "max-pods" || k == "feature-gates" {
             args.insert(k.clone(), v.list());
         } else {
             ignored.push(format!("{pool_name}: {k}"));
@@ -594,6 +627,8 @@ fn resolve_pool(
             )
         })?,
     };
+    let pod_priority = pod_priority_gate(&arg("feature-gates"))
+        .map_err(|reason| err(&kubelet_field("feature-gates"), reason))?;
     let ignore_eviction = match arg("experimental-allocatable-ignore-eviction").first() {
         None => false,
         Some(s) => s.trim().parse::<bool>().map_err(|_| {
@@ -670,6 +705,10 @@ fn resolve_pool(
         .unwrap_or_else(|| format!("{pool_name}-"));
     let names: Vec<String> = (1..=raw.count).map(|i| format!("{prefix}{i}")).collect();
     let failures = resolve_failures(&raw.failures, &names, err)?;
+    for (i, manifest) in raw.static_pods.iter().enumerate() {
+        crate::static_pods::check(manifest)
+            .map_err(|reason| err(&format!("staticPods[{i}]"), reason))?;
+    }
     let nodes = names
         .into_iter()
         .zip(failures)
@@ -694,12 +733,14 @@ fn resolve_pool(
                     thresholds: thresholds.clone(),
                     max_pod_grace_period,
                     pressure_transition_period,
+                    pod_priority,
                 },
                 nodefs_inodes,
                 imagefs,
                 max_pids: raw.max_pids.unwrap_or(DEFAULT_MAX_PIDS),
                 system_usage,
                 failures,
+                static_pods: raw.static_pods.clone(),
             }
         })
         .collect();

@@ -201,3 +201,29 @@ fn bad_failure_entries_are_refused_naming_the_field() {
         );
     }
 }
+
+#[test]
+fn the_pod_priority_gate_chooses_the_eviction_order() {
+    let text = r#"
+pools:
+- name: gate-on
+- name: gate-off
+  kubeletArguments:
+    feature-gates: ["PodPriority=false,RotateKubeletServerCertificate=true"]
+- name: off-config
+  kubeletConfig:
+    featureGates: {PodPriority: false}
+- name: bad
+  kubeletArguments:
+    feature-gates: ["PodPriority=maybe"]
+"#;
+    let err = parse_cluster(text).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "pool bad: kubeletArguments.feature-gates: invalid value of PodPriority: \"maybe\", expected true or false"
+    );
+    let c = parse_cluster(&text.replace("PodPriority=maybe", "PodPriority=true")).unwrap();
+    let gate: Vec<bool> = c.nodes.iter().map(|n| n.eviction.pod_priority).collect();
+    assert_eq!(gate, [true, false, false, true]);
+    assert!(c.ignored.is_empty(), "{:?}", c.ignored);
+}

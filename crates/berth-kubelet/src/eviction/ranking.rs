@@ -1,6 +1,12 @@
-//! Who is evicted first: the seed's rule (spec README decision on control-loops §2.6).
+//! Who is evicted first.
 //!
-//! Pods rank by QoS class (BestEffort, then Burstable, then Guaranteed); within a class, pods
+//! With pod priority on (the default, as in seed 003's release and today's kubelet), upstream's
+//! ranking ([`rank_with_priority`], `pkg/kubelet/eviction/helpers.go`): pods using more of the
+//! starved resource than they request first, then the lowest priority, then the largest usage
+//! above request; under PID pressure by priority, then process count.
+//!
+//! With pod priority off (`feature-gates: PodPriority=false`), the seed's rule ([`rank`], spec
+//! README decision on control-loops §2.6): pods rank by QoS class (BestEffort, then Burstable, then Guaranteed); within a class, pods
 //! using more of the starved resource than they request come first, the largest excess first;
 //! when no pod of the class exceeds its request, the largest consumer comes first. Guaranteed
 //! pods are candidates only when system daemons use more than their reservations or only
@@ -98,8 +104,48 @@ impl Candidate {
     }
 }
 
-/// Indices of `pods` in eviction order for the starved `resource`.
-/// `system_over_reserved`: system daemons use more than kube-reserved + system-reserved.
+/// Indices of `pods` in eviction order for the starved `resource`: upstream's ranking when pod
+/// priority is on, the seed's QoS-only rule when it is off.
+pub fn rank_for(
+    pods: &[Candidate],
+    resource: Resource,
+    system_over_reserved: bool,
+    pod_priority: bool,
+) -> Vec<usize> {
+    if pod_priority {
+        rank_with_priority(pods, resource)
+    } else {
+        rank(pods, resource, system_over_reserved)
+    }
+}
+
+/// Upstream's `rankMemoryPressure` / `rankDiskPressureFunc` (`orderedBy(exceedRequests,
+/// priority, usage above request)`) and `rankPIDPressure` (`orderedBy(priority, process)`).
+/// Critical pods are never candidates (upstream refuses to evict them). Ties keep the
+/// namespace/name order, so that a rank is reproducible.
+pub fn rank_with_priority(pods: &[Candidate], resource: Resource) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..pods.len())
+        .filter(|&i| !pods[i].is_critical())
+        .collect();
+    let key = |i: &usize| {
+        let p = &pods[*i];
+        let usage = p.usage(resource);
+        let request = p.request(resource);
+        match resource {
+            Resource::Pids => (false, p.priority, -usage, p.key.clone()),
+            _ => (
+                usage <= request,
+                p.priority,
+                -(usage - request),
+                p.key.clone(),
+            ),
+        }
+    };
+    order.sort_by_cached_key(key);
+    order
+}
+
+/// The seed's rule. `system_over_reserved`: system daemons use more than kube-reserved + system-reserved.
 pub fn rank(pods: &[Candidate], resource: Resource, system_over_reserved: bool) -> Vec<usize> {
     let eligible: Vec<usize> = (0..pods.len())
         .filter(|&i| !pods[i].is_critical())
@@ -266,14 +312,126 @@ mod tests {
         }
     }
 
+    fn prioritized(key: &str, qos: QosClass, request: i64, usage: i64, priority: i32) -> Candidate {
+        Candidate {
+            priority,
+            ..pod(key, qos, request, usage)
+        }
+    }
+
+    #[test]
+    fn upstream_ranking_vectors() {
+        use QosClass::*;
+        // (case, pods, resource, expected order): upstream's helpers_test.go cases.
+        let cases: Vec<(&str, Vec<Candidate>, Resource, Vec<&str>)> = vec![
+            (
+                // TestOrderedByExceedsRequestMemory: exceeding its request outranks priority.
+                "exceeds request memory",
+                vec![
+                    prioritized("below-requests", Burstable, 200 * MI, 199 * MI, -1),
+                    prioritized("exceeds-requests", Burstable, 200 * MI, 250 * MI, 1),
+                ],
+                Resource::Memory,
+                vec!["exceeds-requests", "below-requests"],
+            ),
+            (
+                // TestOrderedByPriority: the lowest priority first.
+                "priority",
+                vec![
+                    prioritized("high-priority", BestEffort, 0, 100 * MI, 1),
+                    prioritized("low-priority", BestEffort, 0, 100 * MI, -1),
+                    prioritized("default-priority", BestEffort, 0, 100 * MI, 0),
+                ],
+                Resource::Memory,
+                vec!["low-priority", "default-priority", "high-priority"],
+            ),
+            (
+                // TestOrderedByMemory: usage above request, whatever the QoS class.
+                "memory above request",
+                vec![
+                    pod("best-effort-high", BestEffort, 0, 500 * MI),
+                    pod("best-effort-low", BestEffort, 0, 300 * MI),
+                    pod("burstable-high", Burstable, 100 * MI, 800 * MI),
+                    pod("burstable-low", Burstable, 100 * MI, 300 * MI),
+                    pod("guaranteed-high", Guaranteed, 1024 * MI, 800 * MI),
+                    pod("guaranteed-low", Guaranteed, 1024 * MI, 200 * MI),
+                ],
+                Resource::Memory,
+                vec![
+                    "burstable-high",
+                    "best-effort-high",
+                    "best-effort-low",
+                    "burstable-low",
+                    "guaranteed-high",
+                    "guaranteed-low",
+                ],
+            ),
+            (
+                // The issue's case: a BestEffort pod of priority 1000 outlives a Burstable pod
+                // over its request of priority 10 (both exceed their requests).
+                "issue 32",
+                vec![
+                    prioritized("best-effort-1000", BestEffort, 0, 100 * MI, 1000),
+                    prioritized("burstable-10", Burstable, 100 * MI, 300 * MI, 10),
+                ],
+                Resource::Memory,
+                vec!["burstable-10", "best-effort-1000"],
+            ),
+            (
+                // TestOrderedByExceedsRequestDisk, then priority, then disk above request.
+                "disk",
+                vec![
+                    prioritized("below", Burstable, 200 * MI, 100 * MI, -1),
+                    prioritized("exceeds-high", Burstable, 100 * MI, 900 * MI, 5),
+                    prioritized("exceeds-low", BestEffort, 0, 50 * MI, 0),
+                ],
+                Resource::EphemeralStorage,
+                vec!["exceeds-low", "exceeds-high", "below"],
+            ),
+            (
+                // rankPIDPressure: priority, then the most processes.
+                "pids",
+                vec![
+                    prioritized("a", Guaranteed, 0, 10, 0),
+                    prioritized("b", BestEffort, 0, 50, 0),
+                    prioritized("c", BestEffort, 0, 500, 7),
+                ],
+                Resource::Pids,
+                vec!["b", "a", "c"],
+            ),
+        ];
+        for (case, pods, r, want) in cases {
+            assert_eq!(
+                names(&pods, &rank_for(&pods, r, false, true)),
+                want,
+                "{case}"
+            );
+        }
+    }
+
+    #[test]
+    fn without_pod_priority_the_seed_rule_applies() {
+        use QosClass::*;
+        let pods = vec![
+            prioritized("best-effort-1000", BestEffort, 0, 100 * MI, 1000),
+            prioritized("burstable-10", Burstable, 100 * MI, 300 * MI, 10),
+        ];
+        assert_eq!(
+            names(&pods, &rank_for(&pods, Resource::Memory, false, false)),
+            vec!["best-effort-1000", "burstable-10"]
+        );
+    }
+
     #[test]
     fn critical_pods_are_never_ranked() {
         let mut p = pod("crit", QosClass::BestEffort, 0, 10 * MI);
         p.priority = 2_000_000_000;
         let pods = vec![p, pod("other", QosClass::Burstable, 0, MI)];
-        assert_eq!(
-            names(&pods, &rank(&pods, Resource::Memory, false)),
-            vec!["other"]
-        );
+        for priority in [false, true] {
+            assert_eq!(
+                names(&pods, &rank_for(&pods, Resource::Memory, false, priority)),
+                vec!["other"]
+            );
+        }
     }
 }

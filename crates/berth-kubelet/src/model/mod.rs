@@ -58,8 +58,17 @@ pub struct PodState {
     pub phase: Phase,
     /// When the (first) container last started, for ramps.
     pub started_at: Duration,
-    /// Restarts of the first container (OOM kills).
+    /// When the node first took the pod in (its start time in the summary API).
+    pub admitted_at: Duration,
+    /// Restarts of the first container (OOM kills, and exits its status reports).
     pub restarts: i32,
+    /// Until when (model time) its containers wait out a CrashLoopBackOff after an OOM kill:
+    /// they use nothing meanwhile, and the housekeeping pass that finds it passed restarts them.
+    pub backoff_until: Option<Duration>,
+    /// Back-offs in a row (the next one doubles); a run of 10 minutes starts them over.
+    pub backoff_steps: i32,
+    /// How the run before the last restart ended, for `kubectl logs --previous`.
+    pub last_exit: Option<String>,
     /// Dead containers' disk was deleted by node-level reclaim.
     pub dead_reclaimed: bool,
     /// How the pod ended on this node, for its log (`evicted: ...`, `OOM-killed ...`).
@@ -124,7 +133,40 @@ fn scheduled_at(pod: &Value) -> Option<chrono::DateTime<chrono::Utc>> {
         .map(|t| t.to_utc())
 }
 
+/// The first container's `restartCount` as the pod's status shows it.
+fn restarts_of(pod: &Value) -> i32 {
+    pod["status"]["containerStatuses"][0]["restartCount"]
+        .as_i64()
+        .unwrap_or(0) as i32
+}
+
+/// How the first container's previous run ended, as its status shows it (`lastState`).
+fn last_exit_of(pod: &Value) -> Option<String> {
+    let t = &pod["status"]["containerStatuses"][0]["lastState"]["terminated"];
+    let code = t["exitCode"].as_i64()?;
+    Some(match t["reason"].as_str() {
+        Some("OOMKilled") => format!("was OOM-killed (exit code {code})"),
+        Some(reason) => format!("exited with code {code} ({reason})"),
+        None => format!("exited with code {code}"),
+    })
+}
+
 impl PodState {
+    /// The CrashLoopBackOff after a crash at `now` (upstream's: 10s doubling to 5m, from 10s
+    /// again after a run of 10 minutes), counted.
+    pub fn next_backoff(&mut self, now: Duration) -> Duration {
+        let ran = now.saturating_sub(self.started_at);
+        self.backoff_steps = crate::finish::backoff_restarts(self.backoff_steps, ran);
+        let backoff = crate::finish::restart_backoff(self.backoff_steps);
+        self.backoff_steps += 1;
+        backoff
+    }
+
+    /// Whether its containers wait out a back-off at `now` (they do not run).
+    pub fn backing_off(&self, now: Duration) -> bool {
+        self.backoff_until.is_some_and(|t| now < t)
+    }
+
     /// Reads a pod (as JSON). `usage` errors are returned for the driver to report; the pod
     /// then uses its requests.
     pub fn from_pod(pod: &Value, now: Duration) -> (PodState, Option<String>) {
@@ -180,7 +222,11 @@ impl PodState {
             tolerates_memory_pressure: tolerates,
             phase,
             started_at: now,
-            restarts: 0,
+            admitted_at: now,
+            restarts: restarts_of(pod),
+            backoff_until: None,
+            backoff_steps: 0,
+            last_exit: last_exit_of(pod),
             dead_reclaimed: false,
             ended: None,
             scheduled_at: scheduled_at(pod),
@@ -216,6 +262,7 @@ impl PodState {
 
     /// Each container's usage at `now`: the annotation's (on the first container), else requests.
     pub fn container_usage(&self, now: Duration) -> Vec<(String, Usage, Amounts)> {
+        let waiting = self.backing_off(now);
         let elapsed = now.saturating_sub(self.started_at);
         self.containers
             .iter()
@@ -238,6 +285,7 @@ impl PodState {
                     from_requests
                 };
                 let used = match (&self.usage, i) {
+                    _ if waiting => Usage::default(),
                     (Some(spec), 0) => spec.at(elapsed, &base),
                     (Some(_), _) => Usage::default(),
                     (None, _) => base,

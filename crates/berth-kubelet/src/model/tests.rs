@@ -305,3 +305,24 @@ fn a_container_over_its_own_limit_is_killed_whatever_the_node() {
     n.pods.get_mut("ns/over").unwrap().phase = Phase::Terminated;
     assert!(n.over_limit(Duration::from_secs(20)).is_empty());
 }
+
+#[test]
+fn crash_loop_back_off_doubles_to_five_minutes_and_starts_over_after_ten_minutes() {
+    let (mut p, _) = PodState::from_pod(
+        &json!({"metadata": {"namespace": "ns", "name": "p"}, "spec": {"containers": [{"name": "c"}]}}),
+        Duration::ZERO,
+    );
+    let s = Duration::from_secs;
+    let mut seen = Vec::new();
+    for _ in 0..7 {
+        seen.push(p.next_backoff(p.started_at + s(1)).as_secs());
+    }
+    assert_eq!(seen, [10, 20, 40, 80, 160, 300, 300]);
+    // A run of 10 minutes before the next crash: back to 10s.
+    assert_eq!(p.next_backoff(p.started_at + s(600)), s(10));
+    assert_eq!(p.next_backoff(p.started_at + s(1)), s(20));
+    // Waiting out a back-off, the containers use nothing.
+    p.backoff_until = Some(s(50));
+    assert!(p.backing_off(s(49)) && !p.backing_off(s(50)));
+    assert_eq!(p.usage(s(49)).amounts.memory, 0);
+}

@@ -16,6 +16,9 @@ pub struct EvictionConfig {
     pub max_pod_grace_period: i64,
     /// `eviction-pressure-transition-period` (upstream default 5m).
     pub pressure_transition_period: Duration,
+    /// Whether pod priority ranks pods for eviction (upstream's feature gate `PodPriority`,
+    /// on by default since 1.11; off: the seed's QoS-only order).
+    pub pod_priority: bool,
 }
 
 impl Default for EvictionConfig {
@@ -24,6 +27,7 @@ impl Default for EvictionConfig {
             thresholds: Vec::new(),
             max_pod_grace_period: 0,
             pressure_transition_period: Duration::from_secs(300),
+            pod_priority: true,
         }
     }
 }
@@ -185,7 +189,12 @@ impl EvictionManager {
         if input.eviction_in_flight {
             return d;
         }
-        let order = ranking::rank(input.pods, resource, input.system_over_reserved);
+        let order = ranking::rank_for(
+            input.pods,
+            resource,
+            input.system_over_reserved,
+            self.config.pod_priority,
+        );
         if let Some(&first) = order.first() {
             let pod = &input.pods[first];
             let grace = if threshold.hard {

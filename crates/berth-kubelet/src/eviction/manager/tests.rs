@@ -21,6 +21,8 @@ fn manager(s: EvictionSettings, max_grace: i64) -> EvictionManager {
         thresholds: parse_thresholds(&s, false).unwrap(),
         max_pod_grace_period: max_grace,
         pressure_transition_period: Duration::from_secs(300),
+        // These cases are the seed's (control-loops §2): its QoS-only order.
+        pod_priority: false,
     })
 }
 
