@@ -158,6 +158,11 @@ pub(crate) async fn publish_policy(
     source: &str,
 ) {
     if let Err(e) = driver::published_policy::publish(client, name, policy, source).await {
+        // The API's own words, not the client's dump of its Status.
+        let e = match e {
+            kube::Error::Api(status) => status.message,
+            e => e.to_string(),
+        };
         tracing::warn!(scheduler = %name, error = %e,
             "could not publish the running policy (berth explain will not find it)");
     }
@@ -304,7 +309,7 @@ pub async fn run(args: SchedulerArgs) -> anyhow::Result<()> {
             (cfgs, election, kubeconfig, names.join(", "))
         }
     };
-    let client = client(kubeconfig.as_deref()).await?;
+    let client = client(kubeconfig.as_deref(), "kube-scheduler").await?;
     let profiles: Vec<CompiledProfile> = cfgs.iter().filter_map(|c| c.profile.clone()).collect();
     if let Some(path) = args.config.as_deref() {
         publish_profiles(client.clone(), &profiles, path).await;
