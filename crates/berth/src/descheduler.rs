@@ -227,7 +227,14 @@ pub fn program(clock: Clock) -> berth_kubelet::commands::Program {
     std::sync::Arc::new(move |inv: berth_kubelet::commands::Invocation| {
         let clock = clock.clone();
         let run: futures::future::BoxFuture<'static, Result<String, String>> =
-            Box::pin(async move { run_in_pod(inv, clock).await.map_err(|e| format!("{e:#}")) });
+            Box::pin(async move {
+                run_in_pod(inv, clock).await.map_err(|e| {
+                    let e = format!("{e:#}");
+                    // Into the container's log, as upstream's `cli.Run`: one error line.
+                    tracing::error!(err = %e, "command failed");
+                    e
+                })
+            });
         run
     })
 }
