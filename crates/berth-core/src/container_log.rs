@@ -154,7 +154,7 @@ mod tests {
         }
         let lines = log.lines();
         assert_eq!(lines.len(), MAX_LINES);
-        assert_eq!(lines[0].text, "4");
+        assert_eq!(lines[0].text, "3", "\"c\" and 0..=2 went first");
     }
 
     #[test]
