@@ -108,10 +108,11 @@ def test_the_access_log_names_each_request_and_dependencies_stay_quiet(berth_fac
     b.kubectl("get", "pods", "-n", "default")
     log = b.log_path.read_text()
     lines = [line for line in log.splitlines() if "berth::access" in line and
-             "URI=/api/v1/namespaces/default/pods" in line and "kubectl" in line]
+             'URI="/api/v1/namespaces/default/pods' in line and "kubectl" in line]
     assert lines, log[-3000:]
-    assert "verb=GET" in lines[-1] and "resp=200" in lines[-1]
-    assert "user=system:admin" in lines[-1]
+    # klog's text: text values quoted, numbers bare.
+    assert 'verb="GET"' in lines[-1] and "resp=200" in lines[-1]
+    assert 'user="system:admin"' in lines[-1]
     # A bare level is berth's own: no debug lines from hyper, h2, rustls or kube's client.
     for noisy in (" hyper", " h2::", " rustls::", " kube_client", " tower::"):
         assert not any(noisy in line and "DEBUG" in line for line in log.splitlines()), noisy

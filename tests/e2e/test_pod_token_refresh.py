@@ -64,8 +64,8 @@ def presented(b):
     """The program's requests, in order: (credential id, response code)."""
     out = []
     for line in b.log_path.read_text().splitlines():
-        if "berth::access" in line and f"user={SA_USER}" in line:
-            cred = re.search(r"credential=(\S+)", line)
+        if "berth::access" in line and f'user="{SA_USER}"' in line:
+            cred = re.search(r'credential="([^"]+)"', line)
             code = re.search(r"resp=(\d+)", line)
             if cred and code:
                 out.append((cred.group(1), int(code.group(1))))

@@ -502,7 +502,7 @@ async fn route(
             authorize_path(ctx, &user, &method, &path)?;
             return Ok(r);
         }
-        if let Some(r) = fixed_route(ctx, &path, answer) {
+        if let Some(r) = fixed_route(ctx, &path, &headers) {
             authorize_path(ctx, &user, &method, &path)?;
             return Ok(r);
         }
@@ -728,17 +728,19 @@ fn check_verb(req: &ApiRequest, method: &Method) -> ApiResult<()> {
 }
 
 /// `/version`, `/metrics`, the paths index `/` and the service-account issuer's OIDC discovery.
-fn fixed_route(ctx: &Ctx, path: &str, _answer: Answer) -> Option<Response> {
+/// `/metrics` is Prometheus text unless the scraper's `Accept` asks for OpenMetrics.
+fn fixed_route(ctx: &Ctx, path: &str, headers: &axum::http::HeaderMap) -> Option<Response> {
     let r = match path {
-        "/metrics" => (
-            StatusCode::OK,
-            [(
-                header::CONTENT_TYPE,
-                "text/plain; version=0.0.4; charset=utf-8",
-            )],
-            ctx.metrics.render(&ctx.store),
-        )
-            .into_response(),
+        "/metrics" => {
+            let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
+            let format = berth_core::exposition::Format::negotiate(accept);
+            (
+                StatusCode::OK,
+                [(header::CONTENT_TYPE, format.content_type())],
+                format.write(ctx.metrics.render(&ctx.store)),
+            )
+                .into_response()
+        }
         "/version" | "/version/" => json_response(StatusCode::OK, &version()),
         "/" => json_response(StatusCode::OK, &crate::root_paths::index(ctx)),
         _ => return crate::oidc::respond(ctx, path),

@@ -13,10 +13,17 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::Api;
 use kube::runtime::watcher;
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
-/// Every watch the controllers read.
+/// Every watch the controllers read: one per kind and process, as upstream's shared
+/// informer factory (a loop that restarts gets the same watch back).
 #[derive(Clone)]
 pub struct Informers {
+    /// The kinds only some loops read (Jobs, ControllerRevisions, PersistentVolumeClaims):
+    /// started by the first loop that asks, through [`Informers::shared`].
+    pub kinds: SharedKinds,
     pub nodes: Informer<Node>,
     pub pods: Informer<Pod>,
     pub leases: Informer<Lease>,
@@ -33,6 +40,10 @@ impl Informers {
     pub fn start(client: &kube::Client) -> Informers {
         let all = watcher::Config::default;
         Informers {
+            kinds: SharedKinds {
+                client: client.clone(),
+                started: Default::default(),
+            },
             nodes: Informer::start(Api::all(client.clone()), all()),
             pods: Informer::start_as::<PodView>(Api::all(client.clone()), all()),
             leases: Informer::start(Api::namespaced(client.clone(), "kube-node-lease"), all()),
@@ -42,6 +53,54 @@ impl Informers {
             deployments: Informer::start(Api::all(client.clone()), all()),
             stateful_sets: Informer::start(Api::all(client.clone()), all()),
             daemon_sets: Informer::start(Api::all(client.clone()), all()),
+        }
+    }
+}
+
+impl Informers {
+    /// The process's one watch of `K` (all namespaces), started on the first call.
+    pub fn shared<K>(&self) -> Informer<K>
+    where
+        K: kube::Resource<DynamicType = ()>
+            + Clone
+            + std::fmt::Debug
+            + serde::de::DeserializeOwned
+            + Send
+            + Sync
+            + 'static,
+    {
+        self.kinds.get()
+    }
+}
+
+/// The watches of kinds started on demand, by type; clones share them.
+#[derive(Clone)]
+pub struct SharedKinds {
+    client: kube::Client,
+    started: Arc<Mutex<HashMap<TypeId, Box<dyn Any + Send + Sync>>>>,
+}
+
+impl SharedKinds {
+    fn get<K>(&self) -> Informer<K>
+    where
+        K: kube::Resource<DynamicType = ()>
+            + Clone
+            + std::fmt::Debug
+            + serde::de::DeserializeOwned
+            + Send
+            + Sync
+            + 'static,
+    {
+        let start = || Informer::start(Api::all(self.client.clone()), watcher::Config::default());
+        let Ok(mut started) = self.started.lock() else {
+            return start();
+        };
+        let entry = started
+            .entry(TypeId::of::<K>())
+            .or_insert_with(|| Box::new(start()));
+        match entry.downcast_ref::<Informer<K>>() {
+            Some(informer) => informer.clone(),
+            None => start(),
         }
     }
 }

@@ -168,6 +168,8 @@ pub fn render_with_loops(metrics: &ControllerMetrics, loops: &LoopHealth) -> Str
         out.truncate(at);
     }
     out.push_str(&loops.render_metrics());
+    // The controllers are the process: its clients' requests are theirs.
+    out.push_str(&berth_core::client_metrics::render());
     out.push_str("# EOF\n");
     out
 }
@@ -184,17 +186,11 @@ pub async fn serve(
     use axum::routing::get;
     let render = {
         let loops = loops.clone();
-        move || {
-            let text = render_with_loops(&metrics, &loops);
-            async move {
-                (
-                    [(
-                        header::CONTENT_TYPE,
-                        "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                    )],
-                    text,
-                )
-            }
+        move |headers: axum::http::HeaderMap| {
+            let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
+            let format = berth_core::exposition::Format::negotiate(accept);
+            let text = format.write(render_with_loops(&metrics, &loops));
+            async move { ([(header::CONTENT_TYPE, format.content_type())], text) }
         }
     };
     let readyz = move || {

@@ -16,7 +16,10 @@
 //! * [`clock`]: the injected wall clock, timestamps as Kubernetes writes them, and saturating
 //!   time arithmetic for every number of seconds a user writes;
 //! * [`loop_health`]: which control loops are down, for `/readyz`, and their restart counts;
-//! * [`supervisor`]: runs a control loop and restarts it with back-off when it stops.
+//! * [`supervisor`]: runs a control loop and restarts it with back-off when it stops;
+//! * [`client_metrics`]: `rest_client_requests_total` of the process's API clients;
+//! * [`container_log`]: the log of a program berth runs inside a simulated pod;
+//! * [`exposition`]: `/metrics` as Prometheus text 0.0.4, or OpenMetrics when asked.
 //!
 //! What it is not: no I/O, no reading of the system clock outside [`clock`], no HTTP status
 //! mapping (the API server turns [`validation::FieldError`]s and the error enums here into
@@ -36,8 +39,11 @@
 //! assert_eq!(qos_class(&spec), "Guaranteed");
 //! ```
 
+pub mod client_metrics;
 pub mod clock;
+pub mod container_log;
 pub mod duration;
+pub mod exposition;
 pub mod fields;
 pub mod labels;
 pub mod loop_health;

@@ -67,18 +67,30 @@ where
     {
         let (mut writer, store, changed) = Writer::new(keep);
         let shared = writer.shared();
-        tokio::spawn(async move {
+        // In the caller's span: a program in a pod logs its informers' failures to its own log.
+        let task = async move {
             let mut events = watcher(api, config).boxed();
+            let mut reported = None;
             while let Some(event) = events.next().await {
                 match event {
-                    Ok(event) => writer.apply(convert(event)),
+                    Ok(event) => {
+                        reported = None;
+                        writer.apply(convert(event));
+                    }
                     Err(e) => {
-                        tracing::warn!(kind = %W::kind(&()), error = %e, "watch failed; retrying");
+                        let text = failure::<W>(&e);
+                        // One line per failure, not one per retry: the same 403 every second
+                        // says nothing new.
+                        if reported.as_ref() != Some(&text) {
+                            tracing::warn!("{text}");
+                            reported = Some(text);
+                        }
                         tokio::time::sleep(RETRY_AFTER).await;
                     }
                 }
             }
-        });
+        };
+        tokio::spawn(tracing::Instrument::in_current_span(task));
         Informer {
             store,
             changed,
@@ -106,6 +118,29 @@ where
     /// work.
     pub fn on_event(&self, handler: impl FnMut(Event<K>) -> bool + Send + 'static) {
         self.shared.subscribe(Box::new(handler));
+    }
+}
+
+/// A failed list or watch in client-go's reflector's words: `failed to list *v1.Pod: <the
+/// API's message>`.
+fn failure<W: Resource<DynamicType = ()>>(e: &watcher::Error) -> String {
+    let version = W::version(&());
+    let kind = W::kind(&());
+    let message = |e: &kube::Error| match e {
+        kube::Error::Api(status) => status.message.clone(),
+        e => e.to_string(),
+    };
+    match e {
+        watcher::Error::InitialListFailed(e) => {
+            format!("failed to list *{version}.{kind}: {}", message(e))
+        }
+        watcher::Error::WatchStartFailed(e) | watcher::Error::WatchFailed(e) => {
+            format!("failed to watch *{version}.{kind}: {}", message(e))
+        }
+        watcher::Error::WatchError(status) => {
+            format!("failed to watch *{version}.{kind}: {}", status.message)
+        }
+        e => format!("failed to watch *{version}.{kind}: {e}"),
     }
 }
 

@@ -17,6 +17,7 @@
 
 use crate::pod_token::TokenSource;
 use berth_core::clock::Clock;
+use berth_core::container_log::{self, ContainerLog};
 use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::{ConfigMap, Container, Pod};
 use kube::api::{Api, Patch, PatchParams};
@@ -38,6 +39,9 @@ pub struct Invocation {
     /// Turns `true` when the pod is deleted: a long-running program stops then (it is dropped
     /// [`STOP_GRACE`] later if it has not).
     pub stopped: tokio::sync::watch::Receiver<bool>,
+    /// The container's log: what the program prints goes here (what it logs through `tracing`
+    /// goes here too, as it runs in the log's span).
+    pub log: Arc<ContainerLog>,
 }
 
 /// How long a program may take to stop once its pod is deleted.
@@ -49,7 +53,8 @@ const TOKEN_ATTEMPTS: usize = 10;
 const POD_CHECK: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// A program: `Ok(message)` exits 0, `Err(message)` exits 1; the message becomes the
-/// container's termination message.
+/// container's termination message, and an `Ok` message is also what the program printed (the
+/// container's log shows it). A program reports its own errors in its log.
 pub type Program =
     Arc<dyn Fn(Invocation) -> BoxFuture<'static, Result<String, String>> + Send + Sync>;
 
@@ -59,19 +64,34 @@ pub type Program =
 pub type Connect =
     Arc<dyn Fn(TokenSource) -> BoxFuture<'static, Result<kube::Client, String>> + Send + Sync>;
 
-/// What each pod's program printed when it ended (its result's message), by `namespace/name`.
+/// The logs of the pods' programs, by `namespace/name`: what each program logged and printed
+/// (see [`berth_core::container_log`]).
 #[derive(Clone, Default)]
-pub struct ProgramOutput(Arc<Mutex<std::collections::HashMap<String, String>>>);
+pub struct ProgramOutput(Arc<Mutex<std::collections::HashMap<String, Arc<ContainerLog>>>>);
 
 impl ProgramOutput {
-    /// What the program of pod `key` (`namespace/name`) printed, once it ended.
-    pub fn get(&self, key: &str) -> Option<String> {
+    /// The log of the program of pod `key` (`namespace/name`), once it started.
+    pub fn get(&self, key: &str) -> Option<Arc<ContainerLog>> {
         self.0.lock().ok()?.get(key).cloned()
     }
 
-    fn record(&self, key: String, text: String) {
+    /// The log a program of pod `key` starts writing: the pod's earlier run's becomes its
+    /// previous one.
+    fn open(&self, key: String) -> Arc<ContainerLog> {
+        let Ok(mut m) = self.0.lock() else {
+            return ContainerLog::new();
+        };
+        let log = m.entry(key).or_insert_with(ContainerLog::new).clone();
+        if !log.lines().is_empty() {
+            log.restarted();
+        }
+        log
+    }
+
+    /// Forgets the logs of pods no longer on this node (`keep` says which are).
+    pub fn retain(&self, keep: impl Fn(&str) -> bool) {
         if let Ok(mut m) = self.0.lock() {
-            m.insert(key, text);
+            m.retain(|k, _| keep(k));
         }
     }
 }
@@ -158,10 +178,21 @@ impl Commands {
             return;
         };
         let uid = pod.uid().unwrap_or_default();
+        // One run per start of the container: a container the kubelet restarts (a higher
+        // `restartCount`, running again) runs its program again.
+        let status = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.container_statuses.as_ref())
+            .and_then(|s| s.iter().find(|s| s.name == container.name));
+        if status.is_some_and(|s| s.state.as_ref().is_some_and(|st| st.terminated.is_some())) {
+            return;
+        }
+        let restarts = status.map_or(0, |s| s.restart_count);
         let first = self
             .started
             .lock()
-            .is_ok_and(|mut started| started.insert(uid.clone()));
+            .is_ok_and(|mut started| started.insert(format!("{uid}/{restarts}")));
         if !first {
             return;
         }
@@ -172,6 +203,11 @@ impl Commands {
         let output = self.output.clone();
         let (stop, stopped) = tokio::sync::watch::channel(false);
         let stop = Arc::new(stop);
+        let log = output.open(format!(
+            "{}/{}",
+            pod.namespace().unwrap_or_default(),
+            pod.name_any()
+        ));
         let (running, own_stop, own_uid) = (self.running.clone(), stop.clone(), uid.clone());
         let task = tokio::spawn(async move {
             let files = mounted_files(&client, &pod, &container).await;
@@ -194,6 +230,9 @@ impl Commands {
                 pod.clone(),
                 own_stop.clone(),
             )));
+            // Everything the program logs, in this task or the ones it spawns in the span, goes
+            // to the container's log.
+            let attached = container_log::attach(log.clone());
             let run = async {
                 match program_client {
                     Ok(program_client) => {
@@ -203,12 +242,17 @@ impl Commands {
                             pod: pod.clone(),
                             client: program_client,
                             stopped: stopped.clone(),
+                            log: log.clone(),
                         })
                         .await
                     }
-                    Err(e) => Err(e),
+                    Err(e) => {
+                        log.push(&log_time(&clock), &format!("Error: {e}"));
+                        Err(e)
+                    }
                 }
             };
+            let run = tracing::Instrument::instrument(run, attached.span());
             let mut deleted = stopped.clone();
             let result = tokio::select! {
                 r = run => r,
@@ -219,22 +263,25 @@ impl Commands {
             };
             drop(watching);
             drop(refreshing);
+            drop(attached);
             running.ended(&own_uid, &own_stop);
             if *stopped.borrow() {
                 return;
             }
-            let printed = match &result {
-                Ok(m) => m.clone(),
-                Err(e) => format!("error: {e}"),
-            };
-            output.record(
-                format!("{}/{}", pod.namespace().unwrap_or_default(), pod.name_any()),
-                printed,
-            );
+            if let Ok(printed) = &result {
+                log.push(&log_time(&clock), printed);
+            }
             terminate(&client, &pod, &container.name, result, &started_at, &clock).await;
         });
         self.running.add(&uid, &node, stop, task);
     }
+}
+
+/// When a line is written to a container's log, as `kubectl logs --timestamps` prints it.
+fn log_time(clock: &Clock) -> String {
+    clock
+        .now()
+        .to_rfc3339_opts(chrono::SecondsFormat::Nanos, true)
 }
 
 /// Aborts a task when dropped.

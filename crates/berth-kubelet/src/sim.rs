@@ -281,11 +281,26 @@ impl Sim {
             .expect("node model");
         let p = m.pods.get(pod).ok_or_else(no_pod)?;
         let mut log = crate::logs::log(p, node, container, now, self.clock.now(), options)?;
-        if !options.previous {
-            if let Some(printed) = self.program_output.get().and_then(|o| o.get(pod)) {
-                for line in printed.lines() {
-                    log.push_str(line);
-                    log.push('\n');
+        // A program's own lines follow the node's (tailLines counts them all).
+        if let Some(program) = self.program_output.get().and_then(|o| o.get(pod)) {
+            let lines = if options.previous {
+                program.previous().unwrap_or_default()
+            } else {
+                program.lines()
+            };
+            for line in lines {
+                if options.timestamps {
+                    log.push_str(&line.at);
+                    log.push(' ');
+                }
+                log.push_str(&line.text);
+                log.push('\n');
+            }
+            if let Some(n) = options.tail_lines {
+                let total = log.lines().count();
+                if total > n {
+                    let skip = total - n;
+                    log = log.lines().skip(skip).map(|l| format!("{l}\n")).collect();
                 }
             }
         }

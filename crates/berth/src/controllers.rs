@@ -43,6 +43,9 @@ pub struct ControllersArgs {
     pub node_monitor_grace_period: Duration,
     #[command(flatten)]
     pub zones: ZoneArgs,
+    /// `--logging-format`, `-v`.
+    #[command(flatten)]
+    pub logging: crate::logging::LoggingArgs,
     /// Which controllers run, by kube-controller-manager's names: `*` all, `name` one,
     /// `-name` all but one (`--controllers='*,-namespace-controller'`).
     #[arg(long, value_delimiter = ',', default_value = "*")]
@@ -147,7 +150,7 @@ fn pem(der: &[u8]) -> String {
 
 pub async fn run(args: ControllersArgs) -> anyhow::Result<()> {
     let selection = selection(&args.controllers)?;
-    let client = client(args.kubeconfig.as_deref()).await?;
+    let client = client(args.kubeconfig.as_deref(), "kube-controller-manager").await?;
     let ca = root_ca(&args).await?;
     let clock = Clock::system();
     let metrics = berth_controllers::metrics::ControllerMetrics::new();

@@ -40,6 +40,9 @@ pub struct DeschedulerArgs {
     /// Report format: `table` or `json` (one JSON object per run).
     #[arg(short = 'o', long = "output", default_value = "table", value_parser = ["table", "json"])]
     pub output: String,
+    /// Log format: `text` (klog's lines) or `json` (upstream's JSON schema).
+    #[arg(long = "logging-format", default_value = "text", value_parser = ["text", "json"])]
+    pub logging_format: String,
 }
 
 impl DeschedulerArgs {
@@ -134,7 +137,7 @@ async fn client(kubeconfig: Option<&std::path::Path>) -> anyhow::Result<kube::Cl
             .context("finding a kubeconfig")?,
     };
     config.default_retry = false;
-    Ok(kube::Client::try_from(config)?)
+    crate::client::build(config, "descheduler")
 }
 
 pub async fn run(args: DeschedulerArgs) -> anyhow::Result<()> {
@@ -195,6 +198,7 @@ pub fn spawn_in_process(
         evict_local_storage_pods: false,
         verbosity: 0,
         output: "table".into(),
+        logging_format: "text".into(),
     };
     supervisor.spawn(LOOP_NAME, move || {
         let (client, args, policy) = (client.clone(), args.clone(), policy.clone());
@@ -223,7 +227,14 @@ pub fn program(clock: Clock) -> berth_kubelet::commands::Program {
     std::sync::Arc::new(move |inv: berth_kubelet::commands::Invocation| {
         let clock = clock.clone();
         let run: futures::future::BoxFuture<'static, Result<String, String>> =
-            Box::pin(async move { run_in_pod(inv, clock).await.map_err(|e| format!("{e:#}")) });
+            Box::pin(async move {
+                run_in_pod(inv, clock).await.map_err(|e| {
+                    let e = format!("{e:#}");
+                    // Into the container's log, as upstream's `cli.Run`: one error line.
+                    tracing::error!(err = %e, "command failed");
+                    e
+                })
+            });
         run
     })
 }

@@ -57,7 +57,7 @@ pub async fn run(cmd: ExplainCommand) -> anyhow::Result<()> {
         None if !args.pod.is_empty() => ("default".to_string(), args.pod.clone()),
         _ => bail!("expected NAMESPACE/NAME, got {:?}", args.pod),
     };
-    let client = crate::scheduler::client(args.kubeconfig.as_deref()).await?;
+    let client = crate::scheduler::client(args.kubeconfig.as_deref(), "berth-explain").await?;
     let pod = Api::<Pod>::namespaced(client.clone(), &namespace)
         .get_opt(&name)
         .await

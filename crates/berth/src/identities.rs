@@ -17,6 +17,12 @@ pub const KUBELET_PROGRAM: &str = "kubelet";
 /// The user the controller manager's shared informers authenticate as.
 pub const KUBE_CONTROLLER_MANAGER: &str = "system:kube-controller-manager";
 
+/// An in-process router whose requests count in `rest_client_requests_total` (host
+/// `in-process`).
+fn counted<S>(router: S) -> crate::client::Counted<S> {
+    tower::Layer::layer(&crate::client::CountedLayer::new("in-process"), router)
+}
+
 /// Makes in-process clients that carry a component's identity.
 #[derive(Clone)]
 pub struct Identities {
@@ -40,7 +46,7 @@ impl Identities {
     /// sends, so field managers read `kube-controller-manager`, `kubelet`, ...).
     pub fn admin_as(&self, program: &str) -> kube::Client {
         let router = ApiServer::as_program(self.server.in_process_router(), program);
-        kube::Client::new(router, "default")
+        kube::Client::new(counted(router), "default")
     }
 
     /// A client of `program` acting as `name` in `groups`.
@@ -51,7 +57,7 @@ impl Identities {
             ..UserInfo::default()
         };
         let router = ApiServer::as_program(self.server.in_process_router_as(user), program);
-        kube::Client::new(router, "default")
+        kube::Client::new(counted(router), "default")
     }
 
     /// The client the controllers' shared informers list and watch through.

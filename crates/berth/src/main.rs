@@ -1,6 +1,7 @@
 //! The `berth` command: the all-in-one control plane and its tools.
 
 mod bench;
+mod client;
 mod controllers;
 mod descheduler;
 mod explain;
@@ -8,6 +9,7 @@ mod ha;
 mod identities;
 mod kubeconfig;
 mod leading;
+mod logging;
 mod master_config;
 mod node;
 mod output;
@@ -55,26 +57,25 @@ enum Command {
     Bench(bench::BenchCommand),
 }
 
-/// `BERTH_LOG`: a bare level (`info`, `debug`) is berth's own logs at that level, its
-/// dependencies (hyper, rustls, h2, kube) staying at `warn`; anything else is an `EnvFilter`
-/// directive list as given (`debug,hyper=trace`). Unset or unreadable: warnings only.
-fn log_filter(spec: Option<&str>) -> tracing_subscriber::EnvFilter {
-    let directives = match spec.map(str::trim) {
-        None | Some("") => "warn".to_string(),
-        Some(level) if level.parse::<tracing::Level>().is_ok() => format!("warn,berth={level}"),
-        Some(list) => list.to_string(),
-    };
-    tracing_subscriber::EnvFilter::try_new(&directives)
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"))
+impl Command {
+    /// The logging flags of the component the command runs (the tools log as by default).
+    fn logging(&self) -> logging::LoggingArgs {
+        match self {
+            Command::Serve(a) => a.logging.clone(),
+            Command::Scheduler(a) => a.logging.clone(),
+            Command::Controllers(a) => a.logging.clone(),
+            Command::Descheduler(a) => logging::LoggingArgs {
+                logging_format: a.logging_format.clone(),
+                v: None,
+            },
+            _ => logging::LoggingArgs::default(),
+        }
+    }
 }
 
 fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(log_filter(std::env::var("BERTH_LOG").ok().as_deref()))
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
     let cli = Cli::parse();
+    logging::init(&cli.command.logging());
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;

@@ -45,7 +45,7 @@ pub async fn run(args: NodeArgs) -> anyhow::Result<()> {
     if nodes.is_empty() {
         anyhow::bail!("name at least one node");
     }
-    let client = crate::scheduler::client(args.kubeconfig.as_deref()).await?;
+    let client = crate::scheduler::client(args.kubeconfig.as_deref(), "berth-node").await?;
     let api: Api<Node> = Api::all(client);
     let patch =
         serde_json::json!({"metadata": {"annotations": {SIMULATE_ANNOTATION: mode.as_str()}}});

@@ -57,6 +57,9 @@ pub struct SchedulerArgs {
     /// an empty value serves nothing).
     #[arg(long, default_value = "127.0.0.1:10259")]
     pub metrics_bind_address: String,
+    /// `--logging-format`, `-v`.
+    #[command(flatten)]
+    pub logging: crate::logging::LoggingArgs,
 }
 
 /// Parses a Go-style duration as kube-scheduler's flags take it: `15s`, `500ms`, `1m`, `1m30s`,
@@ -155,6 +158,11 @@ pub(crate) async fn publish_policy(
     source: &str,
 ) {
     if let Err(e) = driver::published_policy::publish(client, name, policy, source).await {
+        // The API's own words, not the client's dump of its Status.
+        let e = match e {
+            kube::Error::Api(status) => status.message,
+            e => e.to_string(),
+        };
         tracing::warn!(scheduler = %name, error = %e,
             "could not publish the running policy (berth explain will not find it)");
     }
@@ -166,7 +174,7 @@ pub(crate) fn policy_source(path: Option<&Path>) -> String {
 }
 
 /// A kube client from a kubeconfig file, or the usual inference (in-cluster inside a pod).
-pub async fn client(kubeconfig: Option<&Path>) -> anyhow::Result<kube::Client> {
+pub async fn client(kubeconfig: Option<&Path>, program: &str) -> anyhow::Result<kube::Client> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let config = match kubeconfig {
         Some(path) => {
@@ -180,7 +188,7 @@ pub async fn client(kubeconfig: Option<&Path>) -> anyhow::Result<kube::Client> {
             .await
             .context("finding a kubeconfig")?,
     };
-    Ok(kube::Client::try_from(config)?)
+    crate::client::build(config, program)
 }
 
 /// Binds `address` and serves the scheduler's metrics and health there; returns where it serves.
@@ -275,7 +283,7 @@ pub async fn run(args: SchedulerArgs) -> anyhow::Result<()> {
     let (cfgs, election, kubeconfig, name) = match scheduling {
         Scheduling::Policy(policy) => {
             let election = election_config(&args)?;
-            let client = client(args.kubeconfig.as_deref()).await?;
+            let client = client(args.kubeconfig.as_deref(), "kube-scheduler").await?;
             let source = policy_source(args.policy_config_file.as_deref());
             publish_policy(client.clone(), &args.scheduler_name, &policy, &source).await;
             return run_instances(
@@ -301,7 +309,7 @@ pub async fn run(args: SchedulerArgs) -> anyhow::Result<()> {
             (cfgs, election, kubeconfig, names.join(", "))
         }
     };
-    let client = client(kubeconfig.as_deref()).await?;
+    let client = client(kubeconfig.as_deref(), "kube-scheduler").await?;
     let profiles: Vec<CompiledProfile> = cfgs.iter().filter_map(|c| c.profile.clone()).collect();
     if let Some(path) = args.config.as_deref() {
         publish_profiles(client.clone(), &profiles, path).await;

@@ -147,6 +147,9 @@ pub struct ServeArgs {
     /// The etcd backend and, with it, the election of the replica running the control loops.
     #[command(flatten)]
     pub etcd: crate::ha::EtcdArgs,
+    /// `--logging-format`, `-v`.
+    #[command(flatten)]
+    pub logging: crate::logging::LoggingArgs,
 }
 
 /// Everything `berth serve` started, for callers (benchmarks) that run it in process.
@@ -395,6 +398,11 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
         connection_limits(args),
     ));
 
+    // The clients of every component of the process (and of the programs in its pods).
+    server.add_metrics_source(
+        "rest_client",
+        std::sync::Arc::new(berth_core::client_metrics::render),
+    );
     let client = kube::Client::new(server.in_process_router(), "default");
     let connect = service_account_clients(url.clone(), creds.ca_pem.clone());
     let tokens = server.legacy_token_signer().map(|signer| {
@@ -727,9 +735,19 @@ fn service_account_clients(url: String, ca_pem: String) -> berth_kubelet::comman
                     req
                 },
             );
+            let mut config = config;
+            let agent = http::HeaderValue::from_str(&crate::client::user_agent("berth-pod"))
+                .map_err(|e| e.to_string())?;
+            config.headers.push((http::header::USER_AGENT, agent));
+            let host = config
+                .cluster_url
+                .authority()
+                .map(|a| a.to_string())
+                .unwrap_or_default();
             Ok(kube::client::ClientBuilder::try_from(config)
                 .map_err(|e| e.to_string())?
                 .with_layer(&bearer)
+                .with_layer(&crate::client::CountedLayer::new(&host))
                 .build())
         })
     })

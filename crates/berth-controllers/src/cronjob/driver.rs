@@ -11,18 +11,19 @@ use berth_informers::Informer;
 use chrono::{DateTime, Utc};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use kube::api::{Api, DeleteParams, PostParams, Preconditions};
-use kube::runtime::watcher;
 use serde_json::json;
 use std::collections::HashMap;
 use std::sync::Arc;
 
 const COMPONENT: &str = "cronjob-controller";
 
-pub(crate) async fn run(client: kube::Client, clock: Clock) {
-    let mut cron_jobs: Informer<CronJob> =
-        Informer::start(Api::all(client.clone()), watcher::Config::default());
-    let mut jobs: Informer<Job> =
-        Informer::start(Api::all(client.clone()), watcher::Config::default());
+pub(crate) async fn run(
+    client: kube::Client,
+    informers: crate::informers::Informers,
+    clock: Clock,
+) {
+    let mut cron_jobs: Informer<CronJob> = informers.shared();
+    let mut jobs: Informer<Job> = informers.shared();
     if !(cron_jobs.synced().await && jobs.synced().await) {
         return;
     }

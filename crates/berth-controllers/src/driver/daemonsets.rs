@@ -26,10 +26,7 @@ pub async fn run(client: kube::Client, mut informers: Informers, recorder: Recor
         return;
     }
     let mut revisions: berth_informers::Informer<k8s_openapi::api::apps::v1::ControllerRevision> =
-        berth_informers::Informer::start(
-            Api::all(client.clone()),
-            kube::runtime::watcher::Config::default(),
-        );
+        informers.shared();
     if !revisions.synced().await {
         return;
     }

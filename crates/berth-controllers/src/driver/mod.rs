@@ -321,7 +321,7 @@ impl Controllers {
                 crate::job::driver::run,
                 client = self.client_as("job-controller"),
                 ttl = self.client_as("ttl-after-finished-controller"),
-                pods = informers.pods.clone(),
+                informers = informers.clone(),
                 clock = self.clock.clone()
             );
         }
@@ -331,6 +331,7 @@ impl Controllers {
                 "cronjob-controller",
                 crate::cronjob::driver::run,
                 client = self.client_as("cronjob-controller"),
+                informers = informers.clone(),
                 clock = self.clock.clone()
             );
         }
@@ -340,9 +341,7 @@ impl Controllers {
                 "statefulset-controller",
                 crate::statefulset::driver::run,
                 client = self.client_as("statefulset-controller"),
-                reads = reads.clone(),
-                sets = informers.stateful_sets.clone(),
-                pods = informers.pods.clone(),
+                informers = informers.clone(),
                 clock = self.clock.clone()
             );
         }
@@ -352,7 +351,7 @@ impl Controllers {
                 "persistentvolume-binder-controller",
                 crate::volume::driver::run,
                 client = self.client_as("persistent-volume-binder"),
-                reads = reads.clone()
+                informers = informers.clone()
             );
         }
         if on("disruption-controller") {

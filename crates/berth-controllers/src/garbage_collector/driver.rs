@@ -19,7 +19,6 @@ use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, ReplicationControll
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions, PropagationPolicy};
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
-use kube::runtime::watcher;
 use serde_json::json;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -132,13 +131,10 @@ fn graph<'a>(kinds: &'a [(ApiResource, Vec<&'a ObjectMeta>)]) -> Vec<Node<'a>> {
 }
 
 pub async fn run(client: kube::Client, mut informers: Informers) {
-    let mut jobs: Informer<Job> =
-        Informer::start(Api::all(client.clone()), watcher::Config::default());
-    let mut revisions: Informer<ControllerRevision> =
-        Informer::start(Api::all(client.clone()), watcher::Config::default());
+    let mut jobs: Informer<Job> = informers.shared();
+    let mut revisions: Informer<ControllerRevision> = informers.shared();
     // Claims: a StatefulSet's retention policy makes the set or a pod their owner.
-    let mut claims: Informer<PersistentVolumeClaim> =
-        Informer::start(Api::all(client.clone()), watcher::Config::default());
+    let mut claims: Informer<PersistentVolumeClaim> = informers.shared();
     let ready = [
         informers.pods.synced().await,
         informers.replica_sets.synced().await,

@@ -22,7 +22,6 @@ use chrono::{DateTime, Duration, Utc};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
-use kube::runtime::watcher;
 use serde_json::json;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -39,11 +38,11 @@ type InFlight = BTreeMap<String, Vec<(String, DateTime<Utc>, Option<i32>)>>;
 pub(crate) async fn run(
     client: kube::Client,
     ttl_after_finished: kube::Client,
-    mut pods: Informer<Pod>,
+    informers: crate::informers::Informers,
     clock: Clock,
 ) {
-    let mut jobs: Informer<Job> =
-        Informer::start(Api::all(client.clone()), watcher::Config::default());
+    let mut pods: Informer<Pod> = informers.pods.clone();
+    let mut jobs: Informer<Job> = informers.shared();
     if !(jobs.synced().await && pods.synced().await) {
         return;
     }

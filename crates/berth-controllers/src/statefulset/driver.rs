@@ -22,23 +22,20 @@ use berth_informers::Informer;
 use k8s_openapi::api::apps::v1::{ControllerRevision, StatefulSet};
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
-use kube::runtime::watcher;
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-/// `reads` lists and watches the claims (as the controller manager's shared informers do).
+/// Claims and revisions come from the process's shared watches (the controller manager's reads).
 pub(crate) async fn run(
     client: kube::Client,
-    reads: kube::Client,
-    mut sets: Informer<StatefulSet>,
-    mut pods: Informer<Pod>,
+    informers: crate::informers::Informers,
     clock: Clock,
 ) {
-    let mut revisions: Informer<ControllerRevision> =
-        Informer::start(Api::all(client.clone()), watcher::Config::default());
-    let mut claims: Informer<PersistentVolumeClaim> =
-        Informer::start(Api::all(reads), watcher::Config::default());
+    let mut sets: Informer<StatefulSet> = informers.stateful_sets.clone();
+    let mut pods: Informer<Pod> = informers.pods.clone();
+    let mut revisions: Informer<ControllerRevision> = informers.shared();
+    let mut claims: Informer<PersistentVolumeClaim> = informers.shared();
     if !(sets.synced().await
         && pods.synced().await
         && revisions.synced().await

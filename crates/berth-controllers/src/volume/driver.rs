@@ -10,18 +10,15 @@ use berth_informers::Informer;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::StorageClass;
 use kube::api::{Api, DeleteParams};
-use kube::runtime::watcher;
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-/// `reads` lists and watches; `client` writes (the `persistent-volume-binder` account).
-pub(crate) async fn run(client: kube::Client, reads: kube::Client) {
-    let all = watcher::Config::default;
-    let mut volumes: Informer<PersistentVolume> = Informer::start(Api::all(reads.clone()), all());
-    let mut claims: Informer<PersistentVolumeClaim> =
-        Informer::start(Api::all(reads.clone()), all());
-    let mut classes: Informer<StorageClass> = Informer::start(Api::all(reads), all());
+/// The process's shared watches read; `client` writes (the `persistent-volume-binder` account).
+pub(crate) async fn run(client: kube::Client, informers: crate::informers::Informers) {
+    let mut volumes: Informer<PersistentVolume> = informers.shared();
+    let mut claims: Informer<PersistentVolumeClaim> = informers.shared();
+    let mut classes: Informer<StorageClass> = informers.shared();
     if !(volumes.synced().await && claims.synced().await && classes.synced().await) {
         return;
     }

@@ -23,6 +23,16 @@ pub use ops::Ops;
 pub use scheduling_loop::{run, run_with};
 
 use crate::policy::Policy;
+
+/// Spawns `task` in the current span: a scheduler running in a pod logs to its container's
+/// log (`berth_core::container_log`) from every task it starts.
+pub(crate) fn spawn<F>(task: F) -> tokio::task::JoinHandle<F::Output>
+where
+    F: std::future::Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    tokio::spawn(tracing::Instrument::in_current_span(task))
+}
 use berth_core::clock::Clock;
 
 /// How a scheduler instance is configured.

@@ -55,6 +55,8 @@ impl AttemptResult {
 #[derive(Clone)]
 struct Metrics {
     e2e: Histogram,
+    /// Attempts a pod took to be scheduled (upstream's buckets 1, 2, 4, 8, 16).
+    pod_attempts: Histogram,
     attempt: HistogramFamily,
     pending: Family<Labels, Gauge>,
     attempts: Family<Labels, Counter>,
@@ -114,6 +116,7 @@ impl Ops {
             .map(|q| pending.get_or_create(&labels("queue", q)).clone());
         let metrics = Metrics {
             e2e: latency_histogram(),
+            pod_attempts: Histogram::new(exponential_buckets(1.0, 2.0, 5)),
             attempt,
             pending,
             attempts,
@@ -126,6 +129,11 @@ impl Ops {
             "scheduler_e2e_scheduling_duration_seconds",
             "E2e scheduling latency in seconds (scheduling algorithm + binding)",
             metrics.e2e.clone(),
+        );
+        registry.register(
+            "scheduler_pod_scheduling_attempts",
+            "Number of attempts to successfully schedule a pod.",
+            metrics.pod_attempts.clone(),
         );
         registry.register(
             "scheduler_scheduling_attempt_duration_seconds",
@@ -167,6 +175,11 @@ impl Ops {
         let (counter, histogram) = &self.inner.metrics.attempts_by_result[i];
         counter.inc();
         histogram.observe(took.as_secs_f64());
+    }
+
+    /// Records a pod scheduled at its `attempts`-th attempt.
+    pub fn scheduled_at_attempt(&self, attempts: u32) {
+        self.inner.metrics.pod_attempts.observe(f64::from(attempts));
     }
 
     /// Records a pod scheduled and bound, `took` from the start of its attempt.
@@ -213,6 +226,8 @@ impl Ops {
                 out.truncate(at);
             }
             out.push_str(&loops.render_metrics());
+            // This scheduler is the process: its clients' requests are its own.
+            out.push_str(&berth_core::client_metrics::render());
             out.push_str("# EOF\n");
         }
         out
@@ -245,15 +260,14 @@ pub async fn serve(listener: tokio::net::TcpListener, ops: Ops) -> std::io::Resu
     use axum::routing::get;
     let metrics = {
         let ops = ops.clone();
-        move || {
+        move |headers: axum::http::HeaderMap| {
             let ops = ops.clone();
             async move {
+                let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
+                let format = berth_core::exposition::Format::negotiate(accept);
                 (
-                    [(
-                        header::CONTENT_TYPE,
-                        "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                    )],
-                    ops.render(),
+                    [(header::CONTENT_TYPE, format.content_type())],
+                    format.write(ops.render()),
                 )
             }
         }
@@ -291,6 +305,7 @@ mod tests {
             "scheduler_pending_pods{queue=\"unschedulable\"} 0",
             "scheduler_preemption_attempts_total 0",
             "scheduler_e2e_scheduling_duration_seconds_count 0",
+            "scheduler_pod_scheduling_attempts_count 0",
         ] {
             assert!(text.contains(line), "{line} missing in\n{text}");
         }

@@ -52,7 +52,7 @@ impl Preemption {
     ) -> Preemption {
         let pdbs: Arc<Mutex<HashMap<String, Pdb>>> = Default::default();
         if enabled {
-            tokio::spawn(watch_pdbs(client.clone(), pdbs.clone()));
+            crate::driver::spawn(watch_pdbs(client.clone(), pdbs.clone()));
         }
         Preemption {
             enabled,
@@ -139,7 +139,7 @@ impl Preemption {
                 let component = self.component.clone();
                 let events = self.events.clone();
                 let name = info.name.clone();
-                tokio::spawn(async move {
+                crate::driver::spawn(async move {
                     set_nominated(&api, &name, Some(&p.node)).await;
                     let by = format!("by {}/{} on node {}", info.namespace, name, p.node);
                     for v in &p.victims {
@@ -173,7 +173,7 @@ impl Preemption {
             PreemptionOutcome::NoCandidates if !info.nominated_node.is_empty() => {
                 self.nominated.remove(&info.key);
                 let name = info.name.clone();
-                tokio::spawn(async move { set_nominated(&api, &name, None).await });
+                crate::driver::spawn(async move { set_nominated(&api, &name, None).await });
             }
             _ => {}
         }

@@ -292,6 +292,10 @@ impl Loop {
             Decision::Error(_) => AttemptResult::Error,
         };
         self.ops.attempt(result, started.elapsed());
+        if result == AttemptResult::Scheduled {
+            self.ops
+                .scheduled_at_attempt(queued.attempts.saturating_add(1));
+        }
         match decision {
             Decision::Scheduled { node, .. } => {
                 if let Err(e) = self.cache.assume(info, &node) {
@@ -304,7 +308,7 @@ impl Loop {
                 let tx = self.bound_tx.clone();
                 // Outstanding until the `Scheduled` event is queued: a stopping scheduler waits.
                 let pending = recorder.pending_work();
-                tokio::spawn(async move {
+                crate::driver::spawn(async move {
                     let _pending = pending;
                     let result = recorder.bind(&pod, &node).await.map_err(|e| e.to_string());
                     if result.is_ok() {
