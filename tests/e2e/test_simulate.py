@@ -92,14 +92,15 @@ def test_a_deployment_grows_past_capacity_then_a_node_fails(tmp_path):
     assert util["nodes"]["small-2"]["cpu"][i] == 1.0
     assert util["nodes"]["small-1"]["pods"][i] == 4
 
-    # Every failure was for lack of cpu; after the failure, small-2 is also tainted.
+    # Every failure was for lack of cpu; after the failure, small-2 is also not ready.
     reasons = report["unschedulable_reasons"]
     assert reasons.get("Insufficient cpu", 0) >= 2
-    assert all("cpu" in r or "taint" in r for r in reasons), reasons
+    assert set(reasons) <= {"Insufficient cpu", "node(s) were not ready"}, reasons
     actions = [a["what"] for a in report["actions"]]
     assert actions == ["create Deployment default/web", "scale Deployment default/web to 10",
                        "fail node small-2 (stopped)"]
-    assert "Pods scheduled: 12" in summary, summary
+    # 2 at 0s and 6 of the 8 new ones at 1h; the replacements find no room.
+    assert "Pods scheduled: 8 " in summary, summary
     assert "Pending at the end: 6" in summary
 
 

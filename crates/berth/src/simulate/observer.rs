@@ -199,19 +199,21 @@ impl Observer {
         let involved = event
             .get("involvedObject")
             .or_else(|| event.get("regarding"));
-        let pod = match involved {
-            Some(o) => {
-                let real = key(o);
-                self.aliases.get(&real).cloned().unwrap_or(real)
-            }
-            None => String::new(),
-        };
-        let message = event
+        // An object reference: `name` and `namespace` at its top level.
+        let real = involved
+            .map(|o| key(&serde_json::json!({"metadata": o})))
+            .unwrap_or_default();
+        let pod = self.aliases.get(&real).cloned().unwrap_or(real.clone());
+        let mut message = event
             .get("message")
             .or_else(|| event.get("note"))
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_string();
+        // `Marking for deletion Pod default/web-7d4b9c-xk2p9` names the pod as the report does.
+        if pod != real && !real.is_empty() {
+            message = message.replace(&real, &pod);
+        }
         let record = match reason {
             "FailedScheduling" => Record::FailedScheduling {
                 at,

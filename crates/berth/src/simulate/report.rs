@@ -294,6 +294,15 @@ pub fn build(settings: Settings, records: &[Record]) -> Report {
         }
     }
     node_names.sort();
+    // What happened at the same instant is listed by pod (the order in which concurrent
+    // components wrote it is not part of the outcome); one pod's records keep their order.
+    let by_time_and_pod =
+        |a: &Disruption, b: &Disruption| a.t.total_cmp(&b.t).then(a.pod.cmp(&b.pod));
+    report.evictions.sort_by(by_time_and_pod);
+    report.preemptions.sort_by(by_time_and_pod);
+    report
+        .decisions
+        .sort_by(|a, b| a.t.total_cmp(&b.t).then(a.pod.cmp(&b.pod)));
     for sample in &samples {
         let t = seconds(sample.at);
         report.pending.t.push(t);
