@@ -201,3 +201,25 @@ def test_capacity_of_a_live_cluster_counts_what_is_already_bound(berth_factory, 
     assert "can schedule 6 instance(s) of the pod one-cpu." in capacity()
     pods = berth.kubectl_json("get", "pods", "-A")["items"]
     assert [p["metadata"]["name"] for p in pods] == ["big"]
+
+
+def test_the_html_report_renders_its_plots_in_a_browser(tmp_path):
+    # Debian's chromium (scripts/test installs it), headless: the page opens offline, its
+    # plots are inline SVG, the screenshot is drawn and the console stays quiet.
+    import shutil
+    chromium = shutil.which("chromium")
+    assert chromium, "chromium is not installed (apt-get install chromium; scripts/test does)"
+    simulate(tmp_path, "--until", "3h", workload=GROWTH_AND_FAILURE)
+    page = tmp_path / "run" / "index.html"
+    html = page.read_text()
+    assert html.count("<svg") >= 4, "heat maps, pending and events plots"
+    assert "<script src" not in html and "<link" not in html, "the page fetches nothing"
+    shot = tmp_path / "shot.png"
+    out = subprocess.run(
+        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--window-size=1000,1400",
+         "--enable-logging=stderr", "--v=0", f"--screenshot={shot}", page.as_uri()],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert shot.exists() and shot.stat().st_size > 20_000, out.stderr[-2000:]
+    console = [line for line in out.stderr.splitlines() if "CONSOLE" in line]
+    assert not console, console
