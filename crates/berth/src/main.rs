@@ -83,6 +83,10 @@ fn main() -> anyhow::Result<()> {
     // A simulation runs on its own paused, single-threaded runtimes (the clock jumps).
     let cli = match cli.command {
         Command::Simulate(args) => return simulate::main(args),
+        Command::Bench(bench::BenchCommand::Simulate(args)) => {
+            let _ = rustls::crypto::ring::default_provider().install_default();
+            return simulate::bench::run(args);
+        }
         command => Cli { command },
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()

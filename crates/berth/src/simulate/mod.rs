@@ -11,6 +11,7 @@
 //! unit-tested; [`run`] and [`driver`] are the shell.
 
 mod actions;
+pub mod bench;
 pub mod capacity;
 mod driver;
 mod html;

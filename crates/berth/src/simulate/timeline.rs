@@ -66,6 +66,9 @@ pub struct TaintChange {
     pub effect: String,
 }
 
+/// Labels to set (`Some`) or remove (`None`).
+pub type LabelChanges = Vec<(String, Option<String>)>;
+
 /// One change to the cluster.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Action {
@@ -83,8 +86,8 @@ pub enum Action {
     Cordon(Vec<String>),
     /// Mark these nodes schedulable.
     Uncordon(Vec<String>),
-    /// Set (a string) or remove (null) node labels.
-    Label(Vec<(String, Vec<(String, Option<String>)>)>),
+    /// Set (a string) or remove (null) node labels, per node.
+    Label(Vec<(String, LabelChanges)>),
     /// Add taints.
     Taint(Vec<TaintChange>),
     /// Remove taints (by key and effect).
