@@ -116,7 +116,7 @@ mod tests {
         let o = Outstanding::default();
         let tickets: Vec<Ticket> = (0..3).map(|_| o.start()).collect();
         assert_eq!(o.pending(), 3);
-        let writer = crate::driver::spawn(async move {
+        let writer = tokio::spawn(async move {
             for t in tickets {
                 tokio::task::yield_now().await;
                 drop(t);

@@ -16,6 +16,7 @@ mod output;
 mod scheduler;
 mod scheduler_pod;
 mod serve;
+mod simulate;
 
 use clap::{Parser, Subcommand};
 
@@ -52,6 +53,10 @@ enum Command {
     Kubeconfig(kubeconfig::KubeconfigArgs),
     /// Fail and heal simulated nodes (stop, start, partition, not-ready) through `berth.io/simulate`.
     Node(node::NodeArgs),
+    /// What-if on virtual time: run a workload timeline through the whole control plane on a
+    /// paused clock (a day in seconds) and report placements, utilisation and pending pods;
+    /// `simulate capacity` counts how many more of a pod fit.
+    Simulate(simulate::SimulateArgs),
     /// Benchmarks that print pods/second (never asserted).
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -76,6 +81,15 @@ impl Command {
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     logging::init(&cli.command.logging());
+    // A simulation runs on its own paused, single-threaded runtimes (the clock jumps).
+    let cli = match cli.command {
+        Command::Simulate(args) => return simulate::main(args),
+        Command::Bench(bench::BenchCommand::Simulate(args)) => {
+            let _ = rustls::crypto::ring::default_provider().install_default();
+            return simulate::bench::run(args);
+        }
+        command => Cli { command },
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -89,6 +103,7 @@ fn main() -> anyhow::Result<()> {
             Command::Bench(cmd) => bench::run(cmd).await,
             Command::Kubeconfig(args) => kubeconfig::run(args),
             Command::Node(args) => node::run(args).await,
+            Command::Simulate(_) => Ok(()),
         }
     })
 }

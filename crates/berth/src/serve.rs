@@ -144,6 +144,10 @@ pub struct ServeArgs {
     /// `-name` all but one (`--controllers='*,-namespace-controller'`).
     #[arg(long, value_delimiter = ',', default_value = "*")]
     pub controllers: Vec<String>,
+    /// The seed of the built-in scheduler's tie-breaks among equal-scored nodes (`berth
+    /// simulate --seed`).
+    #[arg(long, default_value_t = 0, hide = true)]
+    pub scheduler_seed: u64,
     /// The etcd backend and, with it, the election of the replica running the control loops.
     #[command(flatten)]
     pub etcd: crate::ha::EtcdArgs,
@@ -286,6 +290,16 @@ fn admission_config(args: &ServeArgs) -> anyhow::Result<berth_apiserver::Admissi
 }
 
 pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
+    if args.time_scale > 1 && args.etcd.enabled() {
+        anyhow::bail!("--time-scale: replicas on etcd share one clock: the machine's; drop --time-scale or --etcd-servers");
+    }
+    // One clock for every component of the process.
+    start_on(args, Clock::system().accelerated(args.time_scale)).await
+}
+
+/// `berth serve` with every component on `clock`: the machine's for `serve`, a paused one
+/// starting at a fixed time for `berth simulate`.
+pub async fn start_on(args: &ServeArgs, clock: Clock) -> anyhow::Result<Running> {
     // A bad cluster file stops the start before anything is served.
     let nodes = simulated_nodes(args)?;
     args.zones.zones()?;
@@ -308,11 +322,6 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
     // Keys, tokens and the store live here: only the owner may look inside.
     tls::create_private_dir(&args.data_dir)
         .with_context(|| format!("creating data dir {}", args.data_dir.display()))?;
-    if args.time_scale > 1 && args.etcd.enabled() {
-        anyhow::bail!("--time-scale: replicas on etcd share one clock: the machine's; drop --time-scale or --etcd-servers");
-    }
-    // One clock for every component of the process.
-    let clock = Clock::system().accelerated(args.time_scale);
     let store = if args.etcd.enabled() {
         args.etcd.open_store().await?
     } else if args.memory_store {
@@ -656,6 +665,7 @@ impl Loops {
                 policy: self.policy,
                 disable_preemption: args.disable_preemption || self.master_disable,
                 clock: self.clock.clone(),
+                seed: args.scheduler_seed,
                 ..berth_scheduler::driver::DriverConfig::named("default-scheduler")
             }]
         } else {
@@ -669,6 +679,7 @@ impl Loops {
                     let mut cfg = berth_scheduler::driver::DriverConfig::for_profile(p.clone());
                     cfg.disable_preemption |= args.disable_preemption || self.master_disable;
                     cfg.clock = self.clock.clone();
+                    cfg.seed = args.scheduler_seed;
                     cfg
                 })
                 .collect()

@@ -18,6 +18,8 @@ pub enum BenchCommand {
     Descheduler(descheduler::DeschedulerBenchArgs),
     /// The scheduling engine in process on scheduler_perf workloads.
     Scheduler(scheduler::SchedulerBenchArgs),
+    /// `berth simulate` on virtual time: simulated seconds per wall second, pods/s.
+    Simulate(crate::simulate::bench::SimulateBenchArgs),
 }
 
 pub async fn run(cmd: BenchCommand) -> anyhow::Result<()> {
@@ -26,6 +28,10 @@ pub async fn run(cmd: BenchCommand) -> anyhow::Result<()> {
         BenchCommand::E2e(args) => e2e::run(args).await,
         BenchCommand::Scheduler(args) => scheduler::run(args),
         BenchCommand::Descheduler(args) => descheduler::run(args),
+        // Runs on its own paused runtime, which `main` starts instead of this one.
+        BenchCommand::Simulate(_) => {
+            anyhow::bail!("bench simulate runs on a paused runtime of its own")
+        }
     }
 }
 
