@@ -121,6 +121,8 @@ pub enum TableKind {
     /// `NAME CONFIG UPDATED UPDATING DEGRADED MACHINECOUNT READYMACHINECOUNT
     /// UPDATEDMACHINECOUNT DEGRADEDMACHINECOUNT AGE` (OpenShift's machine config pools).
     MachineConfigPool,
+    /// `NAME GENERATEDBYCONTROLLER IGNITIONVERSION AGE` (OpenShift's machine configs).
+    MachineConfig,
     /// A custom resource's `NAME` and its CustomResourceDefinition's `additionalPrinterColumns`
     /// (see [`crate::custom`]).
     Custom(&'static crate::columns::CustomColumns),
@@ -918,6 +920,18 @@ pub static RESOURCES: &[ResourceType] = &[
             "MachineConfigPool",
             "machineconfigpools",
             "machineconfigpool",
+            false,
+        )
+    },
+    ResourceType {
+        short_names: &["mc"],
+        table: TableKind::MachineConfig,
+        ..base(
+            "machineconfiguration.openshift.io",
+            "v1",
+            "MachineConfig",
+            "machineconfigs",
+            "machineconfig",
             false,
         )
     },

@@ -1,5 +1,6 @@
 //! The simulated kubelets' HTTP endpoints, as a real kubelet serves them on its port 10250:
-//! `/healthz`, `/stats/summary`, `/metrics/resource` and `/containerLogs/{ns}/{pod}/{container}`.
+//! `/healthz`, `/stats/summary`, `/metrics/resource`, `/configz` and
+//! `/containerLogs/{ns}/{pod}/{container}`.
 //!
 //! One listener serves every simulated node of the process; a request names its node in the
 //! `Host` header (the API server's node proxy sends the node's name there), so a node's
@@ -41,6 +42,7 @@ pub fn router(sim: Arc<Sim>) -> Router {
         .route("/healthz", get(healthz))
         .route("/stats/summary", get(stats_summary))
         .route("/metrics/resource", get(metrics_resource))
+        .route("/configz", get(configz))
         .route(
             "/containerLogs/{namespace}/{pod}/{container}",
             get(container_logs),
@@ -98,6 +100,15 @@ async fn healthz(State(sim): State<Arc<Sim>>, headers: HeaderMap) -> Response {
 async fn stats_summary(State(sim): State<Arc<Sim>>, headers: HeaderMap) -> Response {
     match node(&sim, &headers).map(|n| sim.summary(&n)) {
         Ok(Some(s)) => axum::Json(s).into_response(),
+        Ok(None) => not_found().await,
+        Err(r) => r,
+    }
+}
+
+/// The kubelet's configuration as it runs (upstream's `/configz`).
+async fn configz(State(sim): State<Arc<Sim>>, headers: HeaderMap) -> Response {
+    match node(&sim, &headers).map(|n| sim.config(&n)) {
+        Ok(Some(c)) => axum::Json(c.configz()).into_response(),
         Ok(None) => not_found().await,
         Err(r) => r,
     }

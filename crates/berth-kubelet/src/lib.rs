@@ -37,6 +37,7 @@ pub mod eviction;
 pub mod failures;
 pub mod finish;
 pub mod logs;
+pub mod machine_config_daemon;
 pub mod model;
 mod node;
 pub mod oom;
@@ -94,6 +95,8 @@ pub struct Kubelet {
     lease_renew_interval: Duration,
     sharing: Option<share::Sharing>,
     supervisor: Option<Supervisor>,
+    /// The machine config daemons' client, when they run.
+    machine_config_daemon: Option<kube::Client>,
 }
 
 /// Upstream's housekeeping interval.
@@ -112,6 +115,7 @@ impl Kubelet {
             lease_renew_interval: DEFAULT_LEASE_RENEW_INTERVAL,
             sharing: None,
             supervisor: None,
+            machine_config_daemon: None,
         }
     }
 
@@ -144,6 +148,14 @@ impl Kubelet {
     /// without it the nodes write through the shared client.
     pub fn node_credentials(mut self, credentials: clients::NodeCredentials) -> Kubelet {
         self.node_credentials = Some(credentials);
+        self
+    }
+
+    /// Runs each node's machine config daemon ([`machine_config_daemon`]) through `client`,
+    /// the daemon's own identity: the nodes then take the kubelet settings of the machine
+    /// configs that OpenShift's machine config controller points them at.
+    pub fn machine_config_daemon(mut self, client: kube::Client) -> Kubelet {
+        self.machine_config_daemon = Some(client);
         self
     }
 
@@ -257,6 +269,17 @@ impl Kubelet {
             renew_leases(clients, sim, every, shared)
         });
         sim.show_program_output(self.commands.output());
+        if let Some(client) = self.machine_config_daemon.clone() {
+            let daemons = Arc::new(machine_config_daemon::Daemons::new(
+                client,
+                clients.clone(),
+                sim.clone(),
+                configs.clone(),
+            ));
+            sup.spawn(machine_config_daemon::LOOP_NAME, move || {
+                daemons.clone().run()
+            });
+        }
         let housekept = sim.clone();
         sup.spawn("kubelet-housekeeping", move || {
             housekept.clone().housekeeping()

@@ -139,6 +139,7 @@ pub fn columns(kind: TableKind) -> &'static [Column] {
         TableKind::User => openshift::USER_COLUMNS,
         TableKind::Group => openshift::GROUP_COLUMNS,
         TableKind::MachineConfigPool => openshift::MACHINE_CONFIG_POOL_COLUMNS,
+        TableKind::MachineConfig => openshift::MACHINE_CONFIG_COLUMNS,
         TableKind::Custom(custom) => custom.columns,
     }
 }
@@ -190,6 +191,7 @@ pub fn cells(kind: TableKind, obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
         TableKind::User => openshift::user_cells(obj),
         TableKind::Group => openshift::group_cells(obj),
         TableKind::MachineConfigPool => openshift::machine_config_pool_cells(obj, now),
+        TableKind::MachineConfig => openshift::machine_config_cells(obj, now),
         TableKind::Custom(custom) => custom::cells(custom, obj, now),
     }
 }
