@@ -10,11 +10,14 @@
 //! its pods' usage (`berth.io/usage`), and every housekeeping interval runs the eviction manager
 //! (seed 001): pressure conditions, node-level reclaim, one eviction per pass, admission under
 //! pressure, and a simulated OOM killer. The nodes answer like kubelets on one HTTP listener
-//! ([`endpoints`]: `/stats/summary`, `/metrics/resource`, `/containerLogs`, `/healthz`),
+//! ([`endpoints`]: `/stats/summary`, `/metrics/resource`, `/configz`, `/containerLogs`, `/healthz`),
 //! published in each Node's `status.daemonEndpoints` and `status.addresses` for the API
 //! server's node proxy and pod log routes.
 //! Each pass also puts its node's conditions right if the API shows otherwise (for instance
 //! `Unknown`, written by the node lifecycle controller while the node was silent).
+//! With [`Kubelet::machine_config_daemon`], each node also runs OpenShift's machine config
+//! daemon ([`machine_config_daemon`]): the kubelet settings of the MachineConfig its pool
+//! points it at replace the node's own (allocatable, eviction thresholds, max pods).
 //! The decisions are pure ([`eviction`], [`model`], [`status`]); the driver only carries them out.
 //! Condition taints are the node lifecycle controller's, not the kubelet's.
 //!

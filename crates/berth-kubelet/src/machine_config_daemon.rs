@@ -63,6 +63,10 @@ pub fn step(
         return Step::Idle;
     }
     if !desired.is_empty() && desired != current {
+        // Already running it here: the node's `Done` is on its way (a stale event).
+        if applied == Some(desired) {
+            return Step::Idle;
+        }
         return match failed {
             Some(f) if f == desired => Step::Idle,
             _ => Step::Update(desired.to_string()),
@@ -309,6 +313,8 @@ mod tests {
         // A failed update is not retried until another configuration is desired.
         assert_eq!(step(&to_b, Some("a"), Some("b")), Step::Idle);
         assert_eq!(step(&to_b, Some("a"), Some("c")), Step::Update("b".into()));
+        // An event from before the update finished: nothing more to do.
+        assert_eq!(step(&to_b, Some("b"), None), Step::Idle);
     }
 
     #[test]

@@ -8,7 +8,8 @@
 //! `desiredConfig` at once, `state: Done`. Otherwise nodes whose `desiredConfig` is not the
 //! pool's target are its candidates, in name order, as many as `maxUnavailable` (1 by
 //! default; a number or a percentage of the pool's machines, at least 1) leaves room for
-//! beside the nodes unavailable now (not Ready, or updating).
+//! beside the nodes unavailable now (not Ready, or updating). A degraded node goes to a new
+//! target at once, so that a fixed configuration reaches it.
 
 use super::{name_of, CURRENT_CONFIG, DESIRED_CONFIG, REASON, STATE};
 use super::{STATE_DEGRADED, STATE_DONE};
@@ -128,10 +129,14 @@ pub fn plan(pool: &Value, nodes: &[&NodeView]) -> Vec<NodePatch> {
     let mut candidates: Vec<&&NodeView> = nodes
         .iter()
         .filter(|n| !joined.contains(&n.name.as_str()))
-        .filter(|n| n.annotation(DESIRED_CONFIG) != target && !n.degraded())
+        .filter(|n| n.annotation(DESIRED_CONFIG) != target)
         .collect();
     candidates.sort_by(|a, b| a.name.cmp(&b.name));
-    for n in candidates.into_iter().take(room) {
+    // A degraded node (unavailable already) may go to the new target at once: that is how
+    // a fixed configuration reaches it.
+    let (degraded, healthy): (Vec<&&NodeView>, Vec<&&NodeView>) =
+        candidates.into_iter().partition(|n| n.degraded());
+    for n in degraded.into_iter().chain(healthy.into_iter().take(room)) {
         let set = BTreeMap::from([(DESIRED_CONFIG.to_string(), target.to_string())]);
         patches.push((n.name.clone(), set));
     }

@@ -385,7 +385,7 @@ fn a_pool_updates_one_node_at_a_time_by_default_in_name_order() {
 }
 
 #[test]
-fn a_degraded_node_is_counted_and_not_retried() {
+fn a_degraded_node_is_counted_and_takes_a_new_target_at_once() {
     let worker = targeting(pools()[1].clone(), "b", "a");
     let nodes = [
         node(
@@ -402,7 +402,14 @@ fn a_degraded_node_is_counted_and_not_retried() {
         node("node-2", "worker", &at("a"), true),
     ];
     let members: Vec<&NodeView> = nodes.iter().collect();
-    // node-1 is unavailable (degraded), so with maxUnavailable 1 nothing moves.
+    // node-1 is unavailable (degraded): it goes to the new target, node-2 waits for room.
+    let plan = rollout::plan(&worker, &members);
+    assert_eq!(plan.iter().map(|p| p.0.as_str()).collect::<Vec<_>>(), ["node-1"]);
+    let stuck = [
+        node("node-1", "worker", &[(CURRENT_CONFIG, "a"), (DESIRED_CONFIG, "b"), (STATE, "Degraded")], true),
+        node("node-2", "worker", &at("a"), true),
+    ];
+    let members: Vec<&NodeView> = stuck.iter().collect();
     assert!(rollout::plan(&worker, &members).is_empty());
     let status = rollout::status(&worker, &members, "now");
     assert_eq!(status["degradedMachineCount"], 1);
