@@ -115,7 +115,7 @@ def test_seed_004_kubelet_config_sets_the_workers_allocatable(berth_factory):
     """Seed 004: `oc label machineconfigpool worker custom-kubelet=small-pods`, `oc create -f`
     the seed's KubeletConfig, `oc get machineconfigpool` (Updating, then Updated),
     `oc describe node` (the new Allocatable); then seed 001's eviction settings through the
-    same KubeletConfig (`oc apply -f`) and `oc get --raw /api/v1/nodes/N/proxy/configz`."""
+    same KubeletConfig (`oc replace -f`) and `oc get --raw /api/v1/nodes/N/proxy/configz`."""
     berth = berth_factory(nodes=3)
     before = pool_updated(berth, "worker")
     base_config = before["status"]["configuration"]["name"]
@@ -159,7 +159,7 @@ def test_seed_004_kubelet_config_sets_the_workers_allocatable(berth_factory):
 
     # Seed 001's eviction settings through the same KubeletConfig.
     third = pool["status"]["configuration"]["name"]
-    berth.kubectl("apply", "-f", "-", stdin=SEED_001_KUBELET_CONFIG)
+    berth.kubectl("replace", "-f", "-", stdin=SEED_001_KUBELET_CONFIG)
     eventually(lambda: (lambda p: p if p["status"]["configuration"]["name"] != third
                         else None)(pool_updated(berth, "worker")),
                what="the worker pool on seed 001's configuration")
