@@ -43,7 +43,7 @@ pub async fn run(reads: kube::Client, client: kube::Client, nodes: Informer<Node
             nodes: nodes.store.state().iter().map(|n| node_view(n)).collect(),
         };
         let failed = sync(&client, &stores, &clock).await;
-        let retry = failed.then(|| tokio::time::Instant::now() + RETRY);
+        let retry = failed.then(|| clock.instant_after(RETRY));
         crate::wait::wait(&mut [&mut p, &mut k, &mut m, &mut n], retry).await;
     }
 }
