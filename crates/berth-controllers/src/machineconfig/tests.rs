@@ -404,9 +404,21 @@ fn a_degraded_node_is_counted_and_takes_a_new_target_at_once() {
     let members: Vec<&NodeView> = nodes.iter().collect();
     // node-1 is unavailable (degraded): it goes to the new target, node-2 waits for room.
     let plan = rollout::plan(&worker, &members);
-    assert_eq!(plan.iter().map(|p| p.0.as_str()).collect::<Vec<_>>(), ["node-1"]);
+    assert_eq!(
+        plan.iter().map(|p| p.0.as_str()).collect::<Vec<_>>(),
+        ["node-1"]
+    );
     let stuck = [
-        node("node-1", "worker", &[(CURRENT_CONFIG, "a"), (DESIRED_CONFIG, "b"), (STATE, "Degraded")], true),
+        node(
+            "node-1",
+            "worker",
+            &[
+                (CURRENT_CONFIG, "a"),
+                (DESIRED_CONFIG, "b"),
+                (STATE, "Degraded"),
+            ],
+            true,
+        ),
         node("node-2", "worker", &at("a"), true),
     ];
     let members: Vec<&NodeView> = stuck.iter().collect();
