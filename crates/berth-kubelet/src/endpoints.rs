@@ -43,7 +43,6 @@ pub fn router(sim: Arc<Sim>) -> Router {
         .route("/stats/summary", get(stats_summary))
         .route("/configz", get(configz))
         .route("/metrics/resource", get(metrics_resource))
-        .route("/configz", get(configz))
         .route(
             "/containerLogs/{namespace}/{pod}/{container}",
             get(container_logs),
