@@ -316,18 +316,20 @@ fn quote(s: &str) -> String {
 }
 
 /// Upstream's JSON schema: `ts` (seconds since the epoch), `caller`, `msg`, `v` (not on
-/// errors), then the key/value pairs.
+/// errors), then the key/value pairs, in that order (written member by member: a JSON map
+/// would sort its keys unless serde_json's `preserve_order` happens to be on).
 fn json_line(
     level: Level,
     now: chrono::DateTime<chrono::Utc>,
     caller: &str,
     fields: &Fields,
 ) -> String {
-    let mut o = serde_json::Map::new();
     let ts = now.timestamp() as f64 + f64::from(now.timestamp_subsec_micros()) / 1e6;
-    o.insert("ts".into(), serde_json::json!(ts));
-    o.insert("caller".into(), caller.into());
-    o.insert("msg".into(), fields.message.clone().into());
+    let mut members = vec![
+        ("ts", serde_json::json!(ts)),
+        ("caller", caller.into()),
+        ("msg", fields.message.clone().into()),
+    ];
     let v = match level {
         Level::ERROR => None,
         Level::WARN | Level::INFO => Some(0),
@@ -335,16 +337,20 @@ fn json_line(
         Level::TRACE => Some(6),
     };
     if let Some(v) = v {
-        o.insert("v".into(), v.into());
+        members.push(("v", v.into()));
     }
     for (k, v) in &fields.fields {
         let value = match v {
             Value::Text(t) => serde_json::Value::String(t.clone()),
             Value::Bare(b) => serde_json::from_str(b).unwrap_or_else(|_| b.clone().into()),
         };
-        o.insert((*k).to_string(), value);
+        members.push((*k, value));
     }
-    serde_json::Value::Object(o).to_string()
+    let body: Vec<String> = members
+        .iter()
+        .map(|(k, v)| format!("{}:{v}", serde_json::Value::from(*k)))
+        .collect();
+    format!("{{{}}}", body.join(","))
 }
 
 #[cfg(test)]
