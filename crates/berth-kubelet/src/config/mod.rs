@@ -153,54 +153,6 @@ impl NodeConfig {
         Ok(node)
     }
 
-    /// What the kubelet's `/configz` shows of its configuration (`{"kubeletconfig": ...}`,
-    /// upstream's `KubeletConfiguration` fields): the reservations, eviction settings and pod
-    /// limits the node runs with, upstream's defaults where none is set.
-    pub fn configz(&self) -> Value {
-        let args = &self.kubelet_args;
-        let split = |key: &str, sep: char| -> serde_json::Map<String, Value> {
-            args.get(key)
-                .into_iter()
-                .flatten()
-                .flat_map(|s| s.split(','))
-                .filter_map(|st| st.split_once(sep))
-                .map(|(k, v)| (k.trim().to_string(), Value::String(v.trim().to_string())))
-                .collect()
-        };
-        let hard = if args.contains_key("eviction-hard") {
-            split("eviction-hard", '<')
-        } else {
-            DEFAULT_EVICTION_HARD
-                .iter()
-                .filter_map(|st| st.split_once('<'))
-                .map(|(k, v)| (k.to_string(), Value::String(v.to_string())))
-                .collect()
-        };
-        let first = |key: &str| args.get(key).and_then(|v| v.first()).cloned();
-        let number = |v: Option<String>| v.and_then(|s| s.trim().parse::<i64>().ok());
-        let period = self.eviction.pressure_transition_period.as_secs();
-        let mut conf = serde_json::json!({
-            "kind": "KubeletConfiguration",
-            "apiVersion": "kubelet.config.k8s.io/v1beta1",
-            "maxPods": self.capacity.get("pods").map_or(0, Quantity::value),
-            "podsPerCore": number(first("pods-per-core")).unwrap_or(0),
-            "systemReserved": split("system-reserved", '='),
-            "kubeReserved": split("kube-reserved", '='),
-            "evictionHard": hard,
-            "evictionSoft": split("eviction-soft", '<'),
-            "evictionSoftGracePeriod": split("eviction-soft-grace-period", '='),
-            "evictionMinimumReclaim": split("eviction-minimum-reclaim", '='),
-            "evictionMaxPodGracePeriod": self.eviction.max_pod_grace_period,
-            "evictionPressureTransitionPeriod": format!("{}m{}s", period / 60, period % 60),
-            "enforceNodeAllocatable": first("enforce-node-allocatable")
-                .map_or_else(|| vec!["pods".to_string()], |e| e.split(',').map(|s| s.trim().to_string()).collect()),
-        });
-        if let Some(obj) = conf.as_object_mut() {
-            obj.retain(|_, v| !matches!(v, Value::Object(m) if m.is_empty()));
-        }
-        serde_json::json!({"kubeletconfig": conf})
-    }
-
     /// The node's memory capacity in bytes.
     pub fn memory_capacity(&self) -> i64 {
         self.capacity.get("memory").map_or(0, Quantity::value)

@@ -1,5 +1,14 @@
 use super::*;
 
+/// The node's `/configz` as its kubelet answers it.
+fn configz(node: &NodeConfig) -> Value {
+    crate::configz::configz(
+        node,
+        std::time::Duration::from_secs(10),
+        std::time::Duration::from_secs(10),
+    )
+}
+
 const EXAMPLE: &str = include_str!("../../../../examples/cluster.yaml");
 
 fn node<'a>(c: &'a Cluster, name: &str) -> &'a NodeConfig {
@@ -243,7 +252,7 @@ fn a_machine_configs_kubelet_configuration_is_laid_over_the_nodes_own() {
     assert_eq!(n.allocatable["memory"].to_string(), "15260Mi");
     assert_eq!(n.eviction, own.eviction);
     assert_eq!(
-        n.configz()["kubeletconfig"]["systemReserved"]["memory"],
+        configz(&n)["kubeletconfig"]["systemReserved"]["memory"],
         "512Mi"
     );
     // Seed 001's eviction settings: the hard threshold leaves allocatable, the soft one waits
@@ -263,20 +272,20 @@ fn a_machine_configs_kubelet_configuration_is_laid_over_the_nodes_own() {
     let soft: Vec<_> = n.eviction.thresholds.iter().filter(|t| !t.hard).collect();
     assert_eq!(soft.len(), 1);
     assert_eq!(soft[0].grace_period.as_secs(), 30);
-    let configz = n.configz();
+    let shown = configz(&n);
     assert_eq!(
-        configz["kubeletconfig"]["evictionHard"],
+        shown["kubeletconfig"]["evictionHard"],
         serde_json::json!({"memory.available": "500Mi"})
     );
     assert_eq!(
-        configz["kubeletconfig"]["evictionSoft"]["memory.available"],
+        shown["kubeletconfig"]["evictionSoft"]["memory.available"],
         "10%"
     );
     assert_eq!(
-        configz["kubeletconfig"]["evictionPressureTransitionPeriod"],
+        shown["kubeletconfig"]["evictionPressureTransitionPeriod"],
         "1m0s"
     );
-    assert_eq!(configz["kubeletconfig"]["maxPods"], 40);
+    assert_eq!(shown["kubeletconfig"]["maxPods"], 40);
     // podsPerCore caps pods at cores x podsPerCore.
     let n = own
         .reconfigured(&serde_json::json!({"podsPerCore": 10}))
