@@ -123,6 +123,8 @@ pub enum TableKind {
     MachineConfigPool,
     /// `NAME SERVICE AVAILABLE AGE` (the aggregator's APIServices).
     ApiService,
+    /// `NAME GENERATEDBYCONTROLLER IGNITIONVERSION AGE` (OpenShift's machine configs).
+    MachineConfig,
     /// A custom resource's `NAME` and its CustomResourceDefinition's `additionalPrinterColumns`
     /// (see [`crate::custom`]).
     Custom(&'static crate::columns::CustomColumns),
@@ -920,6 +922,18 @@ pub static RESOURCES: &[ResourceType] = &[
             "MachineConfigPool",
             "machineconfigpools",
             "machineconfigpool",
+            false,
+        )
+    },
+    ResourceType {
+        short_names: &["mc"],
+        table: TableKind::MachineConfig,
+        ..base(
+            "machineconfiguration.openshift.io",
+            "v1",
+            "MachineConfig",
+            "machineconfigs",
+            "machineconfig",
             false,
         )
     },

@@ -613,7 +613,8 @@ impl ApiServer {
     }
 
     /// Creates what exists in every cluster: the four namespaces, the two system priority
-    /// classes (and OpenShift's `openshift-user-critical`) and the bootstrap cluster roles and bindings. Existing objects are left as they
+    /// classes (and OpenShift's `openshift-user-critical`), OpenShift's machine config pools `master`
+    /// and `worker`, and the bootstrap cluster roles and bindings. Existing objects are left as they
     /// are.
     pub async fn bootstrap(&self) -> Result<(), ApiError> {
         let ts = self.clock.timestamp();
@@ -640,6 +641,18 @@ impl ApiServer {
             "metadata": {"name": "openshift-user-critical", "uid": uuid::Uuid::new_v4().to_string(), "creationTimestamp": ts, "generation": 1},
             "value": 1_000_000_000, "globalDefault": false, "preemptionPolicy": "PreemptLowerPriority",
             "description": "Used for critical pods that must run in the cluster, which can be preempted if necessary."})));
+        // OpenShift's machine config pools `master` and `worker` and their base configurations.
+        for (plural, name, mut obj) in openshift::machine_config::bootstrap_objects() {
+            obj["metadata"]["uid"] = json!(uuid::Uuid::new_v4().to_string());
+            obj["metadata"]["creationTimestamp"] = json!(ts);
+            obj["metadata"]["generation"] = json!(1);
+            objects.push((
+                ("machineconfiguration.openshift.io", "v1", plural),
+                None,
+                name,
+                obj,
+            ));
+        }
         objects.push((
             ("", "v1", "services"),
             Some("default"),

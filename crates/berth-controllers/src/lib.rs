@@ -44,6 +44,7 @@ pub mod garbage_collector;
 pub(crate) mod informers;
 pub mod job;
 pub mod lifecycle;
+pub mod machineconfig;
 pub mod metrics;
 pub mod model;
 pub mod namespace;

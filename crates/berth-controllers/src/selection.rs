@@ -18,6 +18,9 @@ pub const CONTROLLERS: &[(&str, &str)] = &[
     ("endpointslice-controller", "endpointslice"),
     ("garbage-collector-controller", "garbagecollector"),
     ("job-controller", "job"),
+    // OpenShift's machine-config-controller: KubeletConfigs, pools' rendered configurations
+    // and their rollout over the nodes.
+    ("machine-config-controller", "machineconfig"),
     ("namespace-controller", "namespace"),
     ("node-lifecycle-controller", "nodelifecycle"),
     (

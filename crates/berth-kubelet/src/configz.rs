@@ -51,6 +51,21 @@ fn list(l: &crate::allocatable::ResourceList) -> Value {
         .into()
 }
 
+/// A map-valued kubelet argument (`system-reserved=cpu=500m,memory=1Gi`, or
+/// `eviction-hard=memory.available<100Mi`) as `/configz` shows it: the configured strings as
+/// given, since upstream echoes its configuration file rather than canonical quantities. None
+/// when the node's configuration does not set the argument.
+fn as_configured(config: &NodeConfig, arg: &str, separator: char) -> Option<Value> {
+    let values = config.kubelet_args.get(arg)?;
+    let map: Map<String, Value> = values
+        .iter()
+        .flat_map(|v| v.split(','))
+        .filter_map(|entry| entry.split_once(separator))
+        .map(|(k, v)| (k.trim().to_string(), json!(v.trim())))
+        .collect();
+    Some(map.into())
+}
+
 /// The `/configz` answer of the node `config` whose kubelet runs with `housekeeping` and
 /// renews its lease each `lease_renew`.
 pub fn configz(config: &NodeConfig, housekeeping: Duration, lease_renew: Duration) -> Value {
@@ -82,6 +97,12 @@ pub fn configz(config: &NodeConfig, housekeeping: Duration, lease_renew: Duratio
         })
         .collect();
     let max_pods = config.capacity.get("pods").map_or(110, Quantity::value);
+    let pods_per_core = config
+        .kubelet_args
+        .get("pods-per-core")
+        .and_then(|v| v.first())
+        .and_then(|v| v.trim().parse::<i64>().ok())
+        .unwrap_or(0);
     // In parts: one `json!` of them all is past the macro's recursion limit.
     let server = json!({
         "kind": "KubeletConfiguration",
@@ -124,6 +145,7 @@ pub fn configz(config: &NodeConfig, housekeeping: Duration, lease_renew: Duratio
         "runtimeRequestTimeout": "2m0s",
         "hairpinMode": "promiscuous-bridge",
         "maxPods": max_pods,
+        "podsPerCore": pods_per_core,
         "podPidsLimit": -1,
         "resolvConf": "/etc/resolv.conf",
         "cpuCFSQuota": true,
@@ -135,9 +157,12 @@ pub fn configz(config: &NodeConfig, housekeeping: Duration, lease_renew: Duratio
         "serializeImagePulls": true,
     });
     let eviction = json!({
-        "evictionHard": thresholds(true),
-        "evictionSoft": thresholds(false),
-        "evictionSoftGracePeriod": grace,
+        "evictionHard": as_configured(config, "eviction-hard", '<').unwrap_or_else(|| thresholds(true)),
+        "evictionSoft": as_configured(config, "eviction-soft", '<').unwrap_or_else(|| thresholds(false)),
+        "evictionSoftGracePeriod": as_configured(config, "eviction-soft-grace-period", '=')
+            .unwrap_or_else(|| grace.into()),
+        "evictionMinimumReclaim": as_configured(config, "eviction-minimum-reclaim", '=')
+            .unwrap_or_else(|| json!({})),
         "evictionPressureTransitionPeriod": go_duration(config.eviction.pressure_transition_period),
         "evictionMaxPodGracePeriod": config.eviction.max_pod_grace_period,
         "housekeepingInterval": go_duration(housekeeping),
@@ -146,8 +171,10 @@ pub fn configz(config: &NodeConfig, housekeeping: Duration, lease_renew: Duratio
         "failSwapOn": true,
         "containerLogMaxSize": "10Mi",
         "containerLogMaxFiles": 5,
-        "systemReserved": list(&config.system_reserved),
-        "kubeReserved": list(&config.kube_reserved),
+        "systemReserved": as_configured(config, "system-reserved", '=')
+            .unwrap_or_else(|| list(&config.system_reserved)),
+        "kubeReserved": as_configured(config, "kube-reserved", '=')
+            .unwrap_or_else(|| list(&config.kube_reserved)),
         "enforceNodeAllocatable": ["pods"],
         "featureGates": {"PodPriority": config.eviction.pod_priority},
         "registerNode": true,

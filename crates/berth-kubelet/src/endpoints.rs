@@ -1,5 +1,6 @@
 //! The simulated kubelets' HTTP endpoints, as a real kubelet serves them on its port 10250:
-//! `/healthz`, `/stats/summary`, `/metrics/resource` and `/containerLogs/{ns}/{pod}/{container}`.
+//! `/healthz`, `/stats/summary`, `/metrics/resource`, `/configz` and
+//! `/containerLogs/{ns}/{pod}/{container}`.
 //!
 //! One listener serves every simulated node of the process; a request names its node in the
 //! `Host` header (the API server's node proxy sends the node's name there), so a node's

@@ -10,7 +10,7 @@
 //! its pods' usage (`berth.io/usage`), and every housekeeping interval runs the eviction manager
 //! (seed 001): pressure conditions, node-level reclaim, one eviction per pass, admission under
 //! pressure, and a simulated OOM killer. The nodes answer like kubelets on one HTTP listener
-//! ([`endpoints`]: `/stats/summary`, `/metrics/resource`, `/containerLogs`, `/healthz`),
+//! ([`endpoints`]: `/stats/summary`, `/metrics/resource`, `/configz`, `/containerLogs`, `/healthz`),
 //! published in each Node's `status.daemonEndpoints` and `status.addresses` for the API
 //! server's node proxy and pod log routes.
 //! Each pass also puts its node's conditions right if the API shows otherwise (for instance
@@ -19,6 +19,9 @@
 //! `Killing`, `BackOff`, `Evicted`, the node's `Starting`, `NodeReady`, ...) through a bounded,
 //! paced queue off the pod path; answer `/configz` ([`configz`]); and mirror their pool's static
 //! pods in the API ([`static_pods`]).
+//! With [`Kubelet::machine_config_daemon`], each node also runs OpenShift's machine config
+//! daemon ([`machine_config_daemon`]): the kubelet settings of the MachineConfig its pool
+//! points it at replace the node's own (allocatable, eviction thresholds, max pods).
 //! The decisions are pure ([`eviction`], [`model`], [`status`]); the driver only carries them out.
 //! Condition taints are the node lifecycle controller's, not the kubelet's.
 //!
@@ -43,6 +46,7 @@ pub mod eviction;
 pub mod failures;
 pub mod finish;
 pub mod logs;
+pub mod machine_config_daemon;
 pub mod model;
 mod node;
 pub mod observed;
@@ -103,6 +107,8 @@ pub struct Kubelet {
     lease_renew_interval: Duration,
     sharing: Option<share::Sharing>,
     supervisor: Option<Supervisor>,
+    /// The machine config daemons' client, when they run.
+    machine_config_daemon: Option<kube::Client>,
 }
 
 /// Upstream's housekeeping interval.
@@ -121,6 +127,7 @@ impl Kubelet {
             lease_renew_interval: DEFAULT_LEASE_RENEW_INTERVAL,
             sharing: None,
             supervisor: None,
+            machine_config_daemon: None,
         }
     }
 
@@ -153,6 +160,14 @@ impl Kubelet {
     /// without it the nodes write through the shared client.
     pub fn node_credentials(mut self, credentials: clients::NodeCredentials) -> Kubelet {
         self.node_credentials = Some(credentials);
+        self
+    }
+
+    /// Runs each node's machine config daemon ([`machine_config_daemon`]) through `client`,
+    /// the daemon's own identity: the nodes then take the kubelet settings of the machine
+    /// configs that OpenShift's machine config controller points them at.
+    pub fn machine_config_daemon(mut self, client: kube::Client) -> Kubelet {
+        self.machine_config_daemon = Some(client);
         self
     }
 
@@ -287,6 +302,17 @@ impl Kubelet {
             renew_leases(clients, sim, every, shared)
         });
         sim.show_program_output(self.commands.output());
+        if let Some(client) = self.machine_config_daemon.clone() {
+            let daemons = Arc::new(machine_config_daemon::Daemons::new(
+                client,
+                clients.clone(),
+                sim.clone(),
+                configs.clone(),
+            ));
+            sup.spawn(machine_config_daemon::LOOP_NAME, move || {
+                daemons.clone().run()
+            });
+        }
         let housekept = sim.clone();
         sup.spawn("kubelet-housekeeping", move || {
             housekept.clone().housekeeping()

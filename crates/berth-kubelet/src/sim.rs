@@ -119,6 +119,26 @@ impl Sim {
             .unwrap_or_default()
     }
 
+    /// Restarts `node`'s kubelet with `config` ([`NodeModel::reconfigure`]); whether it
+    /// changed anything (false for a node not of this process).
+    pub fn reconfigure(&self, node: &str, config: crate::NodeConfig) -> bool {
+        self.nodes
+            .get(node)
+            .is_some_and(|m| m.lock().expect("node model").reconfigure(config))
+    }
+
+    /// The configuration `node`'s kubelet runs with now.
+    pub fn config(&self, node: &str) -> Option<crate::NodeConfig> {
+        Some(
+            self.nodes
+                .get(node)?
+                .lock()
+                .expect("node model")
+                .config
+                .clone(),
+        )
+    }
+
     /// The nodes of this process.
     pub fn node_names(&self) -> impl Iterator<Item = &String> {
         self.nodes.keys()

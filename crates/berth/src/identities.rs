@@ -97,6 +97,21 @@ impl Identities {
         })
     }
 
+    /// The client of the simulated nodes' machine config daemons: OpenShift's ServiceAccount
+    /// `openshift-machine-config-operator/machine-config-daemon`, authorized by the bootstrap
+    /// role `machine-config-daemon` (a node's own identity may read no MachineConfigs).
+    pub fn machine_config_daemon(&self) -> kube::Client {
+        self.client(
+            "machine-config-daemon",
+            "system:serviceaccount:openshift-machine-config-operator:machine-config-daemon",
+            &[
+                "system:serviceaccounts",
+                "system:serviceaccounts:openshift-machine-config-operator",
+                "system:authenticated",
+            ],
+        )
+    }
+
     /// The scheduler's client.
     pub fn scheduler(&self) -> kube::Client {
         self.client("kube-scheduler", KUBE_SCHEDULER, &[])

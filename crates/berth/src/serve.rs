@@ -576,6 +576,7 @@ impl Loops {
         };
         kubelet
             .node_credentials(self.identities.nodes())
+            .machine_config_daemon(self.identities.machine_config_daemon())
             .housekeeping_interval(self.args.housekeeping_interval)
             .lease_renew_interval(self.args.node_status_update_frequency)
             .clock(self.clock.clone())

@@ -141,6 +141,7 @@ pub fn columns(kind: TableKind) -> &'static [Column] {
         TableKind::Group => openshift::GROUP_COLUMNS,
         TableKind::MachineConfigPool => openshift::MACHINE_CONFIG_POOL_COLUMNS,
         TableKind::ApiService => apiregistration::API_SERVICE_COLUMNS,
+        TableKind::MachineConfig => openshift::MACHINE_CONFIG_COLUMNS,
         TableKind::Custom(custom) => custom.columns,
     }
 }
@@ -193,6 +194,7 @@ pub fn cells(kind: TableKind, obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
         TableKind::Group => openshift::group_cells(obj),
         TableKind::MachineConfigPool => openshift::machine_config_pool_cells(obj, now),
         TableKind::ApiService => apiregistration::api_service_cells(obj, now),
+        TableKind::MachineConfig => openshift::machine_config_cells(obj, now),
         TableKind::Custom(custom) => custom::cells(custom, obj, now),
     }
 }

@@ -1,5 +1,6 @@
 //! Rows of OpenShift's kinds, as `oc get` prints them: projects, users, groups (OpenShift's
-//! printers) and machine config pools (the columns of its CustomResourceDefinition).
+//! printers), machine config pools and machine configs (the columns of their
+//! CustomResourceDefinitions).
 
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
@@ -99,6 +100,25 @@ pub(super) fn machine_config_pool_cells(obj: &Value, now: DateTime<Utc>) -> Vec<
         json!(count("readyMachineCount")),
         json!(count("updatedMachineCount")),
         json!(count("degradedMachineCount")),
+        json!(age(obj, now)),
+    ]
+}
+
+pub(super) const MACHINE_CONFIG_COLUMNS: &[Column] = &[
+    NAME,
+    col("GeneratedByController", "string", "Version of the controller that generated the machineconfig. This will be empty if the machineconfig is not managed by a controller."),
+    col("IgnitionVersion", "string", "Version of the Ignition Config defined in the machineconfig."),
+    AGE,
+];
+
+pub(super) fn machine_config_cells(obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
+    vec![
+        json!(str_at(obj, "/metadata/name")),
+        json!(str_at(
+            obj,
+            "/metadata/annotations/machineconfiguration.openshift.io~1generated-by-controller-version"
+        )),
+        json!(str_at(obj, "/spec/config/ignition/version")),
         json!(age(obj, now)),
     ]
 }

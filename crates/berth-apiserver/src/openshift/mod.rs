@@ -9,10 +9,12 @@
 //!   Groups are otherwise stored as any kind, and a Group's users are in it for RBAC
 //!   (`crate::authz::user_groups`).
 //!
-//! Machine config pools and KubeletConfigs (`machineconfiguration.openshift.io/v1`) are stored
-//! as any kind.
+//! Machine config pools, MachineConfigs and KubeletConfigs (`machineconfiguration.openshift.io/v1`)
+//! are stored as any kind; [`machine_config`] makes the pools and base configurations every
+//! cluster starts with, and the machine config controller (`berth-controllers`) acts on them.
 
 mod access_review;
+pub mod machine_config;
 mod project;
 mod users;
 

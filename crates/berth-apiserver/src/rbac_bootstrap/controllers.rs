@@ -30,6 +30,27 @@ pub fn cluster_roles() -> Vec<ClusterRole> {
                 &["escalate", "get", "list", "patch", "update", "watch"],
             )],
         ),
+        // OpenShift's machine-config-controller (berth runs it with the controllers):
+        // KubeletConfigs into MachineConfigs, pools' rendered configurations, the nodes'
+        // `desiredConfig` annotations.
+        controller(
+            "machine-config-controller",
+            vec![
+                rule(
+                    &["machineconfiguration.openshift.io"],
+                    &["machineconfigs", "machineconfigpools", "kubeletconfigs"],
+                    &[
+                        "create", "delete", "get", "list", "patch", "update", "watch",
+                    ],
+                ),
+                rule(
+                    &["machineconfiguration.openshift.io"],
+                    &["machineconfigpools/status", "kubeletconfigs/status"],
+                    &["patch", "update"],
+                ),
+                rule(&[""], &["nodes"], &["get", "list", "patch", "watch"]),
+            ],
+        ),
         controller(
             "cronjob-controller",
             vec![

@@ -87,6 +87,8 @@ enum Subject {
     Group(&'static str),
     /// A ServiceAccount of `kube-system`.
     KubeSystemAccount(String),
+    /// A ServiceAccount: (namespace, name).
+    Account(&'static str, &'static str),
 }
 
 impl Subject {
@@ -97,6 +99,9 @@ impl Subject {
             Subject::Group(name) => json!({"apiGroup": rbac, "kind": "Group", "name": name}),
             Subject::KubeSystemAccount(name) => {
                 json!({"kind": "ServiceAccount", "name": name, "namespace": "kube-system"})
+            }
+            Subject::Account(namespace, name) => {
+                json!({"kind": "ServiceAccount", "name": name, "namespace": namespace})
             }
         }
     }

@@ -6,6 +6,12 @@
 use super::roles::{TO_ADMIN, TO_VIEW};
 use super::{named, rule, ClusterRole, Subject, READ};
 
+/// The machine config daemon's role, and its ServiceAccount in
+/// `openshift-machine-config-operator` (its user is
+/// `system:serviceaccount:openshift-machine-config-operator:machine-config-daemon`).
+pub const MACHINE_CONFIG_DAEMON: &str = "machine-config-daemon";
+pub const MACHINE_CONFIG_OPERATOR_NAMESPACE: &str = "openshift-machine-config-operator";
+
 /// The label that puts a role's rules into `cluster-reader`.
 pub const TO_CLUSTER_READER: &str = "rbac.authorization.k8s.io/aggregate-to-cluster-reader";
 
@@ -91,12 +97,35 @@ pub fn cluster_roles() -> Vec<ClusterRole> {
                 ),
                 rule(
                     &["machineconfiguration.openshift.io"],
-                    &["machineconfigpools", "kubeletconfigs"],
+                    &["machineconfigpools", "kubeletconfigs", "machineconfigs"],
                     READ,
                 ),
             ],
         )
         .labelled(&[TO_CLUSTER_READER]),
+        // The machine config daemon of each node reads its node's configurations and writes
+        // its node's `currentConfig`/`state` annotations (OpenShift's `machine-config-daemon`
+        // role; the Node authorizer would not let a kubelet read MachineConfigs).
+        ClusterRole::new(
+            MACHINE_CONFIG_DAEMON,
+            vec![
+                rule(
+                    &[""],
+                    &["nodes"],
+                    &["get", "list", "watch", "patch", "update"],
+                ),
+                rule(
+                    &["machineconfiguration.openshift.io"],
+                    &["machineconfigs", "machineconfigpools"],
+                    READ,
+                ),
+                rule(
+                    &["", "events.k8s.io"],
+                    &["events"],
+                    &["create", "patch", "update"],
+                ),
+            ],
+        ),
         ClusterRole::new(
             "system:openshift:aggregate-to-admin",
             vec![
@@ -136,6 +165,14 @@ pub(super) fn cluster_role_bindings() -> Vec<(&'static str, &'static str, Vec<Su
             "self-provisioners",
             "self-provisioner",
             vec![Subject::Group("system:authenticated")],
+        ),
+        (
+            MACHINE_CONFIG_DAEMON,
+            MACHINE_CONFIG_DAEMON,
+            vec![Subject::Account(
+                MACHINE_CONFIG_OPERATOR_NAMESPACE,
+                MACHINE_CONFIG_DAEMON,
+            )],
         ),
     ]
 }

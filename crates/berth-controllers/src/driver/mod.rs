@@ -29,6 +29,10 @@ macro_rules! supervise {
 /// The node lifecycle controller's ServiceAccount: it also taints nodes by condition.
 const NODE_CONTROLLER: &str = "node-controller";
 
+/// The machine config controller's ServiceAccount (OpenShift runs it in
+/// `openshift-machine-config-operator`; berth's controllers act from `kube-system`).
+const MACHINE_CONFIG_CONTROLLER: &str = "machine-config-controller";
+
 /// The controllers of `berth serve`, configured once and started together.
 pub struct Controllers {
     client: kube::Client,
@@ -352,6 +356,17 @@ impl Controllers {
                 crate::volume::driver::run,
                 client = self.client_as("persistent-volume-binder"),
                 informers = informers.clone()
+            );
+        }
+        if on("machine-config-controller") {
+            supervise!(
+                sup,
+                "machine-config-controller",
+                crate::machineconfig::run,
+                reads = reads.clone(),
+                client = self.client_as(MACHINE_CONFIG_CONTROLLER),
+                nodes = informers.nodes.clone(),
+                clock = self.clock.clone()
             );
         }
         if on("disruption-controller") {

@@ -26,6 +26,9 @@ pub enum ConfigError {
         field: String,
         reason: String,
     },
+    /// A kubelet configuration file (a machine config's) the node cannot run with.
+    #[error("kubelet configuration: {field}: {reason}")]
+    Kubelet { field: String, reason: String },
 }
 
 /// A taint as the node spec carries it.
@@ -97,6 +100,11 @@ pub struct NodeConfig {
     /// The pool's static pods (its `staticPods`: pod manifests, as a kubelet's
     /// `staticPodPath` holds them); the kubelet runs them and mirrors each in the API.
     pub static_pods: Vec<Value>,
+    /// The kubelet settings the node was configured with, as `kubeletArguments` entries: what
+    /// a KubeletConfig is laid over ([`NodeConfig::reconfigured`]).
+    pub kubelet_args: BTreeMap<String, Vec<String>>,
+    /// The machine's capacity before the kubelet settings (`max-pods`, `pods-per-core`).
+    pub machine_capacity: ResourceList,
 }
 
 impl NodeConfig {
@@ -121,6 +129,30 @@ impl NodeConfig {
         resolve_pool(&pool, 0, &err, &mut Vec::new()).expect("the quick form is valid")
     }
 
+    /// The node as its kubelet runs after `kubelet_config` (a `KubeletConfiguration`, the
+    /// file `/etc/kubernetes/kubelet.conf` of a machine config) is laid over the node's own
+    /// settings: fields it sets replace the node's, the others stay. Capacity (`maxPods`,
+    /// `podsPerCore`), reservations, eviction thresholds and so allocatable follow. An empty
+    /// one gives the node back its own settings.
+    pub fn reconfigured(&self, kubelet_config: &Value) -> Result<NodeConfig, ConfigError> {
+        let err = |field: &str, reason: String| ConfigError::Kubelet {
+            field: field.to_string(),
+            reason,
+        };
+        let mut args = self.kubelet_args.clone();
+        args.extend(kubelet_config_args(kubelet_config, &err)?);
+        let field = |k: &str| k.to_string();
+        let settings = kubelet_settings(&args, self.machine_capacity.clone(), &field, &err)?;
+        let mut node = self.clone();
+        node.capacity = settings.capacity;
+        node.allocatable = settings.allocatable;
+        node.kube_reserved = settings.kube_reserved;
+        node.system_reserved = settings.system_reserved;
+        node.eviction = settings.eviction;
+        node.kubelet_args = args;
+        Ok(node)
+    }
+
     /// The node's memory capacity in bytes.
     pub fn memory_capacity(&self) -> i64 {
         self.capacity.get("memory").map_or(0, Quantity::value)
@@ -135,6 +167,9 @@ impl NodeConfig {
 }
 
 const DEFAULT_INODES: i64 = 1_000_000;
+
+/// The prefix of the node role labels (`node-role.kubernetes.io/worker: ""`).
+pub const ROLE_LABEL_PREFIX: &str = "node-role.kubernetes.io/";
 
 /// The labels a pool's `zone` sets: today's and the seed era's name of the node's zone.
 pub const ZONE_LABELS: [&str; 2] = [
@@ -478,6 +513,7 @@ fn kubelet_config_args(
             ),
             "maxPods" => ("max-pods", vec![text(v)]),
             "featureGates" => ("feature-gates", map_entries("=")?),
+            "podsPerCore" => ("pods-per-core", vec![text(v)]),
             _ => continue,
         };
         out.insert(arg.to_string(), values);
@@ -511,61 +547,37 @@ fn pod_priority_gate(statements: &[String]) -> Result<bool, String> {
     Ok(on)
 }
 
-fn resolve_pool(
-    raw: &RawPool,
-    index: usize,
-    err: &dyn Fn(&str, String) -> ConfigError,
-    ignored: &mut Vec<String>,
-) -> Result<Vec<NodeConfig>, ConfigError> {
-    let pool_name = raw
-        .name
-        .clone()
-        .unwrap_or_else(|| format!("pool-{}", index + 1));
-    // Kubelet settings: kubeletArguments, then the KubeletConfig form on top.
-    let mut args: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for (k, v) in &raw.kubelet_arguments {
-        if EVICTION_ARGS.contains(&k.as_str()) || k == "max-pods" || k == "feature-gates" {
-            args.insert(k.clone(), v.list());
-        } else {
-            ignored.push(format!("{pool_name}: {k}"));
-        }
-    }
-    if let Some(kc) = &raw.kubelet_config {
-        args.extend(kubelet_config_args(kc, err)?);
-    }
-    let arg = |k: &str| args.get(k).cloned().unwrap_or_default();
-    let kubelet_field = |k: &str| {
-        if raw.kubelet_arguments.contains_key(k) {
-            format!("kubeletArguments.{k}")
-        } else {
-            format!("kubeletConfig ({k})")
-        }
-    };
+/// What a node's kubelet settings make of it.
+struct KubeletSettings {
+    capacity: ResourceList,
+    allocatable: ResourceList,
+    kube_reserved: ResourceList,
+    system_reserved: ResourceList,
+    eviction: EvictionConfig,
+}
 
-    let mut capacity = ResourceList::new();
-    let mut nodefs_inodes = DEFAULT_INODES;
-    for (k, v) in &raw.capacity {
-        let field = format!("capacity.{k}");
-        let q = parse_quantity(&v.text(), &field, err)?;
-        if k == "inodes" {
-            nodefs_inodes = q.value();
-        } else {
-            capacity.insert(k.clone(), q);
-        }
-    }
-    for (k, v) in [
-        ("cpu", "4"),
-        ("memory", "16Gi"),
-        ("pods", "110"),
-        ("ephemeral-storage", "100Gi"),
-    ] {
-        capacity
-            .entry(k.to_string())
-            .or_insert_with(|| Quantity::parse(v).expect("valid"));
-    }
+/// The node's capacity (`max-pods`), reservations, eviction settings and allocatable from its
+/// kubelet settings (`kubeletArguments` entries); `kubelet_field` names a setting in errors.
+fn kubelet_settings(
+    args: &BTreeMap<String, Vec<String>>,
+    mut capacity: ResourceList,
+    kubelet_field: &dyn Fn(&str) -> String,
+    err: &dyn Fn(&str, String) -> ConfigError,
+) -> Result<KubeletSettings, ConfigError> {
+    let arg = |k: &str| args.get(k).cloned().unwrap_or_default();
+
     if let Some(mp) = arg("max-pods").first() {
         let q = parse_quantity(mp, &kubelet_field("max-pods"), err)?;
         capacity.insert("pods".into(), q);
+    }
+    // Upstream: pods = min(maxPods, podsPerCore x cores) when podsPerCore is set.
+    if let Some(ppc) = arg("pods-per-core").first() {
+        let per_core = parse_quantity(ppc, &kubelet_field("pods-per-core"), err)?.value();
+        let cores = capacity.get("cpu").map_or(0, Quantity::value);
+        let pods = capacity.get("pods").map_or(0, Quantity::value);
+        if per_core > 0 && per_core * cores < pods {
+            capacity.insert("pods".into(), Quantity::from_int(per_core * cores));
+        }
     }
     let kube_reserved =
         parse_reserved(&arg("kube-reserved"), &kubelet_field("kube-reserved"), err)?;
@@ -646,6 +658,73 @@ fn resolve_pool(
         ignore_eviction,
     );
 
+    Ok(KubeletSettings {
+        capacity,
+        allocatable: alloc,
+        kube_reserved,
+        system_reserved,
+        eviction: EvictionConfig {
+            thresholds,
+            max_pod_grace_period,
+            pressure_transition_period,
+            pod_priority,
+        },
+    })
+}
+
+fn resolve_pool(
+    raw: &RawPool,
+    index: usize,
+    err: &dyn Fn(&str, String) -> ConfigError,
+    ignored: &mut Vec<String>,
+) -> Result<Vec<NodeConfig>, ConfigError> {
+    let pool_name = raw
+        .name
+        .clone()
+        .unwrap_or_else(|| format!("pool-{}", index + 1));
+    // Kubelet settings: kubeletArguments, then the KubeletConfig form on top.
+    let mut args: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (k, v) in &raw.kubelet_arguments {
+        if EVICTION_ARGS.contains(&k.as_str())
+            || ["max-pods", "pods-per-core", "feature-gates"].contains(&k.as_str())
+        {
+            args.insert(k.clone(), v.list());
+        } else {
+            ignored.push(format!("{pool_name}: {k}"));
+        }
+    }
+    if let Some(kc) = &raw.kubelet_config {
+        args.extend(kubelet_config_args(kc, err)?);
+    }
+    let mut capacity = ResourceList::new();
+    let mut nodefs_inodes = DEFAULT_INODES;
+    for (k, v) in &raw.capacity {
+        let field = format!("capacity.{k}");
+        let q = parse_quantity(&v.text(), &field, err)?;
+        if k == "inodes" {
+            nodefs_inodes = q.value();
+        } else {
+            capacity.insert(k.clone(), q);
+        }
+    }
+    for (k, v) in [
+        ("cpu", "4"),
+        ("memory", "16Gi"),
+        ("pods", "110"),
+        ("ephemeral-storage", "100Gi"),
+    ] {
+        capacity
+            .entry(k.to_string())
+            .or_insert_with(|| Quantity::parse(v).expect("valid"));
+    }
+    let kubelet_field = |k: &str| {
+        if raw.kubelet_arguments.contains_key(k) {
+            format!("kubeletArguments.{k}")
+        } else {
+            format!("kubeletConfig ({k})")
+        }
+    };
+    let settings = kubelet_settings(&args, capacity.clone(), &kubelet_field, err)?;
     let mut images = Vec::new();
     for (i, im) in raw.images.iter().enumerate() {
         let field = format!("images[{i}].size");
@@ -720,27 +799,29 @@ fn resolve_pool(
                 }
             }
             labels.extend(raw.labels.iter().map(|(k, v)| (k.clone(), v.text())));
+            // Every OpenShift node has a role, and its machine config pool goes by it: a
+            // pool that names none is of workers.
+            if !labels.keys().any(|k| k.starts_with(ROLE_LABEL_PREFIX)) {
+                labels.insert(format!("{ROLE_LABEL_PREFIX}worker"), String::new());
+            }
             NodeConfig {
                 name,
                 labels,
                 taints: raw.taints.clone(),
                 images: images.clone(),
-                capacity: capacity.clone(),
-                allocatable: alloc.clone(),
-                kube_reserved: kube_reserved.clone(),
-                system_reserved: system_reserved.clone(),
-                eviction: EvictionConfig {
-                    thresholds: thresholds.clone(),
-                    max_pod_grace_period,
-                    pressure_transition_period,
-                    pod_priority,
-                },
+                capacity: settings.capacity.clone(),
+                allocatable: settings.allocatable.clone(),
+                kube_reserved: settings.kube_reserved.clone(),
+                system_reserved: settings.system_reserved.clone(),
+                eviction: settings.eviction.clone(),
                 nodefs_inodes,
                 imagefs,
                 max_pids: raw.max_pids.unwrap_or(DEFAULT_MAX_PIDS),
                 system_usage,
                 failures,
                 static_pods: raw.static_pods.clone(),
+                kubelet_args: args.clone(),
+                machine_capacity: capacity.clone(),
             }
         })
         .collect();

@@ -1,5 +1,14 @@
 use super::*;
 
+/// The node's `/configz` as its kubelet answers it.
+fn configz(node: &NodeConfig) -> Value {
+    crate::configz::configz(
+        node,
+        std::time::Duration::from_secs(10),
+        std::time::Duration::from_secs(10),
+    )
+}
+
 const EXAMPLE: &str = include_str!("../../../../examples/cluster.yaml");
 
 fn node<'a>(c: &'a Cluster, name: &str) -> &'a NodeConfig {
@@ -226,4 +235,83 @@ pools:
     let gate: Vec<bool> = c.nodes.iter().map(|n| n.eviction.pod_priority).collect();
     assert_eq!(gate, [true, false, false, true]);
     assert!(c.ignored.is_empty(), "{:?}", c.ignored);
+}
+
+#[test]
+fn a_machine_configs_kubelet_configuration_is_laid_over_the_nodes_own() {
+    let own = NodeConfig::quick(1).remove(0);
+    // Seed 004's KubeletConfig: 4 CPU and 16Gi less 1 CPU and 1Gi reserved and the default
+    // memory.available<100Mi.
+    let seed_004 = serde_json::json!({
+        "kind": "KubeletConfiguration",
+        "systemReserved": {"cpu": "500m", "memory": "512Mi"},
+        "kubeReserved": {"cpu": "500m", "memory": "512Mi"},
+    });
+    let n = own.reconfigured(&seed_004).unwrap();
+    assert_eq!(n.allocatable["cpu"].to_string(), "3");
+    assert_eq!(n.allocatable["memory"].to_string(), "15260Mi");
+    assert_eq!(n.eviction, own.eviction);
+    assert_eq!(
+        configz(&n)["kubeletconfig"]["systemReserved"]["memory"],
+        "512Mi"
+    );
+    // Seed 001's eviction settings: the hard threshold leaves allocatable, the soft one waits
+    // its grace period.
+    let seed_001 = serde_json::json!({
+        "evictionHard": {"memory.available": "500Mi"},
+        "evictionSoft": {"memory.available": "10%"},
+        "evictionSoftGracePeriod": {"memory.available": "30s"},
+        "evictionPressureTransitionPeriod": "1m",
+        "systemReserved": {"memory": "1536Mi"},
+        "maxPods": 40,
+    });
+    let n = own.reconfigured(&seed_001).unwrap();
+    assert_eq!(n.allocatable["memory"].to_string(), "14348Mi");
+    assert_eq!(n.capacity["pods"].to_string(), "40");
+    assert_eq!(n.eviction.pressure_transition_period.as_secs(), 60);
+    let soft: Vec<_> = n.eviction.thresholds.iter().filter(|t| !t.hard).collect();
+    assert_eq!(soft.len(), 1);
+    assert_eq!(soft[0].grace_period.as_secs(), 30);
+    let shown = configz(&n);
+    assert_eq!(
+        shown["kubeletconfig"]["evictionHard"],
+        serde_json::json!({"memory.available": "500Mi"})
+    );
+    assert_eq!(
+        shown["kubeletconfig"]["evictionSoft"]["memory.available"],
+        "10%"
+    );
+    assert_eq!(
+        shown["kubeletconfig"]["evictionPressureTransitionPeriod"],
+        "1m0s"
+    );
+    assert_eq!(shown["kubeletconfig"]["maxPods"], 40);
+    // podsPerCore caps pods at cores x podsPerCore.
+    let n = own
+        .reconfigured(&serde_json::json!({"podsPerCore": 10}))
+        .unwrap();
+    assert_eq!(n.capacity["pods"].to_string(), "40");
+    // An empty configuration gives the node back its own settings.
+    assert_eq!(own.reconfigured(&serde_json::json!({})).unwrap(), own);
+    // A setting the kubelet cannot run with is an error naming it.
+    let e = own
+        .reconfigured(&serde_json::json!({"evictionHard": {"memory.available": "lots"}}))
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("kubelet configuration: eviction-hard"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_pool_without_a_role_is_of_workers() {
+    let c = parse_cluster(
+        "pools:\n- name: a\n- name: b\n  labels: {node-role.kubernetes.io/infra: \"\"}\n",
+    )
+    .unwrap();
+    assert_eq!(c.nodes[0].labels["node-role.kubernetes.io/worker"], "");
+    assert!(!c.nodes[1]
+        .labels
+        .contains_key("node-role.kubernetes.io/worker"));
 }

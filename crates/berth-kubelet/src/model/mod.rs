@@ -374,6 +374,18 @@ impl NodeModel {
         }
     }
 
+    /// The kubelet restarts with `config` (its machine config changed): allocatable and the
+    /// eviction thresholds are the new ones, and the eviction manager starts afresh, as a
+    /// restarted kubelet's does. Returns whether anything changed.
+    pub fn reconfigure(&mut self, config: NodeConfig) -> bool {
+        if self.config == config {
+            return false;
+        }
+        self.manager = EvictionManager::new(config.eviction.clone());
+        self.config = config;
+        true
+    }
+
     /// Kubelet admission of a bound pod: pressure conditions, then fit in allocatable.
     pub fn admit(&self, pod: &PodState) -> Result<(), Rejection> {
         if !self.conditions.is_empty() && pod.priority < 2_000_000_000 {
