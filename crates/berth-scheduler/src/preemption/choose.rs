@@ -124,8 +124,9 @@ impl Scheduler {
         candidates: &[u32],
         pdbs: &[CompiledPdb],
         nominated: &[Nominated],
-        wanted: usize,
     ) -> Option<Choice> {
+        let (candidates, wanted) = self.sample_candidates(candidates);
+        let candidates = &candidates[..];
         let units = self.take_units(pod);
         let preds = &units.preds;
         let always = self.always_check_all;

@@ -239,10 +239,8 @@ impl Scheduler {
         if candidates.is_empty() {
             return PreemptionOutcome::NoCandidates;
         }
-        let (candidates, wanted) = self.sample_candidates(candidates);
         let pdbs = compile_pdbs(cache, input.pdbs);
-        let Some(chosen) =
-            self.choose_node(cache, pod, err, &candidates, &pdbs, input.nominated, wanted)
+        let Some(chosen) = self.choose_node(cache, pod, err, &candidates, &pdbs, input.nominated)
         else {
             return PreemptionOutcome::NoNode;
         };
@@ -260,9 +258,9 @@ impl Scheduler {
     /// DefaultPreemption's `GetOffsetAndNumCandidates` under a profile: the candidates from a
     /// random offset (the scheduler's seeded RNG) round to the start, and how many to find.
     /// Under a Policy every candidate is evaluated in name order (1.11).
-    fn sample_candidates(&mut self, candidates: Vec<u32>) -> (Vec<u32>, usize) {
+    pub(super) fn sample_candidates(&mut self, candidates: &[u32]) -> (Vec<u32>, usize) {
         let Some((percentage, absolute)) = self.plugin_args.min_candidate_nodes else {
-            return (candidates, usize::MAX);
+            return (candidates.to_vec(), usize::MAX);
         };
         let n = candidates.len();
         let offset = rand::Rng::random_range(&mut self.rng, 0..n);
