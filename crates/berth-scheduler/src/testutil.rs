@@ -128,6 +128,38 @@ pub fn scores_in(kind: PriorityKind, cache: &mut ClusterCache, p: Pod) -> Vec<i6
         .collect()
 }
 
+/// NodeResourcesFit's configured scores (0..100) per node in name order.
+pub fn fit_scores_of(
+    args: crate::plugin_args::PluginArgs,
+    nodes: Vec<Node>,
+    pods: Vec<Pod>,
+    p: Pod,
+) -> Vec<i64> {
+    let mut cache = cache_of(nodes, pods);
+    let info = args.compile_pod(&mut cache, &p);
+    let policy = Policy {
+        predicates: vec![],
+        priorities: vec![PriorityConfig {
+            name: "NodeResourcesFit".into(),
+            weight: 1,
+            kind: PriorityKind::Builtin(R::NodeResourcesFit),
+        }],
+        always_check_all_predicates: false,
+        hard_pod_affinity_symmetric_weight: 1,
+        extenders: vec![],
+    };
+    let mut s = Scheduler::builder()
+        .policy(policy)
+        .plugin_args(args)
+        .build()
+        .unwrap();
+    s.explain(&cache, &info)
+        .nodes
+        .into_iter()
+        .map(|n| n.priorities[0].score)
+        .collect()
+}
+
 pub fn scores_of(kind: PriorityKind, nodes: Vec<Node>, pods: Vec<Pod>, p: Pod) -> Vec<i64> {
     scores_in(kind, &mut cache_of(nodes, pods), p)
 }

@@ -79,18 +79,24 @@ pub async fn run(cmd: ExplainCommand) -> anyhow::Result<()> {
     if let Some(spec) = pending.get_mut("spec").and_then(|s| s.as_object_mut()) {
         spec.remove("nodeName");
     }
-    let info = cache
-        .compile_pod_json(&serde_json::to_vec(&pending)?)
-        .map_err(|e| anyhow::anyhow!("compiling pod {key}: {e}"))?;
+    // A profile's plugin args (addedAffinity, ignored resources, scoring) apply to the pod.
+    let plugin_args = profile
+        .as_ref()
+        .map(|p| p.plugin_args.clone())
+        .unwrap_or_default();
+    let model: berth_scheduler::model::Pod =
+        serde_json::from_value(pending).map_err(|e| anyhow::anyhow!("compiling pod {key}: {e}"))?;
+    let info = plugin_args.compile_pod(&mut cache, &model);
     let mut scheduler = Scheduler::builder()
         .policy(policy)
         .framework_profile(profile.is_some())
+        .plugin_args(plugin_args)
         .build()
         .map_err(|e| anyhow::anyhow!("building the scheduler: {e}"))?;
     let mut ex = scheduler.explain(&cache, &info);
     let policy_note = match &profile {
         Some(p) => {
-            as_plugins(&mut ex);
+            as_plugins(&mut ex, p.plugin_args.resource_scoring.is_some());
             format!("{policy_note}\n{}", plugin_lines(p))
         }
         None => policy_note,
@@ -182,11 +188,15 @@ async fn policy_for(
 
 /// A profile's explanation in its plugins' terms: each score plugin's score on upstream's
 /// 0..100 scale with the plugin's own weight, and 1.35's reasons.
-fn as_plugins(ex: &mut Explanation) {
+fn as_plugins(ex: &mut Explanation, configured_fit: bool) {
     use berth_scheduler::config::messages;
     const SCALE: i64 = berth_scheduler::config::SCORE_SCALE;
     for n in &mut ex.nodes {
         for p in &mut n.priorities {
+            // A configured NodeResourcesFit strategy scores 0..100 with the plugin's weight.
+            if configured_fit && p.name == "NodeResourcesFit" {
+                continue;
+            }
             p.score *= SCALE;
             p.weight /= SCALE;
         }

@@ -6,9 +6,10 @@
 //! formulas, so each plugin's weight is multiplied by [`SCORE_SCALE`]: totals have upstream's
 //! magnitude and the ranking of nodes is the one the weights give.
 
-use super::field::{child, index, Errors, FieldError};
+use super::field::{child, index, Errors};
 use super::plugins::{self, Filter, Point, Score};
 use super::*;
+use crate::plugin_args::{PluginArgs, ResourceScoring, Strategy};
 use crate::policy::{
     Policy, PredicateConfig, PredicateKind, PriorityConfig, PriorityKind, PriorityName,
 };
@@ -28,9 +29,12 @@ pub struct CompiledProfile {
     pub percentage_of_nodes_to_score: u32,
     /// DefaultPreemption is enabled at `postFilter`.
     pub preemption: bool,
-    /// DefaultPreemption's `(minCandidateNodesPercentage, minCandidateNodesAbsolute)`. berth's
-    /// preemption evaluates every node, so these bound nothing; they are validated and shown.
+    /// DefaultPreemption's `(minCandidateNodesPercentage, minCandidateNodesAbsolute)`.
     pub min_candidate_nodes: (i64, i64),
+    /// The plugin arguments the engine reads (NodeResourcesFit's scoring and ignored
+    /// resources, NodeAffinity's `addedAffinity`, InterPodAffinity's
+    /// `ignorePreferredTermsOfExistingPods`).
+    pub plugin_args: PluginArgs,
     /// SchedulingGates is enabled at `preEnqueue`: gated pods wait outside the queue.
     pub scheduling_gates: bool,
     /// DynamicResources is enabled (its `postFilter` adds `no new claims to deallocate` to the
@@ -97,7 +101,6 @@ pub(crate) fn profile(
     i: usize,
     p: &Profile,
 ) -> Result<CompiledProfile, Errors> {
-    let mut errors = Errors::new();
     let path = index("profiles", i);
     let mut listed = Vec::new();
     for point in Point::EVERY {
@@ -131,6 +134,7 @@ pub(crate) fn profile(
         extenders: Vec::new(),
     };
     let mut topology_spread: Option<TopologySpreadWiring> = None;
+    let mut resource_scoring = None;
     for pp in listed.iter().filter(|pp| pp.point == Point::Filter) {
         let Some(plugin) = plugins::lookup(&pp.name) else {
             continue;
@@ -160,14 +164,18 @@ pub(crate) fn profile(
         let Some(plugin) = plugins::lookup(&pp.name) else {
             continue;
         };
+        let mut weight = pp.weight * SCORE_SCALE;
         let prio = match plugin.score {
             Some(Score::Priority(prio)) => prio,
-            Some(Score::ResourcesFit) => {
-                match resources_fit_priority(args_of(&pp.name), &mut errors) {
-                    Some(prio) => prio,
-                    None => continue,
+            Some(Score::ResourcesFit) => match resources_fit_priority(args_of(&pp.name)) {
+                Ok(prio) => prio,
+                // Scores 0..100 itself: the weight is the profile's.
+                Err(scoring) => {
+                    resource_scoring = Some(scoring);
+                    weight = pp.weight;
+                    PriorityName::NodeResourcesFit
                 }
-            }
+            },
             // The engine's PodTopologySpread score unit, weighted as any plugin.
             Some(Score::TopologySpread) => {
                 topology_spread
@@ -179,12 +187,16 @@ pub(crate) fn profile(
         };
         policy.priorities.push(PriorityConfig {
             name: pp.name.clone(),
-            weight: pp.weight * SCORE_SCALE,
+            weight,
             kind: PriorityKind::Builtin(prio),
         });
     }
+    let mut plugin_args = PluginArgs {
+        resource_scoring,
+        ..PluginArgs::default()
+    };
     if let Some((
-        args_path,
+        _,
         Args::InterPodAffinity {
             hard_pod_affinity_weight,
             ignore_preferred_terms_of_existing_pods,
@@ -192,24 +204,17 @@ pub(crate) fn profile(
     )) = args_of("InterPodAffinity")
     {
         policy.hard_pod_affinity_symmetric_weight = *hard_pod_affinity_weight as i32;
-        if *ignore_preferred_terms_of_existing_pods {
-            errors.push(unsupported(
-                &child(&args_path, "ignorePreferredTermsOfExistingPods"),
-                "true",
-            ));
+        plugin_args.ignore_preferred_terms_of_existing_pods =
+            *ignore_preferred_terms_of_existing_pods;
+    }
+    // NodeAffinity's addedAffinity applies where the plugin runs: its filter and its score.
+    if let Some((_, Args::NodeAffinity { added_affinity })) = args_of("NodeAffinity") {
+        if enabled(Point::Filter, "NodeAffinity") || enabled(Point::Score, "NodeAffinity") {
+            plugin_args.added_affinity = added_affinity.clone();
         }
     }
     if let Some((
-        args_path,
-        Args::NodeAffinity {
-            added_affinity: Some(_),
-        },
-    )) = args_of("NodeAffinity")
-    {
-        errors.push(unsupported(&child(&args_path, "addedAffinity"), "{...}"));
-    }
-    if let Some((
-        args_path,
+        _,
         Args::NodeResourcesFit {
             ignored_resources,
             ignored_resource_groups,
@@ -217,15 +222,8 @@ pub(crate) fn profile(
         },
     )) = args_of("NodeResourcesFit")
     {
-        if !ignored_resources.is_empty() {
-            errors.push(unsupported(&child(&args_path, "ignoredResources"), "[...]"));
-        }
-        if !ignored_resource_groups.is_empty() {
-            errors.push(unsupported(
-                &child(&args_path, "ignoredResourceGroups"),
-                "[...]",
-            ));
-        }
+        plugin_args.ignored_resources = ignored_resources.clone();
+        plugin_args.ignored_resource_groups = ignored_resource_groups.clone();
     }
     let min_candidate_nodes = match args_of("DefaultPreemption") {
         Some((
@@ -240,9 +238,7 @@ pub(crate) fn profile(
         ),
         _ => (10, 100),
     };
-    if !errors.is_empty() {
-        return Err(errors);
-    }
+    plugin_args.min_candidate_nodes = Some(min_candidate_nodes);
     let percentage = p
         .percentage_of_nodes_to_score
         .unwrap_or(c.percentage_of_nodes_to_score)
@@ -256,15 +252,10 @@ pub(crate) fn profile(
         percentage_of_nodes_to_score: percentage,
         min_candidate_nodes,
         topology_spread,
+        plugin_args,
         backoff_seconds: (c.pod_initial_backoff_seconds, c.pod_max_backoff_seconds),
         plugins: listed,
     })
-}
-
-/// An option berth's engine does not implement yet: refused, naming the field, rather than
-/// silently ignored.
-fn unsupported(path: &str, value: &str) -> FieldError {
-    FieldError::invalid(path, value, "not supported by berth's scheduler yet")
 }
 
 fn spread(args: Option<(String, &Args)>) -> TopologySpreadWiring {
@@ -286,38 +277,45 @@ fn spread(args: Option<(String, &Args)>) -> TopologySpreadWiring {
     }
 }
 
-/// NodeResourcesFit's score: the legacy priority of its strategy, which scores cpu and memory
-/// with equal weights.
-fn resources_fit_priority(
-    args: Option<(String, &Args)>,
-    errors: &mut Errors,
-) -> Option<PriorityName> {
+/// NodeResourcesFit's score: the legacy priority of its strategy when that computes it (cpu and
+/// memory with equal weights, LeastAllocated or MostAllocated: the engine's fused resource
+/// scores), else the strategy over its weighted resources for the `NodeResourcesFit` priority.
+fn resources_fit_priority(args: Option<(String, &Args)>) -> Result<PriorityName, ResourceScoring> {
     let Some((
-        path,
+        _,
         Args::NodeResourcesFit {
             scoring_strategy, ..
         },
     )) = args
     else {
-        return Some(PriorityName::LeastRequestedPriority);
+        return Ok(PriorityName::LeastRequestedPriority);
     };
-    let sp = child(&path, "scoringStrategy");
-    let default_resources = scoring_strategy.resources.len() == 2
-        && scoring_strategy.resources.iter().all(|r| {
-            (r.name == "cpu" || r.name == "memory")
-                && r.weight == scoring_strategy.resources[0].weight
-        })
-        && scoring_strategy.resources[0].name != scoring_strategy.resources[1].name;
-    if !default_resources {
-        errors.push(unsupported(&child(&sp, "resources"), "[...]"));
-        return None;
-    }
-    match scoring_strategy.type_.as_str() {
-        "LeastAllocated" => Some(PriorityName::LeastRequestedPriority),
-        "MostAllocated" => Some(PriorityName::MostRequestedPriority),
-        other => {
-            errors.push(unsupported(&child(&sp, "type"), &format!("{other:?}")));
-            None
-        }
-    }
+    let s = scoring_strategy;
+    let cpu_and_memory = s.resources.len() == 2
+        && s.resources
+            .iter()
+            .all(|r| (r.name == "cpu" || r.name == "memory") && r.weight == s.resources[0].weight)
+        && s.resources[0].name != s.resources[1].name;
+    let strategy = match s.type_.as_str() {
+        "LeastAllocated" if cpu_and_memory => return Ok(PriorityName::LeastRequestedPriority),
+        "MostAllocated" if cpu_and_memory => return Ok(PriorityName::MostRequestedPriority),
+        "MostAllocated" => Strategy::MostAllocated,
+        "RequestedToCapacityRatio" => Strategy::RequestedToCapacityRatio(
+            // upstream scales the file's 0..10 scores to 0..100 (MaxNodeScore / MaxCustomPriorityScore).
+            s.shape
+                .iter()
+                .flatten()
+                .map(|p| (p.utilization, p.score * SCORE_SCALE))
+                .collect(),
+        ),
+        _ => Strategy::LeastAllocated,
+    };
+    Err(ResourceScoring {
+        strategy,
+        resources: s
+            .resources
+            .iter()
+            .map(|r| (r.name.clone(), r.weight))
+            .collect(),
+    })
 }

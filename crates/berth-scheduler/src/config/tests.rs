@@ -185,7 +185,7 @@ fn upstream_validation_vectors_are_worded_as_upstream() {
         ),
         (
             "profiles:\n- pluginConfig:\n  - name: NodeResourcesFit\n    args: {scoringStrategy: {type: RequestedToCapacityRatio, requestedToCapacityRatio: {shape: [{utilization: 50, score: 1}, {utilization: 10, score: 11}]}}}\n",
-            "profiles[0].pluginConfig[0].args.scoringStrategy.requestedToCapacityRatio.shape[1].utilization: Invalid value: 10: values must be sorted in increasing order",
+            "profiles[0].pluginConfig[0].args.scoringStrategy.shape[1].utilization: Invalid value: 10: values must be sorted in increasing order",
         ),
         (
             "profiles:\n- pluginConfig:\n  - name: NodeResourcesFit\n    args: {ignoredResourceGroups: [example.com/aaa]}\n",
@@ -385,14 +385,87 @@ fn most_allocated_scores_with_the_most_requested_priority() {
 }
 
 #[test]
-fn options_the_engine_lacks_are_refused_naming_the_field() {
-    let e = load("profiles:\n- pluginConfig:\n  - name: NodeResourcesFit\n    args: {ignoredResources: [example.com/foo]}\n")
-        .unwrap()
-        .compile()
-        .unwrap_err();
+fn plugin_args_reach_the_engine() {
+    let profile = load(
+        "profiles:
+- pluginConfig:
+  - name: NodeResourcesFit
+    args:
+      ignoredResources: [example.com/foo]
+      ignoredResourceGroups: [example.org]
+      scoringStrategy:
+        type: RequestedToCapacityRatio
+        resources: [{name: cpu, weight: 2}, {name: example.com/gpu, weight: 3}]
+        requestedToCapacityRatio:
+          shape: [{utilization: 0, score: 0}, {utilization: 100, score: 10}]
+  - name: NodeAffinity
+    args:
+      addedAffinity:
+        requiredDuringSchedulingIgnoredDuringExecution:
+          nodeSelectorTerms: [{matchExpressions: [{key: zone, operator: In, values: [a]}]}]
+  - name: InterPodAffinity
+    args: {ignorePreferredTermsOfExistingPods: true}
+",
+    )
+    .unwrap()
+    .compile()
+    .unwrap()
+    .remove(0);
+    let a = &profile.plugin_args;
+    assert_eq!(a.ignored_resources, ["example.com/foo"]);
+    assert_eq!(a.ignored_resource_groups, ["example.org"]);
+    assert!(a.added_affinity.is_some());
+    assert!(a.ignore_preferred_terms_of_existing_pods);
     assert_eq!(
-        e.errors[0].to_string(),
-        "profiles[0].pluginConfig[0].args.ignoredResources: Invalid value: [...]: not supported by berth's scheduler yet"
+        a.resource_scoring,
+        Some(crate::plugin_args::ResourceScoring {
+            strategy: crate::plugin_args::Strategy::RequestedToCapacityRatio(vec![
+                (0, 0),
+                (100, 100)
+            ]),
+            resources: vec![("cpu".into(), 2), ("example.com/gpu".into(), 3)],
+        })
+    );
+    // The configured scorer scores 0..100 itself: its weight is the profile's (default 1).
+    let fit = profile
+        .policy
+        .priorities
+        .iter()
+        .find(|p| p.name == "NodeResourcesFit")
+        .unwrap();
+    assert_eq!(
+        (fit.weight, &fit.kind),
+        (
+            1,
+            &crate::policy::PriorityKind::Builtin(crate::policy::PriorityName::NodeResourcesFit)
+        )
+    );
+}
+
+#[test]
+fn a_bad_shape_is_refused_with_upstreams_words() {
+    let e = load(
+        "profiles:
+- pluginConfig:
+  - name: NodeResourcesFit
+    args:
+      scoringStrategy:
+        type: RequestedToCapacityRatio
+        requestedToCapacityRatio:
+          shape: [{utilization: 50, score: 11}, {utilization: 40, score: 1}]
+",
+    )
+    .unwrap_err();
+    let got: Vec<String> = e.errors.iter().map(|e| e.to_string()).collect();
+    let sp = "profiles[0].pluginConfig[0].args.scoringStrategy.shape";
+    assert_eq!(
+        got,
+        [
+            format!(
+                "{sp}[1].utilization: Invalid value: 40: values must be sorted in increasing order"
+            ),
+            format!("{sp}[0].score: Invalid value: 11: not in valid range [0, 10]"),
+        ]
     );
 }
 

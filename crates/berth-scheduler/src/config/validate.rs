@@ -260,20 +260,17 @@ pub(crate) fn args(path: &str, args: &Args, errors: &mut Errors) {
                     ));
                 }
             }
-            let rp = child(&sp, "requestedToCapacityRatio");
-            if s.type_ == "RequestedToCapacityRatio" {
-                match &s.shape {
-                    None => errors.push(FieldError::required(
-                        &rp,
-                        "must be specified when type is RequestedToCapacityRatio",
-                    )),
-                    Some(shape) => function_shape(&child(&rp, "shape"), shape, errors),
-                }
-            } else if s.shape.is_some() {
-                errors.push(FieldError::forbidden(
-                    &rp,
-                    "must be nil when type is not RequestedToCapacityRatio",
-                ));
+            // upstream validates the shape wherever `requestedToCapacityRatio` is given, at
+            // `scoringStrategy.shape`, and ignores it under the other types. Without one,
+            // RequestedToCapacityRatio has nothing to score with (upstream's plugin fails to
+            // start): refused here, naming the field.
+            match &s.shape {
+                Some(shape) => function_shape(&child(&sp, "shape"), shape, errors),
+                None if s.type_ == "RequestedToCapacityRatio" => errors.push(FieldError::required(
+                    &child(&sp, "requestedToCapacityRatio"),
+                    "must be specified when type is RequestedToCapacityRatio",
+                )),
+                None => {}
             }
         }
         Args::NodeResourcesBalancedAllocation { resources } => {

@@ -76,6 +76,8 @@ pub(crate) struct PodCtx<'a> {
     pub spread: SpreadState,
     /// PodTopologySpread's arguments (default constraints).
     pub spread_args: &'a crate::topology_spread::TopologySpreadArgs,
+    /// The profile's plugin arguments (none under a policy file).
+    pub plugin_args: &'a crate::plugin_args::PluginArgs,
 }
 
 impl PodCtx<'_> {

@@ -48,4 +48,7 @@ pub(crate) struct SpreadState {
     pub constraints: Vec<crate::topology_spread::SpreadConstraint>,
     pub counts: Vec<crate::intern::FxMap<Sym, i64>>,
     pub paths: Vec<crate::topology_spread::CriticalPaths>,
+    /// Per constraint, the most matching pods a domain may already hold for the pod to fit
+    /// there (`maxSkew + min - self`): the fast filter's one comparison per node.
+    pub limits: Vec<i64>,
 }

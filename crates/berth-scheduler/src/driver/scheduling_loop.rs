@@ -76,6 +76,12 @@ pub async fn run_with(
         // A profile's PodTopologySpread args (a Policy has none: only pods' own constraints).
         .topology_spread_args(spread_args(cfg.profile.as_ref()))
         .framework_profile(cfg.profile.is_some())
+        .plugin_args(
+            cfg.profile
+                .as_ref()
+                .map(|p| p.plugin_args.clone())
+                .unwrap_or_default(),
+        )
         .build()
         .map_err(|e| DriverError::Build(e.to_string()))?;
     let (tx, mut updates) = mpsc::unbounded_channel();
@@ -279,7 +285,11 @@ impl Loop {
 
     fn schedule_one(&mut self, queued: QueuedPod<String, Pod>) {
         let started = self.clock.instant();
-        let info = self.cache.compile_pod(&queued.payload);
+        // The profile's addedAffinity and ignored resources apply to the pod itself.
+        let info = self
+            .scheduler
+            .plugin_args()
+            .compile_pod(&mut self.cache, &queued.payload);
         let pod = pod_ref(&queued.payload);
         let decision = {
             let nominated = self.preemption.nominated();

@@ -1,6 +1,7 @@
 //! `Scheduler::builder()`: turns a policy into the ordered predicate and priority lists.
 
 use super::Scheduler;
+use crate::plugin_args::PluginArgs;
 use crate::policy::{Policy, PredicateKind, PriorityKind};
 use crate::predicates::{Pred, PredicateName};
 use crate::priorities::{pod_topology_spread_priority, Prio, PriorityName};
@@ -30,6 +31,7 @@ pub struct SchedulerBuilder {
     memo: bool,
     incremental: bool,
     spread_args: TopologySpreadArgs,
+    plugin_args: PluginArgs,
     framework: bool,
 }
 
@@ -44,6 +46,7 @@ impl Default for SchedulerBuilder {
             memo: true,
             incremental: true,
             spread_args: TopologySpreadArgs::none(),
+            plugin_args: PluginArgs::default(),
             framework: false,
         }
     }
@@ -95,6 +98,13 @@ impl SchedulerBuilder {
     /// `PodTopologySpreadArgs` here.
     pub fn topology_spread_args(mut self, args: TopologySpreadArgs) -> Self {
         self.spread_args = args;
+        self
+    }
+
+    /// A KubeSchedulerConfiguration profile's plugin arguments (default: none, as under a
+    /// policy file). Pods are compiled for the profile with [`PluginArgs::compile_pod`].
+    pub fn plugin_args(mut self, args: PluginArgs) -> Self {
+        self.plugin_args = args;
         self
     }
 
@@ -186,6 +196,7 @@ impl SchedulerBuilder {
             spread_preds,
             spread_prios,
             spread_args: self.spread_args,
+            plugin_args: self.plugin_args,
             preds,
             prios,
             arg_labels,

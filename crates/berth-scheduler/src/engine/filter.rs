@@ -127,11 +127,20 @@ pub(crate) struct FastPlan {
     pub slow_mask: u32,
     pub affinity: bool,
     pub resources: bool,
+    /// The pod's topology spread constraints are checked per node from the decision's domain
+    /// counts (only in [`run`]'s own plan: results that depend on the counts are never reused
+    /// across pods).
+    pub spread: bool,
 }
 
 /// The fast plan for this pod and predicate list, if every configured predicate can be decided
 /// from node flags, the affinity state and the hot resource numbers.
 pub(crate) fn plan(c: &PodCtx, preds: &[Pred], nominated: &[Nominated]) -> Option<FastPlan> {
+    plan_for(c, preds, nominated, false)
+}
+
+/// [`plan`], with `spread` also deciding PodTopologySpread in the fast path.
+fn plan_for(c: &PodCtx, preds: &[Pred], nominated: &[Nominated], spread: bool) -> Option<FastPlan> {
     if !nominated.is_empty() {
         return None;
     }
@@ -139,9 +148,10 @@ pub(crate) fn plan(c: &PodCtx, preds: &[Pred], nominated: &[Nominated]) -> Optio
         slow_mask: 0,
         affinity: false,
         resources: false,
+        spread: false,
     };
     for pred in preds {
-        if !add_class(&mut p, &pred.name.unit().fast, pred, c) {
+        if !add_class(&mut p, &pred.name.unit().fast, pred, c, spread) {
             return None;
         }
     }
@@ -150,7 +160,7 @@ pub(crate) fn plan(c: &PodCtx, preds: &[Pred], nominated: &[Nominated]) -> Optio
 
 /// Adds one predicate's fast-path class to the plan; false when the predicate cannot be decided
 /// without running it for this pod.
-fn add_class(p: &mut FastPlan, class: &FastClass, pred: &Pred, c: &PodCtx) -> bool {
+fn add_class(p: &mut FastPlan, class: &FastClass, pred: &Pred, c: &PodCtx, spread: bool) -> bool {
     use crate::node_info::flag::PORTS;
     let pod = c.pod;
     match class {
@@ -183,12 +193,19 @@ fn add_class(p: &mut FastPlan, class: &FastClass, pred: &Pred, c: &PodCtx) -> bo
                 .is_none_or(|v| v.is_empty())
         }
         FastClass::Volumes => return pod.volumes.is_empty(),
-        FastClass::TopologySpread => return c.spread.constraints.is_empty(),
+        FastClass::TopologySpread => {
+            if !c.spread.constraints.is_empty() {
+                if !spread {
+                    return false;
+                }
+                p.spread = true;
+            }
+        }
         FastClass::Never => return false,
         FastClass::Parts(parts) => {
             return parts
                 .iter()
-                .all(|part| add_class(p, &part.unit().fast, pred, c))
+                .all(|part| add_class(p, &part.unit().fast, pred, c, spread))
         }
     }
     true
@@ -247,7 +264,12 @@ fn run_range(
                         && (zero_req
                             || (req.cpu.saturating_add(h.req_cpu) <= h.alloc_cpu
                                 && req.memory.saturating_add(h.req_mem) <= h.alloc_mem
-                                && req.ephemeral.saturating_add(h.req_eph) <= h.alloc_eph))));
+                                && req.ephemeral.saturating_add(h.req_eph) <= h.alloc_eph))))
+                && (!p.spread
+                    || crate::predicates::pod_topology_spread::fits_fast(
+                        &c.spread,
+                        &c.cache.nodes[i],
+                    ));
             if ok {
                 f.feasible.push(ix);
                 continue;
@@ -275,7 +297,7 @@ pub(crate) fn run(
     parallel: bool,
 ) -> Result<Filtered, String> {
     let order = &c.cache.order;
-    let fast = plan(c, preds, nominated);
+    let fast = plan_for(c, preds, nominated, true);
     if parallel {
         let chunk = order
             .len()

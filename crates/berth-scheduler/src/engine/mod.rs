@@ -52,7 +52,7 @@ pub struct Scheduler {
     percentage: u32,
     max_pd_vols: Option<i64>,
     parallel_threshold: usize,
-    rng: rand::rngs::SmallRng,
+    pub(crate) rng: rand::rngs::SmallRng,
     next_start: usize,
     pub(crate) scratch: Scratch,
     pub(crate) counts: Vec<i64>,
@@ -68,6 +68,8 @@ pub struct Scheduler {
     pub(crate) spread_prios: Vec<(Prio, i64, String)>,
     /// PodTopologySpread's arguments (default constraints; none under a policy file).
     pub(crate) spread_args: crate::topology_spread::TopologySpreadArgs,
+    /// A profile's plugin arguments (`plugin_args.rs`; none under a policy file).
+    pub(crate) plugin_args: crate::plugin_args::PluginArgs,
 }
 
 /// The predicates and priorities one decision runs, taken out of the scheduler and put back
@@ -91,6 +93,12 @@ impl Scheduler {
     /// A builder with defaults.
     pub fn builder() -> SchedulerBuilder {
         SchedulerBuilder::default()
+    }
+
+    /// The profile's plugin arguments; compile the pods it schedules with
+    /// [`crate::PluginArgs::compile_pod`].
+    pub fn plugin_args(&self) -> &crate::plugin_args::PluginArgs {
+        &self.plugin_args
     }
 
     /// `numFeasibleNodesToFind` for `n` nodes under the configured percentage.
@@ -229,6 +237,7 @@ impl Scheduler {
             service_affinity,
             spread,
             spread_args: &self.spread_args,
+            plugin_args: &self.plugin_args,
         })
     }
 

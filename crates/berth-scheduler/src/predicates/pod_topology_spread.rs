@@ -68,7 +68,7 @@ pub(crate) fn prepare(
             *counts[k].entry(value).or_insert(0) += per_node[k][ix as usize];
         }
     }
-    let paths = counts
+    let paths: Vec<CriticalPaths> = counts
         .iter()
         .map(|m: &crate::intern::FxMap<_, i64>| {
             let mut p = CriticalPaths::default();
@@ -78,11 +78,39 @@ pub(crate) fn prepare(
             p
         })
         .collect();
+    let limits = constraints
+        .iter()
+        .zip(counts.iter().zip(&paths))
+        .map(|(con, (domains, paths))| {
+            let min = if (domains.len() as i64) < con.min_domains {
+                0
+            } else {
+                paths.min()
+            };
+            let own = con.selector.matches(&pod.labels, i) as i64;
+            con.max_skew + min - own
+        })
+        .collect();
     SpreadState {
         constraints,
         counts,
         paths,
+        limits,
     }
+}
+
+/// The filter's fast path on a node without nominated pods: true when every constraint is met,
+/// exactly as [`check`] decides it. A node it refuses runs [`check`] for its reason.
+#[inline]
+pub(crate) fn fits_fast(s: &SpreadState, node: &crate::node_info::NodeInfo) -> bool {
+    s.constraints
+        .iter()
+        .zip(s.counts.iter().zip(&s.limits))
+        .all(|(con, (counts, &limit))| {
+            node.labels
+                .get(con.key)
+                .is_some_and(|value| counts.get(&value).copied().unwrap_or(0) <= limit)
+        })
 }
 
 /// The registry's entry point.
@@ -586,6 +614,53 @@ mod proptests {
     }
 
     fn engine(d: &Drawn) -> Vec<&'static str> {
+        let (nodes, pods, incoming) = objects(d);
+        reasons_of(builtin(P::PodTopologySpread), nodes, pods, incoming)
+            .iter()
+            .map(|r| match r.first().map(String::as_str) {
+                None => "fit",
+                Some(t) if t.ends_with("(missing required label)") => "missing",
+                Some(_) => "skew",
+            })
+            .collect()
+    }
+
+    /// Per node in name order: does the filter's fast path (`fits_fast`) decide as `check`?
+    fn fast_path_agrees(d: &Drawn) -> Result<(), String> {
+        let (nodes, pods, incoming) = objects(d);
+        let mut cache = crate::ClusterCache::new();
+        for n in &nodes {
+            cache.upsert_node(n);
+        }
+        for p in &pods {
+            cache.upsert_pod(p);
+        }
+        let info = cache.compile_pod(&incoming);
+        let mut s = crate::Scheduler::builder().build().unwrap();
+        let preds = vec![crate::predicates::Pred::of(P::PodTopologySpread)];
+        let ctx = s.prepare(&preds, &cache, &info)?;
+        for &ix in &cache.order {
+            let node = &cache.nodes[ix as usize];
+            let view = super::NodeView {
+                info: node,
+                ix,
+                added: &[],
+            };
+            let slow = super::check(&ctx, &view, &mut Vec::new());
+            if super::fits_fast(&ctx.spread, node) != slow {
+                return Err(format!("node {}: check says {slow}", node.name));
+            }
+        }
+        Ok(())
+    }
+
+    fn objects(
+        d: &Drawn,
+    ) -> (
+        Vec<crate::model::Node>,
+        Vec<crate::model::Pod>,
+        crate::model::Pod,
+    ) {
         let nodes = d
             .nodes
             .iter()
@@ -627,14 +702,7 @@ mod proptests {
         let own = if d.own_match { "a" } else { "c" };
         let incoming = pod(json!({"metadata": {"name": "in", "namespace": "default",
                                                "labels": {"app": own}}, "spec": spec}));
-        reasons_of(builtin(P::PodTopologySpread), nodes, pods, incoming)
-            .iter()
-            .map(|r| match r.first().map(String::as_str) {
-                None => "fit",
-                Some(t) if t.ends_with("(missing required label)") => "missing",
-                Some(_) => "skew",
-            })
-            .collect()
+        (nodes, pods, incoming)
     }
 
     proptest! {
@@ -643,6 +711,12 @@ mod proptests {
         fn the_filter_agrees_with_a_direct_count(seed in any::<u64>()) {
             let d = draw(seed);
             prop_assert_eq!(engine(&d), reference(&d), "seed {}", seed);
+        }
+
+        #[test]
+        fn the_fast_path_decides_as_the_filter(seed in any::<u64>()) {
+            let d = draw(seed);
+            prop_assert_eq!(fast_path_agrees(&d), Ok(()), "seed {}", seed);
         }
     }
 }

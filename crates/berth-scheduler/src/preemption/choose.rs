@@ -26,22 +26,44 @@ pub(super) struct Choice {
 }
 
 /// The best node so far.
-#[derive(Default)]
 struct Best {
     found: Option<(PickKey, u32)>,
     victims: Vec<Victim>,
+    /// Candidates found whose victims violate no budget, and those that violate one.
+    non_violating: usize,
+    violating: usize,
+    /// DefaultPreemption's `numCandidates`: the search ends once this many candidates are
+    /// found, one of them violating no budget (`usize::MAX` under a Policy: every node).
+    wanted: usize,
 }
 
 impl Best {
+    fn new(wanted: usize) -> Best {
+        Best {
+            found: None,
+            victims: Vec::new(),
+            non_violating: 0,
+            violating: 0,
+            wanted,
+        }
+    }
+
     /// Offers node `ix` whose victims have this key; `name` lists them, called only when the
-    /// node becomes the best. Returns true when the search is over (zero victims).
+    /// node becomes the best. Returns true when the search is over (zero victims, or enough
+    /// candidates found as upstream's dry run stops).
     fn offer(&mut self, ix: u32, key: PickKey, name: impl FnOnce(&mut Vec<Victim>)) -> bool {
         if self.found.is_none_or(|(best, _)| key < best) {
             self.found = Some((key, ix));
             self.victims.clear();
             name(&mut self.victims);
         }
+        if key.violates_budgets() {
+            self.violating += 1;
+        } else {
+            self.non_violating += 1;
+        }
         key.is_empty()
+            || (self.non_violating > 0 && self.non_violating + self.violating >= self.wanted)
     }
 
     fn into_choice(self) -> Option<Choice> {
@@ -103,6 +125,8 @@ impl Scheduler {
         pdbs: &[CompiledPdb],
         nominated: &[Nominated],
     ) -> Option<Choice> {
+        let (candidates, wanted) = self.sample_candidates(candidates);
+        let candidates = &candidates[..];
         let units = self.take_units(pod);
         let preds = &units.preds;
         let always = self.always_check_all;
@@ -121,7 +145,7 @@ impl Scheduler {
         } else {
             Memo::default()
         };
-        let mut best = Best::default();
+        let mut best = Best::new(wanted);
         let (mut potential, mut chosen) = (Vec::new(), Vec::new());
         if victims::copy_ok(cache, preds, pod, self.spread_args.has_hard_defaults()) {
             if let Ok(ctx) = self.prepare(preds, cache, pod) {

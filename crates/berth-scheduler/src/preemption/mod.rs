@@ -254,6 +254,30 @@ impl Scheduler {
     }
 }
 
+impl Scheduler {
+    /// DefaultPreemption's `GetOffsetAndNumCandidates` under a profile: the candidates from a
+    /// random offset (the scheduler's seeded RNG) round to the start, and how many to find.
+    /// Under a Policy every candidate is evaluated in name order (1.11).
+    pub(super) fn sample_candidates(&mut self, candidates: &[u32]) -> (Vec<u32>, usize) {
+        let Some((percentage, absolute)) = self.plugin_args.min_candidate_nodes else {
+            return (candidates.to_vec(), usize::MAX);
+        };
+        let n = candidates.len();
+        let offset = rand::Rng::random_range(&mut self.rng, 0..n);
+        let mut rotated = Vec::with_capacity(n);
+        rotated.extend_from_slice(&candidates[offset..]);
+        rotated.extend_from_slice(&candidates[..offset]);
+        (rotated, num_candidates(n, percentage, absolute))
+    }
+}
+
+/// DefaultPreemption's `calculateNumCandidates`: `minCandidateNodesPercentage` of the
+/// candidates, at least `minCandidateNodesAbsolute`, at most all of them.
+pub(crate) fn num_candidates(nodes: usize, percentage: i64, absolute: i64) -> usize {
+    let n = (nodes as i64).saturating_mul(percentage.max(0)) / 100;
+    n.max(absolute).clamp(0, nodes as i64) as usize
+}
+
 /// Pods nominated to `node` with lower priority than `pod`: their nominations are cleared.
 fn lower_nominated(pod: &PodInfo, node: &str, nominated: &[Nominated]) -> Vec<String> {
     nominated
@@ -261,4 +285,22 @@ fn lower_nominated(pod: &PodInfo, node: &str, nominated: &[Nominated]) -> Vec<St
         .filter(|n| n.node == node && n.pod.priority < pod.priority && n.pod.key != pod.key)
         .map(|n| n.pod.key.clone())
         .collect()
+}
+
+#[cfg(test)]
+mod num_candidates_tests {
+    use super::num_candidates;
+
+    /// upstream's `TestCalculateNumCandidates` cases (percentage 10, absolute 1).
+    #[test]
+    fn a_percentage_of_the_candidates_at_least_the_absolute_at_most_all() {
+        assert_eq!(num_candidates(5, 10, 1), 1);
+        assert_eq!(num_candidates(50, 10, 1), 5);
+        assert_eq!(num_candidates(3, 100, 1), 3);
+        assert_eq!(num_candidates(0, 10, 1), 0);
+        // the defaults: 10%, at least 100
+        assert_eq!(num_candidates(5000, 10, 100), 500);
+        assert_eq!(num_candidates(500, 10, 100), 100);
+        assert_eq!(num_candidates(20, 10, 100), 20);
+    }
 }

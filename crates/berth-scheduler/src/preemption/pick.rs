@@ -45,6 +45,11 @@ impl PickKey {
         }
     }
 
+    /// True if evicting the victims violates a disruption budget.
+    pub(crate) fn violates_budgets(&self) -> bool {
+        self.pdb_violations > 0
+    }
+
     /// A node without victims: pickOneNodeForPreemption takes the first such node at once.
     pub(crate) fn is_empty(&self) -> bool {
         self.count == 0

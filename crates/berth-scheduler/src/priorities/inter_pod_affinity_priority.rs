@@ -15,11 +15,16 @@ pub(crate) const UNIT: PriorityUnit = PriorityUnit {
     hot: None,
 };
 
-/// The score every node gets when it does not depend on the node, if so.
+/// The score every node gets when it does not depend on the node, if so. With InterPodAffinity's
+/// `ignorePreferredTermsOfExistingPods`, a pod without preferred terms of its own is not scored
+/// at all (upstream's PreScore returns Skip), placed pods' terms included.
 pub(crate) fn uniform(c: &PodCtx, _p: &Prio) -> Option<i64> {
     let pod = c.pod;
-    (pod.preferred_affinity.is_empty()
-        && pod.preferred_anti_affinity.is_empty()
+    let own = !pod.preferred_affinity.is_empty() || !pod.preferred_anti_affinity.is_empty();
+    if !own && c.plugin_args.ignore_preferred_terms_of_existing_pods {
+        return Some(0);
+    }
+    (!own
         && [
             TermKind::RequiredAffinity,
             TermKind::PreferredAffinity,

@@ -12,6 +12,7 @@ pub(crate) mod most_requested_priority;
 pub(crate) mod node_affinity_priority;
 pub(crate) mod node_label_priority;
 pub(crate) mod node_prefer_avoid_pods_priority;
+pub(crate) mod node_resources_fit;
 pub(crate) mod pod_topology_spread_priority;
 pub(crate) mod registry;
 pub(crate) mod selector_spread_priority;

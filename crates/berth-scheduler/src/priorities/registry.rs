@@ -65,6 +65,7 @@ registry! {
     ServiceAntiAffinity => service_anti_affinity,
     NodeLabelPriority => node_label_priority,
     PodTopologySpread => pod_topology_spread_priority,
+    NodeResourcesFit => node_resources_fit,
 }
 
 /// The units, indexed by [`PriorityName`].
