@@ -39,6 +39,7 @@ mod deletion;
 mod error;
 mod event_view;
 pub mod flowcontrol;
+mod follow;
 #[cfg(test)]
 mod fuzz;
 mod health;
@@ -82,6 +83,7 @@ pub use metrics::Source as MetricsSource;
 use admission::{AdmissionCache, Chain, Handles};
 use berth_store::Store;
 use context::{Ctx, Inner};
+use follow::StoreFollower;
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;

@@ -8,6 +8,7 @@ use super::crd::CLEANUP_FINALIZER;
 use super::CRD_PREFIX;
 use crate::codec::encode;
 use crate::context::Ctx;
+use crate::follow::StoreFollower;
 use serde_json::Value;
 
 /// Reads the CRDs again after a write of one (so the next request finds its kind), and

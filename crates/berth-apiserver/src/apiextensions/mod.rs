@@ -21,12 +21,13 @@ pub mod formats;
 pub mod openapi;
 pub mod schema;
 
+use crate::follow::StoreFollower;
 use berth_api::custom::{CustomKind, PrinterColumn};
 use berth_api::registry::ResourceType;
-use berth_store::{EventKind, KeyValue, Store};
+use berth_store::{EventKind, KeyValue};
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, RwLock};
 
 /// Where CRDs are stored.
@@ -108,6 +109,11 @@ impl CustomKinds {
             by_crd.insert(name, versions);
         }
     }
+}
+
+impl crate::follow::StoreFollower for CustomKinds {
+    const PREFIX: &'static str = CRD_PREFIX;
+    const WHAT: &'static str = "the CustomResourceDefinitions";
 
     fn load(&self, kvs: &[KeyValue]) {
         let mut fresh = BTreeMap::new();
@@ -140,30 +146,8 @@ impl CustomKinds {
         }
     }
 
-    /// Reads the stored CRDs now: after this server wrote one, so that the next request
-    /// finds its kind without waiting for the watch.
-    pub fn reload(&self, store: &Store) {
-        if let Ok(listed) = store.range(CRD_PREFIX, None, 0, None) {
-            self.load(&listed.kvs);
-        }
-    }
-
-    /// Loads the stored CRDs and follows their changes (other replicas' writes included),
-    /// once; must run inside the Tokio runtime.
-    pub fn follow(self: &Arc<Self>, store: &Store) {
-        if self.following.swap(true, Ordering::SeqCst) {
-            return;
-        }
-        let (this, that) = (self.clone(), self.clone());
-        if let Err(e) = crate::authz::follow_prefix(
-            store,
-            CRD_PREFIX,
-            move |kvs| this.load(kvs),
-            move |kind, kv| that.event(kind, kv),
-        ) {
-            tracing::error!(error = %e, "reading the CustomResourceDefinitions failed");
-            self.following.store(false, Ordering::SeqCst);
-        }
+    fn following(&self) -> &AtomicBool {
+        &self.following
     }
 }
 

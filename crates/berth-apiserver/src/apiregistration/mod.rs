@@ -20,7 +20,7 @@ pub mod discovery;
 pub mod local;
 pub mod proxy;
 
-use berth_store::{EventKind, KeyValue, Store};
+use berth_store::{EventKind, KeyValue};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -198,6 +198,19 @@ impl ApiServices {
         };
     }
 
+    fn publish(&self, by_name: BTreeMap<String, Arc<Registered>>) {
+        let snapshot = Arc::new(Snapshot::build(by_name));
+        self.any_remote
+            .store(!snapshot.remote.is_empty(), Ordering::Relaxed);
+        *self.snapshot.write().unwrap_or_else(|e| e.into_inner()) = snapshot;
+        self.changed.notify_one();
+    }
+}
+
+impl crate::follow::StoreFollower for ApiServices {
+    const PREFIX: &'static str = PREFIX;
+    const WHAT: &'static str = "the APIServices";
+
     fn load(&self, kvs: &[KeyValue]) {
         let by_name = kvs
             .iter()
@@ -228,37 +241,8 @@ impl ApiServices {
         self.publish(by_name);
     }
 
-    fn publish(&self, by_name: BTreeMap<String, Arc<Registered>>) {
-        let snapshot = Arc::new(Snapshot::build(by_name));
-        self.any_remote
-            .store(!snapshot.remote.is_empty(), Ordering::Relaxed);
-        *self.snapshot.write().unwrap_or_else(|e| e.into_inner()) = snapshot;
-        self.changed.notify_one();
-    }
-
-    /// Reads the stored APIServices now (before the watch runs).
-    pub fn reload(&self, store: &Store) {
-        if let Ok(listed) = store.range(PREFIX, None, 0, None) {
-            self.load(&listed.kvs);
-        }
-    }
-
-    /// Loads the stored APIServices and follows their changes, once; must run inside the
-    /// Tokio runtime.
-    pub fn follow(self: &Arc<Self>, store: &Store) {
-        if self.following.swap(true, Ordering::SeqCst) {
-            return;
-        }
-        let (this, that) = (self.clone(), self.clone());
-        if let Err(e) = crate::authz::follow_prefix(
-            store,
-            PREFIX,
-            move |kvs| this.load(kvs),
-            move |kind, kv| that.event(kind, kv),
-        ) {
-            tracing::error!(error = %e, "reading the APIServices failed");
-            self.following.store(false, Ordering::SeqCst);
-        }
+    fn following(&self) -> &AtomicBool {
+        &self.following
     }
 }
 
@@ -308,6 +292,7 @@ impl<'a> RequestInfo<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::follow::StoreFollower;
     use serde_json::json;
 
     #[test]

@@ -53,55 +53,6 @@ impl Authorizer for Rbac {
     }
 }
 
-/// Lists the keys under `prefix` into `load`, then feeds each change to `event` in a task,
-/// watching again from the last change if the watch ends and listing again if it falls behind
-/// compaction: how an authorizer's index follows the store.
-pub(crate) fn follow_prefix(
-    store: &Store,
-    prefix: &'static str,
-    load: impl Fn(&[berth_store::KeyValue]) + Send + 'static,
-    event: impl Fn(EventKind, &berth_store::KeyValue) + Send + 'static,
-) -> Result<(), berth_store::Error> {
-    let listed = store.range(prefix, None, 0, None)?;
-    load(&listed.kvs);
-    let store = store.clone();
-    tokio::spawn(async move {
-        let mut after = listed.revision;
-        loop {
-            let mut events = match store.watch(prefix, after) {
-                Ok(events) => events,
-                Err(berth_store::Error::Closed) => return,
-                // Fell behind compaction: start over from a fresh list.
-                Err(e) => {
-                    tracing::warn!(error = %e, prefix, "authorizer watch failed; relisting");
-                    match store.range(prefix, None, 0, None) {
-                        Ok(listed) => {
-                            load(&listed.kvs);
-                            after = listed.revision;
-                        }
-                        Err(_) => return,
-                    }
-                    continue;
-                }
-            };
-            while let Some(e) = events.recv().await {
-                after = e.kv.mod_revision;
-                event(e.kind, &e.kv);
-            }
-            // The watch ended: the store closed (the next watch says so), or this follower fell
-            // behind its queue's bound; either way, watch again from the last change applied.
-            if events.fell_behind() {
-                tracing::warn!(
-                    prefix,
-                    after,
-                    "authorizer watch fell behind; watching again"
-                );
-            }
-        }
-    });
-    Ok(())
-}
-
 /// The index key of a storage key `/registry/rbac.authorization.k8s.io/<plural>/[<ns>/]<name>`.
 fn object_key(storage_key: &str) -> Option<ObjectKey> {
     let rest = storage_key.strip_prefix(PREFIX)?;
@@ -164,14 +115,14 @@ impl Rbac {
     /// authorizer's graph, then follows the store's changes in tasks.
     pub fn follow(&self, store: &Store) -> Result<(), berth_store::Error> {
         let (this, that) = (self.clone(), self.clone());
-        follow_prefix(
+        crate::follow::follow_prefix(
             store,
             PREFIX,
             move |kvs| this.load(kvs),
             move |kind, kv| that.event(kind, kv),
         )?;
         let (load, event) = (self.groups.clone(), self.groups.clone());
-        follow_prefix(
+        crate::follow::follow_prefix(
             store,
             user_groups::PREFIX,
             move |kvs| {

@@ -220,17 +220,17 @@ impl NodeAuthorizer {
     /// watch falls behind compaction).
     pub fn follow(&self, store: &Store) -> Result<(), berth_store::Error> {
         let this = self.clone();
-        super::follow_prefix(store, PODS, move |kvs| this.load(kvs), {
+        crate::follow::follow_prefix(store, PODS, move |kvs| this.load(kvs), {
             let this = self.clone();
             move |kind, kv| this.event(kind, kv)
         })?;
         let this = self.clone();
-        super::follow_prefix(store, CLAIMS, move |kvs| this.load_claims(kvs), {
+        crate::follow::follow_prefix(store, CLAIMS, move |kvs| this.load_claims(kvs), {
             let this = self.clone();
             move |kind, kv| this.claim_event(kind, kv)
         })?;
         let this = self.clone();
-        super::follow_prefix(store, VOLUMES, move |kvs| this.load_volumes(kvs), {
+        crate::follow::follow_prefix(store, VOLUMES, move |kvs| this.load_volumes(kvs), {
             let this = self.clone();
             move |kind, kv| this.volume_event(kind, kv)
         })

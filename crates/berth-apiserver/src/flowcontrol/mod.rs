@@ -363,7 +363,7 @@ impl FlowControl {
     /// reloads on every change, in a task (so this must run inside the Tokio runtime).
     pub fn follow(&self, store: &Store) -> Result<(), berth_store::Error> {
         let (this, that) = (self.clone(), self.clone());
-        crate::authz::follow_prefix(
+        crate::follow::follow_prefix(
             store,
             PREFIX,
             move |kvs| {

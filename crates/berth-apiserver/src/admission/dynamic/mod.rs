@@ -193,6 +193,11 @@ impl Dynamic {
         *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(snapshot);
         self.empty.store(empty, Ordering::Release);
     }
+}
+
+impl crate::follow::StoreFollower for Dynamic {
+    const PREFIX: &'static str = PREFIX;
+    const WHAT: &'static str = "the admission configuration";
 
     fn load(&self, kvs: &[KeyValue]) {
         let mut objects = self.objects.lock().unwrap_or_else(|e| e.into_inner());
@@ -220,29 +225,8 @@ impl Dynamic {
         self.rebuild(&objects);
     }
 
-    /// Reads the stored configuration now (without a runtime to follow it in).
-    pub fn reload(&self, store: &Store) {
-        if let Ok(listed) = store.range(PREFIX, None, 0, None) {
-            self.load(&listed.kvs);
-        }
-    }
-
-    /// Loads the stored configuration and follows its changes, once; must run inside the
-    /// Tokio runtime.
-    pub fn follow(self: &Arc<Self>, store: &Store) {
-        if self.following.swap(true, Ordering::SeqCst) {
-            return;
-        }
-        let (this, that) = (self.clone(), self.clone());
-        if let Err(e) = crate::authz::follow_prefix(
-            store,
-            PREFIX,
-            move |kvs| this.load(kvs),
-            move |kind, kv| that.event(kind, kv),
-        ) {
-            tracing::error!(error = %e, "reading the admission configuration failed");
-            self.following.store(false, Ordering::SeqCst);
-        }
+    fn following(&self) -> &AtomicBool {
+        &self.following
     }
 }
 
@@ -470,6 +454,7 @@ pub mod testing {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::follow::StoreFollower;
     use serde_json::json;
 
     #[test]
