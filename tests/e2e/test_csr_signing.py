@@ -7,11 +7,12 @@ condition in upstream's words.
 
 import base64
 import datetime
+import json
 import subprocess
 
 import pytest
 
-from conftest import eventually
+from conftest import BERTH_BIN, eventually
 
 crypto = pytest.importorskip("cryptography")
 from cryptography import x509  # noqa: E402
@@ -68,7 +69,6 @@ def test_an_approved_request_becomes_a_client_certificate_of_the_server(berth, t
          "--client-key", str(tmp_path / "bob.key"), "auth", "whoami", "-o", "json"],
         capture_output=True, text=True, timeout=30)
     assert r.returncode == 0, r.stderr
-    import json
     user = json.loads(r.stdout)["status"]["userInfo"]
     assert user["username"] == "csr-bob"
     assert "csr-qa" in user["groups"]
@@ -89,3 +89,32 @@ def test_a_request_for_server_auth_from_the_client_signer_fails(berth):
     assert not berth.kubectl_json("get", "csr", "csr-eve")["status"].get("certificate")
     table = berth.kubectl("get", "csr", "csr-eve").stdout
     assert "Approved,Failed" in table, table
+
+
+def test_berth_controllers_signs_as_its_own_service_account(berth_factory, tmp_path):
+    """`berth controllers --use-service-account-credentials` with the cluster CA's files: the
+    signer runs as `kube-system:certificate-controller`, with a token of its own."""
+    server = berth_factory(args=["--controllers=*,-certificatesigningrequest-signing-controller"])
+    request_pem, _ = make_request("csr-carol", "csr-qa")
+    server.kubectl("apply", "-f", "-", stdin=[csr_object("csr-carol", request_pem,
+                                                         ["client auth"])])
+    server.kubectl("certificate", "approve", "csr-carol")
+    log = open(tmp_path / "controllers.log", "wb")
+    proc = subprocess.Popen(
+        [str(BERTH_BIN), "controllers", "--kubeconfig", str(server.kubeconfig), "--leader-elect=false",
+         "--use-service-account-credentials",
+         "--controllers=certificatesigningrequest-signing-controller",
+         "--cluster-signing-cert-file", str(server.data_dir / "ca.crt"),
+         "--cluster-signing-key-file", str(server.data_dir / "ca.key")],
+        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    try:
+        eventually(lambda: server.kubectl_json("get", "csr", "csr-carol")
+                   .get("status", {}).get("certificate"), timeout=90,
+                   what="berth controllers to sign")
+        sa = server.kubectl_json("get", "serviceaccount", "certificate-controller",
+                                 "-n", "kube-system")
+        assert sa["metadata"]["name"] == "certificate-controller"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        log.close()
