@@ -119,7 +119,8 @@ fn condition(p: &Plan, type_: &str) -> (String, String, String) {
 
 #[test]
 fn high_cpu_scales_up_to_max_with_upstreams_event() {
-    let h = hpa(serde_json::json!({}));
+    // With `spec.behavior` (default scale-up: 4 pods or 100% per 15 s, so 2 may become 6).
+    let h = hpa(serde_json::json!({"behavior": {"scaleDown": {"stabilizationWindowSeconds": 0}}}));
     let plan = run(&h, &mut Memory::default(), 2, &[200, 200], 0);
     let rescale = plan.rescale.clone().unwrap();
     assert_eq!((rescale.from, rescale.to), (2, 5));
@@ -246,6 +247,14 @@ fn a_target_scaled_to_zero_disables_scaling() {
 }
 
 #[test]
+fn without_behavior_a_scale_up_at_most_doubles_and_at_least_to_four() {
+    let h = hpa(serde_json::json!({}));
+    let plan = run(&h, &mut Memory::default(), 2, &[200, 200], 0);
+    assert_eq!(plan.rescale.map(|r| r.to), Some(4));
+    assert_eq!(condition(&plan, "ScalingLimited").1, "ScaleUpLimit");
+}
+
+#[test]
 fn a_failed_rescale_keeps_the_desired_replicas_and_says_why() {
     let h = hpa(serde_json::json!({}));
     let plan = run(&h, &mut Memory::default(), 2, &[200, 200], 0).rescale_failed("forbidden", t(0));
@@ -278,7 +287,8 @@ fn a_condition_keeps_its_transition_time_while_its_status_holds() {
 fn an_average_value_target_scales_on_the_average_per_pod() {
     let h = hpa(
         serde_json::json!({"metrics": [{"type": "Resource", "resource": {"name": "cpu",
-        "target": {"type": "AverageValue", "averageValue": "100m"}}}]}),
+        "target": {"type": "AverageValue", "averageValue": "100m"}}}],
+        "behavior": {"scaleUp": {"stabilizationWindowSeconds": 0}}}),
     );
     let plan = run(&h, &mut Memory::default(), 2, &[300, 300], 0);
     assert_eq!(
