@@ -250,7 +250,7 @@ fn a_target_scaled_to_zero_disables_scaling() {
 fn without_behavior_a_scale_up_at_most_doubles_and_at_least_to_four() {
     let h = hpa(serde_json::json!({}));
     let plan = run(&h, &mut Memory::default(), 2, &[200, 200], 0);
-    assert_eq!(plan.rescale.map(|r| r.to), Some(4));
+    assert_eq!(plan.rescale.as_ref().map(|r| r.to), Some(4));
     assert_eq!(condition(&plan, "ScalingLimited").1, "ScaleUpLimit");
 }
 
