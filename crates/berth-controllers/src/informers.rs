@@ -109,7 +109,8 @@ pub use crate::wait::wait;
 
 /// A pod as the controllers read it: `metadata`, `spec.nodeName`, `spec.tolerations`, the
 /// containers' and init containers' names and resources (the DaemonSet controller's fit check),
-/// `status.phase` and `status.conditions`, and the name and exit code of each terminated
+/// `status.phase`, `status.startTime` (the autoscaler's CPU initialization) and
+/// `status.conditions`, and the name and exit code of each terminated
 /// container (a Job's podFailurePolicy). The rest (images, env, volumes, ...) is skipped
 /// while decoding, which is most of a pod: a loop that needs more adds the field here.
 #[derive(Clone, Debug)]
@@ -185,6 +186,8 @@ impl<'de> serde::Deserialize<'de> for PodView {
             #[serde(default)]
             phase: Option<String>,
             #[serde(default)]
+            start_time: Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
+            #[serde(default)]
             conditions: Option<Vec<PodCondition>>,
             #[serde(default)]
             container_statuses: Option<Vec<ContainerStatusView>>,
@@ -244,6 +247,7 @@ impl<'de> serde::Deserialize<'de> for PodView {
             }),
             status: wire.status.map(|s| PodStatus {
                 phase: s.phase,
+                start_time: s.start_time,
                 conditions: s.conditions,
                 container_statuses: terminated(s.container_statuses),
                 init_container_statuses: terminated(s.init_container_statuses),

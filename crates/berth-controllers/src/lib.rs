@@ -11,7 +11,10 @@
 //!   tolerate only for `tolerationSeconds`;
 //! - **aggregation**: an aggregated ClusterRole (`admin`, `edit`, `view`) has the rules of the
 //!   ClusterRoles its `aggregationRule` selects;
-//! - **resourcequota**: each ResourceQuota's `status.hard` and `status.used`.
+//! - **resourcequota**: each ResourceQuota's `status.hard` and `status.used`;
+//! - **podautoscaler**: each HorizontalPodAutoscaler scales its target on `metrics.k8s.io`;
+//! - **certificates**: approved CertificateSigningRequests of the `kubernetes.io/*` signers
+//!   are signed by the cluster CA.
 //!
 //! Each controller is a pure engine — state and `now` in, decisions out, no I/O and no clock
 //! ([`disruption::reconcile`], [`node_taints::reconcile`], [`lifecycle::Monitor`],
@@ -30,6 +33,7 @@
 //! ```
 
 pub mod aggregation;
+pub mod certificates;
 pub mod claim;
 pub mod controller_revision;
 pub mod create_backoff;
@@ -50,6 +54,7 @@ pub mod model;
 pub mod namespace;
 pub mod node_taints;
 pub mod owned_pods;
+pub mod podautoscaler;
 pub mod podgc;
 pub(crate) mod recorder;
 pub mod replicaset;
@@ -68,4 +73,4 @@ pub use berth_core::clock::Clock;
 pub use duration::parse_duration;
 pub(crate) mod driver;
 
-pub use driver::{Controllers, ServiceAccountCredentials};
+pub use driver::{Controllers, ServiceAccountCredentials, SERVICE_ACCOUNTS};

@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 
 /// Every controller berth runs: upstream's name and its alias from before 1.28.
 pub const CONTROLLERS: &[(&str, &str)] = &[
+    ("certificatesigningrequest-signing-controller", "csrsigning"),
     (
         "clusterrole-aggregation-controller",
         "clusterrole-aggregation",
@@ -17,6 +18,10 @@ pub const CONTROLLERS: &[(&str, &str)] = &[
     ("endpoints-controller", "endpoint"),
     ("endpointslice-controller", "endpointslice"),
     ("garbage-collector-controller", "garbagecollector"),
+    (
+        "horizontal-pod-autoscaler-controller",
+        "horizontalpodautoscaling",
+    ),
     ("job-controller", "job"),
     // OpenShift's machine-config-controller: KubeletConfigs, pools' rendered configurations
     // and their rollout over the nodes.

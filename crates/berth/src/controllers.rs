@@ -43,6 +43,8 @@ pub struct ControllersArgs {
     pub node_monitor_grace_period: Duration,
     #[command(flatten)]
     pub zones: ZoneArgs,
+    #[command(flatten)]
+    pub autoscaler: AutoscalerArgs,
     /// `--logging-format`, `-v`.
     #[command(flatten)]
     pub logging: crate::logging::LoggingArgs,
@@ -54,6 +56,19 @@ pub struct ControllersArgs {
     /// kubeconfig's certificate authority).
     #[arg(long)]
     pub root_ca_file: Option<PathBuf>,
+    /// As kube-controller-manager's flag: each controller acts as its own ServiceAccount
+    /// `kube-system:<controller>` (created if missing, with a token requested for a year),
+    /// authorized by its `system:controller:<controller>` role, instead of the kubeconfig's
+    /// identity; the shared watches still read as the kubeconfig's.
+    #[arg(long)]
+    pub use_service_account_credentials: bool,
+    /// The CA certificate (PEM) that signs approved CertificateSigningRequests; with
+    /// `--cluster-signing-key-file`, runs the CSR signing controller.
+    #[arg(long, requires = "cluster_signing_key_file")]
+    pub cluster_signing_cert_file: Option<PathBuf>,
+    /// The CA's private key (PEM).
+    #[arg(long, requires = "cluster_signing_cert_file")]
+    pub cluster_signing_key_file: Option<PathBuf>,
     /// Serve the controllers' /metrics, /healthz and /readyz on this address (plain HTTP, e.g.
     /// `127.0.0.1:10257`); empty serves none.
     #[arg(long, default_value = "")]
@@ -109,10 +124,140 @@ impl ZoneArgs {
     }
 }
 
+/// The horizontal pod autoscaler's flags (kube-controller-manager's names and defaults).
+#[derive(clap::Args, Debug, Clone)]
+pub struct AutoscalerArgs {
+    /// How often each HorizontalPodAutoscaler is reconciled.
+    #[arg(long, default_value = "15s", value_parser = parse_duration)]
+    pub horizontal_pod_autoscaler_sync_period: Duration,
+    /// How long a scale-down waits for every recommendation to agree (autoscalers without
+    /// `spec.behavior`).
+    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    pub horizontal_pod_autoscaler_downscale_stabilization: Duration,
+    /// The usage ratio's distance from 1 under which nothing is scaled.
+    #[arg(long, default_value_t = 0.1)]
+    pub horizontal_pod_autoscaler_tolerance: f64,
+    /// How long after a pod starts its CPU samples count only once taken a window after it
+    /// became ready.
+    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    pub horizontal_pod_autoscaler_cpu_initialization_period: Duration,
+    /// After that period, how soon after its start a pod's turning unready means it never was
+    /// ready.
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    pub horizontal_pod_autoscaler_initial_readiness_delay: Duration,
+}
+
+impl AutoscalerArgs {
+    /// The autoscaler's settings, refused when the tolerance is negative or not a number.
+    pub fn config(&self) -> anyhow::Result<berth_controllers::podautoscaler::Config> {
+        let tolerance = self.horizontal_pod_autoscaler_tolerance;
+        if !tolerance.is_finite() || tolerance < 0.0 {
+            anyhow::bail!("--horizontal-pod-autoscaler-tolerance: must be >= 0, got {tolerance}");
+        }
+        let delta = |d: Duration| chrono::TimeDelta::from_std(d).unwrap_or(chrono::TimeDelta::MAX);
+        Ok(berth_controllers::podautoscaler::Config {
+            sync_period: self.horizontal_pod_autoscaler_sync_period,
+            settings: berth_controllers::podautoscaler::reconcile::Settings {
+                calculator: berth_controllers::podautoscaler::replicas::Calculator {
+                    tolerance,
+                    cpu_initialization_period: delta(
+                        self.horizontal_pod_autoscaler_cpu_initialization_period,
+                    ),
+                    initial_readiness_delay: delta(
+                        self.horizontal_pod_autoscaler_initial_readiness_delay,
+                    ),
+                },
+                downscale_stabilization: delta(
+                    self.horizontal_pod_autoscaler_downscale_stabilization,
+                ),
+            },
+        })
+    }
+}
+
 /// The `--controllers` selection, refused as upstream refuses an unknown name.
 pub fn selection(list: &[String]) -> anyhow::Result<berth_controllers::selection::Selection> {
     berth_controllers::selection::Selection::parse(list)
         .map_err(|e| anyhow::anyhow!("--controllers: {e}"))
+}
+
+/// The kubeconfig's connection settings.
+async fn config(args: &ControllersArgs) -> anyhow::Result<kube::Config> {
+    Ok(match args.kubeconfig.as_deref() {
+        Some(path) => {
+            let kc = kube::config::Kubeconfig::read_from(path)
+                .with_context(|| format!("reading kubeconfig {}", path.display()))?;
+            kube::Config::from_custom_kubeconfig(kc, &Default::default()).await?
+        }
+        None => kube::Config::infer().await?,
+    })
+}
+
+/// How long the controllers' ServiceAccount tokens are asked for: a restart asks again.
+const TOKEN_SECONDS: i64 = 365 * 24 * 3600;
+
+/// A client per controller ServiceAccount of `kube-system` (made if missing), each with a
+/// token of its own from the TokenRequest API, as kube-controller-manager's
+/// `--use-service-account-credentials` does.
+async fn service_account_clients(
+    client: &kube::Client,
+    config: &kube::Config,
+) -> anyhow::Result<berth_controllers::ServiceAccountCredentials> {
+    use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+    use k8s_openapi::api::core::v1::ServiceAccount;
+    use kube::api::{Api, PostParams};
+    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), "kube-system");
+    let mut clients = std::collections::HashMap::new();
+    for account in berth_controllers::SERVICE_ACCOUNTS {
+        let sa = ServiceAccount {
+            metadata: kube::api::ObjectMeta {
+                name: Some(account.to_string()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        match accounts.create(&PostParams::default(), &sa).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.code == 409 => {}
+            Err(e) => {
+                return Err(e)
+                    .with_context(|| format!("creating ServiceAccount kube-system/{account}"))
+            }
+        }
+        let request = TokenRequest {
+            spec: TokenRequestSpec {
+                audiences: Vec::new(),
+                expiration_seconds: Some(TOKEN_SECONDS),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let token = accounts
+            .create_token_request(account, &PostParams::default(), &request)
+            .await
+            .with_context(|| {
+                format!("requesting a token for ServiceAccount kube-system/{account}")
+            })?
+            .status
+            .map(|s| s.token)
+            .unwrap_or_default();
+        let mut config = config.clone();
+        config.auth_info = kube::config::AuthInfo {
+            token: Some(token.into()),
+            ..Default::default()
+        };
+        clients.insert(
+            account.to_string(),
+            crate::client::build(config, "kube-controller-manager")?,
+        );
+    }
+    let fallback = client.clone();
+    Ok(std::sync::Arc::new(move |account: &str| {
+        clients
+            .get(account)
+            .cloned()
+            .unwrap_or_else(|| fallback.clone())
+    }))
 }
 
 /// The CA to publish: `--root-ca-file`, else the kubeconfig's certificate authority.
@@ -122,14 +267,7 @@ async fn root_ca(args: &ControllersArgs) -> anyhow::Result<Option<String>> {
             .with_context(|| format!("--root-ca-file: reading {}", path.display()))?;
         return Ok(Some(pem));
     }
-    let config = match args.kubeconfig.as_deref() {
-        Some(path) => {
-            let kc = kube::config::Kubeconfig::read_from(path)
-                .with_context(|| format!("reading kubeconfig {}", path.display()))?;
-            kube::Config::from_custom_kubeconfig(kc, &Default::default()).await?
-        }
-        None => kube::Config::infer().await?,
-    };
+    let config = config(args).await?;
     Ok(config
         .root_cert
         .map(|certs| certs.iter().map(|der| pem(der)).collect()))
@@ -179,11 +317,30 @@ pub async fn run(args: ControllersArgs) -> anyhow::Result<()> {
         .node_monitor_period(args.zones.node_monitor_period)
         .zones(args.zones.zones()?)
         .terminated_pod_gc_threshold(args.terminated_pod_gc_threshold)
+        .horizontal_pod_autoscaler(args.autoscaler.config()?)
         .selection(selection);
-    let controllers = match ca {
+    let mut controllers = match ca {
         Some(ca) => controllers.root_ca(ca),
         None => controllers,
     };
+    if let (Some(cert), Some(key)) = (
+        &args.cluster_signing_cert_file,
+        &args.cluster_signing_key_file,
+    ) {
+        let read = |path: &PathBuf, flag: &str| {
+            std::fs::read_to_string(path)
+                .with_context(|| format!("{flag}: reading {}", path.display()))
+        };
+        controllers = controllers.csr_signer(berth_controllers::certificates::Signer::new(
+            read(cert, "--cluster-signing-cert-file")?,
+            read(key, "--cluster-signing-key-file")?,
+        ));
+    }
+    if args.use_service_account_credentials {
+        let config = config(&args).await?;
+        controllers = controllers
+            .service_account_credentials(service_account_clients(&client, &config).await?);
+    }
     if !args.leader_elect {
         controllers.spawn();
         println!("berth controllers are running (no leader election)");

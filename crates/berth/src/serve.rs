@@ -53,6 +53,9 @@ pub struct ServeArgs {
     /// as the controller manager.
     #[arg(long)]
     pub use_service_account_credentials: bool,
+    /// The horizontal pod autoscaler's `--horizontal-pod-autoscaler-*` flags.
+    #[command(flatten)]
+    pub autoscaler: crate::controllers::AutoscalerArgs,
     /// As kube-apiserver's flag: a pod-bound token a kubelet asks for with
     /// `expirationSeconds: 3607` is signed for a year, and its uses after the hour count as
     /// stale (`serviceaccount_stale_tokens_total`), so programs that never reread their token
@@ -425,6 +428,7 @@ pub async fn start_on(args: &ServeArgs, clock: Clock) -> anyhow::Result<Running>
         tokens,
         connect,
         ca_pem: creds.ca_pem.clone(),
+        ca_key_pem: creds.ca_key_pem.clone(),
     };
     let identities = crate::identities::Identities::new(server.clone(), client.clone());
     let api_server = server.clone();
@@ -501,6 +505,8 @@ struct ServiceAccounts {
     connect: berth_kubelet::commands::Connect,
     /// The cluster CA (PEM): the root CA publisher's `kube-root-ca.crt`.
     ca_pem: String,
+    /// The cluster CA's key (PEM), with which the CSR signer signs, when the data dir has it.
+    ca_key_pem: Option<String>,
 }
 
 /// Everything the control loops start from: each group of loops (simulated nodes, controllers,
@@ -611,10 +617,17 @@ impl Loops {
         .terminated_pod_gc_threshold(args.terminated_pod_gc_threshold)
         .node_monitor_period(args.zones.node_monitor_period)
         .zones(args.zones.zones()?)
+        .horizontal_pod_autoscaler(args.autoscaler.config()?)
         .selection(crate::controllers::selection(&args.controllers)?)
         .root_ca(self.accounts.ca_pem.clone());
         if args.use_service_account_credentials {
             controllers = controllers.service_account_credentials(self.identities.controllers());
+        }
+        if let Some(key) = self.accounts.ca_key_pem.clone() {
+            controllers = controllers.csr_signer(berth_controllers::certificates::Signer::new(
+                self.accounts.ca_pem.clone(),
+                key,
+            ));
         }
         if let Some((signer, ca)) = self.accounts.tokens {
             controllers = controllers.service_account_tokens(signer, ca);

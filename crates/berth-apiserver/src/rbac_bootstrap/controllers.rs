@@ -21,6 +21,30 @@ fn controller(name: &str, mut rules: Vec<serde_json::Value>) -> ClusterRole {
 /// The controllers' roles, by controller (ServiceAccount) name.
 pub fn cluster_roles() -> Vec<ClusterRole> {
     vec![
+        // Signs approved requests: writes their status.
+        controller(
+            "certificate-controller",
+            vec![
+                rule(
+                    &["certificates.k8s.io"],
+                    &["certificatesigningrequests"],
+                    &["delete", "get", "list", "watch"],
+                ),
+                rule(
+                    &["certificates.k8s.io"],
+                    &[
+                        "certificatesigningrequests/approval",
+                        "certificatesigningrequests/status",
+                    ],
+                    &["update"],
+                ),
+                rule(
+                    &["authorization.k8s.io"],
+                    &["subjectaccessreviews"],
+                    &["create"],
+                ),
+            ],
+        ),
         controller(
             "clusterrole-aggregation-controller",
             // `escalate`: it writes rules it does not itself hold.
@@ -168,6 +192,27 @@ pub fn cluster_roles() -> Vec<ClusterRole> {
                 &["*"],
                 &["delete", "get", "list", "patch", "update", "watch"],
             )],
+        ),
+        // Reads autoscalers, pods and their metrics; writes scales and autoscaler status.
+        controller(
+            "horizontal-pod-autoscaler",
+            vec![
+                rule(
+                    &["autoscaling"],
+                    &["horizontalpodautoscalers"],
+                    &["get", "list", "watch"],
+                ),
+                rule(
+                    &["autoscaling"],
+                    &["horizontalpodautoscalers/status"],
+                    &["update"],
+                ),
+                rule(&["*"], &["*/scale"], &["get", "update"]),
+                rule(&[""], &["pods"], &["list"]),
+                rule(&["metrics.k8s.io"], &["pods"], &["list"]),
+                rule(&["custom.metrics.k8s.io"], &["*"], &["get", "list"]),
+                rule(&["external.metrics.k8s.io"], &["*"], &["get", "list"]),
+            ],
         ),
         controller(
             "job-controller",

@@ -33,6 +33,35 @@ const NODE_CONTROLLER: &str = "node-controller";
 /// `openshift-machine-config-operator`; berth's controllers act from `kube-system`).
 const MACHINE_CONFIG_CONTROLLER: &str = "machine-config-controller";
 
+/// The ServiceAccounts of `kube-system` the controllers act as under
+/// `--use-service-account-credentials` (upstream's names; each has the bootstrap role
+/// `system:controller:<name>`).
+pub const SERVICE_ACCOUNTS: &[&str] = &[
+    "certificate-controller",
+    "clusterrole-aggregation-controller",
+    "cronjob-controller",
+    "daemon-set-controller",
+    "deployment-controller",
+    "disruption-controller",
+    "endpoint-controller",
+    "endpointslice-controller",
+    "generic-garbage-collector",
+    "horizontal-pod-autoscaler",
+    "job-controller",
+    MACHINE_CONFIG_CONTROLLER,
+    "namespace-controller",
+    NODE_CONTROLLER,
+    "persistent-volume-binder",
+    "pod-garbage-collector",
+    "replicaset-controller",
+    "replication-controller",
+    "resourcequota-controller",
+    "root-ca-cert-publisher",
+    "service-account-controller",
+    "statefulset-controller",
+    "ttl-after-finished-controller",
+];
+
 /// The controllers of `berth serve`, configured once and started together.
 pub struct Controllers {
     client: kube::Client,
@@ -53,6 +82,10 @@ pub struct Controllers {
     selection: crate::selection::Selection,
     /// The cluster CA (PEM) the root CA publisher puts in every namespace, if known.
     root_ca: Option<String>,
+    /// The horizontal pod autoscaler's sync period and settings.
+    autoscaler: crate::podautoscaler::Config,
+    /// The cluster CA that signs approved CertificateSigningRequests, if given.
+    csr_signer: Option<crate::certificates::Signer>,
 }
 
 /// Makes the client a controller writes through from its ServiceAccount name
@@ -75,7 +108,25 @@ impl Controllers {
             health: Default::default(),
             selection: Default::default(),
             root_ca: None,
+            autoscaler: Default::default(),
+            csr_signer: None,
         }
+    }
+
+    /// Runs the CSR signing controller with the cluster CA (upstream's
+    /// `--cluster-signing-cert-file` and `--cluster-signing-key-file`).
+    pub fn csr_signer(mut self, signer: crate::certificates::Signer) -> Controllers {
+        self.csr_signer = Some(signer);
+        self
+    }
+
+    /// The horizontal pod autoscaler's `--horizontal-pod-autoscaler-*` settings.
+    pub fn horizontal_pod_autoscaler(
+        mut self,
+        config: crate::podautoscaler::Config,
+    ) -> Controllers {
+        self.autoscaler = config;
+        self
     }
 
     /// `--controllers`: only the selected controllers run (all by default).
@@ -337,6 +388,31 @@ impl Controllers {
                 client = self.client_as("cronjob-controller"),
                 informers = informers.clone(),
                 clock = self.clock.clone()
+            );
+        }
+        if on("horizontal-pod-autoscaler-controller") {
+            supervise!(
+                sup,
+                "horizontal-pod-autoscaler-controller",
+                crate::podautoscaler::driver::run,
+                client = self.client_as("horizontal-pod-autoscaler"),
+                informers = informers.clone(),
+                clock = self.clock.clone(),
+                config = self.autoscaler
+            );
+        }
+        if let (true, Some(signer)) = (
+            on("certificatesigningrequest-signing-controller"),
+            self.csr_signer.clone(),
+        ) {
+            supervise!(
+                sup,
+                "certificatesigningrequest-signing-controller",
+                crate::certificates::driver::run,
+                client = self.client_as("certificate-controller"),
+                informers = informers.clone(),
+                clock = self.clock.clone(),
+                signer = signer
             );
         }
         if on("statefulset-controller") {
