@@ -49,6 +49,8 @@ pub struct Controllers {
     selection: crate::selection::Selection,
     /// The cluster CA (PEM) the root CA publisher puts in every namespace, if known.
     root_ca: Option<String>,
+    /// `berth simulate`'s nodes, whose sign of life is their simulated behaviour.
+    simulated_nodes: Option<crate::lifecycle::simulated::SimulatedLeases>,
 }
 
 /// Makes the client a controller writes through from its ServiceAccount name
@@ -71,7 +73,16 @@ impl Controllers {
             health: Default::default(),
             selection: Default::default(),
             root_ca: None,
+            simulated_nodes: None,
         }
+    }
+
+    /// `berth simulate`: these nodes' kubelets renew no Lease; the node lifecycle controller
+    /// takes their simulated behaviour (`berth.io/simulate`) as their sign of life instead
+    /// ([`crate::lifecycle::simulated`]). Other nodes are watched by their Lease as ever.
+    pub fn simulated_nodes(mut self, nodes: impl IntoIterator<Item = String>) -> Controllers {
+        self.simulated_nodes = Some(crate::lifecycle::simulated::SimulatedLeases::new(nodes));
+        self
     }
 
     /// `--controllers`: only the selected controllers run (all by default).
@@ -199,7 +210,8 @@ impl Controllers {
                 clock = self.clock.clone(),
                 lifecycle = self.lifecycle.clone(),
                 period = self.monitor_period,
-                metrics = self.metrics.clone()
+                metrics = self.metrics.clone(),
+                simulated = self.simulated_nodes.clone()
             );
         }
         // As upstream's taint eviction controller, with the node controller's credentials.

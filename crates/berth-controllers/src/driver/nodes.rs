@@ -2,6 +2,7 @@
 
 use super::recorder::Recorder;
 use crate::informers::{wait, Informers};
+use crate::lifecycle::simulated::SimulatedLeases;
 use crate::lifecycle::{LifecycleAction, LifecycleConfig, Monitor, NodeView};
 use crate::model::{pod_node, timestamp};
 use crate::{node_taints, Clock};
@@ -73,7 +74,9 @@ pub async fn run_lifecycle(
     config: LifecycleConfig,
     period: Duration,
     metrics: crate::metrics::ControllerMetrics,
+    simulated: Option<SimulatedLeases>,
 ) {
+    let mut simulated = simulated.unwrap_or_default();
     let nodes_api: Api<Node> = Api::all(client.clone());
     if !informers.nodes.synced().await || !informers.leases.synced().await {
         return;
@@ -128,18 +131,22 @@ pub async fn run_lifecycle(
                 Some((l.metadata.name.clone()?, renew))
             })
             .collect();
+        let now = clock.now();
         let views: Vec<NodeView<'_>> = nodes
             .iter()
-            .map(|n| NodeView {
-                node: n,
-                lease_renew: n
-                    .metadata
-                    .name
-                    .as_ref()
-                    .and_then(|name| leases.get(name).copied()),
+            .map(|n| {
+                let name = n.metadata.name.as_deref().unwrap_or_default();
+                let lease_renew = if simulated.covers(name) {
+                    simulated.renew_time(n, now)
+                } else {
+                    leases.get(name).copied()
+                };
+                NodeView {
+                    node: n,
+                    lease_renew,
+                }
             })
             .collect();
-        let now = clock.now();
         let actions = monitor.pass(&views, now);
         metrics.zones(monitor.zone_counts());
         for zone in monitor.take_evictions() {
