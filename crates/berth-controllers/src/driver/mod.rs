@@ -196,7 +196,8 @@ impl Controllers {
                 nodes::run_condition_taints,
                 client = node_controller.clone(),
                 informers = informers.clone(),
-                clock = self.clock.clone()
+                clock = self.clock.clone(),
+                resync = self.simulated_nodes.is_none()
             );
         }
         if on("node-lifecycle-controller") {

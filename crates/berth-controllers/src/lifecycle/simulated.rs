@@ -48,6 +48,28 @@ impl SimulatedLeases {
         self.nodes.contains(node)
     }
 
+    /// Whether any node is simulated (a simulation's controller).
+    pub fn active(&self) -> bool {
+        !self.nodes.is_empty()
+    }
+
+    /// Renews every simulated node that reaches the API at `now` (as [`Self::renew_time`]);
+    /// returns whether every node is simulated and reaches the API. A pass over such nodes,
+    /// unchanged since the last one, would decide nothing: the driver skips it.
+    pub fn renew_all<'a>(
+        &mut self,
+        nodes: impl IntoIterator<Item = &'a Node>,
+        now: DateTime<Utc>,
+    ) -> bool {
+        let mut all = true;
+        for node in nodes {
+            let name = node.metadata.name.as_deref().unwrap_or_default();
+            let alive = self.covers(name) && self.renew_time(node, now) == Some(now);
+            all &= alive;
+        }
+        all
+    }
+
     /// The renewal time of a simulated node's lease at a pass at `now`: `now` while it reaches
     /// the API, else when it last did (none if it never did).
     pub fn renew_time(&mut self, node: &Node, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
@@ -84,6 +106,18 @@ mod tests {
 
     fn t(s: i64) -> DateTime<Utc> {
         DateTime::from_timestamp(1_767_225_600 + s, 0).unwrap()
+    }
+
+    #[test]
+    fn every_node_renewed_means_a_pass_may_be_skipped() {
+        let mut leases = SimulatedLeases::new(["n1".to_string()]);
+        assert!(leases.active());
+        assert!(leases.renew_all([&node(None)], t(0)));
+        assert!(!leases.renew_all([&node(Some("stopped"))], t(5)));
+        assert_eq!(leases.renew_time(&node(Some("stopped")), t(10)), Some(t(0)));
+        let other: Node = serde_json::from_value(json!({"metadata": {"name": "n2"}})).unwrap();
+        assert!(!leases.renew_all([&node(None), &other], t(15)));
+        assert!(!SimulatedLeases::default().active());
     }
 
     #[test]
