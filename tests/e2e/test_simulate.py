@@ -104,6 +104,91 @@ def test_a_deployment_grows_past_capacity_then_a_node_fails(tmp_path):
     assert "Pending at the end: 6" in summary
 
 
+def deployment(name, replicas, cpu, node=None):
+    """A Deployment of `replicas` pods asking for `cpu`, pinned to `node` if given."""
+    spec = {"containers": [{"name": name, "image": "example.com/app:1",
+                            "resources": {"requests": {"cpu": cpu, "memory": "10Mi"}}}]}
+    if node:
+        spec["nodeSelector"] = {"kubernetes.io/hostname": node}
+    return {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                 "template": {"metadata": {"labels": {"app": name}}, "spec": spec}},
+    }
+
+
+#: small-2 holds `big` (1500m); the `web` pods (250m) go to small-1 at least in part, then
+#: `stuck` (1500m, only small-1) fills it. At 10m small-1 is tainted NoSchedule: the
+#: descheduler picks the pods on it; `web`'s fit on small-2, `stuck` fits nowhere.
+TAINTED = {"timeline": [
+    {"at": "0s", "create": [deployment("big", 1, "1500m", node="small-2")]},
+    {"at": "1m", "create": [deployment("web", 2, "250m")]},
+    {"at": "2m", "create": [deployment("stuck", 1, "1500m", node="small-1")]},
+    {"at": "10m", "taint": [{"node": "small-1", "key": "dedicated", "value": "x",
+                             "effect": "NoSchedule"}]},
+]}
+
+DESCHEDULER_POLICY = """apiVersion: descheduler/v1alpha1
+kind: DeschedulerPolicy
+strategies:
+  RemovePodsViolatingNodeTaints:
+    enabled: true
+"""
+
+
+def test_the_descheduler_preview_says_where_each_pod_goes(tmp_path):
+    policy = tmp_path / "descheduler.yaml"
+    policy.write_text(DESCHEDULER_POLICY)
+    text, summary = simulate(tmp_path, "--until", "30m", "--descheduler-policy", policy,
+                             workload=TAINTED)
+    report = json.loads(text)
+    moves = report["descheduler_moves"]
+    web = [m for m in moves if m["pod"].startswith("default/web-")]
+    stuck = [m for m in moves if m["pod"].startswith("default/stuck-")]
+    # Each web pod on small-1 goes to small-2, once: its replacement is not on small-1.
+    assert web and len(web) == len({m["pod"] for m in web}), moves
+    assert all(m["from"] == "small-1" and m["to"] == "small-2" for m in web), web
+    assert all(m["strategy"] == "RemovePodsViolatingNodeTaints" for m in moves)
+    # stuck fits nowhere at every run after the taint and is never evicted.
+    assert stuck and all(m["to"] is None and m["from"] == "small-1" for m in stuck), stuck
+    assert "Insufficient cpu" in stuck[0]["message"] or "node(s)" in stuck[0]["message"]
+    evicted = [e["pod"] for e in report["evictions"] if e["reason"] == "Descheduled"]
+    assert sorted(evicted) == sorted(m["pod"] for m in web), report["evictions"]
+    assert report["placements"][stuck[0]["pod"]] == "small-1"
+    assert "fits nowhere: not evicted" in summary, summary
+    assert "-> node small-2" in summary, summary
+    page = (tmp_path / "run" / "index.html").read_text()
+    assert "Descheduler preview" in page
+
+
+def bare_pod(name, cpu):
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+            "spec": {"containers": [{"name": "c", "image": "example.com/app:1",
+                                     "resources": {"requests": {"cpu": cpu}}}]}}
+
+
+def test_explain_shows_each_nodes_filter_result_and_scores(tmp_path):
+    workload = {"timeline": [{"at": "0s", "create": [bare_pod("solo", "500m"),
+                                                     bare_pod("huge", "3")]}]}
+    text, _ = simulate(tmp_path, "--until", "10m", "--explain", "default/solo",
+                       "--explain", "default/huge", workload=workload)
+    report = json.loads(text)
+    by_pod = {}
+    for e in report["explanations"]:
+        by_pod.setdefault(e["pod"], []).append(e)
+    solo = by_pod["default/solo"][0]
+    assert sorted(n["node"] for n in solo["nodes"]) == ["small-1", "small-2"]
+    for n in solo["nodes"]:
+        assert n["result"] == "Fit", n
+        assert n["total"] is not None and n["priorities"], n
+    huge = by_pod["default/huge"][0]
+    for n in huge["nodes"]:
+        assert "Insufficient cpu" in n["result"]["Unschedulable"]["reasons"], n
+        assert n["total"] is None
+    page = (tmp_path / "run" / "index.html").read_text()
+    assert "default/solo at" in page and "node by node" in page
+
+
 def test_the_same_seed_gives_the_same_report_byte_for_byte(tmp_path):
     args = ("--until", "3h", "--sample-interval", "10m", "--seed", "7")
     a, _ = simulate(tmp_path, *args, workload=GROWTH_AND_FAILURE, name="a")

@@ -22,6 +22,7 @@ use chrono::{DateTime, Duration, Utc};
 use k8s_openapi::api::core::v1::{Node, NodeCondition, Taint};
 use std::collections::{BTreeMap, BTreeSet};
 
+pub mod simulated;
 pub mod zones;
 use zones::{zone_name, zone_of, TaintQueue, ZoneConfig, ZoneState};
 

@@ -147,6 +147,18 @@ pub async fn snapshot(
 
 /// One descheduling run: read, decide, evict (unless dry run), report.
 pub async fn run_once(client: &kube::Client, cfg: &RunConfig) -> Result<Report, DriverError> {
+    run_once_vetted(client, cfg, |_, _, plan| vec![None; plan.evictions.len()]).await
+}
+
+/// [`run_once`] whose chosen evictions are vetted before any is carried out: `vet` gets the
+/// run's nodes, pods and plan and answers, per eviction in order, `None` to carry it out or
+/// the [`Outcome`] to report instead (`berth simulate` leaves a pod that fits nowhere, see
+/// [`crate::preview`]). A missing answer counts as `None`.
+pub async fn run_once_vetted(
+    client: &kube::Client,
+    cfg: &RunConfig,
+    vet: impl FnOnce(&[NodeState], &[PodState], &Plan) -> Vec<Option<Outcome>>,
+) -> Result<Report, DriverError> {
     let (nodes, pods, mut warnings) = snapshot(client).await?;
     // Ages (PodLifeTime, minPodAge, minPodLifetimeSeconds) are measured at the run's start.
     let options = Options {
@@ -154,6 +166,7 @@ pub async fn run_once(client: &kube::Client, cfg: &RunConfig) -> Result<Report, 
         ..cfg.options.clone()
     };
     let mut plan: Plan = plan(&nodes, &pods, &cfg.policy, &options);
+    let mut vetted = vet(&nodes, &pods, &plan).into_iter();
     let mut outcomes = Vec::with_capacity(plan.evictions.len());
     for e in &plan.evictions {
         // Taken before the stop check: a stopping process either sees this eviction pending
@@ -161,6 +174,10 @@ pub async fn run_once(client: &kube::Client, cfg: &RunConfig) -> Result<Report, 
         let _pending = Outstanding::process().start();
         if cfg.stop.is_set() {
             break;
+        }
+        if let Some(instead) = vetted.next().flatten() {
+            outcomes.push(instead);
+            continue;
         }
         if cfg.dry_run {
             outcomes.push(Outcome::WouldEvict);

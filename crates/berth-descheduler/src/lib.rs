@@ -43,6 +43,7 @@ mod engine;
 mod evictable;
 mod model;
 mod policy;
+mod preview;
 mod report;
 mod strategies;
 
@@ -56,6 +57,7 @@ pub use policy::{
     EvictorArgs, HighNodeUtilization, LowNodeUtilization, PodLifeTime, PodScope, Policy,
     PolicyError, RemoveFailedPods, Thresholds, TooManyRestarts, TopologySpread,
 };
+pub use preview::{preview, Destination, Move};
 pub use report::{metrics_text, Outcome, Report, ReportLine};
 pub use strategies::plan;
 

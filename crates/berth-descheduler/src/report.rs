@@ -20,6 +20,9 @@ pub enum Outcome {
     NotFound,
     /// Any other failure.
     Failed(String),
+    /// Not attempted: no node would take the pod (the scheduler's message), so evicting it
+    /// would only leave it Pending (`berth simulate`'s preview, [`crate::preview`]).
+    FitsNowhere(String),
 }
 
 impl Outcome {
@@ -27,7 +30,9 @@ impl Outcome {
     pub fn result(&self) -> &'static str {
         match self {
             Outcome::Evicted | Outcome::WouldEvict | Outcome::NotFound => "success",
-            Outcome::BlockedByDisruptionBudget(_) | Outcome::Failed(_) => "error",
+            Outcome::BlockedByDisruptionBudget(_)
+            | Outcome::Failed(_)
+            | Outcome::FitsNowhere(_) => "error",
         }
     }
 
@@ -38,6 +43,7 @@ impl Outcome {
             Outcome::NotFound => "gone already".into(),
             Outcome::BlockedByDisruptionBudget(m) => format!("skipped: PodDisruptionBudget: {m}"),
             Outcome::Failed(m) => format!("failed: {m}"),
+            Outcome::FitsNowhere(m) => format!("not evicted: fits nowhere: {m}"),
         }
     }
 }

@@ -109,6 +109,7 @@ pub struct Kubelet {
     supervisor: Option<Supervisor>,
     /// The machine config daemons' client, when they run.
     machine_config_daemon: Option<kube::Client>,
+    simulation: bool,
 }
 
 /// Upstream's housekeeping interval.
@@ -128,7 +129,18 @@ impl Kubelet {
             sharing: None,
             supervisor: None,
             machine_config_daemon: None,
+            simulation: false,
         }
+    }
+
+    /// For `berth simulate`, whose cost would otherwise grow with nodes x simulated time: the
+    /// nodes renew no lease (the node lifecycle controller of a simulation takes each node's
+    /// simulated behaviour, `berth.io/simulate`, as its sign of life), re-post no unchanged
+    /// status, and run a housekeeping pass only while something can change ([`sim::Sim::simulation`]).
+    /// What they decide, and when, is otherwise `serve`'s. Off by default.
+    pub fn simulation(mut self, on: bool) -> Kubelet {
+        self.simulation = on;
+        self
     }
 
     /// The supervisor the nodes' long-running loops run under (lease renewal, housekeeping,
@@ -273,7 +285,8 @@ impl Kubelet {
                 hosted.clone(),
                 events,
             )
-            .status_update_every(self.lease_renew_interval),
+            .status_update_every(self.lease_renew_interval)
+            .simulation(self.simulation),
         );
         // The nodes registered above (shared ones start as this replica takes them).
         let started = if hosted.shared() { 0 } else { configs.len() };
@@ -297,10 +310,12 @@ impl Kubelet {
             self.lease_renew_interval,
             holder.map(|h| (h, leases.clone(), self.commands.clone())),
         );
-        sup.spawn("kubelet-lease-renewal", move || {
-            let (clients, sim, every, shared) = renewing.clone();
-            renew_leases(clients, sim, every, shared)
-        });
+        if !self.simulation {
+            sup.spawn("kubelet-lease-renewal", move || {
+                let (clients, sim, every, shared) = renewing.clone();
+                renew_leases(clients, sim, every, shared)
+            });
+        }
         sim.show_program_output(self.commands.output());
         if let Some(client) = self.machine_config_daemon.clone() {
             let daemons = Arc::new(machine_config_daemon::Daemons::new(

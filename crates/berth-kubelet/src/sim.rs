@@ -38,6 +38,11 @@ pub struct Sim {
     unschedulable: Mutex<HashMap<String, bool>>,
     /// How often the kubelets report their status (the lease renewal interval).
     status_update: Duration,
+    /// `berth simulate`'s kubelets: see [`Sim::simulation`].
+    simulation: bool,
+    /// Each node's wake-up for its housekeeping loop when its pods or the Node change (used by
+    /// [`Sim::simulation`]'s loops, which otherwise sleep while nothing changes).
+    wakes: BTreeMap<String, Arc<tokio::sync::Notify>>,
 }
 
 /// One node's housekeeping memory between passes.
@@ -57,6 +62,10 @@ impl Sim {
         hosted: Arc<crate::share::Hosted>,
         events: crate::events::Events,
     ) -> Sim {
+        let wakes = nodes
+            .iter()
+            .map(|n| (n.config.name.clone(), Arc::default()))
+            .collect();
         Sim {
             clients,
             origin: clock.instant(),
@@ -73,6 +82,27 @@ impl Sim {
             events,
             unschedulable: Mutex::new(HashMap::new()),
             status_update: crate::DEFAULT_LEASE_RENEW_INTERVAL,
+            simulation: false,
+            wakes,
+        }
+    }
+
+    /// For `berth simulate`, where a kubelet that posts nothing new costs nodes x simulated
+    /// time: a node's housekeeping pass runs at its usual ticks only while something can change
+    /// (a pod or the Node changed since the last pass, a container waits out a back-off, a
+    /// usage ramp climbs, a pressure condition or threshold is live, a write is owed), and
+    /// sleeps otherwise; nor is the status re-posted every `nodeStatusReportFrequency` when
+    /// nothing changed (the node lifecycle controller of a simulation reads the nodes'
+    /// simulated behaviour as their sign of life). Off (`berth serve`): every tick.
+    pub fn simulation(mut self, on: bool) -> Sim {
+        self.simulation = on;
+        self
+    }
+
+    /// Something of `node` changed: its housekeeping runs at its next tick.
+    fn wake(&self, node: &str) {
+        if let Some(w) = self.wakes.get(node) {
+            w.notify_one();
         }
     }
 
@@ -100,6 +130,7 @@ impl Sim {
     /// Starts running `node`'s kubelet here (a shared node this replica took).
     pub fn run_here(&self, node: &str) {
         self.hosted.add(node);
+        self.wake(node);
     }
 
     /// Stops `node`'s kubelet here at once and forgets its pods: should it come back, it
@@ -217,6 +248,7 @@ impl Sim {
             m.view = node_view(node);
             m.extended = extended_capacity(node);
         }
+        self.wake(name);
         (!before.reaches_api() && wanted.reaches_api()).then(|| name.clone())
     }
 
@@ -437,6 +469,7 @@ impl Sim {
             self.events.record(events);
             m.pods.insert(key.clone(), st);
             m.pull_images(&key);
+            self.wake(&node);
             match rejection {
                 Some(r) => Some(r),
                 None if proceed => None,
@@ -459,6 +492,7 @@ impl Sim {
                 .pods
                 .retain(|_, p| live.contains(&p.uid));
         }
+        self.wake(node);
     }
 
     /// A pod is gone from the API.
@@ -475,6 +509,8 @@ impl Sim {
             {
                 m.pods.remove(&key);
             }
+            drop(m);
+            self.wake(node);
         }
     }
 
@@ -537,21 +573,53 @@ impl Sim {
     }
 
     async fn housekeeping_loop(self: Arc<Self>, node: String) {
+        if self.simulation {
+            return self.simulated_housekeeping_loop(node).await;
+        }
         let mut tick = self.clock.interval(self.interval);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut state = PassState::default();
         loop {
             tick.tick().await;
-            self.pass(&node, &mut state).await;
+            let _ = self.pass(&node, &mut state).await;
         }
     }
 
-    async fn pass(&self, node: &str, state: &mut PassState) {
+    /// [`Sim::simulation`]'s loop: passes at the ticks of `serve`'s, but after a quiet pass
+    /// none until the node is woken; the next then runs at the next tick (so a burst of pod
+    /// changes makes one pass, as in `serve`).
+    async fn simulated_housekeeping_loop(self: Arc<Self>, node: String) {
+        let period = self
+            .clock
+            .tokio_duration(self.interval)
+            .max(Duration::from_millis(1));
+        let origin = self.clock.instant();
+        let wake = self.wakes.get(&node).cloned().unwrap_or_default();
+        let mut state = PassState::default();
+        loop {
+            if self.pass(&node, &mut state).await {
+                wake.notified().await;
+            }
+            let now = self.clock.instant();
+            let ticks = now.saturating_duration_since(origin).as_nanos() / period.as_nanos();
+            let next = u32::try_from(ticks + 1)
+                .ok()
+                .and_then(|n| period.checked_mul(n))
+                .and_then(|d| origin.checked_add(d))
+                .unwrap_or(now + period);
+            tokio::time::sleep_until(next).await;
+        }
+    }
+
+    /// One housekeeping pass; returns whether it was quiet: it decided and wrote nothing, and
+    /// nothing on the node changes with time alone, so that the next pass would decide the
+    /// same until the node is woken.
+    async fn pass(&self, node: &str, state: &mut PassState) -> bool {
         let mode = self.mode(node);
         // A node that cannot reach the API neither reports nor evicts; a stopped one runs
         // nothing at all; one whose kubelet runs in another replica is that replica's.
         if !mode.reaches_api() || !self.runs_here(node) {
-            return;
+            return true;
         }
         let ready: Readiness = match mode {
             Simulate::NotReady => READY_FALSE,
@@ -559,7 +627,7 @@ impl Sim {
         };
         let now = self.now();
         let model = &self.nodes[node];
-        let (d, deleted, changes, images) = {
+        let (d, deleted, changes, images, steady) = {
             let mut m = model.lock().expect("node model");
             // Containers over their own limit first (their cgroup's OOM killer), else the
             // node's OOM killer if the node as a whole is out of memory.
@@ -617,14 +685,27 @@ impl Sim {
                     p.phase = Phase::Terminating;
                 }
             }
-            (d, deleted, changes, crate::node::images_status(&m.images))
+            let steady = m.steady(now);
+            (
+                d,
+                deleted,
+                changes,
+                crate::node::images_status(&m.images),
+                steady,
+            )
         };
         let shown = self.shown.lock().expect("shown nodes").get(node).cloned();
         let writes = state.status.writes(&d.conditions, ready, shown.as_ref());
         // Upstream posts the status on a change, and at least every
         // nodeStatusReportFrequency otherwise: every condition's heartbeat is refreshed.
-        let due =
-            now.saturating_sub(state.reported_at) >= crate::configz::NODE_STATUS_REPORT_FREQUENCY;
+        let due = !self.simulation
+            && now.saturating_sub(state.reported_at)
+                >= crate::configz::NODE_STATUS_REPORT_FREQUENCY;
+        let quiet = steady
+            && writes.is_empty()
+            && deleted.is_empty()
+            && changes.is_empty()
+            && d == crate::eviction::Decisions::default();
         if !writes.is_empty() || due {
             if let Some(version) = self.publish_conditions(node, &writes).await {
                 state.reported_at = now;
@@ -672,6 +753,7 @@ impl Sim {
                 e,
             ));
         }
+        quiet
     }
 
     /// Writes the conditions that changed, refreshes every condition's heartbeat, and posts

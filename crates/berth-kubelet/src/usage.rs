@@ -60,6 +60,21 @@ pub struct Usage {
 }
 
 impl UsageSpec {
+    /// Whether a ramp is still changing `elapsed` after the start (usage then varies with time
+    /// alone).
+    pub fn ramping(&self, elapsed: Duration) -> bool {
+        [
+            self.cpu_milli,
+            self.memory,
+            self.ephemeral_storage,
+            self.inodes,
+            self.pids,
+        ]
+        .into_iter()
+        .flatten()
+        .any(|v| matches!(v, UsageValue::Ramp { from, to, over } if from != to && elapsed < over))
+    }
+
     /// Usage `elapsed` after start; unset resources take `default`'s.
     pub fn at(&self, elapsed: Duration, default: &Usage) -> Usage {
         let get = |v: Option<UsageValue>, d: i64| v.map_or(d, |v| v.at(elapsed));

@@ -188,7 +188,7 @@ async fn policy_for(
 
 /// A profile's explanation in its plugins' terms: each score plugin's score on upstream's
 /// 0..100 scale with the plugin's own weight, and 1.35's reasons.
-fn as_plugins(ex: &mut Explanation, configured_fit: bool) {
+pub(crate) fn as_plugins(ex: &mut Explanation, configured_fit: bool) {
     use berth_scheduler::config::messages;
     const SCALE: i64 = berth_scheduler::config::SCORE_SCALE;
     for n in &mut ex.nodes {
@@ -237,7 +237,7 @@ fn plugin_lines(p: &CompiledProfile) -> String {
 }
 
 /// Lists every kind the engine reads into `cache`.
-async fn load(client: &kube::Client, cache: &mut ClusterCache) -> anyhow::Result<()> {
+pub(crate) async fn load(client: &kube::Client, cache: &mut ClusterCache) -> anyhow::Result<()> {
     for b in list::<Node>(client, "nodes").await? {
         cache.upsert_node_json(&b).map_err(anyhow::Error::msg)?;
     }
@@ -299,7 +299,7 @@ where
 
 /// The explanation as a table: one row per node, one column per priority (raw score 0..10;
 /// the header gives the weight), the weighted total, and the failed predicates' reasons.
-fn table(ex: &Explanation, bound_to: Option<&str>) -> String {
+pub(crate) fn table(ex: &Explanation, bound_to: Option<&str>) -> String {
     let mut out = String::new();
     let bound = bound_to.map_or(String::new(), |n| {
         format!(" (bound to {n}; explained as if pending)")

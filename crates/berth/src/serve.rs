@@ -151,6 +151,11 @@ pub struct ServeArgs {
     /// simulate --seed`).
     #[arg(long, default_value_t = 0, hide = true)]
     pub scheduler_seed: u64,
+    /// `berth simulate`'s control plane: the simulated nodes renew no lease and post only
+    /// what changed, and the node lifecycle controller takes their simulated behaviour as
+    /// their sign of life (see `berth_kubelet::Kubelet::simulation`).
+    #[arg(skip)]
+    pub simulation: bool,
     /// The etcd backend and, with it, the election of the replica running the control loops.
     #[command(flatten)]
     pub etcd: crate::ha::EtcdArgs,
@@ -585,6 +590,7 @@ impl Loops {
             .machine_config_daemon(self.identities.machine_config_daemon())
             .housekeeping_interval(self.args.housekeeping_interval)
             .lease_renew_interval(self.args.node_status_update_frequency)
+            .simulation(self.args.simulation)
             .clock(self.clock.clone())
             .supervisor(supervisor)
             .commands(programs(&self.clock, self.accounts.connect))
@@ -628,6 +634,9 @@ impl Loops {
                 self.accounts.ca_pem.clone(),
                 key,
             ));
+        }
+        if args.simulation {
+            controllers = controllers.simulated_nodes(self.nodes.iter().map(|n| n.name.clone()));
         }
         if let Some((signer, ca)) = self.accounts.tokens {
             controllers = controllers.service_account_tokens(signer, ca);

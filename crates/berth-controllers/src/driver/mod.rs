@@ -86,6 +86,8 @@ pub struct Controllers {
     autoscaler: crate::podautoscaler::Config,
     /// The cluster CA that signs approved CertificateSigningRequests, if given.
     csr_signer: Option<crate::certificates::Signer>,
+    /// `berth simulate`'s nodes, whose sign of life is their simulated behaviour.
+    simulated_nodes: Option<crate::lifecycle::simulated::SimulatedLeases>,
 }
 
 /// Makes the client a controller writes through from its ServiceAccount name
@@ -110,6 +112,7 @@ impl Controllers {
             root_ca: None,
             autoscaler: Default::default(),
             csr_signer: None,
+            simulated_nodes: None,
         }
     }
 
@@ -126,6 +129,14 @@ impl Controllers {
         config: crate::podautoscaler::Config,
     ) -> Controllers {
         self.autoscaler = config;
+        self
+    }
+
+    /// `berth simulate`: these nodes' kubelets renew no Lease; the node lifecycle controller
+    /// takes their simulated behaviour (`berth.io/simulate`) as their sign of life instead
+    /// ([`crate::lifecycle::simulated`]). Other nodes are watched by their Lease as ever.
+    pub fn simulated_nodes(mut self, nodes: impl IntoIterator<Item = String>) -> Controllers {
+        self.simulated_nodes = Some(crate::lifecycle::simulated::SimulatedLeases::new(nodes));
         self
     }
 
@@ -240,7 +251,8 @@ impl Controllers {
                 nodes::run_condition_taints,
                 client = node_controller.clone(),
                 informers = informers.clone(),
-                clock = self.clock.clone()
+                clock = self.clock.clone(),
+                resync = self.simulated_nodes.is_none()
             );
         }
         if on("node-lifecycle-controller") {
@@ -254,7 +266,8 @@ impl Controllers {
                 clock = self.clock.clone(),
                 lifecycle = self.lifecycle.clone(),
                 period = self.monitor_period,
-                metrics = self.metrics.clone()
+                metrics = self.metrics.clone(),
+                simulated = self.simulated_nodes.clone()
             );
         }
         // As upstream's taint eviction controller, with the node controller's credentials.

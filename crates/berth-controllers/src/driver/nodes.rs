@@ -2,6 +2,7 @@
 
 use super::recorder::Recorder;
 use crate::informers::{wait, Informers};
+use crate::lifecycle::simulated::SimulatedLeases;
 use crate::lifecycle::{LifecycleAction, LifecycleConfig, Monitor, NodeView};
 use crate::model::{pod_node, timestamp};
 use crate::{node_taints, Clock};
@@ -40,7 +41,14 @@ async fn write_taints(
 }
 
 /// Taints by condition: on every node change, bring each node's condition taints in line.
-pub async fn run_condition_taints(client: kube::Client, mut informers: Informers, clock: Clock) {
+/// `resync`: also every [`CONDITION_TAINTS_RESYNC`] (off in `berth simulate`, whose watches
+/// are in process and miss nothing, where it would cost nodes x simulated time).
+pub async fn run_condition_taints(
+    client: kube::Client,
+    mut informers: Informers,
+    clock: Clock,
+    resync: bool,
+) {
     let api: Api<Node> = Api::all(client);
     if !informers.nodes.synced().await {
         return;
@@ -59,12 +67,13 @@ pub async fn run_condition_taints(client: kube::Client, mut informers: Informers
             }
         }
         // Level-triggered with a periodic resync, so a missed signal cannot leave a taint stale.
-        let resync = clock.instant() + CONDITION_TAINTS_RESYNC;
-        wait(&mut [&mut informers.nodes.changed], Some(resync)).await;
+        let next = resync.then(|| clock.instant() + CONDITION_TAINTS_RESYNC);
+        wait(&mut [&mut informers.nodes.changed], next).await;
     }
 }
 
 /// Node lifecycle: a monitor pass every `period`.
+#[allow(clippy::too_many_arguments)]
 pub async fn run_lifecycle(
     client: kube::Client,
     informers: Informers,
@@ -73,12 +82,16 @@ pub async fn run_lifecycle(
     config: LifecycleConfig,
     period: Duration,
     metrics: crate::metrics::ControllerMetrics,
+    simulated: Option<SimulatedLeases>,
 ) {
+    let mut simulated = simulated.unwrap_or_default();
     let nodes_api: Api<Node> = Api::all(client.clone());
     if !informers.nodes.synced().await || !informers.leases.synced().await {
         return;
     }
     let mut monitor = Monitor::new(config);
+    // `berth simulate`: the nodes as of the last pass, by name and resourceVersion.
+    let mut passed: Option<Vec<(String, String)>> = None;
     let first = clock.instant_after(period);
     let mut tick = tokio::time::interval_at(first, clock.tokio_duration(period));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -115,6 +128,25 @@ pub async fn run_lifecycle(
             continue;
         }
         let nodes = informers.nodes.store.state();
+        // `berth simulate`: a pass over simulated nodes that all run and none of which changed
+        // since the last pass decides nothing (their leases are renewed all the same), and
+        // it would cost nodes x simulated time; it is skipped.
+        if simulated.active() {
+            let versions: Vec<(String, String)> = nodes
+                .iter()
+                .map(|n| {
+                    (
+                        n.metadata.name.clone().unwrap_or_default(),
+                        n.metadata.resource_version.clone().unwrap_or_default(),
+                    )
+                })
+                .collect();
+            let all_running = simulated.renew_all(nodes.iter().map(|n| n.as_ref()), clock.now());
+            if all_running && passed.as_ref() == Some(&versions) {
+                continue;
+            }
+            passed = Some(versions);
+        }
         let leases: BTreeMap<String, _> = informers
             .leases
             .store
@@ -128,18 +160,22 @@ pub async fn run_lifecycle(
                 Some((l.metadata.name.clone()?, renew))
             })
             .collect();
+        let now = clock.now();
         let views: Vec<NodeView<'_>> = nodes
             .iter()
-            .map(|n| NodeView {
-                node: n,
-                lease_renew: n
-                    .metadata
-                    .name
-                    .as_ref()
-                    .and_then(|name| leases.get(name).copied()),
+            .map(|n| {
+                let name = n.metadata.name.as_deref().unwrap_or_default();
+                let lease_renew = if simulated.covers(name) {
+                    simulated.renew_time(n, now)
+                } else {
+                    leases.get(name).copied()
+                };
+                NodeView {
+                    node: n,
+                    lease_renew,
+                }
             })
             .collect();
-        let now = clock.now();
         let actions = monitor.pass(&views, now);
         metrics.zones(monitor.zone_counts());
         for zone in monitor.take_evictions() {

@@ -646,6 +646,21 @@ impl NodeModel {
         (d, deleted)
     }
 
+    /// Whether nothing on the node changes with time alone from `now` on: no container waits
+    /// out a back-off and no usage ramp is still climbing. A housekeeping pass then decides
+    /// what the one before it did until a pod or the node changes (`berth simulate` skips
+    /// such passes).
+    pub fn steady(&self, now: Duration) -> bool {
+        self.pods
+            .values()
+            .filter(|p| p.phase != Phase::Terminated)
+            .all(|p| {
+                p.backoff_until.is_none()
+                    && p.usage
+                        .is_none_or(|u| !u.ramping(now.saturating_sub(p.started_at)))
+            })
+    }
+
     /// Containers of running pods using more memory than their own limit: the kernel kills
     /// them within their cgroup whatever the node's state. Returns (pod key, container name).
     pub fn over_limit(&self, now: Duration) -> Vec<(String, String)> {

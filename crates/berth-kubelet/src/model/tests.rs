@@ -326,3 +326,23 @@ fn crash_loop_back_off_doubles_to_five_minutes_and_starts_over_after_ten_minutes
     assert!(p.backing_off(s(49)) && !p.backing_off(s(50)));
     assert_eq!(p.usage(s(49)).amounts.memory, 0);
 }
+
+#[test]
+fn a_node_is_steady_once_its_ramps_end_and_no_container_backs_off() {
+    let mut n = node("");
+    add(
+        &mut n,
+        pod("fixed", json!({"requests": {"cpu": "100m"}}), json!({})),
+    );
+    assert!(n.steady(Duration::ZERO));
+    let ramp = json!({"berth.io/usage": "memory=1Gi->2Gi/60s"});
+    add(&mut n, pod("ramp", json!({}), ramp));
+    // The ramp climbs for a minute from the container's start, then stays.
+    assert!(!n.steady(Duration::from_secs(30)));
+    assert!(n.steady(Duration::from_secs(60)));
+    n.pods.get_mut("ns/fixed").unwrap().backoff_until = Some(Duration::from_secs(90));
+    assert!(!n.steady(Duration::from_secs(60)));
+    // A pod that ended changes nothing any more.
+    n.pods.get_mut("ns/fixed").unwrap().phase = Phase::Terminated;
+    assert!(n.steady(Duration::from_secs(60)));
+}

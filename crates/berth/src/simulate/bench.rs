@@ -58,6 +58,7 @@ pub fn run(args: SimulateBenchArgs) -> anyhow::Result<()> {
         master_config: None,
         compare: None,
         quiet: true,
+        explain: Vec::new(),
     };
     let timeline = workload(args.pods, args.until);
     let runtime = tokio::runtime::Builder::new_current_thread()

@@ -165,10 +165,12 @@ pub fn count(
     }
 }
 
-/// The scheduler the configuration describes (the default policy without one).
+/// The scheduler the configuration describes (the default policy without one), its
+/// tie-breaks seeded with `seed`.
 pub fn scheduler(
     policy: Option<&std::path::Path>,
     config: Option<&std::path::Path>,
+    seed: u64,
 ) -> anyhow::Result<Scheduler> {
     let (policy, framework) = match crate::scheduler::load_scheduling(policy, config)? {
         crate::scheduler::Scheduling::Policy(p) => (p, false),
@@ -182,6 +184,7 @@ pub fn scheduler(
     };
     Scheduler::builder()
         .policy(policy)
+        .seed(seed)
         .framework_profile(framework)
         .build()
         .map_err(|e| anyhow::anyhow!("{e}"))
@@ -203,7 +206,11 @@ pub fn run(args: CapacityArgs) -> anyhow::Result<()> {
     } else {
         cluster_nodes(&mut cache, &args)?;
     }
-    let mut scheduler = scheduler(args.policy_config_file.as_deref(), args.config.as_deref())?;
+    let mut scheduler = scheduler(
+        args.policy_config_file.as_deref(),
+        args.config.as_deref(),
+        0,
+    )?;
     let answer = count(&mut cache, &mut scheduler, &pod, args.max);
     print!("{}", answer.text(args.verbose));
     Ok(())

@@ -51,10 +51,11 @@ fn serve_args(
     args.nodes = run.nodes;
     args.policy_config_file = choice.policy.clone();
     args.scheduler_config = choice.config.clone();
-    args.descheduler_policy = run.descheduler_policy.clone();
-    args.descheduling_interval = run.descheduling_interval;
+    // The simulation runs its own descheduler, with the preview (`deschedule`).
+    args.descheduler_policy = None;
     args.master_config = run.master_config.clone();
     args.scheduler_seed = run.seed;
+    args.simulation = true;
     Ok(args)
 }
 
@@ -95,6 +96,18 @@ pub async fn simulate(
         .tempdir()
         .context("creating a temporary data dir")?;
     let args = serve_args(run, choice, dir.path())?;
+    // A bad descheduler policy stops the run before anything starts.
+    let descheduler = match &run.descheduler_policy {
+        Some(path) => Some((
+            crate::descheduler::load_policy(path)?,
+            super::capacity::scheduler(
+                choice.policy.as_deref(),
+                choice.config.as_deref(),
+                run.seed,
+            )?,
+        )),
+        None => None,
+    };
     let epoch = chrono::DateTime::from_timestamp(EPOCH_SECONDS, 0).unwrap_or_default();
     let clock = Clock::starting_at(epoch);
     let running = crate::serve::start_on(&args, clock.clone()).await?;
@@ -118,7 +131,25 @@ pub async fn simulate(
 
     let start = clock.instant();
     let observer = Arc::new(Mutex::new(Observer::default()));
-    watch(&client, &observer, &clock, start);
+    let why = (!run.explain.is_empty()).then(|| super::why::Why {
+        client: client.clone(),
+        policy: choice.policy.clone(),
+        config: choice.config.clone(),
+        seed: run.seed,
+        pods: run.explain.clone(),
+    });
+    watch(&client, &observer, &clock, start, why);
+    if let Some((policy, scheduler)) = descheduler {
+        super::deschedule::spawn(
+            client.clone(),
+            policy,
+            run.descheduling_interval,
+            clock.clone(),
+            scheduler,
+            observer.clone(),
+            start,
+        );
+    }
 
     // The timeline, in order of time.
     let timeline_task = {
@@ -220,11 +251,18 @@ pub fn clock_text(secs: u64) -> String {
 }
 
 /// Watches pods, nodes and events into the observer, stamping each with the virtual time.
-fn watch(client: &kube::Client, observer: &Arc<Mutex<Observer>>, clock: &Clock, start: Instant) {
+fn watch(
+    client: &kube::Client,
+    observer: &Arc<Mutex<Observer>>,
+    clock: &Clock,
+    start: Instant,
+    why: Option<super::why::Why>,
+) {
     use watcher::Event as W;
     let pods: Api<Pod> = Api::all(client.clone());
     let obs = observer.clone();
     let pod_clock = clock.clone();
+    let pod_why = why.clone();
     tokio::spawn(async move {
         let mut stream = std::pin::pin!(watcher(pods, watcher::Config::default()));
         while let Some(event) = stream.next().await {
@@ -234,7 +272,21 @@ fn watch(client: &kube::Client, observer: &Arc<Mutex<Observer>>, clock: &Clock, 
             match event {
                 W::Apply(p) | W::InitApply(p) => {
                     if let Ok(v) = serde_json::to_value(&p) {
+                        let before = o.records.len();
                         o.pod(at, &v);
+                        // A chosen pod just bound: explain the decision.
+                        if let (Some(why), Some(report::Record::Scheduled { pod, .. })) =
+                            (&pod_why, o.records.get(before))
+                        {
+                            if why.wanted(&o, pod) {
+                                let real = format!(
+                                    "{}/{}",
+                                    p.metadata.namespace.as_deref().unwrap_or("default"),
+                                    p.metadata.name.as_deref().unwrap_or("")
+                                );
+                                why.spawn(real, pod.clone(), at, obs.clone());
+                            }
+                        }
                     }
                 }
                 W::Delete(p) => {
@@ -278,7 +330,22 @@ fn watch(client: &kube::Client, observer: &Arc<Mutex<Observer>>, clock: &Clock, 
             let at = since(&clock, start);
             if let W::Apply(e) | W::InitApply(e) = event {
                 if let Ok(v) = serde_json::to_value(&e) {
-                    lock(&obs).event(at, &v);
+                    let mut o = lock(&obs);
+                    let before = o.records.len();
+                    o.event(at, &v);
+                    // A chosen pod failed to schedule: explain the attempt.
+                    if let (Some(why), Some(report::Record::FailedScheduling { pod, .. })) =
+                        (&why, o.records.get(before))
+                    {
+                        if why.wanted(&o, pod) {
+                            let real = format!(
+                                "{}/{}",
+                                e.involved_object.namespace.as_deref().unwrap_or("default"),
+                                e.involved_object.name.as_deref().unwrap_or("")
+                            );
+                            why.spawn(real, pod.clone(), at, obs.clone());
+                        }
+                    }
                 }
             }
         }

@@ -271,6 +271,84 @@ fn why_here(out: &mut String, r: &Report) {
     }
 }
 
+/// The descheduler's chosen evictions and where each pod would go (`--descheduler-policy`).
+fn descheduler_moves(out: &mut String, r: &Report) {
+    if r.descheduler_moves.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "<h2>Descheduler preview</h2><p>Each eviction the descheduler chose, scheduled in order with the scheduler's policy: where the pod goes, or why it fits nowhere (then it was not evicted).</p>"
+    );
+    out.push_str(
+        "<table><tr><th>time (s)</th><th>strategy</th><th>pod</th><th>from</th><th>to</th></tr>\n",
+    );
+    for m in r.descheduler_moves.iter().take(MAX_TABLE_ROWS) {
+        let to = match (&m.to, &m.message) {
+            (Some(n), _) => escape(n),
+            (None, Some(why)) => format!("fits nowhere: not evicted ({})", escape(why)),
+            (None, None) => "fits nowhere: not evicted".into(),
+        };
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{to}</td></tr>",
+            m.t,
+            escape(&m.strategy),
+            escape(&m.pod),
+            escape(&m.from)
+        );
+    }
+    out.push_str("</table>\n");
+}
+
+/// `--explain`: each explained decision as a table of nodes: filter result, each priority's
+/// score (the header gives its weight), the weighted total.
+fn explanations(out: &mut String, r: &Report) {
+    for e in &r.explanations {
+        let _ = writeln!(out, "<h3>{} at {}s, node by node</h3>", escape(&e.pod), e.t);
+        if let Some(err) = &e.error {
+            let _ = writeln!(out, "<p>error: {}</p>", escape(err));
+            continue;
+        }
+        let priorities: Vec<String> = e
+            .nodes
+            .iter()
+            .find(|n| !n.priorities.is_empty())
+            .map(|n| {
+                n.priorities
+                    .iter()
+                    .map(|p| format!("{} (×{})", p.name, p.weight))
+                    .collect()
+            })
+            .unwrap_or_default();
+        out.push_str("<table><tr><th>node</th><th>filter</th>");
+        for p in &priorities {
+            let _ = write!(out, "<th>{}</th>", escape(p));
+        }
+        out.push_str("<th>total</th></tr>\n");
+        for n in &e.nodes {
+            let filter = match &n.result {
+                berth_scheduler::PredicateResult::Fit => "fits".to_string(),
+                berth_scheduler::PredicateResult::Unschedulable { reasons, .. } => {
+                    escape(&reasons.join("; "))
+                }
+                berth_scheduler::PredicateResult::Error(m) => format!("error: {}", escape(m)),
+            };
+            let _ = write!(out, "<tr><td>{}</td><td>{filter}</td>", escape(&n.node));
+            for i in 0..priorities.len() {
+                let score = n
+                    .priorities
+                    .get(i)
+                    .map_or("-".into(), |p| p.score.to_string());
+                let _ = write!(out, "<td>{score}</td>");
+            }
+            let total = n.total.map_or("-".into(), |t| t.to_string());
+            let _ = writeln!(out, "<td>{total}</td></tr>");
+        }
+        out.push_str("</table>\n");
+    }
+}
+
 /// The page of one run.
 pub fn render(r: &Report, summary: &str) -> String {
     let mut body = String::new();
@@ -284,7 +362,9 @@ pub fn render(r: &Report, summary: &str) -> String {
     plot(&mut body, utilisation_heat_map(r, "memory"));
     plot(&mut body, pending_plot(&[r]));
     plot(&mut body, events_plot(r));
+    descheduler_moves(&mut body, r);
     why_here(&mut body, r);
+    explanations(&mut body, r);
     page("berth simulate", &body)
 }
 
@@ -382,6 +462,60 @@ mod tests {
             render(&report(), "summary & more"),
             "not deterministic"
         );
+    }
+
+    #[test]
+    fn moves_and_explanations_get_their_tables() {
+        use berth_scheduler::{Explanation, NodeExplanation, PredicateResult, PriorityScore};
+        let explanation = Explanation {
+            pod: "default/p".into(),
+            nodes: vec![
+                NodeExplanation {
+                    node: "n1".into(),
+                    result: PredicateResult::Fit,
+                    priorities: vec![PriorityScore {
+                        name: "LeastRequestedPriority".into(),
+                        score: 7,
+                        weight: 1,
+                    }],
+                    total: Some(7),
+                },
+                NodeExplanation {
+                    node: "n2".into(),
+                    result: PredicateResult::Unschedulable {
+                        reasons: vec!["Insufficient cpu".into()],
+                        resolvable: true,
+                    },
+                    priorities: vec![],
+                    total: None,
+                },
+            ],
+            error: None,
+        };
+        let r = build(
+            report().simulation,
+            &[
+                Record::Moved {
+                    at: 1000,
+                    pod: "default/a".into(),
+                    from: "n1".into(),
+                    to: None,
+                    strategy: "RemoveDuplicates".into(),
+                    message: Some("0/2 nodes are available".into()),
+                },
+                Record::Explained {
+                    at: 5,
+                    pod: "default/p".into(),
+                    explanation,
+                },
+            ],
+        );
+        let html = render(&r, "");
+        assert!(html.contains("Descheduler preview"), "{html}");
+        assert!(html.contains("fits nowhere: not evicted (0/2 nodes are available)"));
+        assert!(html.contains("<th>LeastRequestedPriority (×1)</th>"));
+        assert!(html.contains("<td>n1</td><td>fits</td><td>7</td><td>7</td>"));
+        assert!(html.contains("<td>n2</td><td>Insufficient cpu</td><td>-</td><td>-</td>"));
     }
 
     #[test]

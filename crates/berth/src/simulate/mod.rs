@@ -13,12 +13,14 @@
 mod actions;
 pub mod bench;
 pub mod capacity;
+mod deschedule;
 mod driver;
 mod html;
 mod observer;
 pub mod report;
 mod summary;
 pub mod timeline;
+mod why;
 
 use anyhow::Context;
 use std::path::PathBuf;
@@ -85,6 +87,11 @@ pub struct RunArgs {
     /// No progress line on the terminal.
     #[arg(long)]
     pub quiet: bool,
+    /// Explain this pod's scheduling decisions node by node in the report's "why here"
+    /// table: each node's filter result, or its scores (NAMESPACE/NAME as the report names
+    /// it, `default/web-7d4b9c-1`; repeatable).
+    #[arg(long = "explain", value_name = "POD")]
+    pub explain: Vec<String>,
 }
 
 /// Which scheduler configuration a run uses.

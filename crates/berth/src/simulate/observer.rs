@@ -232,6 +232,32 @@ impl Observer {
         self.records.push(record);
     }
 
+    /// A descheduler run's previewed eviction (see `deschedule`), named as the report names
+    /// the pod.
+    pub fn moved(&mut self, at: Millis, m: &berth_descheduler::Move, strategy: String) {
+        let pod = self.aliases.get(&m.pod).cloned().unwrap_or(m.pod.clone());
+        let (to, message) = match &m.to {
+            berth_descheduler::Destination::Node(n) => (Some(n.clone()), None),
+            berth_descheduler::Destination::Nowhere(why) => (None, Some(why.clone())),
+        };
+        self.records.push(Record::Moved {
+            at,
+            pod,
+            from: m.from.clone(),
+            to,
+            strategy,
+            message,
+        });
+    }
+
+    /// How many decisions of `pod` (the report's name) were explained so far.
+    pub fn explained(&self, pod: &str) -> usize {
+        self.records
+            .iter()
+            .filter(|r| matches!(r, Record::Explained { pod: p, .. } if p == pod))
+            .count()
+    }
+
     /// A timeline action carried out.
     pub fn action(&mut self, at: Millis, what: String) {
         self.records.push(Record::Action { at, what });

@@ -43,6 +43,22 @@ pub enum Record {
         reason: String,
         message: String,
     },
+    /// The descheduler chose to evict the pod: where the scheduler would put it (`to`), or
+    /// nowhere (then it was not evicted; `message` says why).
+    Moved {
+        at: Millis,
+        pod: String,
+        from: String,
+        to: Option<String>,
+        strategy: String,
+        message: Option<String>,
+    },
+    /// `--explain`: a decision of a chosen pod, node by node.
+    Explained {
+        at: Millis,
+        pod: String,
+        explanation: berth_scheduler::Explanation,
+    },
     /// The cluster at a sampling instant.
     Sample(Sample),
 }
@@ -88,6 +104,47 @@ pub struct Report {
     pub unschedulable_reasons: BTreeMap<String, u64>,
     /// The timeline's actions as carried out.
     pub actions: Vec<Happening>,
+    /// With `--descheduler-policy`: each eviction the descheduler chose and where the pod
+    /// would go (`to`), or why it fits nowhere and was left where it is.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub descheduler_moves: Vec<Move>,
+    /// With `--explain POD`: the pod's decisions, node by node (each node's filter result, or
+    /// its priorities' scores and total).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub explanations: Vec<Explained>,
+}
+
+/// One explained decision.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Explained {
+    pub t: f64,
+    pub pod: String,
+    pub nodes: Vec<berth_scheduler::NodeExplanation>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// One eviction the descheduler chose, previewed.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Move {
+    pub t: f64,
+    pub pod: String,
+    pub from: String,
+    /// The node the scheduler would bind it to; none: it fits nowhere and was not evicted.
+    pub to: Option<String>,
+    pub strategy: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+impl Move {
+    /// `pod X: node A -> node B`, or `pod X: fits nowhere: not evicted`.
+    pub fn line(&self) -> String {
+        match &self.to {
+            Some(to) => format!("pod {}: node {} -> node {to}", self.pod, self.from),
+            None => format!("pod {}: fits nowhere: not evicted", self.pod),
+        }
+    }
 }
 
 /// The inputs that decide the outcome, for the reader.
@@ -219,6 +276,8 @@ pub fn build(settings: Settings, records: &[Record]) -> Report {
         preemptions: Vec::new(),
         unschedulable_reasons: BTreeMap::new(),
         actions: Vec::new(),
+        descheduler_moves: Vec::new(),
+        explanations: Vec::new(),
     };
     let mut node_names: Vec<String> = Vec::new();
     let mut samples: Vec<&Sample> = Vec::new();
@@ -283,6 +342,31 @@ pub fn build(settings: Settings, records: &[Record]) -> Report {
                     message: message.clone(),
                 });
             }
+            Record::Moved {
+                at,
+                pod,
+                from,
+                to,
+                strategy,
+                message,
+            } => report.descheduler_moves.push(Move {
+                t: seconds(*at),
+                pod: pod.clone(),
+                from: from.clone(),
+                to: to.clone(),
+                strategy: strategy.clone(),
+                message: message.clone(),
+            }),
+            Record::Explained {
+                at,
+                pod,
+                explanation,
+            } => report.explanations.push(Explained {
+                t: seconds(*at),
+                pod: pod.clone(),
+                nodes: explanation.nodes.clone(),
+                error: explanation.error.clone(),
+            }),
             Record::Sample(sample) => {
                 for n in &sample.nodes {
                     if !node_names.contains(&n.name) {
@@ -299,6 +383,9 @@ pub fn build(settings: Settings, records: &[Record]) -> Report {
     let by_time_and_pod =
         |a: &Disruption, b: &Disruption| a.t.total_cmp(&b.t).then(a.pod.cmp(&b.pod));
     report.evictions.sort_by(by_time_and_pod);
+    report
+        .explanations
+        .sort_by(|a, b| a.t.total_cmp(&b.t).then(a.pod.cmp(&b.pod)));
     report.preemptions.sort_by(by_time_and_pod);
     report
         .decisions

@@ -92,6 +92,17 @@ pub fn text(r: &Report) -> String {
             );
         }
     }
+    if !r.descheduler_moves.is_empty() {
+        let _ = writeln!(out, "\nDescheduler preview (first {TOP}):");
+        for m in r.descheduler_moves.iter().take(TOP) {
+            let _ = writeln!(
+                out,
+                "  {}  {}",
+                super::driver::clock_text(m.t as u64),
+                m.line()
+            );
+        }
+    }
     out
 }
 

@@ -30,7 +30,7 @@ fn pod(cpu: &str, memory: &str) -> Value {
 }
 
 fn default_scheduler() -> Scheduler {
-    scheduler(None, None).unwrap()
+    scheduler(None, None, 0).unwrap()
 }
 
 #[test]

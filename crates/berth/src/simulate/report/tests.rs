@@ -137,3 +137,35 @@ fn fractions_are_rounded_and_never_divide_by_zero() {
     assert_eq!(fraction(5, 0), 0.0);
     assert_eq!(fraction(4000, 4000), 1.0);
 }
+
+#[test]
+fn descheduler_moves_say_where_each_pod_goes_or_that_it_stays() {
+    let moved = |pod: &str, to: Option<&str>| Record::Moved {
+        at: 300_000,
+        pod: pod.into(),
+        from: "n1".into(),
+        to: to.map(str::to_string),
+        strategy: "LowNodeUtilization".into(),
+        message: to
+            .is_none()
+            .then(|| "0/2 nodes are available: 2 Insufficient cpu.".to_string()),
+    };
+    let r = build(
+        settings(),
+        &[moved("default/a", Some("n2")), moved("default/b", None)],
+    );
+    let lines: Vec<String> = r.descheduler_moves.iter().map(Move::line).collect();
+    assert_eq!(
+        lines,
+        [
+            "pod default/a: node n1 -> node n2",
+            "pod default/b: fits nowhere: not evicted"
+        ]
+    );
+    let json = serde_json::to_value(&r).unwrap();
+    assert_eq!(json["descheduler_moves"][0]["to"], "n2");
+    assert_eq!(json["descheduler_moves"][1]["to"], serde_json::Value::Null);
+    // Without a descheduler the report has no such key.
+    let plain = serde_json::to_value(build(settings(), &[])).unwrap();
+    assert!(plain.get("descheduler_moves").is_none());
+}
