@@ -175,8 +175,9 @@ def node_names(b):
 def test_node_events_after_a_cordon_and_a_node_failure(eb, ens):
     name = node_names(eb)[0]
     # Registered by the node lifecycle controller, as upstream words it.
-    out = eb.kubectl("describe", "node", name).stdout
-    assert f"Node {name} event: Registered Node {name} in Controller" in out, out
+    registered = f"Node {name} event: Registered Node {name} in Controller"
+    eventually(lambda: registered in eb.kubectl("describe", "node", name).stdout,
+               what="RegisteredNode in describe")
     eb.kubectl("cordon", name)
     eb.kubectl("uncordon", name)
 
