@@ -8,11 +8,12 @@ keep a broken server from hanging the suite.
 """
 
 import json
+import subprocess
 import uuid
 
 import pytest
 
-from conftest import Berth, eventually, to_yaml
+from conftest import BERTH_BIN, Berth, eventually, to_yaml
 
 
 @pytest.fixture(scope="module")
@@ -174,8 +175,9 @@ def node_names(b):
 def test_node_events_after_a_cordon_and_a_node_failure(eb, ens):
     name = node_names(eb)[0]
     # Registered by the node lifecycle controller, as upstream words it.
-    out = eb.kubectl("describe", "node", name).stdout
-    assert f"Node {name} event: Registered Node {name} in Controller" in out, out
+    registered = f"Node {name} event: Registered Node {name} in Controller"
+    eventually(lambda: registered in eb.kubectl("describe", "node", name).stdout,
+               what="RegisteredNode in describe")
     eb.kubectl("cordon", name)
     eb.kubectl("uncordon", name)
 
@@ -215,3 +217,120 @@ def test_a_deleted_node_is_removed_from_the_controller(eb):
     eb.kubectl("delete", "node", "ghost")
     eventually(lambda: ("Normal", "RemovingNode", "Node ghost event: Removing Node ghost from Controller")
                in events_for(eb, "default", "node/ghost"), what="RemovingNode")
+
+
+def test_the_scheduler_writes_events_k8s_io_events_and_repeats_as_a_series(eb, ens):
+    """Upstream's scheduler records through events.k8s.io/v1: an action, a reporting instance,
+    and a repeated FailedScheduling becomes one event's `series` (x2 in `kubectl events`)."""
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "stuck", "namespace": ens},
+           "spec": {"nodeSelector": {"berth.io/nowhere": "true"},
+                    "containers": [{"name": "c", "image": "nginx:1.27"}]}}
+    eb.kubectl("apply", "-f", "-", stdin=to_yaml([pod]))
+    eventually(lambda: "FailedScheduling" in reasons_for(eb, ens, "pod/stuck"),
+               what="the first FailedScheduling")
+    # A node change sends the pod back to the scheduler, which fails it again.
+    node = node_names(eb)[0]
+    path = f"/apis/events.k8s.io/v1/namespaces/{ens}/events"
+
+    def series():
+        eb.kubectl("label", "node", node, f"berth.io/poke={uuid.uuid4().hex[:8]}", "--overwrite")
+        items = json.loads(eb.kubectl("get", "--raw", path).stdout)["items"]
+        failed = [e for e in items if e["reason"] == "FailedScheduling"]
+        return failed if failed and failed[0].get("series") else None
+    failed = eventually(series, what="the FailedScheduling series")
+    assert len(failed) == 1, failed
+    e = failed[0]
+    assert e["series"]["count"] >= 2 and e["series"]["lastObservedTime"]
+    assert e["action"] == "Scheduling" and e["type"] == "Warning"
+    assert e["reportingController"] == "default-scheduler"
+    assert e["reportingInstance"].startswith("default-scheduler-")
+    assert e["regarding"]["kind"] == "Pod" and e["regarding"]["name"] == "stuck"
+    assert "nodes are available" in e["note"]
+    assert e["eventTime"]
+    out = eb.kubectl("events", "-n", ens, "--for", "pod/stuck").stdout
+    assert "(x" in out and "FailedScheduling" in out, out
+    out = eb.kubectl("describe", "pod", "stuck", "-n", ens).stdout
+    assert "(x" in out and "default-scheduler" in out, out
+    eb.kubectl("label", "node", node, "berth.io/poke-", check=False)
+
+
+def test_scheduled_is_a_binding_action_reported_by_the_scheduler(eb, ens):
+    eb.kubectl("apply", "-f", "-", stdin=to_yaml([deployment("bound", ens, 1)]))
+    path = f"/apis/events.k8s.io/v1/namespaces/{ens}/events?fieldSelector=reason%3DScheduled"
+    items = eventually(lambda: json.loads(eb.kubectl("get", "--raw", path).stdout)["items"],
+                       what="a Scheduled event")
+    e = items[0]
+    assert e["action"] == "Binding" and e["type"] == "Normal"
+    assert e["note"].startswith(f"Successfully assigned {ens}/bound-")
+    assert "series" not in e
+
+
+NODE_AFFINITY_POLICY = """\
+apiVersion: "descheduler/v1alpha1"
+kind: "DeschedulerPolicy"
+strategies:
+  "RemovePodsViolatingNodeAffinity":
+    enabled: true
+    params:
+      nodeAffinityType:
+      - "requiredDuringSchedulingIgnoredDuringExecution"
+"""
+
+
+def test_a_descheduled_pod_shows_the_descheduler_and_the_kubelet_events(eb, ens, tmp_path):
+    """The descheduler records through events.k8s.io/v1 as upstream's (action `Descheduled`,
+    reported by `sigs.k8s.io.descheduler`, the pod's version in `regarding`); the kubelet then
+    records `Killing` as it stops the evicted pod's container."""
+    label = f"berth.io/keep-{uuid.uuid4().hex[:6]}"
+    # Two nodes may run it: once its node loses the label, another still fits (the strategy
+    # evicts only then).
+    for n in node_names(eb)[:2]:
+        eb.kubectl("label", "node", n, f"{label}=yes")
+    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [
+            {"key": label, "operator": "In", "values": ["yes"]}]}]}}}
+    pod = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": "moved", "namespace": ens,
+                        "annotations": {"descheduler.alpha.kubernetes.io/evict": "true"}},
+           "spec": {"affinity": affinity,
+                    "containers": [{"name": "app", "image": "nginx:1.27"}]}}
+    eb.kubectl("apply", "-f", "-", stdin=to_yaml([pod]))
+    eventually(lambda: "Started" in reasons_for(eb, ens, "pod/moved"), what="the pod running")
+    node = eb.kubectl_json("get", "pod", "moved", "-n", ens)["spec"]["nodeName"]
+    eb.kubectl("label", "node", node, f"{label}-")
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(NODE_AFFINITY_POLICY)
+    r = subprocess.run(
+        [str(BERTH_BIN), "descheduler", "--kubeconfig", str(eb.kubeconfig),
+         "--policy-config-file", str(policy), "--descheduling-interval", "0", "-o", "json"],
+        capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    path = f"/apis/events.k8s.io/v1/namespaces/{ens}/events?fieldSelector=reason%3DDescheduled"
+    items = eventually(lambda: json.loads(eb.kubectl("get", "--raw", path).stdout)["items"],
+                       what="the Descheduled event")
+    e = items[0]
+    assert e["action"] == "Descheduled" and e["type"] == "Normal"
+    assert e["reportingController"] == "sigs.k8s.io.descheduler"
+    assert e["reportingInstance"].startswith("sigs.k8s.io.descheduler-")
+    assert e["regarding"]["name"] == "moved" and e["regarding"]["resourceVersion"]
+    assert e["note"].startswith("pod evicted by sigs.k8s.io/descheduler: RemovePodsViolatingNodeAffinity")
+    eventually(lambda: ("Normal", "Killing", "Stopping container app")
+               in events_for(eb, ens, "pod/moved"), what="the kubelet's Killing event")
+    for n in node_names(eb):
+        eb.kubectl("label", "node", n, f"{label}-", check=False)
+
+
+def test_controller_events_name_the_objects_version(eb, ens):
+    """Upstream's ObjectReference: apiVersion, uid and the resourceVersion the controller saw."""
+    eb.kubectl("apply", "-f", "-", stdin=to_yaml([deployment("versioned", ens, 1)]))
+    eventually(lambda: "ScalingReplicaSet" in reasons_for(eb, ens, "deploy/versioned"),
+               what="the deployment's event")
+    items = eb.kubectl_json("get", "events", "-n", ens, "--field-selector",
+                            "involvedObject.name=versioned")["items"]
+    ref = items[0]["involvedObject"]
+    assert ref["apiVersion"] == "apps/v1" and ref["kind"] == "Deployment"
+    assert ref["uid"] and ref["resourceVersion"], ref
+    rs = eventually(lambda: [e["involvedObject"] for e in eb.kubectl_json(
+        "get", "events", "-n", ens, "--field-selector", "reason=SuccessfulCreate")["items"]],
+        what="the replica set's event")[0]
+    assert rs["kind"] == "ReplicaSet" and rs["resourceVersion"], rs

@@ -59,6 +59,11 @@ def test_a_standalone_schedulers_metrics_and_user_agent(berth, tmp_path, ns, mon
         scheduled = [x for x in fams["scheduler_schedule_attempts"].samples
                      if x.labels.get("result") == "scheduled"]
         assert scheduled and scheduled[0].value >= 1
+        # Upstream's attempt metrics carry the profile: the scheduler's name.
+        assert {x.labels.get("profile") for x in scheduled} == {"obs-scheduler"}
+        durations = [x for x in fams["scheduler_scheduling_attempt_duration_seconds"].samples
+                     if x.name.endswith("_count") and x.labels.get("result") == "scheduled"]
+        assert durations and durations[0].labels["profile"] == "obs-scheduler"
         codes = {x.labels["code"] for x in fams["rest_client_requests"].samples}
         assert "200" in codes or "201" in codes, codes
         # OpenMetrics only when asked for.

@@ -55,7 +55,8 @@ def test_custom_scheduler_schedules_the_pod_that_names_it(berth, ns, schedulers)
     # Its metrics and health, on the plain-HTTP port.
     status, text = custom.get("/metrics")
     assert status == 200
-    assert metric_value(text, "scheduler_schedule_attempts_total", result="scheduled") >= 1
+    assert metric_value(text, "scheduler_schedule_attempts_total",
+                        profile="custom-scheduler", result="scheduled") >= 1
     assert metric_value(text, "scheduler_preemption_attempts_total") == 0
     for name in ("scheduler_e2e_scheduling_duration_seconds_count",
                  "scheduler_scheduling_attempt_duration_seconds_count"):

@@ -41,6 +41,7 @@ fn failed_daemon_pod(ds: &DaemonSet, pod: &PodRef, node: &str) -> crate::model::
             namespace: ds.metadata.namespace.clone().unwrap_or_default(),
             name: ds.metadata.name.clone().unwrap_or_default(),
             uid: ds.metadata.uid.clone().unwrap_or_default(),
+            resource_version: crate::model::version_of(&ds.metadata),
         },
         type_: "Warning",
         reason: "FailedDaemonPod",

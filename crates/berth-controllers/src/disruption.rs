@@ -13,7 +13,7 @@
 //! A pod without a known scalable controller counts as one expected pod of its own (upstream
 //! 1.11 fails the sync instead; modern upstream ignores such pods).
 
-use crate::model::{to_chrono, to_time, EventRecord, Involved, PodRef};
+use crate::model::{to_chrono, to_time, EventRecord, Involved};
 use chrono::{DateTime, Duration, Utc};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetStatus};
@@ -204,7 +204,7 @@ pub fn reconcile(
         let expires = to_chrono(t) + Duration::seconds(DELETION_TIMEOUT);
         if expires < now {
             out.events.push(EventRecord {
-                involved: Involved::Pod(PodRef::of(pod)),
+                involved: Involved::pod(pod),
                 type_: "Warning",
                 reason: "NotDeleted",
                 message: format!(
@@ -244,6 +244,7 @@ pub fn reconcile(
                     namespace: pdb_ns.clone(),
                     name: pdb_name.clone(),
                     uid: pdb.metadata.uid.clone().unwrap_or_default(),
+                    resource_version: crate::model::version_of(&pdb.metadata),
                 },
                 type_: "Warning",
                 reason: "CalculateExpectedPodCountFailed",

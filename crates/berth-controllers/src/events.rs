@@ -2,7 +2,8 @@
 //! after an API call succeeds or fails (the engines' plans say what to try; whether it worked
 //! is only known to the driver). Each function is one `Eventf` call of upstream's.
 
-use crate::model::{EventRecord, Involved, PodRef};
+use crate::model::{EventRecord, Involved};
+use k8s_openapi::api::core::v1::Pod;
 
 const NORMAL: &str = "Normal";
 const WARNING: &str = "Warning";
@@ -109,9 +110,9 @@ pub fn scaled_replica_set(
 
 /// The node lifecycle controller marked a pod of a not-ready node not ready
 /// (`MarkPodsNotReady`).
-pub fn pod_node_not_ready(pod: &PodRef) -> EventRecord {
+pub fn pod_node_not_ready(pod: &Pod) -> EventRecord {
     event(
-        &Involved::Pod(pod.clone()),
+        &Involved::pod(pod),
         WARNING,
         "NodeNotReady",
         "Node is not ready".into(),
@@ -120,10 +121,12 @@ pub fn pod_node_not_ready(pod: &PodRef) -> EventRecord {
 
 /// The node lifecycle controller forgot a deleted node (`RecordNodeEvent`).
 pub fn removing_node(name: &str, uid: &str) -> EventRecord {
+    // The node is gone: no version to name.
     event(
         &Involved::Node {
             name: name.into(),
             uid: uid.into(),
+            resource_version: String::new(),
         },
         NORMAL,
         "RemovingNode",
@@ -159,6 +162,7 @@ mod tests {
             namespace: "ns".into(),
             name: "web-5d4f".into(),
             uid: "u".into(),
+            resource_version: "7".into(),
         }
     }
 
@@ -234,15 +238,21 @@ mod tests {
 
     #[test]
     fn node_lifecycle_events_are_upstreams() {
-        let pod = PodRef {
-            namespace: "ns".into(),
-            name: "p".into(),
-            uid: "u".into(),
-        };
+        let mut pod = Pod::default();
+        pod.metadata.namespace = Some("ns".into());
+        pod.metadata.name = Some("p".into());
+        pod.metadata.uid = Some("u".into());
+        pod.metadata.resource_version = Some("42".into());
+        let not_ready = pod_node_not_ready(&pod);
         assert_eq!(
-            said(&pod_node_not_ready(&pod)),
+            said(&not_ready),
             ("Warning", "NodeNotReady", "Node is not ready")
         );
+        // Upstream's ObjectReference names the version the controller saw.
+        let reference = crate::recorder::reference(&not_ready.involved);
+        assert_eq!(reference.resource_version.as_deref(), Some("42"));
+        assert_eq!(reference.uid.as_deref(), Some("u"));
+        assert_eq!(reference.api_version.as_deref(), Some("v1"));
         assert_eq!(
             said(&removing_node("n1", "u")),
             (

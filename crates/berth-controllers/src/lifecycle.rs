@@ -554,6 +554,7 @@ fn node_involved(node: &Node) -> Involved {
     Involved::Node {
         name: node.metadata.name.clone().unwrap_or_default(),
         uid: node.metadata.uid.clone().unwrap_or_default(),
+        resource_version: crate::model::version_of(&node.metadata),
     }
 }
 

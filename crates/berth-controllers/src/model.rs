@@ -122,21 +122,28 @@ impl PodRef {
 
 /// The object an event is about.
 #[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// Each carries the `resourceVersion` the controller saw, as upstream's `ObjectReference`
+/// (`reference.GetReference`) does; empty when unknown.
 pub enum Involved {
-    Pod(PodRef),
+    /// A pod, and its resourceVersion.
+    Pod(PodRef, String),
     Node {
         name: String,
         uid: String,
+        resource_version: String,
     },
     PodDisruptionBudget {
         namespace: String,
         name: String,
         uid: String,
+        resource_version: String,
     },
     DaemonSet {
         namespace: String,
         name: String,
         uid: String,
+        resource_version: String,
     },
     /// A workload object that creates pods (ReplicaSet, ReplicationController, StatefulSet,
     /// Job).
@@ -146,7 +153,20 @@ pub enum Involved {
         namespace: String,
         name: String,
         uid: String,
+        resource_version: String,
     },
+}
+
+/// The resourceVersion of an object's metadata (empty when unset).
+pub fn version_of(meta: &kube::api::ObjectMeta) -> String {
+    meta.resource_version.clone().unwrap_or_default()
+}
+
+impl Involved {
+    /// A pod as events name it.
+    pub fn pod(pod: &Pod) -> Involved {
+        Involved::Pod(PodRef::of(pod), version_of(&pod.metadata))
+    }
 }
 
 /// An event a controller records (core/v1 `Event`).

@@ -54,41 +54,63 @@ impl Recorder {
 /// The involved object as upstream's references name it.
 pub fn reference(involved: &Involved) -> ObjectReference {
     match involved {
-        Involved::Pod(p) => object_ref("v1", "Pod", &p.namespace, &p.name, &p.uid),
-        Involved::Node { name, uid } => object_ref("v1", "Node", "", name, uid),
+        Involved::Pod(p, rv) => object_ref(("v1", "Pod"), &p.namespace, &p.name, &p.uid, rv),
+        Involved::Node {
+            name,
+            uid,
+            resource_version,
+        } => object_ref(("v1", "Node"), "", name, uid, resource_version),
         Involved::PodDisruptionBudget {
             namespace,
             name,
             uid,
-        } => object_ref("policy/v1", "PodDisruptionBudget", namespace, name, uid),
+            resource_version,
+        } => object_ref(
+            ("policy/v1", "PodDisruptionBudget"),
+            namespace,
+            name,
+            uid,
+            resource_version,
+        ),
         Involved::DaemonSet {
             namespace,
             name,
             uid,
-        } => object_ref("apps/v1", "DaemonSet", namespace, name, uid),
+            resource_version,
+        } => object_ref(
+            ("apps/v1", "DaemonSet"),
+            namespace,
+            name,
+            uid,
+            resource_version,
+        ),
         Involved::Workload {
             api_version,
             kind,
             namespace,
             name,
             uid,
-        } => object_ref(api_version, kind, namespace, name, uid),
+            resource_version,
+        } => object_ref((api_version, kind), namespace, name, uid, resource_version),
     }
 }
 
+/// Upstream's `ObjectReference` of an object: its type, name, uid and resourceVersion.
 fn object_ref(
-    api_version: &str,
-    kind: &str,
+    (api_version, kind): (&str, &str),
     namespace: &str,
     name: &str,
     uid: &str,
+    resource_version: &str,
 ) -> ObjectReference {
+    let set = |s: &str| (!s.is_empty()).then(|| s.to_string());
     ObjectReference {
         api_version: Some(api_version.into()),
         kind: Some(kind.into()),
         name: Some(name.into()),
-        namespace: (!namespace.is_empty()).then(|| namespace.to_string()),
-        uid: (!uid.is_empty()).then(|| uid.to_string()),
+        namespace: set(namespace),
+        uid: set(uid),
+        resource_version: set(resource_version),
         ..Default::default()
     }
 }

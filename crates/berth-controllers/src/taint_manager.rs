@@ -73,6 +73,8 @@ struct NodeState {
 #[derive(Debug)]
 struct PodState {
     pod: PodRef,
+    /// The resourceVersion last seen (its events' `involvedObject.resourceVersion`).
+    resource_version: String,
     node: String,
     tolerations: Vec<Toleration>,
 }
@@ -100,9 +102,9 @@ fn taint_id(t: &Taint) -> TaintId {
     )
 }
 
-fn event(pod: &PodRef, message: String) -> TaintAction {
+fn event(pod: &PodRef, resource_version: &str, message: String) -> TaintAction {
     TaintAction::Event(EventRecord {
-        involved: Involved::Pod(pod.clone()),
+        involved: Involved::Pod(pod.clone(), resource_version.to_string()),
         type_: "Normal",
         reason: "TaintManagerEviction",
         message,
@@ -295,6 +297,7 @@ impl TaintManager {
                     uid.to_string(),
                     PodState {
                         pod: PodRef::of(pod),
+                        resource_version: crate::model::version_of(&pod.metadata),
                         node: node.to_string(),
                         tolerations: tolerations.to_vec(),
                     },
@@ -362,14 +365,14 @@ impl TaintManager {
             .map_or(&[][..], |n| n.taints.as_slice());
         match deadline(&state.tolerations, taints) {
             None => {
-                let r = state.pod.clone();
+                let (r, rv) = (state.pod.clone(), state.resource_version.clone());
                 if self.unschedule(uid) {
                     let msg = format!("Cancelling deletion of Pod {}/{}", r.namespace, r.name);
-                    out.push(event(&r, msg));
+                    out.push(event(&r, &rv, msg));
                 }
             }
             Some(at) if at <= now => {
-                let r = state.pod.clone();
+                let (r, rv) = (state.pod.clone(), state.resource_version.clone());
                 self.unschedule(uid);
                 let recent = self
                     .fired
@@ -378,7 +381,7 @@ impl TaintManager {
                 if !recent {
                     self.fired.insert(uid.to_string(), now);
                     let msg = format!("Marking for deletion Pod {}/{}", r.namespace, r.name);
-                    out.push(event(&r, msg));
+                    out.push(event(&r, &rv, msg));
                     out.push(TaintAction::Delete(r));
                 }
             }

@@ -3,7 +3,10 @@
 //!
 //! Only API calls a ClusterRole like the seed's (16.3.2) allows are made: nodes list, pods list,
 //! pods/eviction create; plus events create, which upstream's descheduler also needs for its
-//! `Descheduled` events (a refused event is logged, never fatal).
+//! `Descheduled` events (a refused event is logged, never fatal). Events go through the shared
+//! recorder of `berth-events` as `events.k8s.io/v1` events reported by
+//! `sigs.k8s.io.descheduler`, as upstream's descheduler records them (off the eviction path,
+//! retried while the server cannot be reached).
 
 use crate::engine::{Options, Plan};
 use crate::model::{NodeState, PodState};
@@ -11,8 +14,8 @@ use crate::policy::Policy;
 use crate::report::{Outcome, Report};
 use crate::strategies::plan;
 use berth_scheduler::driver::outstanding::Outstanding;
-use k8s_openapi::api::core::v1::{Event, Node, ObjectReference, Pod};
-use kube::api::{Api, EvictParams, ListParams, ObjectMeta, PostParams};
+use k8s_openapi::api::core::v1::{Node, ObjectReference, Pod};
+use kube::api::{Api, EvictParams, ListParams};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
@@ -29,6 +32,34 @@ pub struct RunConfig {
     pub clock: berth_core::clock::Clock,
     /// Set when the process is told to stop: no further eviction starts.
     pub stop: Stop,
+    /// Records the `Descheduled` events.
+    pub events: Events,
+}
+
+/// The descheduler's event recorder (one per process, as upstream's broadcaster).
+#[derive(Clone)]
+pub struct Events(berth_events::Recorder);
+
+/// The reporting controller of upstream's descheduler events.
+pub const REPORTING_CONTROLLER: &str = "sigs.k8s.io.descheduler";
+
+impl Events {
+    /// Starts the recorder (on the current runtime), reporting from `<controller>-<hostname>`.
+    pub fn start(client: kube::Client, clock: berth_core::clock::Clock) -> Events {
+        let instance = format!("{REPORTING_CONTROLLER}-{}", berth_events::host_name());
+        Events(berth_events::Recorder::start_events_v1(
+            client,
+            REPORTING_CONTROLLER,
+            &instance,
+            clock,
+        ))
+    }
+}
+
+impl std::fmt::Debug for Events {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Events")
+    }
 }
 
 /// The descheduler's stop request (SIGTERM). A run in progress carries out no further
@@ -117,6 +148,17 @@ impl Metrics {
 pub async fn snapshot(
     client: &kube::Client,
 ) -> Result<(Vec<NodeState>, Vec<PodState>, Vec<String>), DriverError> {
+    let (nodes, pods, warnings, _) = read_cluster(client).await?;
+    Ok((nodes, pods, warnings))
+}
+
+/// Each listed pod's resourceVersion by (namespace, name): its events name the version the
+/// descheduler decided on, as upstream's references do.
+type Versions = BTreeMap<(String, String), String>;
+
+async fn read_cluster(
+    client: &kube::Client,
+) -> Result<(Vec<NodeState>, Vec<PodState>, Vec<String>, Versions), DriverError> {
     let mut warnings = Vec::new();
     let nodes = Api::<Node>::all(client.clone())
         .list(&ListParams::default())
@@ -135,14 +177,19 @@ pub async fn snapshot(
         }
     }
     let mut pod_states = Vec::with_capacity(pods.items.len());
+    let mut versions = Versions::new();
     for p in &pods.items {
+        if let (Some(name), Some(rv)) = (&p.metadata.name, &p.metadata.resource_version) {
+            let ns = p.metadata.namespace.clone().unwrap_or_default();
+            versions.insert((ns, name.clone()), rv.clone());
+        }
         match serde_json::to_value(p).map(|v| PodState::from_json(&v)) {
             Ok(Ok(s)) => pod_states.push(s),
             Ok(Err(e)) => warnings.push(format!("skipped {e}")),
             Err(e) => warnings.push(format!("skipped a pod: {e}")),
         }
     }
-    Ok((node_states, pod_states, warnings))
+    Ok((node_states, pod_states, warnings, versions))
 }
 
 /// One descheduling run: read, decide, evict (unless dry run), report.
@@ -159,7 +206,7 @@ pub async fn run_once_vetted(
     cfg: &RunConfig,
     vet: impl FnOnce(&[NodeState], &[PodState], &Plan) -> Vec<Option<Outcome>>,
 ) -> Result<Report, DriverError> {
-    let (nodes, pods, mut warnings) = snapshot(client).await?;
+    let (nodes, pods, mut warnings, versions) = read_cluster(client).await?;
     // Ages (PodLifeTime, minPodAge, minPodLifetimeSeconds) are measured at the run's start.
     let options = Options {
         now: Some(cfg.clock.now().timestamp()),
@@ -196,16 +243,22 @@ pub async fn run_once_vetted(
             let pod = pods
                 .iter()
                 .find(|p| p.namespace == e.namespace && p.name == e.name);
-            let uid = pod.map(|p| p.pod.metadata.uid.clone()).unwrap_or_default();
+            let uid = pod.map(|p| p.pod.metadata.uid.clone());
             let message = format!(
                 "pod evicted by sigs.k8s.io/descheduler: {}: {}",
                 e.strategy, e.reason
             );
-            let at = cfg.clock.now();
-            if let Err(err) = record_event(client, &e.namespace, &e.name, &uid, &message, at).await
-            {
-                tracing::warn!(pod = %e.name, error = %err, "recording the Descheduled event failed");
-            }
+            let resource_version = versions
+                .get(&(e.namespace.clone(), e.name.clone()))
+                .cloned();
+            cfg.events.0.event_about(
+                pod_reference(&e.namespace, &e.name, uid, resource_version),
+                None,
+                berth_events::EventType::Normal,
+                "Descheduled",
+                "Descheduled",
+                message,
+            );
         }
         outcomes.push(outcome);
     }
@@ -221,50 +274,20 @@ pub async fn run_once_vetted(
     Ok(Report::new(plan, outcomes, cfg.dry_run, warnings))
 }
 
-async fn record_event(
-    client: &kube::Client,
+/// The evicted pod, as upstream's references name it.
+fn pod_reference(
     namespace: &str,
-    pod: &str,
-    uid: &str,
-    message: &str,
-    at: chrono::DateTime<chrono::Utc>,
-) -> Result<(), kube::Error> {
-    let now = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
-        k8s_openapi::jiff::Timestamp::new(at.timestamp(), 0).unwrap_or_default(),
-    );
-    let event = Event {
-        metadata: ObjectMeta {
-            // As upstream's recorder names events: the object's name and a unique suffix.
-            name: Some(format!(
-                "{pod}.{:x}",
-                at.timestamp_nanos_opt().unwrap_or_default()
-            )),
-            namespace: Some(namespace.to_string()),
-            ..ObjectMeta::default()
-        },
-        involved_object: ObjectReference {
-            api_version: Some("v1".into()),
-            kind: Some("Pod".into()),
-            name: Some(pod.to_string()),
-            namespace: Some(namespace.to_string()),
-            uid: (!uid.is_empty()).then(|| uid.to_string()),
-            ..ObjectReference::default()
-        },
-        reason: Some("Descheduled".into()),
-        message: Some(message.to_string()),
-        type_: Some("Normal".into()),
-        count: Some(1),
-        first_timestamp: Some(now.clone()),
-        last_timestamp: Some(now),
-        source: Some(k8s_openapi::api::core::v1::EventSource {
-            component: Some("sigs.k8s.io.descheduler".into()),
-            host: None,
-        }),
-        reporting_component: Some("sigs.k8s.io/descheduler".into()),
-        ..Event::default()
-    };
-    Api::<Event>::namespaced(client.clone(), namespace)
-        .create(&PostParams::default(), &event)
-        .await
-        .map(|_| ())
+    name: &str,
+    uid: Option<String>,
+    resource_version: Option<String>,
+) -> ObjectReference {
+    ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("Pod".into()),
+        name: Some(name.to_string()),
+        namespace: Some(namespace.to_string()),
+        uid: uid.filter(|u| !u.is_empty()),
+        resource_version,
+        ..ObjectReference::default()
+    }
 }

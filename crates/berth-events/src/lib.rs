@@ -24,9 +24,18 @@
 //! # }
 //! ```
 //!
-//! Design decisions: events are written through core/v1 (the API the controllers and kubectl
-//! use; the events.k8s.io/v1 view is the same objects); the correlator is a pure engine
-//! (unit-tested with client-go's scenarios) behind a mutex the writers update after each write.
+//! A recorder made with [`Recorder::start_events_v1`] writes through `events.k8s.io/v1`
+//! instead, as upstream's scheduler and descheduler do (`tools/events`): events carry an
+//! `action` and a reporting instance, and a repeated event becomes a `series`
+//! ([`SeriesCache`]: the second isomorphic event patches `series.count: 2` in, later ones are
+//! counted and written when the series ends, 6 minutes after its last repeat, or every 30).
+//!
+//! Writes the server could not receive are tried again, up to 12 times, 10 s apart
+//! ([`retry`]); an answer from the server (a `Status`) ends them.
+//!
+//! Design decisions: controllers write through core/v1 (the API their upstream recorders use;
+//! the events.k8s.io/v1 view is the same objects); the engines are pure (unit-tested with
+//! client-go's scenarios) behind a mutex the writers update after each write.
 
 #![deny(clippy::disallowed_methods)]
 
@@ -34,7 +43,10 @@ pub mod correlator;
 mod lru;
 pub mod outstanding;
 pub mod recorder;
+pub mod retry;
+pub mod series;
 
 pub use correlator::{Correlated, Correlator};
 pub use outstanding::{flush_events, Outstanding, Ticket, EVENT_FLUSH_LIMIT};
-pub use recorder::{EventType, Recorder};
+pub use recorder::{host_name, EventType, Recorder};
+pub use series::SeriesCache;

@@ -1,18 +1,24 @@
-//! Writing events off the hot path, as upstream's event broadcaster does: recording is one
+//! Writing events off the hot path, as upstream's event broadcasters do: recording is one
 //! channel send into a bounded queue (a full queue drops the event and logs it); one task runs
-//! the [`Correlator`] over the queue and hands each write to one of a few writers, chosen by
-//! the event's name so the patches of an event follow its creation in order.
+//! the [`Correlator`] (core/v1 recorders) or the [`SeriesCache`] (`events.k8s.io/v1`
+//! recorders) over the queue and hands each write to one of a few writers, chosen by the
+//! event's name so the patches of an event follow its creation in order. A writer tries a
+//! write again while the server cannot be reached ([`crate::retry`]); its bounded queue makes
+//! the recorder's queue fill, and then drop, while the server is away.
 
 use crate::correlator::{event_name, time, Correlated, Correlator};
 use crate::outstanding::{Outstanding, Ticket};
+use crate::retry::{self, After};
+use crate::series::{micro_time, SeriesCache, FINISH_TIME, REFRESH_TIME};
 use berth_core::clock::Clock;
 use chrono::{DateTime, Utc};
 use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
+use k8s_openapi::api::events::v1::Event as SeriesEvent;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use tokio::sync::mpsc;
 
 /// How many events may wait to be correlated (upstream `maxQueuedEvents`).
@@ -49,20 +55,57 @@ impl EventType {
 
 /// An event waiting to be correlated, with its ticket of the process's outstanding work.
 struct Queued {
-    event: Event,
+    event: Recorded,
     at: DateTime<Utc>,
     _pending: Ticket,
 }
 
-/// A correlated write, with the ticket it carries on.
+/// An event as its API writes it.
+enum Recorded {
+    Core(Event),
+    EventsV1(SeriesEvent),
+}
+
+/// A decided write, with the ticket it carries on.
 struct Write {
-    decision: Correlated,
+    job: Job,
     _pending: Ticket,
+}
+
+enum Job {
+    Core(Correlated),
+    /// Created when it has no series, else its series patched (created if missing).
+    EventsV1(SeriesEvent),
+}
+
+impl Job {
+    fn name(&self) -> Option<&str> {
+        match self {
+            Job::Core(Correlated::Skip) => None,
+            Job::Core(Correlated::Create(e) | Correlated::Patch(e)) => e.metadata.name.as_deref(),
+            Job::EventsV1(e) => e.metadata.name.as_deref(),
+        }
+    }
+}
+
+/// The decision engines of one recorder.
+#[derive(Default)]
+struct Engines {
+    correlator: Correlator,
+    series: SeriesCache,
+}
+
+/// Where an `events.k8s.io/v1` recorder reports from.
+struct Reporter {
+    controller: String,
+    instance: String,
 }
 
 struct Inner {
     queue: mpsc::Sender<Queued>,
     source: EventSource,
+    /// Set for an `events.k8s.io/v1` recorder.
+    reporter: Option<Reporter>,
     clock: Clock,
     outstanding: Outstanding,
     /// Events dropped because the queue was full; logged on the first and every 1000th.
@@ -77,27 +120,77 @@ struct Inner {
 #[derive(Clone)]
 pub struct Recorder(Arc<Inner>);
 
+/// The host name, as upstream's `os.Hostname()` (`berth` when it cannot be read).
+pub fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "berth".into())
+}
+
 impl Recorder {
-    /// A recorder writing through `client` as `component` on `host` (empty for controllers,
-    /// as kube-controller-manager's); starts its tasks on the current runtime.
+    /// A core/v1 recorder writing through `client` as `component` on `host` (empty for
+    /// controllers, as kube-controller-manager's); starts its tasks on the current runtime.
     pub fn start(client: kube::Client, component: &str, host: &str, clock: Clock) -> Recorder {
+        let source = EventSource {
+            component: Some(component.to_string()),
+            host: (!host.is_empty()).then(|| host.to_string()),
+        };
+        Recorder::spawn(client, source, None, clock)
+    }
+
+    /// An `events.k8s.io/v1` recorder, as upstream's scheduler and descheduler use: events
+    /// reported by `controller` from `instance` (upstream `<controller>-<hostname>`), with an
+    /// `action`, repeated ones written as a `series`.
+    pub fn start_events_v1(
+        client: kube::Client,
+        controller: &str,
+        instance: &str,
+        clock: Clock,
+    ) -> Recorder {
+        let source = EventSource {
+            component: Some(controller.to_string()),
+            host: None,
+        };
+        let reporter = Reporter {
+            controller: controller.to_string(),
+            instance: instance.to_string(),
+        };
+        Recorder::spawn(client, source, Some(reporter), clock)
+    }
+
+    fn spawn(
+        client: kube::Client,
+        source: EventSource,
+        reporter: Option<Reporter>,
+        clock: Clock,
+    ) -> Recorder {
         let (queue, queued) = mpsc::channel(QUEUED_EVENTS);
-        let correlator = Arc::new(Mutex::new(Correlator::default()));
+        let engines = Arc::new(Mutex::new(Engines::default()));
         let mut writers = Vec::with_capacity(WRITERS);
         for _ in 0..WRITERS {
             let (tx, rx) = mpsc::channel(WRITER_QUEUE);
             writers.push(tx);
-            tokio::spawn(write_all(client.clone(), correlator.clone(), rx));
+            tokio::spawn(write_all(client.clone(), engines.clone(), rx));
         }
-        tokio::spawn(correlate_all(correlator, queued, writers));
+        let outstanding = Outstanding::process();
+        if reporter.is_some() {
+            tokio::spawn(sweep_series(
+                Arc::downgrade(&engines),
+                writers.clone(),
+                clock.clone(),
+                outstanding.clone(),
+            ));
+        }
+        tokio::spawn(correlate_all(engines, queued, writers));
         Recorder(Arc::new(Inner {
             queue,
-            source: EventSource {
-                component: Some(component.to_string()),
-                host: (!host.is_empty()).then(|| host.to_string()),
-            },
+            source,
+            reporter,
             clock,
-            outstanding: Outstanding::process(),
+            outstanding,
             dropped: AtomicU64::new(0),
             seq: AtomicU64::new(0),
         }))
@@ -114,7 +207,8 @@ impl Recorder {
         self.0.outstanding.start()
     }
 
-    /// Records an event about `involved`; never waits (a full queue drops it).
+    /// Records an event about `involved`; never waits (a full queue drops it). An
+    /// `events.k8s.io/v1` recorder records it with the reason as its action.
     pub fn event(
         &self,
         involved: ObjectReference,
@@ -122,18 +216,47 @@ impl Recorder {
         reason: &str,
         message: impl Into<String>,
     ) {
+        self.event_about(involved, None, type_, reason, reason, message);
+    }
+
+    /// Records an event about `regarding`, done for `related` (the core API has no such field
+    /// and no action: a core/v1 recorder leaves them out); never waits.
+    pub fn event_about(
+        &self,
+        regarding: ObjectReference,
+        related: Option<ObjectReference>,
+        type_: EventType,
+        reason: &str,
+        action: &str,
+        message: impl Into<String>,
+    ) {
         let inner = &self.0;
         let at = inner.clock.now();
         let seq = inner.seq.fetch_add(1, Ordering::Relaxed);
-        let event = make_event(
-            &inner.source,
-            involved,
-            type_,
-            reason,
-            message.into(),
-            at,
-            seq,
-        );
+        let event = match &inner.reporter {
+            None => Recorded::Core(make_event(
+                &inner.source,
+                regarding,
+                type_,
+                reason,
+                message.into(),
+                at,
+                seq,
+            )),
+            Some(reporter) => Recorded::EventsV1(make_series_event(
+                reporter,
+                Described {
+                    regarding,
+                    related,
+                    type_,
+                    reason,
+                    action,
+                    note: message.into(),
+                },
+                at,
+                seq,
+            )),
+        };
         let queued = Queued {
             event,
             at,
@@ -142,15 +265,38 @@ impl Recorder {
         if let Err(mpsc::error::TrySendError::Full(queued)) = inner.queue.try_send(queued) {
             let dropped = inner.dropped.fetch_add(1, Ordering::Relaxed) + 1;
             if dropped % 1000 == 1 {
+                let (object, reason) = match &queued.event {
+                    Recorded::Core(e) => (e.involved_object.name.clone(), e.reason.clone()),
+                    Recorded::EventsV1(e) => (
+                        e.regarding.as_ref().and_then(|r| r.name.clone()),
+                        e.reason.clone(),
+                    ),
+                };
                 tracing::warn!(
-                    object = queued.event.involved_object.name.as_deref().unwrap_or(""),
-                    reason = queued.event.reason.as_deref().unwrap_or(""),
+                    object = object.as_deref().unwrap_or(""),
+                    reason = reason.as_deref().unwrap_or(""),
                     dropped,
                     "event queue full; dropping events"
                 );
             }
         }
     }
+}
+
+/// The event's namespace: the object's, `default` for cluster-scoped objects.
+fn namespace_of(involved: &ObjectReference) -> String {
+    involved
+        .namespace
+        .clone()
+        .filter(|ns| !ns.is_empty())
+        .unwrap_or_else(|| "default".to_string())
+}
+
+/// A name unique even for events recorded at one instant.
+fn unique_name(involved: &ObjectReference, at: DateTime<Utc>, seq: u64) -> String {
+    let object = involved.name.clone().unwrap_or_default();
+    let unique = at + chrono::Duration::nanoseconds((seq % 1_000_000) as i64);
+    event_name(&object, unique)
 }
 
 /// The event upstream's recorder makes (`makeEvent`, `generateEvent`): in the object's
@@ -165,17 +311,10 @@ fn make_event(
     at: DateTime<Utc>,
     seq: u64,
 ) -> Event {
-    let namespace = involved
-        .namespace
-        .clone()
-        .filter(|ns| !ns.is_empty())
-        .unwrap_or_else(|| "default".to_string());
-    let object = involved.name.clone().unwrap_or_default();
-    let unique = at + chrono::Duration::nanoseconds((seq % 1_000_000) as i64);
     Event {
         metadata: kube::api::ObjectMeta {
-            name: Some(event_name(&object, unique)),
-            namespace: Some(namespace),
+            name: Some(unique_name(&involved, at, seq)),
+            namespace: Some(namespace_of(&involved)),
             ..Default::default()
         },
         involved_object: involved,
@@ -192,9 +331,65 @@ fn make_event(
     }
 }
 
+/// What an `events.k8s.io/v1` event says.
+struct Described<'a> {
+    regarding: ObjectReference,
+    related: Option<ObjectReference>,
+    type_: EventType,
+    reason: &'a str,
+    action: &'a str,
+    note: String,
+}
+
+/// The longest note `events.k8s.io/v1` accepts (upstream `NoteLengthLimit`, 1 kB); the
+/// recorder cuts longer ones, as upstream's does.
+pub const NOTE_LENGTH_LIMIT: usize = 1024;
+
+/// The event upstream's `events.k8s.io` recorder makes (`makeEvent`): named and placed as a
+/// core one, with `eventTime` and no series.
+fn make_series_event(
+    reporter: &Reporter,
+    described: Described<'_>,
+    at: DateTime<Utc>,
+    seq: u64,
+) -> SeriesEvent {
+    let Described {
+        regarding,
+        related,
+        type_,
+        reason,
+        action,
+        mut note,
+    } = described;
+    if note.len() > NOTE_LENGTH_LIMIT {
+        let mut cut = NOTE_LENGTH_LIMIT;
+        while !note.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        note.truncate(cut);
+    }
+    SeriesEvent {
+        metadata: kube::api::ObjectMeta {
+            name: Some(unique_name(&regarding, at, seq)),
+            namespace: Some(namespace_of(&regarding)),
+            ..Default::default()
+        },
+        event_time: Some(micro_time(at)),
+        reporting_controller: Some(reporter.controller.clone()),
+        reporting_instance: Some(reporter.instance.clone()),
+        action: Some(action.to_string()),
+        reason: Some(reason.to_string()),
+        regarding: Some(regarding),
+        related,
+        note: Some(note),
+        type_: Some(type_.as_str().to_string()),
+        ..Default::default()
+    }
+}
+
 /// The correlating task: decides each event's write and hands it to its writer.
 async fn correlate_all(
-    correlator: Arc<Mutex<Correlator>>,
+    engines: Arc<Mutex<Engines>>,
     mut queued: mpsc::Receiver<Queued>,
     writers: Vec<mpsc::Sender<Write>>,
 ) {
@@ -204,19 +399,70 @@ async fn correlate_all(
         _pending,
     }) = queued.recv().await
     {
-        let decision = match correlator.lock() {
-            Ok(mut c) => c.correlate(event, at),
+        let job = match engines.lock() {
+            Ok(mut engines) => match event {
+                Recorded::Core(e) => Job::Core(engines.correlator.correlate(e, at)),
+                Recorded::EventsV1(e) => match engines.series.record(e, at) {
+                    Some(write) => Job::EventsV1(write),
+                    None => continue,
+                },
+            },
             Err(_) => return,
         };
-        let name = match &decision {
-            Correlated::Skip => continue,
-            Correlated::Create(e) | Correlated::Patch(e) => e.metadata.name.as_deref(),
-        };
-        let mut h = DefaultHasher::new();
-        name.hash(&mut h);
-        let writer = &writers[(h.finish() % WRITERS as u64) as usize];
-        if writer.send(Write { decision, _pending }).await.is_err() {
+        if !hand_over(&writers, Write { job, _pending }).await {
             return;
+        }
+    }
+}
+
+/// Gives `write` to the writer of its event's name; false when the writers are gone.
+async fn hand_over(writers: &[mpsc::Sender<Write>], write: Write) -> bool {
+    let Some(name) = write.job.name() else {
+        return true;
+    };
+    let mut h = DefaultHasher::new();
+    name.hash(&mut h);
+    let writer = &writers[(h.finish() % writers.len() as u64) as usize];
+    writer.send(write).await.is_ok()
+}
+
+/// Ends the series that stopped every [`FINISH_TIME`] and writes the live ones again every
+/// [`REFRESH_TIME`], as upstream's broadcaster; stops with its recorder.
+async fn sweep_series(
+    engines: Weak<Mutex<Engines>>,
+    writers: Vec<mpsc::Sender<Write>>,
+    clock: Clock,
+    outstanding: Outstanding,
+) {
+    let sweeps_per_refresh = (REFRESH_TIME.as_secs() / FINISH_TIME.as_secs()).max(1);
+    let mut sweeps = 0u64;
+    loop {
+        tokio::time::sleep(FINISH_TIME).await;
+        sweeps += 1;
+        let Some(engines) = engines.upgrade() else {
+            return;
+        };
+        let writes = match engines.lock() {
+            Ok(mut engines) => {
+                let mut writes = if sweeps % sweeps_per_refresh == 0 {
+                    engines.series.refresh()
+                } else {
+                    Vec::new()
+                };
+                writes.extend(engines.series.finish(clock.now()));
+                writes
+            }
+            Err(_) => return,
+        };
+        drop(engines);
+        for event in writes {
+            let write = Write {
+                job: Job::EventsV1(event),
+                _pending: outstanding.start(),
+            };
+            if !hand_over(&writers, write).await {
+                return;
+            }
         }
     }
 }
@@ -224,20 +470,57 @@ async fn correlate_all(
 /// One writer: creates and patches events in the order it was given them.
 async fn write_all(
     client: kube::Client,
-    correlator: Arc<Mutex<Correlator>>,
+    engines: Arc<Mutex<Engines>>,
     mut writes: mpsc::Receiver<Write>,
 ) {
-    while let Some(Write { decision, _pending }) = writes.recv().await {
-        let written = match decision {
-            Correlated::Skip => continue,
-            Correlated::Create(event) => create(&client, event).await,
-            Correlated::Patch(event) => patch(&client, event).await,
-        };
-        if let Some(written) = written {
-            if let Ok(mut c) = correlator.lock() {
-                c.update_state(&written);
+    while let Some(Write { job, _pending }) = writes.recv().await {
+        match job {
+            Job::Core(Correlated::Skip) => {}
+            Job::Core(decision) => {
+                if let Some(written) = write_core(&client, decision).await {
+                    if let Ok(mut engines) = engines.lock() {
+                        engines.correlator.update_state(&written);
+                    }
+                }
             }
+            // Upstream keeps the server's copy out of the cache: server-side changes would
+            // upset the series.
+            Job::EventsV1(event) => write_series_event(&client, event).await,
         }
+    }
+}
+
+/// What one attempt at a write came to.
+enum Attempt<T> {
+    Written(T),
+    Failed { error: kube::Error, series: bool },
+}
+
+/// Tries `attempt` until it is written, abandoned, or [`retry::MAX_TRIES`] attempts failed.
+async fn with_retries<T, F, Fut>(api: retry::Api, name: &str, mut attempt: F) -> Option<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Attempt<T>>,
+{
+    let mut tries = 0;
+    loop {
+        let (error, series) = match attempt().await {
+            Attempt::Written(t) => return Some(t),
+            Attempt::Failed { error, series } => (error, series),
+        };
+        tries += 1;
+        if retry::after(&error, series) == After::Abandon {
+            // Upstream abandons an event the server refused (409 AlreadyExists, a terminating
+            // namespace, invalid).
+            tracing::debug!(event = %name, error = %error, "server rejected event (will not retry)");
+            return None;
+        }
+        if tries >= retry::MAX_TRIES {
+            tracing::warn!(event = %name, error = %error, "unable to write event (retry limit exceeded)");
+            return None;
+        }
+        tracing::debug!(event = %name, error = %error, "unable to write event (may retry after sleeping)");
+        tokio::time::sleep(retry::delay(api, tries, rand::random::<f64>())).await;
     }
 }
 
@@ -248,47 +531,94 @@ fn api(client: &kube::Client, event: &Event) -> Api<Event> {
     )
 }
 
-async fn create(client: &kube::Client, mut event: Event) -> Option<Event> {
-    event.metadata.resource_version = None;
-    match api(client, &event)
-        .create(&PostParams::default(), &event)
-        .await
-    {
-        Ok(e) => Some(e),
-        Err(e) => {
-            // Upstream abandons an event the server refused (409 AlreadyExists, a terminating
-            // namespace, invalid); so does berth, and it does not retry transport errors.
-            tracing::debug!(
-                event = event.metadata.name.as_deref().unwrap_or(""),
-                reason = event.reason.as_deref().unwrap_or(""),
-                error = %e,
-                "writing event failed"
-            );
-            None
+/// Writes a core decision: a new event is created; a repeat patches `count`, `lastTimestamp`
+/// and `message` of the first one, which is created anew when it is gone (expired or
+/// deleted), as upstream.
+async fn write_core(client: &kube::Client, decision: Correlated) -> Option<Event> {
+    let (event, repeat) = match decision {
+        Correlated::Skip => return None,
+        Correlated::Create(e) => (e, false),
+        Correlated::Patch(e) => (e, true),
+    };
+    let name = event.metadata.name.clone().unwrap_or_default();
+    with_retries(retry::Api::Core, &name, || {
+        let event = event.clone();
+        let name = name.clone();
+        async move {
+            if repeat {
+                let body = json!({
+                    "count": event.count,
+                    "lastTimestamp": event.last_timestamp,
+                    "message": event.message,
+                });
+                match api(client, &event)
+                    .patch(&name, &PatchParams::default(), &Patch::Merge(&body))
+                    .await
+                {
+                    Ok(e) => return Attempt::Written(e),
+                    Err(kube::Error::Api(s)) if s.code == 404 => {}
+                    Err(error) => {
+                        return Attempt::Failed {
+                            error,
+                            series: false,
+                        }
+                    }
+                }
+            }
+            let mut event = event;
+            event.metadata.resource_version = None;
+            match api(client, &event)
+                .create(&PostParams::default(), &event)
+                .await
+            {
+                Ok(e) => Attempt::Written(e),
+                Err(error) => Attempt::Failed {
+                    error,
+                    series: false,
+                },
+            }
         }
-    }
+    })
+    .await
 }
 
-/// A repeat: `count`, `lastTimestamp` and `message` of the first event; created anew when it
-/// is gone (expired or deleted), as upstream.
-async fn patch(client: &kube::Client, event: Event) -> Option<Event> {
+/// Writes an `events.k8s.io/v1` event (upstream `recordEvent`): a series is patched in (only
+/// the `series` differs from what was created), and created when the event is gone; a single
+/// event is created.
+async fn write_series_event(client: &kube::Client, event: SeriesEvent) {
     let name = event.metadata.name.clone().unwrap_or_default();
-    let body = json!({
-        "count": event.count,
-        "lastTimestamp": event.last_timestamp,
-        "message": event.message,
-    });
-    match api(client, &event)
-        .patch(&name, &PatchParams::default(), &Patch::Merge(&body))
-        .await
-    {
-        Ok(e) => Some(e),
-        Err(kube::Error::Api(s)) if s.code == 404 => create(client, event).await,
-        Err(e) => {
-            tracing::debug!(event = %name, error = %e, "updating event failed");
-            None
+    let namespace = event.metadata.namespace.clone().unwrap_or_default();
+    let events: Api<SeriesEvent> = Api::namespaced(client.clone(), &namespace);
+    with_retries(retry::Api::EventsV1, &name, || {
+        let (events, name) = (&events, &name);
+        let mut event = event.clone();
+        async move {
+            let series = event.series.is_some();
+            if let Some(s) = &event.series {
+                let body =
+                    json!({"series": {"count": s.count, "lastObservedTime": s.last_observed_time}});
+                match events
+                    .patch(name, &PatchParams::default(), &Patch::Strategic(&body))
+                    .await
+                {
+                    Ok(e) => return Attempt::Written(e),
+                    Err(kube::Error::Api(s)) if s.code == 404 => {}
+                    Err(error) => {
+                        return Attempt::Failed {
+                            error,
+                            series: false,
+                        }
+                    }
+                }
+            }
+            event.metadata.resource_version = None;
+            match events.create(&PostParams::default(), &event).await {
+                Ok(e) => Attempt::Written(e),
+                Err(error) => Attempt::Failed { error, series },
+            }
         }
-    }
+    })
+    .await;
 }
 
 #[cfg(test)]
@@ -352,5 +682,63 @@ mod tests {
         let a = make_event(&source(), pod(), EventType::Normal, "R", "m".into(), at, 0);
         let b = make_event(&source(), pod(), EventType::Normal, "R", "m".into(), at, 1);
         assert_ne!(a.metadata.name, b.metadata.name);
+    }
+
+    fn reporter() -> Reporter {
+        Reporter {
+            controller: "default-scheduler".into(),
+            instance: "default-scheduler-host1".into(),
+        }
+    }
+
+    fn described(note: String) -> Described<'static> {
+        Described {
+            regarding: pod(),
+            related: None,
+            type_: EventType::Normal,
+            reason: "Scheduled",
+            action: "Binding",
+            note,
+        }
+    }
+
+    #[test]
+    fn an_events_v1_event_is_made_as_upstreams_new_recorder_makes_it() {
+        let at = DateTime::parse_from_rfc3339("2026-01-01T00:00:00.123456Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        let e = make_series_event(
+            &reporter(),
+            described("Successfully assigned".into()),
+            at,
+            0,
+        );
+        assert_eq!(e.metadata.namespace.as_deref(), Some("ns"));
+        assert_eq!(
+            e.metadata.name,
+            Some(format!("web-0.{:x}", at.timestamp_nanos_opt().unwrap()))
+        );
+        assert_eq!(e.event_time, Some(micro_time(at)));
+        assert_eq!(e.action.as_deref(), Some("Binding"));
+        assert_eq!(e.reporting_controller.as_deref(), Some("default-scheduler"));
+        assert_eq!(
+            e.reporting_instance.as_deref(),
+            Some("default-scheduler-host1")
+        );
+        assert_eq!(e.regarding, Some(pod()));
+        assert_eq!(e.series, None);
+        assert_eq!(e.deprecated_count, None);
+        let wire = serde_json::to_value(&e).unwrap();
+        assert_eq!(wire["eventTime"], "2026-01-01T00:00:00.123456Z");
+    }
+
+    #[test]
+    fn a_note_longer_than_one_kilobyte_is_cut() {
+        let at = DateTime::<Utc>::UNIX_EPOCH;
+        let long = "é".repeat(NOTE_LENGTH_LIMIT);
+        let e = make_series_event(&reporter(), described(long), at, 0);
+        let note = e.note.unwrap();
+        assert!(note.len() <= NOTE_LENGTH_LIMIT);
+        assert_eq!(note.len(), NOTE_LENGTH_LIMIT);
     }
 }

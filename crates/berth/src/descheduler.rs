@@ -85,6 +85,7 @@ pub async fn run_loop(
         policy,
         options: args.options()?,
         dry_run: args.dry_run,
+        events: driver::Events::start(client.clone(), clock.clone()),
         clock,
         stop: Stop::process(),
     };
@@ -163,7 +164,11 @@ pub async fn run(args: DeschedulerArgs) -> anyhow::Result<()> {
         .await
     });
     tokio::select! {
-        ended = &mut running => ended?,
+        ended = &mut running => {
+            // The events are written off the eviction path: wait for them before exiting.
+            berth_scheduler::driver::flush_events().await;
+            ended?
+        }
         signal = crate::scheduler::shutdown_signal() => {
             // No further eviction starts; the one in flight and its event are written.
             Stop::process().set();

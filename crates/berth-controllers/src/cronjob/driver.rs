@@ -178,6 +178,7 @@ fn record(
             namespace: cron.metadata.namespace.clone().unwrap_or_default(),
             name: cron.metadata.name.clone().unwrap_or_default(),
             uid: cron.metadata.uid.clone().unwrap_or_default(),
+            resource_version: crate::model::version_of(&cron.metadata),
         },
         type_,
         reason,

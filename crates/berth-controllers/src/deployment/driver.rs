@@ -407,6 +407,7 @@ impl Scaled<'_> {
             namespace: d.metadata.namespace.clone().unwrap_or_default(),
             name: view.name.clone(),
             uid: d.metadata.uid.clone().unwrap_or_default(),
+            resource_version: crate::model::version_of(&d.metadata),
         };
         if let Some(e) = crate::events::scaled_replica_set(&involved, replica_set, from, to) {
             self.recorder.record("deployment-controller", &e);
@@ -529,6 +530,7 @@ async fn report_refused(
             namespace: d.metadata.namespace.clone().unwrap_or_default(),
             name: view.name.clone(),
             uid: d.metadata.uid.clone().unwrap_or_default(),
+            resource_version: crate::model::version_of(&d.metadata),
         },
         type_: "Warning",
         reason: FAILED_RS_CREATE,

@@ -125,6 +125,7 @@ async fn report_placements(
                 namespace: ds.metadata.namespace.clone().unwrap_or_default(),
                 name: ds.metadata.name.clone().unwrap_or_default(),
                 uid: uid.clone(),
+                resource_version: crate::model::version_of(&ds.metadata),
             },
             type_: "Warning",
             reason: "FailedPlacement",
@@ -157,6 +158,7 @@ async fn carry_out(
         namespace: ns.clone(),
         name: name.clone(),
         uid: uid.clone(),
+        resource_version: crate::model::version_of(&ds.metadata),
     };
     for (node, pod) in sync.create {
         let pod: Pod = match serde_json::from_value(pod) {
@@ -175,11 +177,7 @@ async fn carry_out(
             Err(e) => {
                 tracing::warn!(daemonset = %name, node = %node, error = %e, "creating daemon pod failed");
                 let event = EventRecord {
-                    involved: Involved::DaemonSet {
-                        namespace: ns.clone(),
-                        name: name.clone(),
-                        uid: uid.clone(),
-                    },
+                    involved: owner.clone(),
                     type_: "Warning",
                     reason: create_backoff::FAILED_CREATE,
                     message: create_backoff::error_creating(&e),

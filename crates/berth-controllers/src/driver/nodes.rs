@@ -248,10 +248,7 @@ async fn mark_pods_not_ready(
             .await
         {
             // Recorded after the update, as upstream: the pod still exists.
-            Ok(_) => recorder.record(
-                COMPONENT,
-                &crate::events::pod_node_not_ready(&crate::model::PodRef::of(&pod)),
-            ),
+            Ok(_) => recorder.record(COMPONENT, &crate::events::pod_node_not_ready(&pod)),
             Err(e) => tracing::debug!(pod = %name, error = %e, "marking pod not ready failed"),
         }
     }

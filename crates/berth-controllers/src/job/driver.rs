@@ -268,6 +268,7 @@ fn involved(job: &Job) -> Involved {
         namespace: ns_of(job).to_string(),
         name: job.metadata.name.clone().unwrap_or_default(),
         uid: job.metadata.uid.clone().unwrap_or_default(),
+        resource_version: crate::model::version_of(&job.metadata),
     }
 }
 

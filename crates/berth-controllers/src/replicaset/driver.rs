@@ -459,6 +459,7 @@ fn involved(set: &SetObject) -> (Involved, &'static str) {
         namespace: set.namespace.clone(),
         name: set.owner.name.clone(),
         uid: set.owner.uid.clone(),
+        resource_version: set.resource_version.clone().unwrap_or_default(),
     };
     (involved, component)
 }

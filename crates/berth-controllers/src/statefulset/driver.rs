@@ -289,6 +289,7 @@ fn involved(set: &StatefulSet) -> Involved {
         namespace: set.metadata.namespace.clone().unwrap_or_default(),
         name: set.metadata.name.clone().unwrap_or_default(),
         uid: set.metadata.uid.clone().unwrap_or_default(),
+        resource_version: crate::model::version_of(&set.metadata),
     }
 }
 

@@ -54,7 +54,8 @@ impl Reference {
                 None => {
                     if self.scheduled.remove(&r).is_some() {
                         let msg = format!("Cancelling deletion of Pod {}/{}", r.namespace, r.name);
-                        out.actions.push(event(&r, msg));
+                        out.actions
+                            .push(event(&r, &crate::model::version_of(&pod.metadata), msg));
                     }
                 }
                 Some(at) if at <= now => {
@@ -66,7 +67,8 @@ impl Reference {
                     if !recent {
                         self.fired.insert(r.uid.clone(), now);
                         let msg = format!("Marking for deletion Pod {}/{}", r.namespace, r.name);
-                        out.actions.push(event(&r, msg));
+                        out.actions
+                            .push(event(&r, &crate::model::version_of(&pod.metadata), msg));
                         out.actions.push(TaintAction::Delete(r));
                     }
                 }

@@ -24,6 +24,14 @@ fn labels(key: &str, value: &str) -> Labels {
     vec![(key.to_string(), value.to_string())]
 }
 
+/// Upstream's label order: `profile`, then `result`.
+fn profile_result(profile: &str, result: AttemptResult) -> Labels {
+    vec![
+        ("profile".to_string(), profile.to_string()),
+        ("result".to_string(), result.label().to_string()),
+    ]
+}
+
 /// How one scheduling attempt ended (the `result` label).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AttemptResult {
@@ -61,11 +69,13 @@ struct Metrics {
     pending: Family<Labels, Gauge>,
     attempts: Family<Labels, Counter>,
     preemption: Counter,
-    /// The series of each label value, looked up once: [`AttemptResult`] order.
-    attempts_by_result: [(Counter, Histogram); 3],
     /// Active, backoff, unschedulable.
     pending_by_queue: [Gauge; 3],
 }
+
+/// One profile's attempt series (counter and latency per [`AttemptResult`], in its order),
+/// looked up once so an attempt costs no label lookup.
+type ProfileSeries = [(Counter, Histogram); 3];
 
 struct Inner {
     registry: Registry,
@@ -78,10 +88,13 @@ struct Inner {
 }
 
 /// Shared operational state of one scheduler: metrics, informer sync and leadership.
-/// Cloning shares it.
+/// Cloning shares it. [`Ops::for_profile`] binds a clone to one profile, whose name the attempt
+/// metrics carry in their `profile` label, as upstream's.
 #[derive(Clone)]
 pub struct Ops {
     inner: Arc<Inner>,
+    /// The profile's series; unbound, attempts count under the profile `default-scheduler`.
+    profile: Option<Arc<ProfileSeries>>,
 }
 
 impl Default for Ops {
@@ -106,12 +119,7 @@ impl Ops {
         let attempt: HistogramFamily = Family::new_with_constructor(latency_histogram);
         let attempts: Family<Labels, Counter> = Family::default();
         let pending: Family<Labels, Gauge> = Family::default();
-        // Every label value exists from the start (at 0).
-        let attempts_by_result = AttemptResult::ALL.map(|r| {
-            let l = labels("result", r.label());
-            let counter = attempts.get_or_create(&l).clone();
-            (counter, attempt.get_or_create(&l).clone())
-        });
+        // Every label value exists from the start (at 0); a profile's, once it is bound.
         let pending_by_queue = ["active", "backoff", "unschedulable"]
             .map(|q| pending.get_or_create(&labels("queue", q)).clone());
         let metrics = Metrics {
@@ -121,7 +129,6 @@ impl Ops {
             pending,
             attempts,
             preemption: Counter::default(),
-            attempts_by_result,
             pending_by_queue,
         };
         let mut registry = Registry::default();
@@ -163,6 +170,24 @@ impl Ops {
                 leading: AtomicBool::new(false),
                 loops,
             }),
+            profile: None,
+        }
+    }
+
+    /// These metrics, with the attempts of `profile` (a scheduler name) counted under its
+    /// `profile` label; its series exist (at 0) from now on.
+    pub fn for_profile(&self, profile: &str) -> Ops {
+        let m = &self.inner.metrics;
+        let series = AttemptResult::ALL.map(|r| {
+            let l = profile_result(profile, r);
+            (
+                m.attempts.get_or_create(&l).clone(),
+                m.attempt.get_or_create(&l).clone(),
+            )
+        });
+        Ops {
+            inner: self.inner.clone(),
+            profile: Some(Arc::new(series)),
         }
     }
 
@@ -172,9 +197,21 @@ impl Ops {
             .iter()
             .position(|r| *r == result)
             .unwrap_or(0);
-        let (counter, histogram) = &self.inner.metrics.attempts_by_result[i];
-        counter.inc();
-        histogram.observe(took.as_secs_f64());
+        let record = |(counter, histogram): &(Counter, Histogram)| {
+            counter.inc();
+            histogram.observe(took.as_secs_f64());
+        };
+        match &self.profile {
+            Some(series) => record(&series[i]),
+            None => {
+                let m = &self.inner.metrics;
+                let l = profile_result("default-scheduler", result);
+                record(&(
+                    m.attempts.get_or_create(&l).clone(),
+                    m.attempt.get_or_create(&l).clone(),
+                ));
+            }
+        }
     }
 
     /// Records a pod scheduled at its `attempts`-th attempt.
@@ -294,12 +331,12 @@ mod tests {
 
     #[test]
     fn metrics_carry_upstream_names_and_start_at_zero() {
-        let ops = Ops::new();
+        let ops = Ops::new().for_profile("default-scheduler");
         let text = ops.render();
         for line in [
-            "scheduler_schedule_attempts_total{result=\"scheduled\"} 0",
-            "scheduler_schedule_attempts_total{result=\"unschedulable\"} 0",
-            "scheduler_schedule_attempts_total{result=\"error\"} 0",
+            "scheduler_schedule_attempts_total{profile=\"default-scheduler\",result=\"scheduled\"} 0",
+            "scheduler_schedule_attempts_total{profile=\"default-scheduler\",result=\"unschedulable\"} 0",
+            "scheduler_schedule_attempts_total{profile=\"default-scheduler\",result=\"error\"} 0",
             "scheduler_pending_pods{queue=\"active\"} 0",
             "scheduler_pending_pods{queue=\"backoff\"} 0",
             "scheduler_pending_pods{queue=\"unschedulable\"} 0",
@@ -313,18 +350,38 @@ mod tests {
 
     #[test]
     fn attempts_pending_and_latencies_are_recorded() {
-        let ops = Ops::new();
+        let ops = Ops::new().for_profile("default-scheduler");
         ops.attempt(AttemptResult::Unschedulable, Duration::from_millis(3));
         ops.attempt(AttemptResult::Unschedulable, Duration::from_millis(3));
         ops.scheduled_e2e(Duration::from_millis(20));
         ops.pending(1, 2, 3);
         let text = ops.render();
         for line in [
-            "scheduler_schedule_attempts_total{result=\"unschedulable\"} 2",
-            "scheduler_scheduling_attempt_duration_seconds_count{result=\"unschedulable\"} 2",
+            "scheduler_schedule_attempts_total{profile=\"default-scheduler\",result=\"unschedulable\"} 2",
+            "scheduler_scheduling_attempt_duration_seconds_count{profile=\"default-scheduler\",result=\"unschedulable\"} 2",
             "scheduler_e2e_scheduling_duration_seconds_count 1",
             "scheduler_pending_pods{queue=\"backoff\"} 2",
             "scheduler_pending_pods{queue=\"unschedulable\"} 3",
+        ] {
+            assert!(text.contains(line), "{line} missing in\n{text}");
+        }
+    }
+
+    #[test]
+    fn each_profile_counts_its_attempts_under_its_name() {
+        let ops = Ops::new();
+        let default = ops.for_profile("default-scheduler");
+        let custom = ops.for_profile("custom-scheduler");
+        default.attempt(AttemptResult::Scheduled, Duration::from_millis(1));
+        custom.attempt(AttemptResult::Scheduled, Duration::from_millis(1));
+        custom.attempt(AttemptResult::Error, Duration::from_millis(1));
+        // One registry: every profile in one scrape.
+        let text = ops.render();
+        for line in [
+            "scheduler_schedule_attempts_total{profile=\"default-scheduler\",result=\"scheduled\"} 1",
+            "scheduler_schedule_attempts_total{profile=\"custom-scheduler\",result=\"scheduled\"} 1",
+            "scheduler_schedule_attempts_total{profile=\"custom-scheduler\",result=\"error\"} 1",
+            "scheduler_schedule_attempts_total{profile=\"default-scheduler\",result=\"error\"} 0",
         ] {
             assert!(text.contains(line), "{line} missing in\n{text}");
         }

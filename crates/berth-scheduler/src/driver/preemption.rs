@@ -156,7 +156,9 @@ impl Preemption {
                         match vapi.delete(vname, &DeleteParams::default()).await {
                             Ok(_) => {
                                 if let Some(victim) = victim {
-                                    preempted_event(&events, &victim, &by);
+                                    let preemptor =
+                                        pod_reference(&info.namespace, &name, &info.uid);
+                                    preempted_event(&events, &victim, preemptor, &by);
                                 }
                             }
                             Err(e) => tracing::warn!(victim = %v, error = %e, "preempting failed"),
@@ -226,8 +228,25 @@ async fn mark_disruption_target(
     }
 }
 
-/// A Normal `Preempted` event on the victim.
-fn preempted_event(events: &berth_events::Recorder, victim: &KPod, message: &str) {
+/// A reference to the preemptor, the `related` object of its victims' events.
+fn pod_reference(namespace: &str, name: &str, uid: &str) -> ObjectReference {
+    ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("Pod".into()),
+        name: Some(name.to_string()),
+        namespace: Some(namespace.to_string()),
+        uid: (!uid.is_empty()).then(|| uid.to_string()),
+        ..Default::default()
+    }
+}
+
+/// A Normal `Preempted` event on the victim, related to its preemptor (action `Preempting`).
+fn preempted_event(
+    events: &berth_events::Recorder,
+    victim: &KPod,
+    preemptor: ObjectReference,
+    message: &str,
+) {
     let reference = ObjectReference {
         api_version: Some("v1".into()),
         kind: Some("Pod".into()),
@@ -237,10 +256,12 @@ fn preempted_event(events: &berth_events::Recorder, victim: &KPod, message: &str
         resource_version: victim.metadata.resource_version.clone(),
         ..Default::default()
     };
-    events.event(
+    events.event_about(
         reference,
+        Some(preemptor),
         berth_events::EventType::Normal,
         "Preempted",
+        "Preempting",
         message,
     );
 }

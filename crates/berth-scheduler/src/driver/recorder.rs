@@ -1,10 +1,10 @@
 //! Writing what the scheduler decided: bindings (awaited, they decide the pod's fate), and
 //! events and the pod's `PodScheduled` condition (off the scheduling path).
 //!
-//! Events go through the shared recorder of `berth-events` (upstream's correlator: a repeated
-//! `FailedScheduling` bumps one event's `count`, similar ones are combined, a pod's events are
-//! rate limited; a bounded queue, a full one drops and logs): a `Scheduled` event costs the
-//! binding path one channel send. Status updates go through a bounded queue of their own to a
+//! Events go through the shared recorder of `berth-events` as `events.k8s.io/v1` events, as
+//! upstream's scheduler writes them (actions `Binding`, `Scheduling`, `Preempting`; a repeated
+//! `FailedScheduling` becomes one event's `series`; a bounded queue, a full one drops and
+//! logs): a `Scheduled` event costs the binding path one channel send. Status updates go through a bounded queue of their own to a
 //! few writer tasks. Every queued job holds a ticket of the process's [`Outstanding`] work
 //! until it is written, so a stopping scheduler can wait for them
 //! ([`berth_events::flush_events`]).
@@ -72,7 +72,15 @@ impl Recorder {
     /// A recorder writing as `component`; starts its writer tasks.
     pub fn new(client: kube::Client, component: &str, clock: Clock) -> Recorder {
         let (updates, queued) = mpsc::channel(QUEUED_UPDATES);
-        let events = berth_events::Recorder::start(client.clone(), component, "", clock.clone());
+        // As upstream's scheduler: events.k8s.io/v1, reported by the profile's scheduler name
+        // from `<name>-<hostname>`.
+        let instance = format!("{component}-{}", berth_events::host_name());
+        let events = berth_events::Recorder::start_events_v1(
+            client.clone(),
+            component,
+            &instance,
+            clock.clone(),
+        );
         let writer = client.clone();
         tokio::spawn(async move {
             futures::stream::unfold(queued, |mut queued| async move {
@@ -134,16 +142,24 @@ impl Recorder {
             "Successfully assigned {}/{} to {node}",
             pod.namespace, pod.name
         );
-        self.events
-            .event(pod.reference(), EventType::Normal, "Scheduled", message);
+        self.events.event_about(
+            pod.reference(),
+            None,
+            EventType::Normal,
+            "Scheduled",
+            "Binding",
+            message,
+        );
     }
 
     /// `FailedScheduling` event plus `PodScheduled=False` with `reason` on the pod.
     pub fn failed(&self, pod: &PodRef, message: &str, reason: &'static str) {
-        self.events.event(
+        self.events.event_about(
             pod.reference(),
+            None,
             EventType::Warning,
             "FailedScheduling",
+            "Scheduling",
             message,
         );
         let update = Unschedulable {

@@ -103,7 +103,8 @@ pub async fn run_with(
         started: cfg.clock.instant(),
         clock: cfg.clock.clone(),
         bound_tx,
-        ops,
+        // Upstream's attempt metrics carry the profile (the scheduler name).
+        ops: ops.for_profile(&cfg.scheduler_name),
         synced: [false; informers::KINDS],
         leading,
         profile: cfg.profile.clone(),
