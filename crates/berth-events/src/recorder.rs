@@ -444,7 +444,7 @@ async fn sweep_series(
         };
         let writes = match engines.lock() {
             Ok(mut engines) => {
-                let mut writes = if sweeps % sweeps_per_refresh == 0 {
+                let mut writes = if sweeps.is_multiple_of(sweeps_per_refresh) {
                     engines.series.refresh()
                 } else {
                     Vec::new()

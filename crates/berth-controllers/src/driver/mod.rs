@@ -414,7 +414,7 @@ impl Controllers {
                 config = self.autoscaler
             );
         }
-        if let (true, Some(signer)) = (
+        if let (true, Some(ca)) = (
             on("certificatesigningrequest-signing-controller"),
             self.csr_signer.clone(),
         ) {
@@ -425,7 +425,7 @@ impl Controllers {
                 client = self.client_as("certificate-controller"),
                 informers = informers.clone(),
                 clock = self.clock.clone(),
-                signer = signer
+                signer = ca
             );
         }
         if on("statefulset-controller") {

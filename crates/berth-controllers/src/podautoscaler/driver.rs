@@ -151,6 +151,7 @@ fn involved(hpa: &HorizontalPodAutoscaler) -> Involved {
         namespace: hpa.metadata.namespace.clone().unwrap_or_default(),
         name: hpa.metadata.name.clone().unwrap_or_default(),
         uid: hpa.metadata.uid.clone().unwrap_or_default(),
+        resource_version: crate::model::version_of(&hpa.metadata),
     }
 }
 

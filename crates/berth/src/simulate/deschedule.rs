@@ -27,6 +27,7 @@ pub fn spawn(
         policy,
         options: Default::default(),
         dry_run: false,
+        events: driver::Events::start(client.clone(), clock.clone()),
         clock: clock.clone(),
         stop: Stop::default(),
     };
