@@ -92,13 +92,18 @@ def test_autoscale_then_get_hpa_columns(berth, ns):
     out = berth.kubectl("autoscale", "deploy/x", "-n", ns, "--min=2", "--max=5",
                         "--cpu-percent=50").stdout
     assert out.strip() == "horizontalpodautoscaler.autoscaling/x autoscaled"
-    lines = berth.kubectl("get", "hpa", "-n", ns).stdout.splitlines()
-    assert lines[0].split() == ["NAME", "REFERENCE", "TARGETS", "MINPODS", "MAXPODS",
-                                "REPLICAS", "AGE"]
-    row = lines[1].split()
+    # The autoscaler brings the Deployment's one replica up to --min (upstream does so before
+    # reading any metric); nginx asks for no cpu, so the utilization stays unknown.
+    def row_at_min():
+        lines = berth.kubectl("get", "hpa", "-n", ns).stdout.splitlines()
+        assert lines[0].split() == ["NAME", "REFERENCE", "TARGETS", "MINPODS", "MAXPODS",
+                                    "REPLICAS", "AGE"]
+        row = lines[1].split()
+        return row if row[6] == "2" else None
+    row = eventually(row_at_min, what="the HPA at its 2 minimum replicas")
     assert row[:2] == ["x", "Deployment/x"]
     assert " ".join(row[2:4]) == "cpu: <unknown>/50%"
-    assert row[4:7] == ["2", "5", "0"]
+    assert row[4:7] == ["2", "5", "2"]
     # The same object through both versions.
     v2 = berth.kubectl_json("get", "horizontalpodautoscalers.v2.autoscaling", "x", "-n", ns)
     assert v2["spec"]["metrics"] == [{"type": "Resource", "resource": {
