@@ -223,6 +223,18 @@ def test_a_static_pod_is_mirrored_by_its_node(kb):
     assert "serviceAccountName" not in m["spec"]
     eventually(lambda: get(kb, "default", "web-static-1")["status"].get("phase") == "Running",
                what="the static pod running")
+    # A deleted mirror comes back, as the kubelet's next sync makes it (the static pod is the
+    # node's, not the API's).
+    kb.kubectl("delete", "pod", "web-static-1", "-n", "default", "--wait=false")
+    def made_again():
+        out = kb.kubectl("get", "pod", "web-static-1", "-n", "default", "-o", "json",
+                         check=False)
+        if out.returncode != 0:
+            return None
+        p = json.loads(out.stdout)
+        return (p["metadata"]["uid"] != m["metadata"]["uid"]
+                and p["status"].get("phase") == "Running")
+    eventually(made_again, what="the mirror pod made again and running")
 
 
 def test_kubelet_events_show_in_describe(kb, kns):

@@ -487,6 +487,27 @@ async fn create_mirror_pods(client: kube::Client, config: NodeConfig, clock: Clo
     }
 }
 
+/// Makes a deleted mirror pod of a node running here again (its static pod never stopped).
+fn recreate_mirror(runner: &PodRunner, pod: &Pod) {
+    let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) else {
+        return;
+    };
+    if !runner.sim.runs_here(node) {
+        return;
+    }
+    let Some(config) = runner.sim.config(node) else {
+        return;
+    };
+    let ns = pod.namespace().unwrap_or_default();
+    if static_pods::is_mirror_of(&config.static_pods, node, &ns, &pod.name_any()) {
+        tokio::spawn(create_mirror_pods(
+            runner.clients.node(node),
+            config,
+            runner.sim.clock().clone(),
+        ));
+    }
+}
+
 /// Watches the nodes, so that each kubelet sees what the API shows of its node (conditions,
 /// `berth.io/simulate`); a node back in touch with the API catches up with its pods.
 async fn watch_nodes(client: kube::Client, pods: PodRunner) {
@@ -627,7 +648,10 @@ async fn run_pods(runner: PodRunner) {
     while let Some(event) = events.recv().await {
         match event {
             Event::Added(pod) | Event::Updated { new: pod, .. } => runner.on_pod(pod).await,
-            Event::Deleted(pod) => runner.sim.on_delete(&pod),
+            Event::Deleted(pod) => {
+                runner.sim.on_delete(&pod);
+                recreate_mirror(&runner, &pod);
+            }
             Event::Synced => {}
         }
     }

@@ -87,9 +87,74 @@ pub fn mirror_pod(manifest: &Value, node: &str, node_uid: &str, seen: &str) -> V
     pod
 }
 
+/// Whether the pod `namespace/name` is the mirror of one of `manifests` on `node`: when it is
+/// deleted, the kubelet makes it again, as upstream's does on its next sync (a static pod runs
+/// whatever the API says; the mirror only shows it).
+pub fn is_mirror_of(manifests: &[Value], node: &str, namespace: &str, name: &str) -> bool {
+    manifests.iter().any(|m| {
+        let ns = m["metadata"]["namespace"]
+            .as_str()
+            .filter(|ns| !ns.is_empty())
+            .unwrap_or("default");
+        let own = m["metadata"]["name"].as_str().unwrap_or("");
+        ns == namespace && name.strip_suffix(node).and_then(|n| n.strip_suffix('-')) == Some(own)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_mirror_is_known_by_its_name_and_namespace() {
+        let manifests = [
+            json!({"metadata": {"name": "web", "namespace": "default"}}),
+            json!({"metadata": {"name": "etcd", "namespace": "kube-system"}}),
+            json!({"metadata": {"name": "bare"}}),
+        ];
+        assert!(is_mirror_of(
+            &manifests,
+            "master-1",
+            "default",
+            "web-master-1"
+        ));
+        assert!(is_mirror_of(
+            &manifests,
+            "master-1",
+            "kube-system",
+            "etcd-master-1"
+        ));
+        assert!(is_mirror_of(
+            &manifests,
+            "master-1",
+            "default",
+            "bare-master-1"
+        ));
+        assert!(!is_mirror_of(
+            &manifests,
+            "master-1",
+            "kube-system",
+            "web-master-1"
+        ));
+        assert!(!is_mirror_of(
+            &manifests,
+            "master-1",
+            "default",
+            "web-master-2"
+        ));
+        assert!(!is_mirror_of(
+            &manifests,
+            "master-1",
+            "default",
+            "webmaster-1"
+        ));
+        assert!(!is_mirror_of(
+            &manifests,
+            "master-1",
+            "default",
+            "other-master-1"
+        ));
+    }
 
     #[test]
     fn a_mirror_pod_names_its_node_and_is_owned_by_it() {
