@@ -2,6 +2,7 @@
 (`scheduling.k8s.io/v1beta1` PriorityClass, `policy/v1beta1` PodDisruptionBudget) with
 upstream's defaults, and ReplicationController labels defaulted from the template."""
 
+import json
 import uuid
 
 from kubernetes import client as k8s
@@ -116,3 +117,46 @@ def test_the_access_log_names_each_request_and_dependencies_stay_quiet(berth_fac
     # A bare level is berth's own: no debug lines from hyper, h2, rustls or kube's client.
     for noisy in (" hyper", " h2::", " rustls::", " kube_client", " tower::"):
         assert not any(noisy in line and "DEBUG" in line for line in log.splitlines()), noisy
+
+
+def test_a_uid_in_a_write_is_a_precondition_and_one_owner_is_the_controller(berth, ns):
+    """A controller puts the object's uid in its writes so they cannot land on a same-named
+    replacement, and relies on the server to refuse a second controller when it adopts by
+    patch (upstream's controller-ref managers)."""
+    cm = berth.core.create_namespaced_config_map(ns, k8s.V1ConfigMap(
+        metadata=k8s.V1ObjectMeta(name="cm"), data={"a": "b"}))
+    stale = str(uuid.uuid4())
+    body = berth.api_client.sanitize_for_serialization(cm)
+    body["metadata"]["uid"] = stale
+    try:
+        berth.core.replace_namespaced_config_map("cm", ns, body)
+        raise AssertionError("a PUT with another uid was taken")
+    except k8s.ApiException as e:
+        assert e.status == 409
+        assert json.loads(e.body)["message"] == (
+            f'Operation cannot be fulfilled on configmaps "cm": Precondition failed: UID in '
+            f'precondition: {stale}, UID in object meta: {cm.metadata.uid}')
+    try:
+        berth.core.patch_namespaced_config_map("cm", ns, {"metadata": {"uid": stale}})
+        raise AssertionError("a patch with another uid was taken")
+    except k8s.ApiException as e:
+        assert e.status == 422
+        assert f'metadata.uid: Invalid value: "{stale}": field is immutable' in \
+            json.loads(e.body)["message"]
+
+    def ref(name, uid):
+        return {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": name, "uid": uid,
+                "controller": True}
+
+    berth.core.patch_namespaced_config_map(
+        "cm", ns, {"metadata": {"uid": cm.metadata.uid, "ownerReferences": [ref("a", "1")]}})
+    try:
+        berth.core.patch_namespaced_config_map(
+            "cm", ns, {"metadata": {"ownerReferences": [ref("a", "1"), ref("b", "2")]}})
+        raise AssertionError("a second controller was taken")
+    except k8s.ApiException as e:
+        assert e.status == 422
+        assert ('Only one reference can have Controller set to true. Found "true" in '
+                'references for ReplicaSet/a and ReplicaSet/b') in json.loads(e.body)["message"]
+    got = berth.core.read_namespaced_config_map("cm", ns)
+    assert [r.name for r in got.metadata.owner_references] == ["a"]

@@ -446,6 +446,20 @@ pub async fn update(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
         )));
     }
     let (old, old_rv) = read(ctx, req)?;
+    // A uid in the body is a precondition (upstream's update takes it from the object).
+    let uid = meta_str(&new, "uid");
+    if !uid.is_empty() && uid != meta_str(&old, "uid") {
+        let resource = req.resource();
+        return Err(ApiError::Conflict {
+            message: format!(
+                "Operation cannot be fulfilled on {resource} \"{}\": Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                req.name(),
+                meta_str(&old, "uid")
+            ),
+            resource,
+            name: req.name().into(),
+        });
+    }
     // Upstream updates unconditionally when the object's resourceVersion is empty or "0".
     let expected = match meta_str(&new, "resourceVersion") {
         "" | "0" => None,

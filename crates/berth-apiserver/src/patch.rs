@@ -188,6 +188,18 @@ pub fn check_patched(
         ));
     }
     check_name(patched, name, meta_str(old, "namespace"))?;
+    // A uid in the patch must be the object's (upstream's immutable-field check); controllers
+    // put it there so a patch cannot land on a same-named replacement.
+    let uid = meta_str(patched, "uid");
+    if !uid.is_empty() && uid != meta_str(old, "uid") {
+        return Err(invalid(
+            "metadata.uid",
+            format!(
+                "Invalid value: {}: field is immutable",
+                berth_core::validation::names::go_quote(uid)
+            ),
+        ));
+    }
     let projection = match touched {
         None => patched.clone(),
         Some(fields) => {

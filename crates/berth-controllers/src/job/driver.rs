@@ -376,16 +376,15 @@ async fn claim_pods<'a>(
             Claim::Owned => claimed.push(pod),
             Claim::Ignore => {}
             Claim::Adopt => {
-                let mut refs: Vec<serde_json::Value> =
-                    refs.filter_map(|r| serde_json::to_value(r).ok()).collect();
-                refs.push(owner.reference());
-                let mut finalizers = pod.metadata.finalizers.clone().unwrap_or_default();
-                if !finalizers.iter().any(|f| f == FINALIZER) {
-                    finalizers.push(FINALIZER.into());
-                }
-                let patch = json!({"metadata": {"ownerReferences": refs, "finalizers": finalizers,
-                                                "resourceVersion": pod.metadata.resource_version}});
-                if patch_pod(&api, &pod_name, &patch, "adopting").await {
+                // Upstream's adoption patch: merged into the pod's references and finalizers
+                // by uid, with no resourceVersion, so the orphan finalizer release of the same
+                // pass cannot make it conflict (a lost adoption would make the Job create a
+                // replacement and then delete one pod too many). The pod's uid guards against
+                // a same-named replacement; the API server refuses a second controller.
+                let patch = json!({"metadata": {"ownerReferences": [owner.reference()],
+                                                "finalizers": [FINALIZER],
+                                                "uid": pod.metadata.uid}});
+                if patch_pod(&api, &pod_name, &Patch::Strategic(&patch), "adopting").await {
                     claimed.push(pod);
                 }
             }
@@ -396,7 +395,7 @@ async fn claim_pods<'a>(
                     .collect();
                 let patch = json!({"metadata": {"ownerReferences": refs,
                                                 "resourceVersion": pod.metadata.resource_version}});
-                if !patch_pod(&api, &pod_name, &patch, "releasing").await {
+                if !patch_pod(&api, &pod_name, &Patch::Merge(&patch), "releasing").await {
                     claimed.push(pod);
                 }
             }
@@ -405,14 +404,17 @@ async fn claim_pods<'a>(
     claimed
 }
 
-/// Merge-patches a pod; whether it was written (a conflict or absence is for the next pass).
-async fn patch_pod(api: &Api<Pod>, name: &str, patch: &serde_json::Value, what: &str) -> bool {
-    match api
-        .patch(name, &PatchParams::default(), &Patch::Merge(patch))
-        .await
-    {
+/// Patches a pod; whether it was written (a conflict or absence is for the next pass).
+async fn patch_pod(
+    api: &Api<Pod>,
+    name: &str,
+    patch: &Patch<&serde_json::Value>,
+    what: &str,
+) -> bool {
+    match api.patch(name, &PatchParams::default(), patch).await {
         Ok(_) => true,
-        Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => false,
+        // Gone, changed, replaced (uid) or already controlled: the next pass sees why.
+        Err(kube::Error::Api(e)) if matches!(e.code, 404 | 409 | 422) => false,
         Err(e) => {
             tracing::warn!(pod = %name, error = %e, "{what} a job pod failed");
             false

@@ -108,7 +108,83 @@ pub(crate) fn validate_meta_with(
         meta.get("annotations"),
         &format!("{path}.annotations"),
     ));
+    errs.extend(validate_owner_references(
+        meta.get("ownerReferences"),
+        &format!("{path}.ownerReferences"),
+    ));
     errs
+}
+
+/// Validates `ownerReferences` (upstream `ValidateOwnerReferences`): each names its owner's
+/// version, kind, name and uid; an Event cannot own; at most one is the controller, which
+/// is what lets a controller adopt by patch without a resourceVersion.
+pub fn validate_owner_references(refs: Option<&Value>, path: &str) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let Some(refs) = refs.and_then(Value::as_array) else {
+        return errs;
+    };
+    let mut first_controller: Option<String> = None;
+    for r in refs {
+        let api_version = str_of(r, "apiVersion");
+        let kind = str_of(r, "kind");
+        let version = api_version.rsplit('/').next().unwrap_or_default();
+        if version.is_empty() {
+            errs.push(FieldError::invalid(
+                format!("{path}.apiVersion"),
+                api_version,
+                "version must not be empty",
+            ));
+        }
+        for field in ["kind", "name", "uid"] {
+            let value = str_of(r, field);
+            if value.is_empty() {
+                errs.push(FieldError::invalid(
+                    format!("{path}.{field}"),
+                    value,
+                    format!("{field} must not be empty"),
+                ));
+            }
+        }
+        if api_version == "v1" && kind == "Event" {
+            errs.push(FieldError::invalid_rendered(
+                path,
+                &owner_json(r),
+                "/v1, Kind=Event is disallowed from being an owner",
+            ));
+        }
+        if r.get("controller").and_then(Value::as_bool) == Some(true) {
+            let this = format!("{kind}/{}", str_of(r, "name"));
+            match &first_controller {
+                Some(first) => errs.push(FieldError::invalid_rendered(
+                    path,
+                    &format!(
+                        "[{}]",
+                        refs.iter().map(owner_json).collect::<Vec<_>>().join(",")
+                    ),
+                    &format!(
+                        "Only one reference can have Controller set to true. Found \"true\" in references for {first} and {this}"
+                    ),
+                )),
+                None => first_controller = Some(this),
+            }
+        }
+    }
+    errs
+}
+
+/// An owner reference as upstream's error shows it: Go's JSON of the struct, in its field
+/// order (the strings always, the two flags when set).
+fn owner_json(r: &Value) -> String {
+    let mut fields: Vec<String> = ["apiVersion", "kind", "name", "uid"]
+        .iter()
+        .map(|f| format!("\"{f}\":{}", Value::from(str_of(r, f))))
+        .collect();
+    for f in ["controller", "blockOwnerDeletion"] {
+        if let Some(b) = r.get(f).and_then(Value::as_bool) {
+            fields.push(format!("\"{f}\":{b}"));
+        }
+    }
+    format!("{{{}}}", fields.join(","))
 }
 
 fn sorted(map: &Map<String, Value>) -> Vec<(&String, &Value)> {

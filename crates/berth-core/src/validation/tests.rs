@@ -226,6 +226,47 @@ fn object_meta_table() {
             false,
             vec!["metadata.annotations: Too long: may not be more than 262144 bytes".into()],
         ),
+        // Upstream's TestValidateObjectMetaOwnerReferences vectors.
+        (
+            json!({"name": "a", "ownerReferences": [
+                {"apiVersion": "customresourceVersion", "kind": "customresourceKind",
+                 "name": "name", "uid": "1"}]}),
+            false,
+            vec![],
+        ),
+        (
+            json!({"name": "a", "ownerReferences": [{"apiVersion": "v1", "kind": "Event",
+                                                     "name": "name", "uid": "1"}]}),
+            false,
+            vec!["metadata.ownerReferences: Invalid value: {\"apiVersion\":\"v1\",\"kind\":\"Event\",\"name\":\"name\",\"uid\":\"1\"}: /v1, Kind=Event is disallowed from being an owner".into()],
+        ),
+        (
+            json!({"name": "a", "ownerReferences": [{"apiVersion": "apps/", "kind": ""}]}),
+            false,
+            vec![
+                "metadata.ownerReferences.apiVersion: Invalid value: \"apps/\": version must not be empty".into(),
+                "metadata.ownerReferences.kind: Invalid value: \"\": kind must not be empty".into(),
+                "metadata.ownerReferences.name: Invalid value: \"\": name must not be empty".into(),
+                "metadata.ownerReferences.uid: Invalid value: \"\": uid must not be empty".into(),
+            ],
+        ),
+        (
+            json!({"name": "a", "ownerReferences": [
+                {"apiVersion": "v", "kind": "K", "name": "n", "uid": "1", "controller": false},
+                {"apiVersion": "v", "kind": "K", "name": "n", "uid": "2", "controller": true},
+                {"apiVersion": "v", "kind": "K", "name": "m", "uid": "3", "controller": true},
+                {"apiVersion": "v", "kind": "K", "name": "n", "uid": "4"}]}),
+            false,
+            vec![format!(
+                "metadata.ownerReferences: Invalid value: {}: Only one reference can have Controller set to true. Found \"true\" in references for K/n and K/m",
+                concat!(
+                    r#"[{"apiVersion":"v","kind":"K","name":"n","uid":"1","controller":false},"#,
+                    r#"{"apiVersion":"v","kind":"K","name":"n","uid":"2","controller":true},"#,
+                    r#"{"apiVersion":"v","kind":"K","name":"m","uid":"3","controller":true},"#,
+                    r#"{"apiVersion":"v","kind":"K","name":"n","uid":"4"}]"#
+                )
+            )],
+        ),
     ];
     for (meta, namespaced, want) in cases {
         assert_eq!(
