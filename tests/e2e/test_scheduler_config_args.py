@@ -103,7 +103,11 @@ def test_added_affinity_applies_to_every_pod_of_the_profile(berth_factory, tmp_p
     other = node_names(berth)[0]
     create(berth, cpu_pod("both", "added", "pinned",
                           nodeSelector={"kubernetes.io/hostname": other}))
-    assert "didn't match" in pending_reason(berth, "added", "both")
+    # Upstream's words: the added affinity is checked first, with its own reason.
+    message = pending_reason(berth, "added", "both")
+    assert "1 node(s) didn't match Pod's node affinity/selector" in message, message
+    assert f"{len(node_names(berth)) - 1} node(s) didn't match scheduler-enforced node " \
+        "affinity" in message, message
     # Pods of the other profile go anywhere.
     create(berth, cpu_pod("free", "added", "default-scheduler",
                           nodeSelector={"kubernetes.io/hostname": other}))

@@ -80,15 +80,13 @@ impl PluginArgs {
         if let Some(added) = &self.added_affinity {
             let i = &mut cache.interner;
             if let Some(required) = &added.required_during_scheduling_ignored_during_execution {
-                let terms: Vec<NodeTerm> = required
-                    .node_selector_terms
-                    .iter()
-                    .map(|t| NodeTerm::compile(t, i))
-                    .collect();
-                info.required_node_terms = Some(match info.required_node_terms.take() {
-                    None => terms,
-                    Some(own) => and_terms(&own, &terms),
-                });
+                info.enforced_node_terms = Some(
+                    required
+                        .node_selector_terms
+                        .iter()
+                        .map(|t| NodeTerm::compile(t, i))
+                        .collect(),
+                );
             }
             for p in &added.preferred_during_scheduling_ignored_during_execution {
                 info.preferred_node_terms
@@ -110,22 +108,6 @@ impl PluginArgs {
         self.ignored_resources.iter().any(|r| r == name)
             || self.ignored_resource_groups.iter().any(|g| g == group)
     }
-}
-
-/// `(a1 ∨ a2 ∨ …) ∧ (b1 ∨ b2 ∨ …)` as one list of ORed terms: every pair ANDed. A term that
-/// never matches (empty, or invalid) keeps never matching in each pair it is part of.
-fn and_terms(a: &[NodeTerm], b: &[NodeTerm]) -> Vec<NodeTerm> {
-    let mut out = Vec::with_capacity(a.len() * b.len());
-    for x in a {
-        for y in b {
-            let mut t = x.clone();
-            t.reqs.extend(y.reqs.iter().cloned());
-            t.name_reqs.extend(y.name_reqs.iter().cloned());
-            t.never |= y.never;
-            out.push(t);
-        }
-    }
-    out
 }
 
 /// upstream's `IsExtendedResourceName`: a domain-qualified name outside `kubernetes.io/`
@@ -299,7 +281,7 @@ mod tests {
         nodes: Vec<Value>,
         existing: Vec<Value>,
         pod: Value,
-    ) -> Vec<(bool, Option<i64>)> {
+    ) -> Vec<(Vec<String>, Option<i64>)> {
         let mut cache = ClusterCache::new();
         for n in nodes {
             cache.upsert_node(&node_json(n));
@@ -338,10 +320,11 @@ mod tests {
             .nodes
             .into_iter()
             .map(|n| {
-                (
-                    n.result == PredicateResult::Fit,
-                    n.priorities.first().map(|p| p.score),
-                )
+                let reasons = match n.result {
+                    PredicateResult::Unschedulable { reasons, .. } => reasons,
+                    _ => vec![],
+                };
+                (reasons, n.priorities.first().map(|p| p.score))
             })
             .collect()
     }
@@ -361,8 +344,35 @@ mod tests {
         json!({"matchExpressions": [{"key": key, "operator": "In", "values": values}]})
     }
 
-    fn fits(r: Vec<(bool, Option<i64>)>) -> Vec<bool> {
-        r.into_iter().map(|(f, _)| f).collect()
+    fn fits(r: Vec<(Vec<String>, Option<i64>)>) -> Vec<bool> {
+        r.into_iter()
+            .map(|(reasons, _)| reasons.is_empty())
+            .collect()
+    }
+
+    /// upstream's NodeAffinity filter: a node failing the added affinity reads
+    /// `errReasonEnforced`, checked before (and instead of) the pod's own reason.
+    #[test]
+    fn added_affinity_has_its_own_reason() {
+        let args = added(json!({"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [term("zone", &["foo"])]}}));
+        let nodes = vec![
+            labelled("n1", json!({"zone": "foo"})),
+            labelled("n2", json!({"zone": "bar", "foo": "bar"})),
+        ];
+        let own = json!({"spec": {"nodeSelector": {"foo": "bar"}}});
+        let reasons: Vec<Vec<String>> =
+            run(args, Some(P::MatchNodeSelector), None, nodes, vec![], own)
+                .into_iter()
+                .map(|(r, _)| r)
+                .collect();
+        assert_eq!(
+            reasons,
+            [
+                vec!["node(s) didn't match node selector".to_string()],
+                vec!["node(s) didn't match scheduler-enforced node affinity".to_string()],
+            ]
+        );
     }
 
     /// After upstream's node_affinity_test.go `addedAffinity` filter cases.

@@ -111,6 +111,10 @@ pub struct PodInfo {
     pub node_selector: Vec<(Sym, Sym)>,
     /// Required node affinity terms (None = no constraint).
     pub required_node_terms: Option<Vec<NodeTerm>>,
+    /// The profile's NodeAffinity `addedAffinity` required terms (None = none): checked before
+    /// the pod's own, with their own reason, and not part of the pod's affinity elsewhere
+    /// (topology spread's `nodeAffinityPolicy` counts by the pod's own, as upstream).
+    pub enforced_node_terms: Option<Vec<NodeTerm>>,
     /// Preferred node affinity terms with weights.
     pub preferred_node_terms: Vec<(i64, NodeTerm)>,
     /// Tolerations.
@@ -423,6 +427,7 @@ impl PodInfo {
             host_ports,
             node_selector,
             required_node_terms,
+            enforced_node_terms: None,
             preferred_node_terms,
             tolerations: spec
                 .tolerations

@@ -29,6 +29,7 @@ pub fn unresolvable(reason: &str) -> bool {
     matches!(
         reason,
         "node(s) didn't match Pod's node affinity/selector"
+            | "node(s) didn't match scheduler-enforced node affinity"
             | "node(s) had untolerated taint(s)"
             | "node(s) didn't match the requested node name"
             | "node(s) were unschedulable"

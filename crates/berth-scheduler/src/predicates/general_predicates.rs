@@ -28,6 +28,7 @@ pub(crate) const UNIT: PredicateUnit = PredicateUnit {
         &super::host_name::NOT_MATCH_HOST_NAME,
         &super::pod_fits_host_ports::NO_FREE_PORTS,
         &super::match_node_selector::NOT_MATCH_SELECTOR,
+        &super::match_node_selector::NOT_MATCH_ENFORCED,
     ],
     fast: FastClass::Parts(PARTS),
     victims: VictimsClass::Parts(PARTS),

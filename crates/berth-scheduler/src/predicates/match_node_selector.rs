@@ -14,7 +14,7 @@ pub(crate) const UNIT: PredicateUnit = PredicateUnit {
     aliases: &[],
     order: 5,
     argument: None,
-    reasons: &[&NOT_MATCH_SELECTOR],
+    reasons: &[&NOT_MATCH_SELECTOR, &NOT_MATCH_ENFORCED],
     fast: FastClass::NodeSelector,
     victims: VictimsClass::NodeOnly,
 };
@@ -22,6 +22,13 @@ pub(crate) const UNIT: PredicateUnit = PredicateUnit {
 /// `node(s) didn't match node selector` (preemption cannot resolve it).
 pub(crate) static NOT_MATCH_SELECTOR: ReasonDef = ReasonDef {
     text: "node(s) didn't match node selector",
+    resolvable: false,
+};
+
+/// `node(s) didn't match scheduler-enforced node affinity`: the profile's NodeAffinity
+/// `addedAffinity` (upstream's `errReasonEnforced`; only a KubeSchedulerConfiguration sets it).
+pub(crate) static NOT_MATCH_ENFORCED: ReasonDef = ReasonDef {
+    text: "node(s) didn't match scheduler-enforced node affinity",
     resolvable: false,
 };
 
@@ -52,9 +59,19 @@ pub(crate) fn matches(pod: &PodInfo, labels: &Labels, name: Sym, i: &Interner) -
     }
 }
 
-/// Checks the node.
+/// Checks the node: the profile's enforced affinity first, then the pod's own (upstream's
+/// NodeAffinity filter order, one reason).
 #[inline]
 pub(crate) fn check(c: &PodCtx, n: &NodeView, out: &mut Vec<Reason>) -> bool {
+    if let Some(terms) = &c.pod.enforced_node_terms {
+        if !terms
+            .iter()
+            .any(|t| t.matches(&n.info.labels, n.info.name_sym, c.i))
+        {
+            out.push(NOT_MATCH_ENFORCED.reason());
+            return false;
+        }
+    }
     if matches(c.pod, &n.info.labels, n.info.name_sym, c.i) {
         return true;
     }
