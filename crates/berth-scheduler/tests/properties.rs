@@ -28,6 +28,8 @@ struct PodSpec {
     prefer_zone: Option<u8>,
     select_zone: Option<u8>,
     port: bool,
+    /// A `DoNotSchedule` topology spread constraint over its group: (maxSkew, over hostnames).
+    spread: Option<(u8, bool)>,
 }
 
 fn node_strategy() -> impl Strategy<Value = NodeSpec> {
@@ -63,17 +65,21 @@ fn pod_strategy() -> impl Strategy<Value = PodSpec> {
         prop::option::weighted(0.2, 0u8..3),
         prop::option::weighted(0.1, 0u8..3),
         prop::bool::weighted(0.1),
+        prop::option::weighted(0.3, (1u8..3, any::<bool>())),
     )
         .prop_map(
-            |(cpu, mem_mi, group, anti, tolerate, prefer_zone, select_zone, port)| PodSpec {
-                cpu,
-                mem_mi,
-                group,
-                anti,
-                tolerate,
-                prefer_zone,
-                select_zone,
-                port,
+            |(cpu, mem_mi, group, anti, tolerate, prefer_zone, select_zone, port, spread)| {
+                PodSpec {
+                    cpu,
+                    mem_mi,
+                    group,
+                    anti,
+                    tolerate,
+                    prefer_zone,
+                    select_zone,
+                    port,
+                    spread,
+                }
             },
         )
 }
@@ -131,6 +137,18 @@ fn pod(i: usize, s: &PodSpec) -> Pod {
     }
     if let Some(z) = s.select_zone {
         spec["nodeSelector"] = json!({"zone": format!("z{z}")});
+    }
+    if let Some((skew, host)) = s.spread {
+        let key = if host {
+            "kubernetes.io/hostname"
+        } else {
+            "zone"
+        };
+        let group = format!("g{}", s.group.unwrap_or(0));
+        labels["group"] = json!(group);
+        spec["topologySpreadConstraints"] = json!([{"maxSkew": skew, "topologyKey": key,
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"group": group}}}]);
     }
     serde_json::from_value(json!({"metadata": {"name": format!("p{i}"), "namespace": "default", "uid": format!("u{i}"), "labels": labels}, "spec": spec}))
         .unwrap()

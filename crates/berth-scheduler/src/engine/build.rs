@@ -196,6 +196,7 @@ impl SchedulerBuilder {
             spread_preds,
             spread_prios,
             spread_args: self.spread_args,
+            spread_memo: Default::default(),
             plugin_args: self.plugin_args,
             preds,
             prios,

@@ -140,7 +140,12 @@ pub(crate) fn plan(c: &PodCtx, preds: &[Pred], nominated: &[Nominated]) -> Optio
 }
 
 /// [`plan`], with `spread` also deciding PodTopologySpread in the fast path.
-fn plan_for(c: &PodCtx, preds: &[Pred], nominated: &[Nominated], spread: bool) -> Option<FastPlan> {
+pub(crate) fn plan_for(
+    c: &PodCtx,
+    preds: &[Pred],
+    nominated: &[Nominated],
+    spread: bool,
+) -> Option<FastPlan> {
     if !nominated.is_empty() {
         return None;
     }
@@ -183,7 +188,9 @@ fn add_class(p: &mut FastPlan, class: &FastClass, pred: &Pred, c: &PodCtx, sprea
             }
         }
         FastClass::NodeSelector => {
-            return pod.node_selector.is_empty() && pod.required_node_terms.is_none()
+            return pod.node_selector.is_empty()
+                && pod.required_node_terms.is_none()
+                && pod.enforced_node_terms.is_none()
         }
         FastClass::InterPodAffinity => p.affinity = true,
         FastClass::ServiceAffinity => {

@@ -33,6 +33,10 @@ impl Bits {
         }
     }
     #[inline]
+    fn has(&self, r: u32) -> bool {
+        self.words[(r / 64) as usize] & (1 << (r % 64)) != 0
+    }
+    #[inline]
     fn clear(&mut self, r: u32) {
         let (w, b) = ((r / 64) as usize, r % 64);
         if self.words[w] & (1 << b) != 0 {
@@ -80,6 +84,8 @@ pub(crate) struct Incremental {
     buckets: Vec<Bits>,
     slow: Bits,
     hidden: Vec<(u32, i64)>,
+    /// Nodes hidden for this decision by topology spread (domains over their limit).
+    hidden_spread: Vec<(u32, i64)>,
 }
 
 impl Incremental {
@@ -183,6 +189,31 @@ pub(crate) fn run(
             hidden.push((r, v));
         }
     }
+    // nodes in a domain over a topology spread constraint's limit: off the buckets too
+    let mut hidden_spread = std::mem::take(&mut st.hidden_spread);
+    hidden_spread.clear();
+    if plan.spread {
+        let s = &c.spread;
+        for (k, con) in s.constraints.iter().enumerate() {
+            for (&value, &count) in &s.counts[k] {
+                if count <= s.limits[k] {
+                    continue;
+                }
+                let Some(&id) = cache.topo.get(&(con.key, value)) else {
+                    continue;
+                };
+                for &ix in &cache.domains[id as usize] {
+                    let r = cache.rank.get(ix as usize).copied().unwrap_or(u32::MAX);
+                    let v = st.vals.get(ix as usize).copied().unwrap_or(-1);
+                    if r == u32::MAX || v < 0 || !st.buckets[v as usize].has(r) {
+                        continue; // absent, slow (its predicates run below), or hidden already
+                    }
+                    st.place(r, v, false);
+                    hidden_spread.push((r, v));
+                }
+            }
+        }
+    }
     let result = (|| {
         // slow nodes: run their predicates
         let mut slow_fit: Vec<(u32, i64)> = Vec::new();
@@ -202,6 +233,14 @@ pub(crate) fn run(
         let fast_total: usize = st.buckets.iter().map(|b| b.count).sum();
         let total = fast_total + slow_fit.len();
         if total == 0 {
+            // nodes hidden by topology spread: their predicates give their reasons
+            for &(r, _) in &hidden_spread {
+                let ix = cache.order[r as usize];
+                reasons.clear();
+                if !check_node(c, preds, always, ix, &[], &mut reasons)? {
+                    out.failed.extend(reasons.iter().map(|x| (ix, *x)));
+                }
+            }
             // every other predicate passes on hidden nodes; MatchInterPodAffinity (last) fails
             for &(r, _) in &hidden {
                 let ix = cache.order[r as usize];
@@ -268,9 +307,10 @@ pub(crate) fn run(
         }
         Ok(Some((cache.order[chosen as usize], false)))
     })();
-    for &(r, v) in &hidden {
+    for &(r, v) in hidden.iter().chain(&hidden_spread) {
         st.place(r, v, true);
     }
     st.hidden = hidden;
+    st.hidden_spread = hidden_spread;
     result.map(|x| (out, x))
 }

@@ -24,7 +24,12 @@ impl MemoKey {
         MemoKey {
             request: (req.cpu, req.memory, req.ephemeral),
             nonzero: c.pod.nonzero,
-            plan,
+            // the remembered results never include the spread check (it is applied per
+            // decision), so pods with and without constraints share them
+            plan: FastPlan {
+                spread: false,
+                ..plan
+            },
             weights,
         }
     }

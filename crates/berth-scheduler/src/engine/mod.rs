@@ -68,6 +68,8 @@ pub struct Scheduler {
     pub(crate) spread_prios: Vec<(Prio, i64, String)>,
     /// PodTopologySpread's arguments (default constraints; none under a policy file).
     pub(crate) spread_args: crate::topology_spread::TopologySpreadArgs,
+    /// PodTopologySpread's domain counts kept across decisions.
+    pub(crate) spread_memo: crate::predicates::spread_domains::SpreadMemo,
     /// A profile's plugin arguments (`plugin_args.rs`; none under a policy file).
     pub(crate) plugin_args: crate::plugin_args::PluginArgs,
 }
@@ -160,7 +162,7 @@ impl Scheduler {
         let spread = if has_pred(|p| p.name == PredicateName::PodTopologySpread)
             && (!pod.spread.is_empty() || self.spread_args.has_hard_defaults())
         {
-            pod_topology_spread::prepare(cache, pod, &self.spread_args)
+            pod_topology_spread::prepare(cache, pod, &self.spread_args, &mut self.spread_memo)
         } else {
             Default::default()
         };
@@ -270,7 +272,8 @@ impl Scheduler {
         let result = (|| {
             let ctx = self.prepare(preds, cache, pod).map_err(Decision::Error)?;
             if memo_enabled && to_find == n && nominated.is_empty() && ctx.affinity.all_terms == 0 {
-                if let Some((plan, weights, constant)) = memo_plan(&ctx, preds, prios) {
+                if let Some((plan, weights, constant)) = memo_plan(&ctx, preds, prios, incremental)
+                {
                     if incremental {
                         let key = memo::MemoKey::new(&ctx, plan, weights);
                         let (r, chosen) = incremental::run(
@@ -353,11 +356,21 @@ fn memo_plan(
     ctx: &PodCtx,
     preds: &[Pred],
     prios: &[(Prio, i64, String)],
+    incremental: bool,
 ) -> Option<(filter::FastPlan, (i64, i64, i64), i64)> {
     if prios.is_empty() {
         return None;
     }
-    let plan = filter::plan(ctx, preds, &[])?;
+    // Topology spread is decided per domain by the incremental layer, which needs every node to
+    // carry the constraints' keys (a node without one fails with its own reason).
+    let spread = incremental && {
+        let nodes = ctx.cache.order.len() as u32;
+        ctx.spread
+            .constraints
+            .iter()
+            .all(|c| ctx.cache.key_nodes.get(&c.key).copied().unwrap_or(0) == nodes)
+    };
+    let plan = filter::plan_for(ctx, preds, &[], spread)?;
     let (mut w, mut constant) = ((0, 0, 0), 0);
     for (p, weight, _) in prios {
         match p.name.unit().hot {

@@ -7,12 +7,14 @@
 //! Not a 1.11 predicate: no policy file names it. The scheduler honours it for every pod that
 //! has such constraints, with or without a policy (see `engine/build.rs`).
 
+use super::spread_domains::SpreadMemo;
 use super::unit::{FastClass, PredicateUnit, ReasonDef, VictimsClass};
 use super::{NodeView, Pred, Reason};
 use crate::cache::ClusterCache;
 use crate::ctx::{PodCtx, SpreadState};
+use crate::intern::{FxMap, Sym};
 use crate::pod_info::PodInfo;
-use crate::topology_spread::{CriticalPaths, TopologySpreadArgs};
+use crate::topology_spread::{CriticalPaths, SpreadConstraint, TopologySpreadArgs};
 
 /// The unit (see `registry.rs`).
 pub(crate) const UNIT: PredicateUnit = PredicateUnit {
@@ -44,30 +46,21 @@ pub(crate) fn prepare(
     cache: &ClusterCache,
     pod: &PodInfo,
     args: &TopologySpreadArgs,
+    memo: &mut SpreadMemo,
 ) -> SpreadState {
     let (constraints, _) = super::spread_counts::constraints(pod, args, cache, true);
     if constraints.is_empty() {
         return SpreadState::default();
     }
     let i = &cache.interner;
-    let per_node: Vec<Vec<i64>> = constraints
-        .iter()
-        .map(|c| super::spread_counts::per_node(cache, pod, c))
-        .collect();
-    let mut counts = vec![crate::intern::FxMap::default(); constraints.len()];
-    for &ix in &cache.order {
-        let node = &cache.nodes[ix as usize];
-        if !super::spread_counts::has_all_keys(node, &constraints) {
-            continue;
-        }
-        for (k, c) in constraints.iter().enumerate() {
-            if !super::spread_counts::includes(c, pod, node, i) {
-                continue;
-            }
-            let value = node.labels.get(c.key).unwrap_or_default();
-            *counts[k].entry(value).or_insert(0) += per_node[k][ix as usize];
-        }
-    }
+    let counts: Vec<FxMap<Sym, i64>> = if every_node_counts(cache, pod, &constraints) {
+        constraints
+            .iter()
+            .map(|c| memo.counts(cache, pod.ns, c))
+            .collect()
+    } else {
+        count_directly(cache, pod, &constraints)
+    };
     let paths: Vec<CriticalPaths> = counts
         .iter()
         .map(|m: &crate::intern::FxMap<_, i64>| {
@@ -97,6 +90,48 @@ pub(crate) fn prepare(
         paths,
         limits,
     }
+}
+
+/// True if every node of the cluster counts for each constraint: all carry every key, and the
+/// inclusion policies leave none out (no node affinity of the pod to honour, taints ignored).
+/// Then the counts depend only on the namespace, selector and key ([`SpreadMemo`]).
+fn every_node_counts(cache: &ClusterCache, pod: &PodInfo, cs: &[SpreadConstraint]) -> bool {
+    let nodes = cache.order.len() as u32;
+    let own_affinity = !pod.node_selector.is_empty() || pod.required_node_terms.is_some();
+    cs.iter().all(|c| {
+        !c.honor_taints
+            && !(c.honor_affinity && own_affinity)
+            && !c.selector.nothing
+            && cache.key_nodes.get(&c.key).copied().unwrap_or(0) == nodes
+    })
+}
+
+/// The counts by a pass over the namespace's pods and the cluster's nodes.
+fn count_directly(
+    cache: &ClusterCache,
+    pod: &PodInfo,
+    constraints: &[SpreadConstraint],
+) -> Vec<FxMap<Sym, i64>> {
+    let i = &cache.interner;
+    let per_node: Vec<Vec<i64>> = constraints
+        .iter()
+        .map(|c| super::spread_counts::per_node(cache, pod, c))
+        .collect();
+    let mut counts = vec![FxMap::default(); constraints.len()];
+    for &ix in &cache.order {
+        let node = &cache.nodes[ix as usize];
+        if !super::spread_counts::has_all_keys(node, constraints) {
+            continue;
+        }
+        for (k, c) in constraints.iter().enumerate() {
+            if !super::spread_counts::includes(c, pod, node, i) {
+                continue;
+            }
+            let value = node.labels.get(c.key).unwrap_or_default();
+            *counts[k].entry(value).or_insert(0) += per_node[k][ix as usize];
+        }
+    }
+    counts
 }
 
 /// The filter's fast path on a node without nominated pods: true when every constraint is met,
@@ -705,8 +740,68 @@ mod proptests {
         (nodes, pods, incoming)
     }
 
+    /// Random changes to a cluster (pods placed, moved, removed or terminating, nodes
+    /// relabelled, added and removed); after each, the remembered counts must equal a direct
+    /// count. Returns the first disagreement.
+    fn memo_follows_changes(seed: u64) -> Result<(), String> {
+        let r = &mut SmallRng::seed_from_u64(seed);
+        let zones = ["z1", "z2", "z3"];
+        let node = |i: usize, z: &str| {
+            node_json(json!({"metadata": {"name": format!("n{i}"),
+                                          "labels": {"zone": z, "host": format!("n{i}")}}}))
+        };
+        let mut cache = crate::ClusterCache::new();
+        for i in 0..r.random_range(1..6) {
+            cache.upsert_node(&node(i, zones[r.random_range(0..3)]));
+        }
+        let incoming = pod(json!({"metadata": {"name": "in", "namespace": "default",
+                                               "labels": {"app": "a"}},
+            "spec": {"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone",
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": {"matchLabels": {"app": "a"}}}]}}));
+        let mut memo = super::SpreadMemo::default();
+        for step in 0..r.random_range(1..40) {
+            match r.random_range(0..10) {
+                0..=5 => {
+                    let ns = ["default", "other"][r.random_range(0..2)];
+                    let app = ["a", "b"][r.random_range(0..2)];
+                    let mut meta = json!({"name": format!("p{}", r.random_range(0..12)),
+                        "namespace": ns, "labels": {"app": app}});
+                    if r.random_bool(0.1) {
+                        meta["deletionTimestamp"] = json!("2024-01-01T00:00:00Z");
+                    }
+                    let on = format!("n{}", r.random_range(0..7));
+                    cache.upsert_pod(&pod(json!({"metadata": meta, "spec": {"nodeName": on}})));
+                }
+                6 => {
+                    let ns = ["default", "other"][r.random_range(0..2)];
+                    cache.remove_pod(&format!("{ns}/p{}", r.random_range(0..12)));
+                }
+                7 | 8 => {
+                    cache.upsert_node(&node(r.random_range(0..7), zones[r.random_range(0..3)]));
+                }
+                _ => {
+                    cache.remove_node(&format!("n{}", r.random_range(0..7)));
+                }
+            }
+            let info = cache.compile_pod(&incoming);
+            let cs = &info.spread;
+            let direct = super::count_directly(&cache, &info, cs);
+            let kept: Vec<_> = cs.iter().map(|c| memo.counts(&cache, info.ns, c)).collect();
+            if kept != direct {
+                return Err(format!("step {step}: kept {kept:?}, direct {direct:?}"));
+            }
+        }
+        Ok(())
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(300))]
+        #[test]
+        fn the_kept_counts_follow_every_change(seed in any::<u64>()) {
+            prop_assert_eq!(memo_follows_changes(seed), Ok(()), "seed {}", seed);
+        }
+
         #[test]
         fn the_filter_agrees_with_a_direct_count(seed in any::<u64>()) {
             let d = draw(seed);
