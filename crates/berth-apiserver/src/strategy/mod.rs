@@ -296,7 +296,8 @@ pub async fn admit_update(
     Ok(warnings)
 }
 
-/// Asks the validating policies and webhooks about the deletion of `existing`; their warnings.
+/// Asks the mutating webhooks, then the validating policies and webhooks, about the deletion
+/// of `existing`; their warnings.
 pub async fn admit_delete(
     ctx: &Ctx,
     req: &ApiRequest,
@@ -314,6 +315,9 @@ pub async fn admit_delete(
     let mut a = attributes(req, Operation::Delete, &namespace, &name)?;
     a.dry_run = dry_run;
     let lookup = ctx.lookup();
+    dynamic::mutate_deletion(&snapshot, &a, &lookup, existing, &mut warnings)
+        .await
+        .map_err(ApiError::status_of)?;
     dynamic::validate(&snapshot, &a, &lookup, None, Some(existing), &mut warnings)
         .await
         .map_err(ApiError::status_of)?;
