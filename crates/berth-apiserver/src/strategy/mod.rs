@@ -340,20 +340,32 @@ fn pod_security(
     {
         return Ok(Vec::new());
     }
+    let Some(config) = &ctx.admission.pod_security else {
+        return Ok(Vec::new());
+    };
     let namespace = namespace_of(req, obj);
     let Some(ns) = ctx.lookup().namespace_object(&namespace) else {
         return Ok(Vec::new());
     };
-    let Some(labels) = ns.pointer("/metadata/labels").and_then(Value::as_object) else {
-        return Ok(Vec::new());
-    };
-    crate::admission::pod_security::admit(labels, rt.kind, obj, old).map_err(|reason| {
-        ApiError::Denied {
-            group: String::new(),
-            resource: rt.plural.to_string(),
-            name: meta_str(obj, "name").to_string(),
-            reason,
-        }
+    let empty = serde_json::Map::new();
+    let labels = ns
+        .pointer("/metadata/labels")
+        .and_then(Value::as_object)
+        .unwrap_or(&empty);
+    crate::admission::pod_security::admit_with(
+        config,
+        &req.user.name,
+        &namespace,
+        labels,
+        rt.kind,
+        obj,
+        old,
+    )
+    .map_err(|reason| ApiError::Denied {
+        group: String::new(),
+        resource: rt.plural.to_string(),
+        name: meta_str(obj, "name").to_string(),
+        reason,
     })
 }
 
