@@ -592,12 +592,15 @@ mod tests {
         (r, warnings)
     }
 
+    /// The verdict, the warnings and the published audit annotations.
+    type Audited = (Result<(), Refusal>, Vec<String>, Vec<(String, String)>);
+
     fn run_audited(
         policy: Arc<Policy>,
         binding: Arc<Binding>,
         obj: &Value,
         lookup: &dyn Lookup,
-    ) -> (Result<(), Refusal>, Vec<String>, Vec<(String, String)>) {
+    ) -> Audited {
         let user = UserInfo {
             name: "alice".into(),
             ..UserInfo::default()
