@@ -81,3 +81,70 @@ def test_a_bad_configuration_stops_the_start_naming_file_plugin_and_field(tmp_pa
     assert "bad.yaml" in r.stderr
     assert "DefaultTolerationSeconds" in r.stderr
     assert "defaultNotReadyTolerationSeconds" in r.stderr
+
+
+def test_pod_security_defaults_and_exemptions_from_the_admission_configuration_file(
+        berth_factory, tmp_path):
+    """kube-apiserver's --admission-control-config-file: PodSecurity's `defaults` judge
+    namespaces without labels; `exemptions` let users, namespaces and runtime classes by."""
+    (tmp_path / "pod-security.yaml").write_text(
+        "apiVersion: pod-security.admission.config.k8s.io/v1\n"
+        "kind: PodSecurityConfiguration\n"
+        "defaults:\n"
+        "  enforce: baseline\n"
+        "  enforce-version: latest\n"
+        "exemptions:\n"
+        "  usernames: [ci-bot]\n"
+        "  namespaces: [exempt]\n"
+        "  runtimeClasses: [kata]\n"
+    )
+    cfg = tmp_path / "admission.yaml"
+    cfg.write_text(
+        "apiVersion: apiserver.config.k8s.io/v1\n"
+        "kind: AdmissionConfiguration\n"
+        "plugins:\n"
+        "- name: PodSecurity\n"
+        "  path: pod-security.yaml\n"
+    )
+    b = berth_factory(nodes=1, args=("--admission-control-config-file", cfg))
+    b.kubectl("create", "namespace", "exempt")
+
+    def privileged(name, namespace="default", **spec):
+        p = pod(name, namespace, **spec)
+        p["spec"]["containers"][0]["securityContext"] = {"privileged": True}
+        return json.dumps(p)
+
+    r = b.kubectl("create", "-f", "-", stdin=privileged("refused"), check=False)
+    assert r.returncode != 0
+    assert ('pods "refused" is forbidden: violates PodSecurity "baseline:latest": privileged '
+            '(container "c" must not set securityContext.privileged=true)') in r.stderr
+    b.kubectl("create", "-f", "-", stdin=privileged("in-exempt-ns", "exempt"))
+    r = b.kubectl("--as=ci-bot", "--as-group=system:masters", "create", "-f", "-",
+                  stdin=privileged("by-ci-bot"), check=False)
+    assert r.returncode == 0, r.stderr
+    r = b.kubectl("create", "-f", "-", stdin=privileged("kata", runtimeClassName="kata"),
+                  check=False)
+    assert "violates PodSecurity" not in r.stderr
+    # A namespace's own label wins over the default.
+    b.kubectl("label", "namespace", "default", "pod-security.kubernetes.io/enforce=privileged")
+    b.kubectl("create", "-f", "-", stdin=privileged("labelled"))
+
+
+def test_a_bad_pod_security_configuration_stops_the_start(tmp_path):
+    cfg = tmp_path / "admission.yaml"
+    cfg.write_text(
+        "apiVersion: apiserver.config.k8s.io/v1\n"
+        "kind: AdmissionConfiguration\n"
+        "plugins:\n"
+        "- name: PodSecurity\n"
+        "  configuration:\n"
+        "    apiVersion: pod-security.admission.config.k8s.io/v1\n"
+        "    kind: PodSecurityConfiguration\n"
+        "    defaults: {enforce: strict}\n"
+    )
+    r = subprocess.run([str(BERTH_BIN), "serve", "--port", "0", "--data-dir",
+                        str(tmp_path / "data"), "--admission-control-config-file", str(cfg)],
+                       capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert r.returncode != 0
+    assert "plugins[0].configuration.defaults.enforce" in r.stderr, r.stderr
+    assert '"strict": must be one of privileged, baseline, restricted' in r.stderr

@@ -85,7 +85,13 @@ class Reviews(http.server.BaseHTTPRequestHandler):
         response = {"uid": request["uid"], "allowed": True}
         obj = request.get("object") or {}
         labels = (obj.get("metadata") or {}).get("labels")
-        if self.path.startswith("/mutate"):
+        if self.path.startswith("/observe"):
+            # Admits what it is told of, except the deletion of an object labelled keep.
+            old = request.get("oldObject") or {}
+            if ((old.get("metadata") or {}).get("labels") or {}).get("keep") == "yes":
+                response["allowed"] = False
+                response["status"] = {"code": 403, "message": "this one is kept"}
+        elif self.path.startswith("/mutate"):
             if labels is None:
                 patch = [{"op": "add", "path": "/metadata/labels", "value": {"mutated": "yes"}}]
             else:
@@ -116,7 +122,8 @@ def hooks(tmp_path_factory):
     context.load_cert_chain(cert, key)
     server.socket = context.wrap_socket(server.socket, server_side=True)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    b = Berth.start(tmp / "berth", nodes=1)
+    # --v=1: berth's information messages, among them the audit annotations.
+    b = Berth.start(tmp / "berth", nodes=1, args=("--v=1",))
     yield b, ca, server.server_address[1]
     b.stop()
     server.shutdown()
@@ -375,3 +382,107 @@ def test_pod_security_enforces_and_warns_by_namespace_labels(hooks):
     r = b.kubectl("create", "-f", "-", stdin=privileged)
     assert ('Warning: would violate PodSecurity "baseline:latest": privileged '
             '(container "c" must not set securityContext.privileged=true)') in r.stderr
+
+
+def test_mutating_webhooks_are_told_of_deletions_and_may_not_patch_them(hooks):
+    b, ca, port = hooks
+    ns = _namespace(b, "webhook-delete")
+    url = f"https://127.0.0.1:{port}"
+    observe = _webhook("observe.webhook.example.com", {"url": f"{url}/observe"}, ca,
+                       mutating=True, resources=("configmaps",))
+    observe["rules"][0]["operations"] = ["DELETE"]
+    observe["objectSelector"] = {"matchExpressions": [{"key": "patch", "operator": "DoesNotExist"}]}
+    patching = _webhook("patch.webhook.example.com", {"url": f"{url}/mutate"}, ca,
+                        mutating=True, resources=("configmaps",))
+    patching["rules"][0]["operations"] = ["DELETE"]
+    patching["objectSelector"] = {"matchLabels": {"patch": "yes"}}
+    b.kubectl("apply", "-f", "-", stdin=_configuration(
+        "MutatingWebhookConfiguration", "observe-deletions", [observe, patching]))
+
+    def configmap(name, labels):
+        return {"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": name, "namespace": ns, "labels": labels}}
+
+    b.kubectl("apply", "-f", "-", stdin=[configmap("kept", {"keep": "yes"}),
+                                          configmap("patched", {"patch": "yes"})])
+
+    def refused():
+        b.kubectl("create", "configmap", "gone", "-n", ns, check=False)
+        r = b.kubectl("delete", "configmap", "gone", "-n", ns, check=False)
+        return r if any(p == "/observe" and q.get("name") == "gone"
+                        for p, q in Reviews.seen) else None
+
+    eventually(refused, timeout=30, what="the webhook told of a deletion")
+    _, request = next((p, q) for p, q in Reviews.seen
+                      if p == "/observe" and q.get("name") == "gone")
+    assert request["operation"] == "DELETE"
+    assert request["object"] is None
+    assert request["oldObject"]["metadata"]["name"] == "gone"
+    assert request["options"]["kind"] == "DeleteOptions"
+    r = b.kubectl("delete", "configmap", "kept", "-n", ns, check=False)
+    assert r.returncode != 0
+    assert ('admission webhook "observe.webhook.example.com" denied the request: '
+            'this one is kept') in r.stderr
+    r = b.kubectl("delete", "configmap", "patched", "-n", ns, check=False)
+    assert r.returncode != 0
+    assert ('Internal error occurred: admission webhook "patch.webhook.example.com" attempted '
+            'to modify the object, which is not supported for this operation') in r.stderr
+    b.kubectl("get", "configmap", "kept", "patched", "-n", ns)
+    b.kubectl("delete", "mutatingwebhookconfiguration", "observe-deletions")
+
+
+def test_policy_authorizer_refuses_a_user_without_the_right(hooks):
+    b, _, _ = hooks
+    ns = "vap-authz"
+    b.kubectl("apply", "-f", "-", stdin=[
+        {"apiVersion": "v1", "kind": "Namespace",
+         "metadata": {"name": ns, "labels": {"vap": "authz"}}},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+         "metadata": {"name": "deployer", "namespace": ns},
+         "rules": [{"apiGroups": ["apps"], "resources": ["deployments"],
+                    "verbs": ["create", "get"]}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+         "metadata": {"name": "deployer", "namespace": ns},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "deployer"},
+         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice"}]},
+    ])
+    policy = _policy("secrets-listers.example.com",
+                     "authorizer.group('').resource('secrets').namespace(request.namespace)"
+                     ".check('list').allowed()")
+    policy["spec"]["validations"][0]["message"] = "only who may list secrets may deploy here"
+    policy["spec"]["auditAnnotations"] = [
+        {"key": "deployer", "valueExpression": "'deployed by ' + request.userInfo.username"},
+        {"key": "never", "valueExpression": "null"},
+    ]
+    b.kubectl("apply", "-f", "-", stdin=[
+        policy,
+        _binding("secrets-listers-binding.example.com", "secrets-listers.example.com",
+                 ["Deny"], {"vap": "authz"}),
+    ])
+    manifest = _deployment("by-alice", ns, 1)
+
+    def attempt():
+        b.kubectl("delete", "deployment", "by-alice", "-n", ns, "--ignore-not-found",
+                  "--wait=false", check=False)
+        r = b.kubectl("--as=alice", "create", "-f", "-", stdin=manifest, check=False)
+        return r if r.returncode != 0 and "secrets" in r.stderr else None
+
+    r = eventually(attempt, timeout=30, what="the policy")
+    assert ("ValidatingAdmissionPolicy 'secrets-listers.example.com' with binding "
+            "'secrets-listers-binding.example.com' denied request: only who may list secrets "
+            "may deploy here") in r.stderr
+    # The administrator may list secrets: admitted, and the audit annotation recorded.
+    b.kubectl("create", "-f", "-", stdin=_deployment("by-admin", ns, 1))
+    # Once alice may list secrets, she is admitted too.
+    b.kubectl("create", "role", "secret-lister", "-n", ns, "--verb=list", "--resource=secrets")
+    b.kubectl("create", "rolebinding", "secret-lister", "-n", ns, "--role=secret-lister",
+              "--user=alice")
+    eventually(lambda: b.kubectl("--as=alice", "create", "-f", "-", stdin=manifest,
+                                 check=False).returncode == 0,
+               timeout=30, what="alice admitted")
+    log = b.log_path.read_text()
+    assert 'key="secrets-listers.example.com/deployer" value="deployed by alice"' in log, \
+        log[-3000:]
+    assert "secrets-listers.example.com/never" not in log
+    b.kubectl("delete", "validatingadmissionpolicybinding", "secrets-listers-binding.example.com")
+    b.kubectl("delete", "validatingadmissionpolicy", "secrets-listers.example.com")

@@ -67,6 +67,7 @@ impl Inner {
         crate::admission::dynamic::StoreLookup {
             store: &self.store,
             cache: &self.admission_cache,
+            rbac: &self.rbac,
         }
     }
 }

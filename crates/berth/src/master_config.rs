@@ -80,6 +80,60 @@ pub fn admission_config(path: Option<&Path>) -> anyhow::Result<AdmissionConfig> 
     Ok(config)
 }
 
+/// Adds the plugins of kube-apiserver's `AdmissionConfiguration` file (its
+/// `--admission-control-config-file`) to `config`: `plugins[].name` with an inline
+/// `configuration` or a `path` (relative to the file's folder).
+pub fn admission_configuration(
+    path: Option<&Path>,
+    config: &mut AdmissionConfig,
+) -> anyhow::Result<()> {
+    let Some(path) = path else { return Ok(()) };
+    let doc = read_yaml(path, "admission configuration")?;
+    let (api_version, kind) = (
+        doc["apiVersion"].as_str().unwrap_or(""),
+        doc["kind"].as_str().unwrap_or(""),
+    );
+    if kind != "AdmissionConfiguration"
+        || !matches!(
+            api_version,
+            "apiserver.config.k8s.io/v1"
+                | "apiserver.config.k8s.io/v1alpha1"
+                | "apiserver.k8s.io/v1alpha1"
+        )
+    {
+        bail!(
+            "{}: expected kind AdmissionConfiguration of apiVersion apiserver.config.k8s.io/v1, got {kind:?} of {api_version:?}",
+            path.display()
+        );
+    }
+    let plugins = match &doc["plugins"] {
+        Value::Null => return Ok(()),
+        Value::Array(plugins) => plugins,
+        other => bail!("{}: plugins: expected a list, got {other}", path.display()),
+    };
+    for (i, entry) in plugins.iter().enumerate() {
+        let at = format!("{}: plugins[{i}]", path.display());
+        let Some(name) = entry["name"].as_str().filter(|n| !n.is_empty()) else {
+            bail!("{at}.name: Required value");
+        };
+        match (&entry["configuration"], &entry["path"]) {
+            (Value::Null, Value::Null) => bail!("{at}: expected a configuration or a path"),
+            (Value::Null, Value::String(file)) => {
+                let file = path.parent().unwrap_or(Path::new(".")).join(file);
+                let configuration =
+                    read_yaml(&file, &format!("the {name} admission configuration"))?;
+                config.insert(name, configuration, file.display().to_string());
+            }
+            (Value::Null, other) => bail!("{at}.path: expected a file path, got {other}"),
+            (configuration, Value::Null) => {
+                config.insert(name, configuration.clone(), format!("{at}.configuration"));
+            }
+            _ => bail!("{at}: give a configuration or a path, not both"),
+        }
+    }
+    Ok(())
+}
+
 /// The admission plugin that applies projects' node selectors, and the one setting of
 /// `projectConfig` it reads.
 const PROJECT_NODE_SELECTOR_PLUGIN: &str = "OriginPodNodeEnvironment";
@@ -124,7 +178,7 @@ fn project_config(path: &Path, doc: &Value, config: &mut AdmissionConfig) -> any
 
 #[cfg(test)]
 mod tests {
-    use super::{admission_config, disable_preemption};
+    use super::{admission_config, admission_configuration, disable_preemption};
 
     fn read(text: &str) -> anyhow::Result<bool> {
         let dir = tempfile::tempdir().unwrap();
@@ -224,5 +278,48 @@ mod tests {
             .unwrap()
             .configuration("OriginPodNodeEnvironment")
             .is_none());
+    }
+
+    #[test]
+    fn reads_an_admission_configuration_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("admission.yaml");
+        std::fs::write(
+            tmp.path().join("ps.yaml"),
+            "defaults: {enforce: baseline}\n",
+        )
+        .unwrap();
+        std::fs::write(
+            &file,
+            "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n- name: PodSecurity\n  path: ps.yaml\n- name: DefaultTolerationSeconds\n  configuration: {defaultNotReadyTolerationSeconds: 5}\n",
+        )
+        .unwrap();
+        let mut config = admission_config(None).unwrap();
+        admission_configuration(Some(&file), &mut config).unwrap();
+        assert_eq!(
+            config.configuration("PodSecurity").unwrap()["defaults"]["enforce"],
+            "baseline"
+        );
+        assert_eq!(
+            config.configuration("DefaultTolerationSeconds").unwrap()
+                ["defaultNotReadyTolerationSeconds"],
+            5
+        );
+        std::fs::write(&file, "apiVersion: v1\nkind: Config\n").unwrap();
+        let e = format!(
+            "{:#}",
+            admission_configuration(Some(&file), &mut config).unwrap_err()
+        );
+        assert!(e.contains("expected kind AdmissionConfiguration"), "{e}");
+        std::fs::write(
+            &file,
+            "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n- configuration: {}\n",
+        )
+        .unwrap();
+        let e = format!(
+            "{:#}",
+            admission_configuration(Some(&file), &mut config).unwrap_err()
+        );
+        assert!(e.contains("plugins[0].name: Required value"), "{e}");
     }
 }

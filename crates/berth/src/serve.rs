@@ -78,6 +78,12 @@ pub struct ServeArgs {
     /// enables, disables and configures admission plugins by name.
     #[arg(long)]
     pub master_config: Option<PathBuf>,
+    /// kube-apiserver's `AdmissionConfiguration` (`apiserver.config.k8s.io/v1`): each of
+    /// `plugins[]` configures the admission plugin it names, inline (`configuration`) or from
+    /// a file (`path`), over what `--master-config` says (PodSecurity's `defaults` and
+    /// `exemptions`, ...).
+    #[arg(long)]
+    pub admission_control_config_file: Option<PathBuf>,
     /// How long a new pod tolerates the `node.kubernetes.io/not-ready` NoExecute taint unless
     /// it says otherwise (the DefaultTolerationSeconds admission plugin; upstream: 300).
     #[arg(long)]
@@ -258,6 +264,10 @@ fn simulated_nodes(args: &ServeArgs) -> anyhow::Result<Vec<berth_kubelet::NodeCo
 /// DefaultTolerationSeconds' configuration.
 fn admission_config(args: &ServeArgs) -> anyhow::Result<berth_apiserver::AdmissionConfig> {
     let mut config = crate::master_config::admission_config(args.master_config.as_deref())?;
+    crate::master_config::admission_configuration(
+        args.admission_control_config_file.as_deref(),
+        &mut config,
+    )?;
     let flags = [
         (
             "defaultNotReadyTolerationSeconds",

@@ -54,7 +54,10 @@ impl AdmissionConfig {
         self.plugins
             .iter()
             .map(|p| p.name.as_str())
-            .filter(|name| !super::PLUGINS.iter().any(|r| r.name == *name))
+            .filter(|name| {
+                *name != super::pod_security::PLUGIN
+                    && !super::PLUGINS.iter().any(|r| r.name == *name)
+            })
             .collect()
     }
 

@@ -147,6 +147,9 @@ pub struct Registration {
 /// The enabled plugins, in order.
 pub struct Chain {
     plugins: Vec<(&'static str, Box<dyn Plugin>)>,
+    /// PodSecurity's configuration; `None` when it is disabled. It runs after the mutating
+    /// webhooks, as upstream's validating plugin does, so it is not one of `plugins`.
+    pub pod_security: Option<pod_security::Config>,
 }
 
 impl Chain {
@@ -172,7 +175,19 @@ impl Chain {
                 ));
             }
         }
-        Ok(Chain { plugins })
+        let pod_security = match config.configuration(pod_security::PLUGIN) {
+            None => Some(pod_security::Config::default()),
+            Some(c)
+                if config::disabled(pod_security::PLUGIN, c).map_err(|e| config.locate(e))? =>
+            {
+                None
+            }
+            Some(c) => Some(pod_security::Config::parse(c).map_err(|e| config.locate(e))?),
+        };
+        Ok(Chain {
+            plugins,
+            pod_security,
+        })
     }
 
     /// The names of the enabled plugins, in the order they run.

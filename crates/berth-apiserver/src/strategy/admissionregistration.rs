@@ -180,10 +180,55 @@ impl Strategy for ValidatingAdmissionPolicy {
                 ));
             }
         }
+        validate_audit_annotations(p, &mut errors);
         if !spec["matchConstraints"].is_object() {
             errors.push(FieldError::required("spec.matchConstraints", ""));
         }
         causes(errors)
+    }
+}
+
+/// `auditAnnotations` as upstream validates them: `<policy name>/<key>` a qualified name, keys
+/// unique, a `valueExpression` of at most 5 KiB.
+fn validate_audit_annotations(p: &Value, errors: &mut Vec<FieldError>) {
+    let name = p["metadata"]["name"].as_str().unwrap_or("");
+    let mut seen = std::collections::BTreeSet::new();
+    for (i, a) in p["spec"]["auditAnnotations"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let at = format!("spec.auditAnnotations[{i}]");
+        let key = a["key"].as_str().unwrap_or("");
+        if name.is_empty() {
+            errors.push(FieldError::invalid(
+                format!("{at}.key"),
+                key,
+                "requires metadata.name be non-empty",
+            ));
+        } else {
+            let qualified = format!("{name}/{key}");
+            for detail in v::names::qualified_name(&qualified) {
+                errors.push(FieldError::invalid(format!("{at}.key"), &qualified, detail));
+            }
+        }
+        if !seen.insert(key) {
+            errors.push(FieldError::duplicate(format!("{at}.key"), key));
+        }
+        let value = a["valueExpression"].as_str().unwrap_or("").trim();
+        if value.is_empty() {
+            errors.push(FieldError::required(
+                format!("{at}.valueExpression"),
+                "valueExpression is not specified",
+            ));
+        } else if value.len() > 5 * 1024 {
+            errors.push(FieldError::invalid(
+                format!("{at}.valueExpression"),
+                value,
+                "must not exceed 5120 bytes in length",
+            ));
+        }
     }
 }
 
@@ -259,6 +304,32 @@ mod tests {
         assert_eq!(
             fields,
             vec!["spec.validations[0].expression", "spec.matchConstraints"]
+        );
+    }
+
+    #[test]
+    fn audit_annotation_keys_are_qualified_unique_and_have_expressions() {
+        let rt = find(GROUP, "v1", "validatingadmissionpolicies").unwrap();
+        let p = json!({"metadata": {"name": "p"}, "spec": {
+        "matchConstraints": {},
+        "auditAnnotations": [
+            {"key": "ok", "valueExpression": "'v'"},
+            {"key": "ok", "valueExpression": " "},
+            {"key": "bad key", "valueExpression": "null"},
+        ]}});
+        let fields: Vec<(String, String)> = ValidatingAdmissionPolicy
+            .validate(rt, &p, None)
+            .into_iter()
+            .map(|c| (c.field, c.message))
+            .collect();
+        assert_eq!(
+            fields.iter().map(|f| f.0.as_str()).collect::<Vec<_>>(),
+            vec![
+                "spec.auditAnnotations[1].key",
+                "spec.auditAnnotations[1].valueExpression",
+                "spec.auditAnnotations[2].key",
+            ],
+            "{fields:?}"
         );
     }
 }

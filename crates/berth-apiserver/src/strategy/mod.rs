@@ -296,7 +296,8 @@ pub async fn admit_update(
     Ok(warnings)
 }
 
-/// Asks the validating policies and webhooks about the deletion of `existing`; their warnings.
+/// Asks the mutating webhooks, then the validating policies and webhooks, about the deletion
+/// of `existing`; their warnings.
 pub async fn admit_delete(
     ctx: &Ctx,
     req: &ApiRequest,
@@ -314,6 +315,9 @@ pub async fn admit_delete(
     let mut a = attributes(req, Operation::Delete, &namespace, &name)?;
     a.dry_run = dry_run;
     let lookup = ctx.lookup();
+    dynamic::mutate_deletion(&snapshot, &a, &lookup, existing, &mut warnings)
+        .await
+        .map_err(ApiError::status_of)?;
     dynamic::validate(&snapshot, &a, &lookup, None, Some(existing), &mut warnings)
         .await
         .map_err(ApiError::status_of)?;
@@ -336,20 +340,32 @@ fn pod_security(
     {
         return Ok(Vec::new());
     }
+    let Some(config) = &ctx.admission.pod_security else {
+        return Ok(Vec::new());
+    };
     let namespace = namespace_of(req, obj);
     let Some(ns) = ctx.lookup().namespace_object(&namespace) else {
         return Ok(Vec::new());
     };
-    let Some(labels) = ns.pointer("/metadata/labels").and_then(Value::as_object) else {
-        return Ok(Vec::new());
-    };
-    crate::admission::pod_security::admit(labels, rt.kind, obj, old).map_err(|reason| {
-        ApiError::Denied {
-            group: String::new(),
-            resource: rt.plural.to_string(),
-            name: meta_str(obj, "name").to_string(),
-            reason,
-        }
+    let empty = serde_json::Map::new();
+    let labels = ns
+        .pointer("/metadata/labels")
+        .and_then(Value::as_object)
+        .unwrap_or(&empty);
+    crate::admission::pod_security::admit_with(
+        config,
+        &req.user.name,
+        &namespace,
+        labels,
+        rt.kind,
+        obj,
+        old,
+    )
+    .map_err(|reason| ApiError::Denied {
+        group: String::new(),
+        resource: rt.plural.to_string(),
+        name: meta_str(obj, "name").to_string(),
+        reason,
     })
 }
 

@@ -53,7 +53,7 @@ impl Expression {
     }
 }
 
-fn type_name(v: &cel_interpreter::Value) -> &'static str {
+pub fn type_name(v: &cel_interpreter::Value) -> &'static str {
     use cel_interpreter::Value as V;
     match v {
         V::List(_) => "list",
@@ -77,6 +77,8 @@ pub struct Activation<'a> {
     pub request: &'a Value,
     pub params: Option<&'a Value>,
     pub namespace_object: Option<&'a Value>,
+    /// The `authorizer` variable, given to expressions that use it.
+    pub authorizer: Option<Arc<super::cel_authorizer::AuthorizerVar>>,
 }
 
 impl Activation<'_> {
@@ -89,6 +91,10 @@ impl Activation<'_> {
         let _ = context.add_variable("request", self.request);
         let _ = context.add_variable("params", self.params.unwrap_or(&null));
         let _ = context.add_variable("namespaceObject", self.namespace_object.unwrap_or(&null));
+        if let Some(var) = &self.authorizer {
+            context.add_variable_from_value("authorizer", super::cel_authorizer::variable(var));
+            super::cel_authorizer::register(&mut context, var.clone());
+        }
         context
     }
 }
@@ -151,6 +157,7 @@ mod tests {
             request,
             params: None,
             namespace_object: None,
+            authorizer: None,
         }
         .context()
     }

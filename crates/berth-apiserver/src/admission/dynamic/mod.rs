@@ -12,7 +12,9 @@
 //! `Arc` clone under a read lock, never held across an await) and, when nothing is configured,
 //! returns at once: a cluster without webhooks or policies pays nothing else.
 
+pub mod audit;
 pub mod cel;
+pub mod cel_authorizer;
 pub mod client;
 pub mod matching;
 pub mod policy;
@@ -71,6 +73,8 @@ pub trait Lookup: Send + Sync {
         name: &str,
         selector: Option<&berth_core::labels::Selector>,
     ) -> Result<Vec<Value>, String>;
+    /// The server's authorizer, which policies' `authorizer` variable asks.
+    fn authorizer(&self) -> Option<Arc<dyn crate::authorizer::Authorizer>>;
 }
 
 /// The labels a `namespaceSelector` is matched against: the namespace's, or a namespace's
@@ -245,6 +249,21 @@ pub async fn mutate(
     webhook::mutate(&snapshot.mutating, a, lookup, object, old, warnings).await
 }
 
+/// Runs the mutating webhooks of `snapshot` on the deletion of `old` (they are told, and
+/// may refuse, but cannot change anything).
+pub async fn mutate_deletion(
+    snapshot: &Snapshot,
+    a: &Attributes<'_>,
+    lookup: &dyn Lookup,
+    old: &Value,
+    warnings: &mut Vec<String>,
+) -> Result<(), Refusal> {
+    if matching::exempt(a) || !snapshot.mutating.iter().any(|h| h.covers(a)) {
+        return Ok(());
+    }
+    webhook::mutate_deletion(&snapshot.mutating, a, lookup, old, warnings).await
+}
+
 /// Runs the policies, then the validating webhooks, of `snapshot` on `object` (`None` for a
 /// deletion, whose object is `old`).
 pub async fn validate(
@@ -258,7 +277,18 @@ pub async fn validate(
     if matching::exempt(a) {
         return Ok(());
     }
-    policy::validate(&snapshot.policies, a, lookup, object, old, warnings)?;
+    let mut annotations = audit::AuditAnnotations::default();
+    let decided = policy::validate(
+        &snapshot.policies,
+        a,
+        lookup,
+        object,
+        old,
+        warnings,
+        &mut annotations,
+    );
+    annotations.record(a);
+    decided?;
     if !snapshot.validating.iter().any(|h| h.covers(a)) {
         return Ok(());
     }
@@ -269,6 +299,7 @@ pub async fn validate(
 pub struct StoreLookup<'a> {
     pub store: &'a Store,
     pub cache: &'a AdmissionCache,
+    pub rbac: &'a crate::authz::Rbac,
 }
 
 impl StoreLookup<'_> {
@@ -287,6 +318,10 @@ impl StoreLookup<'_> {
 }
 
 impl Lookup for StoreLookup<'_> {
+    fn authorizer(&self) -> Option<Arc<dyn crate::authorizer::Authorizer>> {
+        Some(Arc::new(self.rbac.clone()))
+    }
+
     fn namespace(&self, name: &str) -> Option<Arc<Value>> {
         self.cache.namespace_object(self.store, name).ok().flatten()
     }
@@ -447,6 +482,9 @@ pub mod testing {
             _: Option<&berth_core::labels::Selector>,
         ) -> Result<Vec<Value>, String> {
             Ok(Vec::new())
+        }
+        fn authorizer(&self) -> Option<Arc<dyn crate::authorizer::Authorizer>> {
+            None
         }
     }
 }

@@ -3,7 +3,9 @@
 //! binding's `matchResources` select, with the binding's parameters, and a failed validation
 //! acted on as the binding's `validationActions` say (Deny, Warn, Audit).
 
+use super::audit::AuditAnnotations;
 use super::cel::{Activation, Conditions, Expression};
+use super::cel_authorizer::AuthorizerVar;
 use super::matching::{rules_match, Rule, Selectors};
 use super::webhook::Refusal;
 use super::{Attributes, Lookup};
@@ -70,6 +72,15 @@ impl MatchResources {
     }
 }
 
+/// An `auditAnnotations` entry: its value is recorded as `<policy name>/<key>`.
+struct AuditAnnotation {
+    key: String,
+    value: Expression,
+}
+
+/// Longest audit annotation value recorded (upstream's 10 KiB); longer ones are cut.
+const MAX_AUDIT_ANNOTATION_VALUE: usize = 10 * 1024;
+
 struct Validation {
     expression: Expression,
     message: String,
@@ -86,7 +97,10 @@ pub struct Policy {
     conditions: Conditions,
     variables: Vec<(String, Expression)>,
     validations: Vec<Validation>,
+    audit_annotations: Vec<AuditAnnotation>,
     fail_open: bool,
+    /// Whether an expression names the `authorizer` variable (which then is given).
+    uses_authorizer: bool,
 }
 
 impl Policy {
@@ -121,7 +135,17 @@ impl Policy {
                     reason: s(&v["reason"]),
                 })
                 .collect(),
+            audit_annotations: spec["auditAnnotations"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|v| AuditAnnotation {
+                    key: s(&v["key"]),
+                    value: Expression::compile(&s(&v["valueExpression"])),
+                })
+                .collect(),
             fail_open: spec["failurePolicy"].as_str() == Some("Ignore"),
+            uses_authorizer: spec.to_string().contains("authorizer"),
         }
     }
 }
@@ -143,6 +167,8 @@ pub struct Binding {
     deny: bool,
     warn: bool,
     audit: bool,
+    /// `validationActions` as written, for the audit record.
+    actions: Vec<String>,
 }
 
 impl Binding {
@@ -178,6 +204,7 @@ impl Binding {
             deny: has("Deny"),
             warn: has("Warn"),
             audit: has("Audit"),
+            actions,
         }
     }
 }
@@ -193,9 +220,31 @@ pub struct Bound {
 struct Failure {
     message: String,
     reason: String,
+    /// Which of the policy's validations failed (`None`: not a validation's verdict).
+    expression_index: Option<usize>,
 }
 
-/// Evaluates every bound policy that selects the request.
+impl Failure {
+    fn configuration(message: String) -> Failure {
+        Failure {
+            message,
+            reason: String::new(),
+            expression_index: None,
+        }
+    }
+}
+
+/// What one evaluation of a policy gave: its failed validations, and its audit annotations'
+/// values (or the errors that, under `failurePolicy: Fail`, deny as failures do).
+#[derive(Default)]
+struct Evaluation {
+    failures: Vec<Failure>,
+    annotations: Vec<(String, String)>,
+    annotation_errors: Vec<Failure>,
+}
+
+/// Evaluates every bound policy that selects the request; the audit annotations they make
+/// are added to `annotations`.
 pub fn validate(
     bound: &[Bound],
     a: &Attributes,
@@ -203,9 +252,13 @@ pub fn validate(
     object: Option<&Value>,
     old: Option<&Value>,
     warnings: &mut Vec<String>,
+    annotations: &mut AuditAnnotations,
 ) -> Result<(), Refusal> {
     let mut request = None;
     let mut namespace_object = None;
+    let mut authorizer = None;
+    let mut audited = Vec::new();
+    let mut result = Ok(());
     for b in bound {
         let (policy, binding) = (&*b.policy, &*b.binding);
         if !policy.constraints.matches(a, lookup, object, old, false) {
@@ -222,14 +275,21 @@ pub fn validate(
                 .then(|| lookup.namespace(a.namespace))
                 .flatten()
         });
+        let authorizer = if policy.uses_authorizer {
+            authorizer
+                .get_or_insert_with(|| authorizer_var(a, lookup))
+                .clone()
+        } else {
+            None
+        };
         let params = match params(policy, binding, a, lookup) {
             Ok(p) => p,
             Err(e) => {
-                let failure = Failure {
-                    message: format!("failed to configure binding: {e}"),
-                    reason: String::new(),
-                };
-                act(policy, binding, a, failure, warnings)?;
+                let failure = Failure::configuration(format!("failed to configure binding: {e}"));
+                result = act(policy, binding, a, failure, warnings, &mut audited);
+                if result.is_err() {
+                    break;
+                }
                 continue;
             }
         };
@@ -240,13 +300,54 @@ pub fn validate(
                 request,
                 params: param.as_ref(),
                 namespace_object: namespace_object.as_deref(),
+                authorizer: authorizer.clone(),
             };
-            for failure in evaluate(policy, &activation) {
-                act(policy, binding, a, failure, warnings)?;
+            let evaluation = evaluate(policy, &activation);
+            for (key, value) in evaluation.annotations {
+                annotations.add(format!("{}/{key}", policy.name), value);
+            }
+            // An audit annotation that cannot be made denies whatever the binding's actions.
+            if let Some(e) = evaluation.annotation_errors.into_iter().next() {
+                result = Err(denial(policy, binding, a, &e));
+                break;
+            }
+            for failure in evaluation.failures {
+                result = act(policy, binding, a, failure, warnings, &mut audited);
+                if result.is_err() {
+                    break;
+                }
+            }
+            if result.is_err() {
+                break;
             }
         }
+        if result.is_err() {
+            break;
+        }
     }
-    Ok(())
+    if !audited.is_empty() {
+        annotations.add(
+            super::audit::VALIDATION_FAILURE.to_string(),
+            Value::Array(audited).to_string(),
+        );
+    }
+    result
+}
+
+/// The `authorizer` variable for the request's user, when the server has an authorizer.
+fn authorizer_var(a: &Attributes, lookup: &dyn Lookup) -> Option<Arc<AuthorizerVar>> {
+    let authorizer = lookup.authorizer()?;
+    Some(Arc::new(AuthorizerVar::new(
+        authorizer,
+        a.user.clone(),
+        [
+            a.rt.group.to_string(),
+            a.rt.plural.to_string(),
+            a.subresource.to_string(),
+            a.namespace.to_string(),
+            a.name.to_string(),
+        ],
+    )))
 }
 
 /// The parameter objects to evaluate with: `[None]` for a policy without `paramKind`.
@@ -279,21 +380,18 @@ fn params(
     Ok(found.into_iter().map(Some).collect())
 }
 
-/// The policy's failed validations for one activation (empty when it admits).
-fn evaluate(policy: &Policy, activation: &Activation) -> Vec<Failure> {
+/// The policy's verdict for one activation (no failures when it admits).
+fn evaluate(policy: &Policy, activation: &Activation) -> Evaluation {
     let mut context = activation.context();
-    let mut failures = Vec::new();
+    let mut out = Evaluation::default();
     match policy.conditions.all_true(&context) {
         Ok(true) => {}
-        Ok(false) => return failures,
+        Ok(false) => return out,
         Err(e) => {
             if !policy.fail_open {
-                failures.push(Failure {
-                    message: e,
-                    reason: String::new(),
-                });
+                out.failures.push(Failure::configuration(e));
             }
-            return failures;
+            return out;
         }
     }
     if !policy.variables.is_empty() {
@@ -308,21 +406,50 @@ fn evaluate(policy: &Policy, activation: &Activation) -> Vec<Failure> {
         }
         context.add_variable_from_value("variables", values);
     }
-    for v in &policy.validations {
+    for (index, v) in policy.validations.iter().enumerate() {
         match v.expression.evaluate_bool(&context) {
             Ok(true) => {}
-            Ok(false) => failures.push(Failure {
+            Ok(false) => out.failures.push(Failure {
                 message: message(v, &context),
                 reason: v.reason.clone(),
+                expression_index: Some(index),
             }),
-            Err(e) if !policy.fail_open => failures.push(Failure {
+            Err(e) if !policy.fail_open => out.failures.push(Failure {
                 message: format!("expression '{}' resulted in error: {e}", v.expression.text),
                 reason: v.reason.clone(),
+                expression_index: Some(index),
             }),
             Err(_) => {}
         }
     }
-    failures
+    for annotation in &policy.audit_annotations {
+        let text = &annotation.value.text;
+        let error = match annotation.value.evaluate(&context) {
+            Ok(cel_interpreter::Value::String(v)) if v.is_empty() => None,
+            Ok(cel_interpreter::Value::String(v)) => {
+                let mut value = v.to_string();
+                if value.len() > MAX_AUDIT_ANNOTATION_VALUE {
+                    let mut end = MAX_AUDIT_ANNOTATION_VALUE;
+                    while !value.is_char_boundary(end) {
+                        end -= 1;
+                    }
+                    value.truncate(end);
+                }
+                out.annotations.push((annotation.key.clone(), value));
+                None
+            }
+            Ok(cel_interpreter::Value::Null) => None,
+            Ok(other) => Some(format!(
+                "valueExpression '{text}' resulted in unsupported return type: {}. Return type must be either string or null.",
+                super::cel::type_name(&other)
+            )),
+            Err(e) => Some(format!("expression '{text}' resulted in error: {e}")),
+        };
+        if let Some(message) = error.filter(|_| !policy.fail_open) {
+            out.annotation_errors.push(Failure::configuration(message));
+        }
+    }
+    out
 }
 
 /// A failed validation's message: its `messageExpression`'s (a non-empty single line), its
@@ -342,13 +469,15 @@ fn message(v: &Validation, context: &cel_interpreter::Context) -> String {
     format!("failed expression: {}", v.expression.text)
 }
 
-/// Carries out the binding's `validationActions` for one failure.
+/// Carries out the binding's `validationActions` for one failure; an `Audit` action's
+/// record is added to `audited`.
 fn act(
     policy: &Policy,
     binding: &Binding,
     a: &Attributes,
     failure: Failure,
     warnings: &mut Vec<String>,
+    audited: &mut Vec<Value>,
 ) -> Result<(), Refusal> {
     if binding.warn {
         warnings.push(format!(
@@ -357,10 +486,16 @@ fn act(
         ));
     }
     if binding.audit {
-        tracing::info!(
-            policy = %policy.name, binding = %binding.name, message = %failure.message,
-            "validation failed (Audit)"
-        );
+        let mut record = json!({
+            "message": failure.message,
+            "policy": policy.name,
+            "binding": binding.name,
+            "validationActions": binding.actions,
+        });
+        if let Some(i) = failure.expression_index {
+            record["expressionIndex"] = json!(i);
+        }
+        audited.push(record);
     }
     if binding.deny {
         return Err(denial(policy, binding, a, &failure));
@@ -401,6 +536,7 @@ fn denial(policy: &Policy, binding: &Binding, a: &Attributes, failure: &Failure)
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::admission::dynamic::audit::VALIDATION_FAILURE;
     use crate::admission::dynamic::{testing::NoLookup, Operation};
     use crate::user::UserInfo;
 
@@ -452,17 +588,170 @@ mod tests {
         binding: Arc<Binding>,
         obj: &Value,
     ) -> (Result<(), Refusal>, Vec<String>) {
-        let user = UserInfo::default();
+        let (r, warnings, _) = run_audited(policy, binding, obj, &NoLookup);
+        (r, warnings)
+    }
+
+    /// The verdict, the warnings and the published audit annotations.
+    type Audited = (Result<(), Refusal>, Vec<String>, Vec<(String, String)>);
+
+    fn run_audited(
+        policy: Arc<Policy>,
+        binding: Arc<Binding>,
+        obj: &Value,
+        lookup: &dyn Lookup,
+    ) -> Audited {
+        let user = UserInfo {
+            name: "alice".into(),
+            ..UserInfo::default()
+        };
         let mut warnings = Vec::new();
+        let mut annotations = AuditAnnotations::default();
         let r = validate(
             &[Bound { policy, binding }],
             &attrs(&user),
-            &NoLookup,
+            lookup,
             Some(obj),
             None,
             &mut warnings,
+            &mut annotations,
         );
-        (r, warnings)
+        (r, warnings, annotations.published())
+    }
+
+    /// A cluster whose authorizer lets `alice` list secrets and nothing else.
+    struct AliceListsSecrets;
+
+    impl Lookup for AliceListsSecrets {
+        fn namespace(&self, n: &str) -> Option<Arc<Value>> {
+            NoLookup.namespace(n)
+        }
+        fn service_address(&self, ns: &str, n: &str, p: u16) -> Result<String, String> {
+            NoLookup.service_address(ns, n, p)
+        }
+        fn params(
+            &self,
+            v: &str,
+            k: &str,
+            ns: &str,
+            n: &str,
+            s: Option<&berth_core::labels::Selector>,
+        ) -> Result<Vec<Value>, String> {
+            NoLookup.params(v, k, ns, n, s)
+        }
+        fn authorizer(&self) -> Option<Arc<dyn crate::authorizer::Authorizer>> {
+            struct Fixed;
+            impl crate::authorizer::Authorizer for Fixed {
+                fn authorize(
+                    &self,
+                    a: &crate::authorizer::Attributes<'_>,
+                ) -> crate::authorizer::Decision {
+                    if a.user.name == "alice" && a.verb == "list" && a.resource == "secrets" {
+                        crate::authorizer::Decision::Allow
+                    } else {
+                        crate::authorizer::Decision::Deny(String::new())
+                    }
+                }
+            }
+            Some(Arc::new(Fixed))
+        }
+    }
+
+    #[test]
+    fn audit_annotations_are_recorded_under_the_policy_name_and_null_records_nothing() {
+        let policy = replicas_policy(json!({
+            "auditAnnotations": [
+                {"key": "high-replica-count", "valueExpression": "object.spec.replicas > 5 ? 'Deployment spec.replicas set to ' + string(object.spec.replicas) : null"},
+                {"key": "empty", "valueExpression": "''"},
+            ],
+        }));
+        let (r, _, annotations) = run_audited(
+            policy.clone(),
+            binding(&["Audit"]),
+            &deployment(7),
+            &NoLookup,
+        );
+        assert!(r.is_ok());
+        assert_eq!(
+            annotations,
+            vec![
+                (
+                    "demo-policy.example.com/high-replica-count".to_string(),
+                    "Deployment spec.replicas set to 7".to_string()
+                ),
+                (
+                    VALIDATION_FAILURE.to_string(),
+                    r#"[{"binding":"demo-binding-test.example.com","expressionIndex":0,"message":"failed expression: object.spec.replicas <= 5","policy":"demo-policy.example.com","validationActions":["Audit"]}]"#.to_string()
+                ),
+            ]
+        );
+        let (_, _, annotations) =
+            run_audited(policy, binding(&["Deny"]), &deployment(3), &NoLookup);
+        assert!(annotations.is_empty(), "{annotations:?}");
+    }
+
+    #[test]
+    fn an_audit_annotation_of_the_wrong_type_denies_under_fail() {
+        let policy = replicas_policy(json!({
+            "validations": [{"expression": "true"}],
+            "auditAnnotations": [{"key": "k", "valueExpression": "1"}],
+        }));
+        let (r, _, _) = run_audited(policy, binding(&["Warn"]), &deployment(1), &NoLookup);
+        assert!(r.unwrap_err()["message"].as_str().unwrap().ends_with(
+            "denied request: valueExpression '1' resulted in unsupported return type: int. Return type must be either string or null."
+        ));
+        let ignored = replicas_policy(json!({
+            "failurePolicy": "Ignore",
+            "validations": [{"expression": "true"}],
+            "auditAnnotations": [{"key": "k", "valueExpression": "1"}],
+        }));
+        assert!(
+            run_audited(ignored, binding(&["Deny"]), &deployment(1), &NoLookup)
+                .0
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn the_authorizer_variable_asks_for_the_requesting_user() {
+        let policy = replicas_policy(json!({
+            "validations": [{
+                "expression": "authorizer.group('').resource('secrets').check('list').allowed()",
+                "message": "may not list secrets"}],
+        }));
+        let (r, _, _) = run_audited(
+            policy.clone(),
+            binding(&["Deny"]),
+            &deployment(1),
+            &AliceListsSecrets,
+        );
+        assert!(r.is_ok());
+        let denying = replicas_policy(json!({
+            "validations": [{
+                "expression": "authorizer.group('').resource('secrets').check('delete').allowed()",
+                "message": "may not delete secrets"}],
+        }));
+        let (r, _, _) = run_audited(
+            denying,
+            binding(&["Deny"]),
+            &deployment(1),
+            &AliceListsSecrets,
+        );
+        assert!(r.unwrap_err()["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("denied request: may not delete secrets"));
+        let request_resource = replicas_policy(json!({
+            "validations": [{"expression": "authorizer.requestResource.check('create').allowed()"}],
+        }));
+        assert!(run_audited(
+            request_resource,
+            binding(&["Deny"]),
+            &deployment(1),
+            &AliceListsSecrets
+        )
+        .0
+        .is_err());
     }
 
     #[test]

@@ -140,6 +140,7 @@ impl Webhook {
             request,
             params: None,
             namespace_object: None,
+            authorizer: None,
         };
         self.conditions.all_true(&activation.context())
     }
@@ -323,6 +324,49 @@ async fn call_mutating(
     let changed = patched != *object;
     *object = patched;
     Ok(Some(changed))
+}
+
+/// Runs the mutating webhooks on a deletion of `old`: each that applies is called once, with
+/// no `object`, and may admit or refuse but not change anything (upstream refuses a
+/// non-empty patch with an internal error).
+pub async fn mutate_deletion(
+    hooks: &[Arc<Webhook>],
+    a: &Attributes<'_>,
+    lookup: &dyn Lookup,
+    old: &Value,
+    warnings: &mut Vec<String>,
+) -> Result<(), Refusal> {
+    for hook in hooks {
+        let uid = uuid::Uuid::new_v4().to_string();
+        let request = review::request(a, &uid, None, Some(old));
+        match hook.applies(a, lookup, None, Some(old), &request) {
+            Ok(false) => continue,
+            Ok(true) => {}
+            Err(e) => {
+                failed(hook, &e)?;
+                continue;
+            }
+        }
+        dry_run_check(hook, a)?;
+        let verdict = match hook.call(lookup, &request, &uid).await {
+            Ok(v) => v,
+            Err(Failure::Call(e)) => {
+                failed(hook, &e)?;
+                continue;
+            }
+        };
+        verdict_warnings(&verdict, warnings);
+        if !verdict.allowed {
+            return Err(review::denial(&hook.name, &verdict.status));
+        }
+        if verdict.patch.is_some_and(|p| !p.0.is_empty()) {
+            return Err(internal_error(&format!(
+                "admission webhook {:?} attempted to modify the object, which is not supported for this operation",
+                hook.name
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// A failed call or condition: passed over under `failurePolicy: Ignore`, a refusal under

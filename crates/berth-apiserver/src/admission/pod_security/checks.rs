@@ -99,6 +99,173 @@ fn security(c: &Value) -> &Value {
     &c["securityContext"]
 }
 
+/// The annotation prefix of the deprecated per-container AppArmor profiles.
+const APPARMOR_ANNOTATION_PREFIX: &str = "container.apparmor.security.beta.kubernetes.io/";
+
+/// SELinux types the baseline level allows (upstream's 1.31 list).
+const SELINUX_TYPES: &[&str] = &[
+    "",
+    "container_t",
+    "container_init_t",
+    "container_kvm_t",
+    "container_engine_t",
+];
+
+/// `pod`, `containers "a", "b"`, or both joined by ` and `: who set a forbidden value.
+fn setters(pod: bool, containers: &[&str]) -> Vec<String> {
+    let mut out = Vec::new();
+    if pod {
+        out.push("pod".to_string());
+    }
+    if !containers.is_empty() {
+        out.push(container_list(containers));
+    }
+    out
+}
+
+/// Baseline: AppArmor profiles, in the `appArmorProfile` fields (only `RuntimeDefault` and
+/// `Localhost`) and in the deprecated annotations (empty, `runtime/default`, `localhost/*`).
+pub fn app_armor(meta: &Value, spec: &Value) -> Option<Violation> {
+    let allowed_type = |sc: &Value| match sc.get("appArmorProfile").filter(|p| p.is_object()) {
+        None => Ok(()),
+        Some(p) => match p["type"].as_str().unwrap_or("") {
+            "RuntimeDefault" | "Localhost" => Ok(()),
+            other => Err(other.to_string()),
+        },
+    };
+    let mut values = std::collections::BTreeSet::new();
+    let pod = match allowed_type(&spec["securityContext"]) {
+        Ok(()) => false,
+        Err(v) => {
+            values.insert(v);
+            true
+        }
+    };
+    let bad: Vec<&str> = containers(spec)
+        .filter(|c| match allowed_type(security(c)) {
+            Ok(()) => false,
+            Err(v) => {
+                values.insert(v);
+                true
+            }
+        })
+        .map(name)
+        .collect();
+    let mut who = setters(pod, &bad);
+    let mut values: Vec<String> = values.into_iter().collect();
+    let mut annotations: Vec<String> = meta["annotations"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(k, _)| k.starts_with(APPARMOR_ANNOTATION_PREFIX))
+        .filter_map(|(k, v)| {
+            let v = v.as_str().unwrap_or("");
+            let allowed = v.is_empty() || v == "runtime/default" || v.starts_with("localhost/");
+            (!allowed).then(|| format!("{k}={v:?}"))
+        })
+        .collect();
+    if !annotations.is_empty() {
+        annotations.sort();
+        who.push(pluralize("annotation", "annotations", annotations.len()).to_string());
+        values.extend(annotations);
+    }
+    if who.is_empty() {
+        return None;
+    }
+    Some(Violation {
+        reason: pluralize(
+            "forbidden AppArmor profile",
+            "forbidden AppArmor profiles",
+            values.len(),
+        ),
+        detail: format!(
+            "{} must not set AppArmor profile type to {}",
+            who.join(" and "),
+            join_quote(&values)
+        ),
+    })
+}
+
+/// Baseline: SELinux options: a type of [`SELINUX_TYPES`], no user, no role.
+pub fn se_linux_options(spec: &Value) -> Option<Violation> {
+    let mut types = std::collections::BTreeSet::new();
+    let (mut user, mut role) = (false, false);
+    let mut valid = |sc: &Value| -> bool {
+        let Some(o) = sc.get("seLinuxOptions").filter(|o| o.is_object()) else {
+            return true;
+        };
+        let mut ok = true;
+        let t = o["type"].as_str().unwrap_or("");
+        if !SELINUX_TYPES.contains(&t) {
+            types.insert(t.to_string());
+            ok = false;
+        }
+        if !o["user"].as_str().unwrap_or("").is_empty() {
+            user = true;
+            ok = false;
+        }
+        if !o["role"].as_str().unwrap_or("").is_empty() {
+            role = true;
+            ok = false;
+        }
+        ok
+    };
+    let pod = !valid(&spec["securityContext"]);
+    let bad: Vec<&str> = containers(spec)
+        .filter(|c| !valid(security(c)))
+        .map(name)
+        .collect();
+    let who = setters(pod, &bad);
+    if who.is_empty() {
+        return None;
+    }
+    let mut data = Vec::new();
+    if !types.is_empty() {
+        let types: Vec<String> = types.into_iter().collect();
+        data.push(format!(
+            "{} {}",
+            pluralize("type", "types", types.len()),
+            join_quote(&types)
+        ));
+    }
+    if user {
+        data.push("user may not be set".to_string());
+    }
+    if role {
+        data.push("role may not be set".to_string());
+    }
+    Some(Violation {
+        reason: "seLinuxOptions",
+        detail: format!(
+            "{} set forbidden securityContext.seLinuxOptions: {}",
+            who.join(" and "),
+            data.join("; ")
+        ),
+    })
+}
+
+/// Baseline: Windows host processes (`windowsOptions.hostProcess: true`).
+pub fn windows_host_process(spec: &Value) -> Option<Violation> {
+    let host_process = |sc: &Value| {
+        sc.pointer("/windowsOptions/hostProcess")
+            .and_then(Value::as_bool)
+            == Some(true)
+    };
+    let pod = host_process(&spec["securityContext"]);
+    let bad: Vec<&str> = containers(spec)
+        .filter(|c| host_process(security(c)))
+        .map(name)
+        .collect();
+    let who = setters(pod, &bad);
+    (!who.is_empty()).then(|| Violation {
+        reason: "hostProcess",
+        detail: format!(
+            "{} must not set securityContext.windowsOptions.hostProcess=true",
+            who.join(" and ")
+        ),
+    })
+}
+
 /// Baseline: `hostNetwork`, `hostPID`, `hostIPC`.
 pub fn host_namespaces(spec: &Value) -> Option<Violation> {
     let set: Vec<String> = ["hostNetwork", "hostPID", "hostIPC"]
@@ -478,4 +645,152 @@ pub fn seccomp_restricted(spec: &Value) -> Option<Violation> {
             join_quote(&unset)
         ),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn detail(v: Option<Violation>) -> (String, String) {
+        let v = v.expect("a violation");
+        (v.reason.to_string(), v.detail)
+    }
+
+    fn container(name: &str, security_context: &Value) -> Value {
+        json!({"name": name, "securityContext": security_context})
+    }
+
+    // Upstream's check_appArmorProfile_test.go, with the 1.30 check's words.
+    #[test]
+    fn app_armor_annotations_and_profile_types() {
+        let allowed = json!({"annotations": {
+            "container.apparmor.security.beta.kubernetes.io/test": "runtime/default",
+            "container.apparmor.security.beta.kubernetes.io/local": "localhost/sec-profile01",
+            "env": "prod"}});
+        assert_eq!(app_armor(&allowed, &json!({})), None);
+        assert_eq!(app_armor(&json!({}), &json!({})), None);
+        let meta = json!({"annotations": {
+            "container.apparmor.security.beta.kubernetes.io/": "bogus",
+            "container.apparmor.security.beta.kubernetes.io/a": "",
+            "container.apparmor.security.beta.kubernetes.io/b": "runtime/default",
+            "container.apparmor.security.beta.kubernetes.io/c": "localhost/",
+            "container.apparmor.security.beta.kubernetes.io/d": "localhost/foo",
+            "container.apparmor.security.beta.kubernetes.io/e": "unconfined",
+            "container.apparmor.security.beta.kubernetes.io/f": "unknown",
+        }});
+        assert_eq!(
+            detail(app_armor(&meta, &json!({}))),
+            (
+                "forbidden AppArmor profiles".into(),
+                r#"annotations must not set AppArmor profile type to "container.apparmor.security.beta.kubernetes.io/=\"bogus\"", "container.apparmor.security.beta.kubernetes.io/e=\"unconfined\"", "container.apparmor.security.beta.kubernetes.io/f=\"unknown\"""#.into()
+            )
+        );
+        let spec = json!({
+        "securityContext": {"appArmorProfile": {"type": "Unconfined"}},
+        "containers": [
+            container("a", &json!({"appArmorProfile": {"type": "RuntimeDefault"}})),
+            container("b", &json!({"appArmorProfile": {"type": "Localhost", "localhostProfile": "p"}})),
+            container("c", &json!({"appArmorProfile": {"type": "Unconfined"}})),
+        ]});
+        assert_eq!(
+            detail(app_armor(&json!({}), &spec)),
+            (
+                "forbidden AppArmor profile".into(),
+                r#"pod and container "c" must not set AppArmor profile type to "Unconfined""#
+                    .into()
+            )
+        );
+    }
+
+    // Upstream's check_seLinuxOptions_test.go.
+    #[test]
+    fn se_linux_options_vectors() {
+        let valid_containers = vec![
+            container("a", &json!({"seLinuxOptions": {"type": "container_t"}})),
+            container(
+                "b",
+                &json!({"seLinuxOptions": {"type": "container_init_t"}}),
+            ),
+            container("c", &json!({"seLinuxOptions": {"type": "container_kvm_t"}})),
+            container(
+                "d",
+                &json!({"seLinuxOptions": {"type": "container_engine_t"}}),
+            ),
+        ];
+        let mut invalid_containers = valid_containers.clone();
+        invalid_containers.extend([
+            container("e", &json!({"seLinuxOptions": {"type": "bar"}})),
+            container("f", &json!({"seLinuxOptions": {"user": "bar"}})),
+            container("g", &json!({"seLinuxOptions": {"role": "baz"}})),
+        ]);
+        let bad_pod = json!({"seLinuxOptions": {"type": "foo", "user": "bar", "role": "baz"}});
+        let cases = [
+            (
+                json!({"securityContext": &bad_pod, "containers": &invalid_containers}),
+                r#"pod and containers "e", "f", "g" set forbidden securityContext.seLinuxOptions: types "bar", "foo"; user may not be set; role may not be set"#,
+            ),
+            (
+                json!({"securityContext": &bad_pod, "containers": &valid_containers}),
+                r#"pod set forbidden securityContext.seLinuxOptions: type "foo"; user may not be set; role may not be set"#,
+            ),
+            (
+                json!({"securityContext": {"seLinuxOptions": {}}, "containers": &invalid_containers}),
+                r#"containers "e", "f", "g" set forbidden securityContext.seLinuxOptions: type "bar"; user may not be set; role may not be set"#,
+            ),
+            (
+                json!({"securityContext": {"seLinuxOptions": {"type": "bad"}}}),
+                r#"pod set forbidden securityContext.seLinuxOptions: type "bad""#,
+            ),
+            (
+                json!({"securityContext": {"seLinuxOptions": {"user": "bad"}}}),
+                "pod set forbidden securityContext.seLinuxOptions: user may not be set",
+            ),
+            (
+                json!({"securityContext": {"seLinuxOptions": {"role": "bad"}}}),
+                "pod set forbidden securityContext.seLinuxOptions: role may not be set",
+            ),
+        ];
+        for (spec, want) in cases {
+            assert_eq!(
+                detail(se_linux_options(&spec)),
+                ("seLinuxOptions".to_string(), want.to_string())
+            );
+        }
+        assert_eq!(
+            se_linux_options(&json!({"containers": valid_containers})),
+            None
+        );
+    }
+
+    // Upstream's check_windowsHostProcess_test.go.
+    #[test]
+    fn windows_host_process_vectors() {
+        let host = json!({"windowsOptions": {"hostProcess": true}});
+        let not = json!({"windowsOptions": {"hostProcess": false}});
+        let spec = json!({"securityContext": &host, "containers": [
+            container("a", &json!({})), container("b", &host), container("c", &host),
+            container("d", &not)]});
+        assert_eq!(
+            detail(windows_host_process(&spec)),
+            (
+                "hostProcess".into(),
+                r#"pod and containers "b", "c" must not set securityContext.windowsOptions.hostProcess=true"#.into()
+            )
+        );
+        let one = json!({"containers": [container("a", &host)]});
+        assert_eq!(
+            detail(windows_host_process(&one)).1,
+            r#"container "a" must not set securityContext.windowsOptions.hostProcess=true"#
+        );
+        let pod_only = json!({"securityContext": &host, "containers": [container("a", &not)]});
+        assert_eq!(
+            detail(windows_host_process(&pod_only)).1,
+            "pod must not set securityContext.windowsOptions.hostProcess=true"
+        );
+        assert_eq!(
+            windows_host_process(&json!({"securityContext": &not})),
+            None
+        );
+    }
 }

@@ -41,24 +41,41 @@ impl Level {
     }
 }
 
-type Check = fn(&Value) -> Option<Violation>;
+/// A check of the pod spec, or of the pod's metadata and spec (AppArmor's annotations).
+#[derive(Clone, Copy)]
+enum Check {
+    Spec(fn(&Value) -> Option<Violation>),
+    Pod(fn(&Value, &Value) -> Option<Violation>),
+}
 
-/// The baseline checks in upstream's order, each with whether it overlaps a restricted check
-/// (capabilities, hostPath volumes, seccomp): those run only at the baseline level, after the
-/// others, as upstream's `overlappingBaselineChecks`.
+impl Check {
+    fn run(self, meta: &Value, spec: &Value) -> Option<Violation> {
+        match self {
+            Check::Spec(c) => c(spec),
+            Check::Pod(c) => c(meta, spec),
+        }
+    }
+}
+
+/// The baseline checks in upstream's order (its checks' IDs in alphabetical order), each with
+/// whether it overlaps a restricted check (capabilities, hostPath volumes, seccomp): those
+/// run only at the baseline level, after the others, as upstream's `overlappingBaselineChecks`.
 const BASELINE: &[(Check, bool)] = &[
-    (checks::host_namespaces, false),
-    (checks::host_ports, false),
-    (checks::privileged, false),
-    (checks::proc_mount, false),
-    (checks::sysctls, false),
-    (checks::capabilities_baseline, true),
-    (checks::host_path_volumes, true),
-    (checks::seccomp_baseline, true),
+    (Check::Pod(checks::app_armor), false),
+    (Check::Spec(checks::host_namespaces), false),
+    (Check::Spec(checks::host_ports), false),
+    (Check::Spec(checks::privileged), false),
+    (Check::Spec(checks::proc_mount), false),
+    (Check::Spec(checks::se_linux_options), false),
+    (Check::Spec(checks::sysctls), false),
+    (Check::Spec(checks::windows_host_process), false),
+    (Check::Spec(checks::capabilities_baseline), true),
+    (Check::Spec(checks::host_path_volumes), true),
+    (Check::Spec(checks::seccomp_baseline), true),
 ];
 
 /// The restricted level's own checks.
-const RESTRICTED: &[Check] = &[
+const RESTRICTED: &[fn(&Value) -> Option<Violation>] = &[
     checks::allow_privilege_escalation,
     checks::capabilities_restricted,
     checks::restricted_volumes,
@@ -67,8 +84,8 @@ const RESTRICTED: &[Check] = &[
     checks::seccomp_restricted,
 ];
 
-/// Every broken check of `level` for `spec`, in upstream's order.
-pub fn evaluate(level: Level, spec: &Value) -> Vec<Violation> {
+/// Every broken check of `level` for a pod's `meta`data and `spec`, in upstream's order.
+pub fn evaluate(level: Level, meta: &Value, spec: &Value) -> Vec<Violation> {
     let mut out = Vec::new();
     if level == Level::Privileged {
         return out;
@@ -76,7 +93,7 @@ pub fn evaluate(level: Level, spec: &Value) -> Vec<Violation> {
     let restricted = level == Level::Restricted;
     for (check, replaced) in BASELINE {
         if !(restricted && *replaced) {
-            out.extend(check(spec));
+            out.extend(check.run(meta, spec));
         }
     }
     if restricted {
@@ -98,15 +115,156 @@ fn describe(level: Level, version: &str, violations: &[Violation]) -> String {
     )
 }
 
-/// A namespace's mode (`enforce`, `warn`, `audit`): its level and version.
-fn mode(labels: &Map<String, Value>, mode: &str) -> Option<(Level, String)> {
-    let level = labels.get(&format!("{LABEL_PREFIX}{mode}"))?.as_str()?;
-    let version = labels
-        .get(&format!("{LABEL_PREFIX}{mode}-version"))
-        .and_then(Value::as_str)
-        .filter(|v| !v.is_empty())
-        .unwrap_or("latest");
-    Some((Level::parse(level), version.to_string()))
+/// A namespace's mode (`enforce`, `warn`, `audit`): its level and version, from its labels,
+/// else from the configuration's `defaults` (`None`: privileged, nothing to judge).
+fn mode(labels: &Map<String, Value>, config: &Config, mode: &str) -> Option<(Level, String)> {
+    let label = |k: String| {
+        labels
+            .get(&k)
+            .and_then(Value::as_str)
+            .filter(|v| !v.is_empty())
+            .map(str::to_string)
+    };
+    let default = config.defaults.get(mode);
+    let level = match label(format!("{LABEL_PREFIX}{mode}")) {
+        Some(l) => Level::parse(&l),
+        None => default.map(|d| d.0)?,
+    };
+    if level == Level::Privileged {
+        return None;
+    }
+    let version = label(format!("{LABEL_PREFIX}{mode}-version"))
+        .or_else(|| default.map(|d| d.1.clone()))
+        .unwrap_or_else(|| "latest".to_string());
+    Some((level, version))
+}
+
+/// The PodSecurity admission plugin's configuration (upstream's
+/// `pod-security.admission.config.k8s.io/v1` `PodSecurityConfiguration`): the levels of
+/// namespaces without labels, and who and what is exempt.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Config {
+    /// `enforce`, `audit`, `warn` → (level, version).
+    defaults: std::collections::BTreeMap<String, (Level, String)>,
+    usernames: Vec<String>,
+    namespaces: Vec<String>,
+    runtime_classes: Vec<String>,
+}
+
+/// The plugin's name in an admission configuration.
+pub const PLUGIN: &str = "PodSecurity";
+
+impl Config {
+    /// Reads a `PodSecurityConfiguration`; errors name the field as upstream's validation
+    /// does.
+    pub fn parse(v: &Value) -> Result<Config, super::ConfigError> {
+        use super::ConfigError;
+        super::config::only_fields(PLUGIN, v, &["defaults", "exemptions"])?;
+        let mut config = Config::default();
+        let defaults = &v["defaults"];
+        if !defaults.is_null() {
+            super::config::only_fields(
+                PLUGIN,
+                defaults,
+                &[
+                    "enforce",
+                    "enforce-version",
+                    "audit",
+                    "audit-version",
+                    "warn",
+                    "warn-version",
+                ],
+            )
+            .map_err(|e| ConfigError::new(PLUGIN, &format!("defaults.{}", e.field), e.message))?;
+        }
+        for mode in ["enforce", "audit", "warn"] {
+            let level = match defaults[mode].as_str().unwrap_or("privileged") {
+                "privileged" => Level::Privileged,
+                "baseline" => Level::Baseline,
+                "restricted" => Level::Restricted,
+                other => {
+                    return Err(ConfigError::new(
+                        PLUGIN,
+                        &format!("defaults.{mode}"),
+                        format!(
+                        "Invalid value: {other:?}: must be one of privileged, baseline, restricted"
+                    ),
+                    ))
+                }
+            };
+            let version = defaults[format!("{mode}-version")]
+                .as_str()
+                .unwrap_or("latest")
+                .to_string();
+            if !valid_version(&version) {
+                return Err(ConfigError::new(
+                    PLUGIN,
+                    &format!("defaults.{mode}-version"),
+                    format!("Invalid value: {version:?}: must be 'latest' or of the form 'v1.x'"),
+                ));
+            }
+            config.defaults.insert(mode.to_string(), (level, version));
+        }
+        let exemptions = &v["exemptions"];
+        if !exemptions.is_null() {
+            super::config::only_fields(
+                PLUGIN,
+                exemptions,
+                &["usernames", "namespaces", "runtimeClasses"],
+            )
+            .map_err(|e| ConfigError::new(PLUGIN, &format!("exemptions.{}", e.field), e.message))?;
+        }
+        let list = |field: &str| -> Result<Vec<String>, ConfigError> {
+            let mut out: Vec<String> = Vec::new();
+            for (i, item) in exemptions[field]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .enumerate()
+            {
+                let at = format!("exemptions.{field}[{i}]");
+                match item.as_str() {
+                    Some("") => {
+                        return Err(ConfigError::new(
+                            PLUGIN,
+                            &at,
+                            "Invalid value: \"\": must be non-empty",
+                        ))
+                    }
+                    Some(s) if out.iter().any(|o| o == s) => {
+                        return Err(ConfigError::new(
+                            PLUGIN,
+                            &at,
+                            format!("Duplicate value: {s:?}"),
+                        ))
+                    }
+                    Some(s) => out.push(s.to_string()),
+                    None => return Err(ConfigError::new(PLUGIN, &at, "expected a string")),
+                }
+            }
+            Ok(out)
+        };
+        config.usernames = list("usernames")?;
+        config.namespaces = list("namespaces")?;
+        config.runtime_classes = list("runtimeClasses")?;
+        Ok(config)
+    }
+
+    /// Whether the request is exempt: by its user, its namespace, or the pod's runtime class.
+    fn exempt(&self, user: &str, namespace: &str, spec: &Value) -> bool {
+        self.usernames.iter().any(|u| u == user)
+            || self.namespaces.iter().any(|n| n == namespace)
+            || spec["runtimeClassName"]
+                .as_str()
+                .is_some_and(|rc| self.runtime_classes.iter().any(|c| c == rc))
+    }
+}
+
+/// `latest` or `v1.<minor>`.
+fn valid_version(v: &str) -> bool {
+    v == "latest"
+        || v.strip_prefix("v1.")
+            .is_some_and(|m| !m.is_empty() && m.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// Whether objects of `kind` carry a pod spec Pod Security judges.
@@ -123,6 +281,29 @@ pub fn judges(kind: &str) -> bool {
             | "PodTemplate"
             | "CronJob"
     )
+}
+
+/// The pod metadata and spec inside an object of `kind`: a pod's own, a workload's
+/// template's.
+fn pod_parts<'a>(kind: &str, obj: &'a Value) -> Option<(&'a Value, &'a Value)> {
+    let spec = pod_spec(kind, obj)?;
+    let meta = match kind {
+        "Pod" => &obj["metadata"],
+        "PodTemplate" => &obj["template"]["metadata"],
+        "CronJob" => &obj["spec"]["jobTemplate"]["spec"]["template"]["metadata"],
+        _ => &obj["spec"]["template"]["metadata"],
+    };
+    Some((meta, spec))
+}
+
+/// The pod's deprecated AppArmor annotations, which Pod Security judges beside the spec.
+fn app_armor_annotations(meta: &Value) -> Vec<(&String, &Value)> {
+    meta["annotations"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(k, _)| k.starts_with("container.apparmor.security.beta.kubernetes.io/"))
+        .collect()
 }
 
 /// The pod spec inside an object of `kind`: a pod's own, a workload's template's.
@@ -151,25 +332,47 @@ fn pod_spec<'a>(kind: &str, obj: &'a Value) -> Option<&'a Value> {
 /// What Pod Security says about writing `obj` (`old` before an update) in a namespace with
 /// `labels`: `Err(reason)` when `enforce` refuses a pod (the caller answers 403 with it), else
 /// the warnings of the `warn` level.
+#[cfg(test)]
 pub fn admit(
     labels: &Map<String, Value>,
     kind: &str,
     obj: &Value,
     old: Option<&Value>,
 ) -> Result<Vec<String>, String> {
-    if !labels.keys().any(|k| k.starts_with(LABEL_PREFIX)) {
+    admit_with(&Config::default(), "", "", labels, kind, obj, old)
+}
+
+/// [`admit`] under a configuration, for `user`'s request in `namespace`.
+pub fn admit_with(
+    config: &Config,
+    user: &str,
+    namespace: &str,
+    labels: &Map<String, Value>,
+    kind: &str,
+    obj: &Value,
+    old: Option<&Value>,
+) -> Result<Vec<String>, String> {
+    if config.defaults.values().all(|d| d.0 == Level::Privileged)
+        && !labels.keys().any(|k| k.starts_with(LABEL_PREFIX))
+    {
         return Ok(Vec::new());
     }
-    let Some(spec) = pod_spec(kind, obj) else {
+    let Some((meta, spec)) = pod_parts(kind, obj) else {
         return Ok(Vec::new());
     };
-    // An update that leaves the pod spec as it was (labels, status) is not judged again.
-    if old.and_then(|o| pod_spec(kind, o)) == Some(spec) {
+    if config.exempt(user, namespace, spec) {
         return Ok(Vec::new());
     }
+    // An update that leaves the pod spec and its AppArmor annotations as they were (labels,
+    // status) is not judged again.
+    if let Some((old_meta, old_spec)) = old.and_then(|o| pod_parts(kind, o)) {
+        if old_spec == spec && app_armor_annotations(old_meta) == app_armor_annotations(meta) {
+            return Ok(Vec::new());
+        }
+    }
     if kind == "Pod" {
-        if let Some((level, version)) = mode(labels, "enforce") {
-            let violations = evaluate(level, spec);
+        if let Some((level, version)) = mode(labels, config, "enforce") {
+            let violations = evaluate(level, meta, spec);
             if !violations.is_empty() {
                 return Err(format!(
                     "violates {}",
@@ -179,8 +382,8 @@ pub fn admit(
         }
     }
     let mut warnings = Vec::new();
-    if let Some((level, version)) = mode(labels, "warn") {
-        let violations = evaluate(level, spec);
+    if let Some((level, version)) = mode(labels, config, "warn") {
+        let violations = evaluate(level, meta, spec);
         if !violations.is_empty() {
             warnings.push(format!(
                 "would violate {}",
@@ -188,8 +391,8 @@ pub fn admit(
             ));
         }
     }
-    if let Some((level, version)) = mode(labels, "audit") {
-        let violations = evaluate(level, spec);
+    if let Some((level, version)) = mode(labels, config, "audit") {
+        let violations = evaluate(level, meta, spec);
         if !violations.is_empty() {
             tracing::info!(audit = %describe(level, &version, &violations), "pod security audit");
         }
@@ -285,7 +488,7 @@ mod tests {
             "containers": [{"name": "a", "securityContext": {"allowPrivilegeEscalation": false,
                 "capabilities": {"drop": ["ALL"], "add": ["NET_ADMIN"]}}}],
         });
-        let v = evaluate(Level::Restricted, &spec);
+        let v = evaluate(Level::Restricted, &Value::Null, &spec);
         let reasons: Vec<&str> = v.iter().map(|v| v.reason).collect();
         assert_eq!(
             reasons,
@@ -304,8 +507,105 @@ mod tests {
             "volume \"host\" uses restricted volume type \"hostPath\""
         );
         assert_eq!(v[2].detail, "pod must not set runAsUser=0");
-        let b = evaluate(Level::Baseline, &spec);
+        let b = evaluate(Level::Baseline, &Value::Null, &spec);
         let reasons: Vec<&str> = b.iter().map(|v| v.reason).collect();
         assert_eq!(reasons, ["non-default capabilities", "hostPath volumes"]);
+    }
+
+    #[test]
+    fn the_configuration_sets_defaults_and_exemptions() {
+        let config = Config::parse(&json!({
+            "apiVersion": "pod-security.admission.config.k8s.io/v1",
+            "kind": "PodSecurityConfiguration",
+            "defaults": {"enforce": "baseline", "enforce-version": "v1.35", "warn": "restricted"},
+            "exemptions": {"usernames": ["ci-bot"], "namespaces": ["kube-system"],
+                           "runtimeClasses": ["kata"]},
+        }))
+        .unwrap();
+        let none = Map::new();
+        let privileged = pod(json!({"securityContext": {"privileged": true}}));
+        assert_eq!(
+            admit_with(&config, "alice", "demo", &none, "Pod", &privileged, None).unwrap_err(),
+            "violates PodSecurity \"baseline:v1.35\": privileged (container \"nginx\" must not set securityContext.privileged=true)"
+        );
+        let warnings = admit_with(
+            &config,
+            "alice",
+            "demo",
+            &none,
+            "Pod",
+            &pod(json!({})),
+            None,
+        )
+        .unwrap();
+        assert!(warnings[0].starts_with("would violate PodSecurity \"restricted:latest\""));
+        // A namespace's own labels win over the defaults.
+        let labelled = labels(json!({"pod-security.kubernetes.io/enforce": "privileged"}));
+        assert!(admit_with(
+            &config,
+            "alice",
+            "demo",
+            &labelled,
+            "Pod",
+            &privileged,
+            None
+        )
+        .is_ok());
+        // Exempt users, namespaces and runtime classes are not judged.
+        assert_eq!(
+            admit_with(&config, "ci-bot", "demo", &none, "Pod", &privileged, None),
+            Ok(vec![])
+        );
+        assert_eq!(
+            admit_with(
+                &config,
+                "alice",
+                "kube-system",
+                &none,
+                "Pod",
+                &privileged,
+                None
+            ),
+            Ok(vec![])
+        );
+        let mut kata = privileged.clone();
+        kata["spec"]["runtimeClassName"] = json!("kata");
+        assert_eq!(
+            admit_with(&config, "alice", "demo", &none, "Pod", &kata, None),
+            Ok(vec![])
+        );
+    }
+
+    #[test]
+    fn a_bad_configuration_names_the_field() {
+        let e = Config::parse(&json!({"defaults": {"enforce": "strict"}})).unwrap_err();
+        assert_eq!(e.field, "defaults.enforce");
+        let e = Config::parse(&json!({"defaults": {"warn-version": "1.2"}})).unwrap_err();
+        assert_eq!(e.field, "defaults.warn-version");
+        let e = Config::parse(&json!({"exemptions": {"usernames": ["a", "a"]}})).unwrap_err();
+        assert_eq!(e.field, "exemptions.usernames[1]");
+        let e = Config::parse(&json!({"exemptions": {"users": []}})).unwrap_err();
+        assert_eq!(e.field, "exemptions.users");
+        assert!(Config::parse(&json!({})).is_ok());
+    }
+
+    #[test]
+    fn app_armor_selinux_and_host_process_are_baseline_checks_in_upstreams_order() {
+        let l = labels(json!({"pod-security.kubernetes.io/enforce": "baseline"}));
+        let mut p = pod(json!({"securityContext": {
+            "seLinuxOptions": {"user": "root"},
+            "windowsOptions": {"hostProcess": true},
+            "appArmorProfile": {"type": "Unconfined"}}}));
+        p["spec"]["hostNetwork"] = json!(true);
+        assert_eq!(
+            admit(&l, "Pod", &p, None).unwrap_err(),
+            "violates PodSecurity \"baseline:latest\": forbidden AppArmor profile (container \"nginx\" must not set AppArmor profile type to \"Unconfined\"), host namespaces (hostNetwork=true), seLinuxOptions (container \"nginx\" set forbidden securityContext.seLinuxOptions: user may not be set), hostProcess (container \"nginx\" must not set securityContext.windowsOptions.hostProcess=true)"
+        );
+        // A changed AppArmor annotation is judged again on update.
+        let plain = pod(json!({}));
+        let mut annotated = plain.clone();
+        annotated["metadata"]["annotations"] =
+            json!({"container.apparmor.security.beta.kubernetes.io/nginx": "unconfined"});
+        assert!(admit(&l, "Pod", &annotated, Some(&plain)).is_err());
     }
 }
