@@ -224,6 +224,83 @@ def test_watch_and_selectors_on_custom_resources(berth, ns, widgets):
     assert ("ADDED", "wa") in seen and ("DELETED", "wa") in seen, seen
 
 
+def junctor_crd():
+    """A kind whose spec says which fields go together with allOf/anyOf/oneOf/not, as
+    operators' CRDs do (one of two sources, at least one target, a forbidden value)."""
+    c = crd(plural="pipes", kind="Pipe")
+    c["spec"]["names"].pop("shortNames")
+    version = c["spec"]["versions"][0]
+    version.pop("subresources")
+    version.pop("additionalPrinterColumns")
+    version["schema"]["openAPIV3Schema"] = {
+        "type": "object",
+        "properties": {"spec": {
+            "type": "object",
+            "properties": {
+                "url": {"type": "string"}, "secret": {"type": "string"},
+                "name": {"type": "string", "anyOf": [{"maxLength": 5}, {"pattern": "^x+$"}]},
+                "port": {"type": "integer", "not": {"enum": [0]},
+                         "allOf": [{"minimum": 1}, {"maximum": 100}]},
+            },
+            "oneOf": [{"required": ["url"]}, {"required": ["secret"]}],
+        }},
+    }
+    return c
+
+
+@pytest.fixture
+def pipes(berth):
+    berth.kubectl("apply", "-f", "-", stdin=to_yaml([junctor_crd()]))
+    berth.kubectl("wait", "--for", "condition=established", "--timeout=60s", f"crd/pipes.{GROUP}")
+    yield
+    berth.kubectl("delete", "crd", f"pipes.{GROUP}", "--ignore-not-found", check=False)
+
+
+def pipe(name, ns, spec):
+    return {"apiVersion": f"{GROUP}/v1", "kind": "Pipe",
+            "metadata": {"name": name, "namespace": ns}, "spec": spec}
+
+
+def test_junctors_in_a_schema_validate_objects_with_upstreams_words(berth, ns, pipes):
+    berth.kubectl("apply", "-n", ns, "-f", "-", stdin=to_yaml([pipe("ok", ns, {"url": "u", "port": 8})]))
+    for spec, want in [
+        ({}, '<nil>: Invalid value: "": "spec" must validate one and only one schema (oneOf). '
+             'Found none valid'),
+        ({"url": "u", "secret": "s"}, '"spec" must validate one and only one schema (oneOf). '
+                                      'Found 2 valid alternatives'),
+        ({"url": "u", "name": "abcdefg"},
+         '<nil>: Invalid value: "": "spec.name" must validate at least one schema (anyOf)'),
+        ({"url": "u", "port": 0}, '"spec.port" must not validate the schema (not)'),
+        ({"url": "u", "port": 200},
+         "spec.port: Invalid value: 200: spec.port in body should be less than or equal to 100"),
+        ({"url": "u", "port": 200}, '"spec.port" must validate all the schemas (allOf)'),
+    ]:
+        r = berth.kubectl("apply", "-n", ns, "-f", "-", check=False,
+                          stdin=to_yaml([pipe("bad", ns, spec)]))
+        assert r.returncode != 0, spec
+        assert 'The Pipe "bad" is invalid' in r.stderr and want in r.stderr, (spec, r.stderr)
+
+
+def test_a_crd_with_types_inside_junctors_is_refused_with_upstreams_words(berth):
+    bad = junctor_crd()
+    spec = bad["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    spec["oneOf"][0]["type"] = "object"
+    spec["anyOf"] = [{"properties": {"metadata": {"type": "object"}}}]
+    bad["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["allOf"] = [
+        {"properties": {"spec": {"properties": {"other": {"minLength": 1}}}}}]
+    r = berth.kubectl("apply", "-f", "-", stdin=to_yaml([bad]), check=False)
+    assert r.returncode != 0
+    p = "spec.versions[0].schema.openAPIV3Schema"
+    for want in [
+        f"{p}.properties[spec].oneOf[0].type: Forbidden: must be empty to be structural",
+        f"{p}.properties[spec].anyOf[0].properties[metadata]: Forbidden: "
+        "must not be specified in a nested context",
+        f"{p}.properties[spec].properties[other]: Required value: because it is defined in "
+        f"{p}.allOf[0].properties[spec].properties[other]",
+    ]:
+        assert want in r.stderr, r.stderr
+
+
 def test_deleting_the_crd_deletes_its_objects_and_stops_serving_it(berth, ns):
     gadgets = crd(plural="gadgets", kind="Gadget")
     berth.kubectl("apply", "-f", "-", stdin=to_yaml([gadgets]))
