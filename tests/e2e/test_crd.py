@@ -112,6 +112,42 @@ def test_kubectl_explain_reads_the_published_schema(berth, widgets):
         assert field in out
 
 
+def v2_definitions(berth):
+    return json.loads(berth.kubectl("get", "--raw", "/openapi/v2").stdout)["definitions"]
+
+
+def test_openapi_v2_publishes_custom_kinds_and_follows_the_crds(berth, widgets):
+    defs = v2_definitions(berth)
+    widget_def = defs["com.example.stable.v1.Widget"]
+    assert widget_def["x-kubernetes-group-version-kind"] == [
+        {"group": GROUP, "version": "v1", "kind": "Widget"}]
+    assert set(widget_def["properties"]["spec"]["properties"]) >= {"replicas", "color", "ports"}
+    assert widget_def["properties"]["apiVersion"]["type"] == "string"
+    assert "com.example.stable.v1.WidgetList" in defs
+    assert "io.k8s.api.core.v1.Pod" in defs  # the built-in kinds stay
+    # kubectl reads v2 as protobuf for this output.
+    out = berth.kubectl("explain", "widgets.spec", "--output=plaintext-openapiv2").stdout
+    assert "KIND:     Widget" in out and f"VERSION:  {GROUP}/v1" in out, out
+    for field in ("replicas", "minReplicas", "color", "ports"):
+        assert f"   {field}\t<" in out, out
+    # A CRD added appears; removed, it goes.
+    gadgets = crd(plural="gadgets", kind="Gadget")
+    berth.kubectl("apply", "-f", "-", stdin=to_yaml([gadgets]))
+    assert "com.example.stable.v1.Gadget" in v2_definitions(berth)
+    berth.kubectl("delete", "crd", f"gadgets.{GROUP}", "--timeout=60s")
+    eventually(lambda: "com.example.stable.v1.Gadget" not in v2_definitions(berth),
+               what="the Gadget definition gone from /openapi/v2")
+
+
+def test_client_side_apply_of_a_custom_resource_patches_it(berth, ns, widgets):
+    berth.kubectl("apply", "-n", ns, "-f", "-", stdin=to_yaml([widget("ca", ns, replicas=1)]))
+    obj = widget("ca", ns, replicas=3, color="green")
+    berth.kubectl("apply", "-n", ns, "-f", "-", stdin=to_yaml([obj]))
+    got = berth.kubectl_json("get", "widget", "ca", "-n", ns)
+    assert got["spec"]["replicas"] == 3 and got["spec"]["color"] == "green"
+    assert "kubectl.kubernetes.io/last-applied-configuration" in got["metadata"]["annotations"]
+
+
 def test_an_invalid_crd_is_refused_with_upstreams_words(berth):
     bad = crd(plural="gadgets", kind="Gadget")
     bad["metadata"]["name"] = "gadget.wrong.com"

@@ -498,7 +498,8 @@ async fn route(
             authorize_path(ctx, &user, &method, &path)?;
             return Ok(r);
         }
-        if let Some(r) = openapi_endpoint::respond(&path, parts.uri.query(), &headers) {
+        if let Some(r) = openapi_endpoint::respond(&path, parts.uri.query(), &headers, &ctx.custom)
+        {
             authorize_path(ctx, &user, &method, &path)?;
             return Ok(r);
         }

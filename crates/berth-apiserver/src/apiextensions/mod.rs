@@ -59,6 +59,7 @@ pub struct CustomKinds {
     /// CRD name → its served versions.
     by_crd: RwLock<BTreeMap<String, Vec<Arc<Served>>>>,
     following: AtomicBool,
+    v2: openapi::V2Cache,
 }
 
 impl CustomKinds {
@@ -99,6 +100,11 @@ impl CustomKinds {
         by_crd.values().flatten().cloned().collect()
     }
 
+    /// The `/openapi/v2` document built for the kinds served now.
+    pub fn v2_cache(&self) -> &openapi::V2Cache {
+        &self.v2
+    }
+
     fn put(&self, crd: &Value) {
         let name = crd["metadata"]["name"].as_str().unwrap_or("").to_string();
         let versions = served_versions(crd);
@@ -108,6 +114,7 @@ impl CustomKinds {
         } else {
             by_crd.insert(name, versions);
         }
+        self.v2.invalidate();
     }
 }
 
@@ -127,6 +134,7 @@ impl crate::follow::StoreFollower for CustomKinds {
             }
         }
         *self.by_crd.write().unwrap_or_else(|e| e.into_inner()) = fresh;
+        self.v2.invalidate();
     }
 
     fn event(&self, kind: EventKind, kv: &KeyValue) {
@@ -137,6 +145,7 @@ impl crate::follow::StoreFollower for CustomKinds {
                     .write()
                     .unwrap_or_else(|e| e.into_inner())
                     .remove(name);
+                self.v2.invalidate();
             }
             _ => {
                 if let Ok(crd) = serde_json::from_slice::<Value>(&kv.value) {
