@@ -625,7 +625,7 @@ async fn route(
         }
     }
     if crate::apiextensions::is_definitions(rt) && method != Method::GET {
-        return crate::apiextensions::handle_definition_write(ctx, &req, &method).await;
+        return crate::crd_lifecycle::handle_definition_write(ctx, &req, &method).await;
     }
     match method {
         Method::GET if req.target.name.is_some() => objects::get(ctx, &req).await,

@@ -6,15 +6,14 @@
 //! and establishing controllers report them moments after the write; berth serves the kind
 //! from the write on, so it says so in the same write).
 
-use super::schema::Schema;
+use crate::apiextensions::schema::Schema;
 use crate::error::{ApiResult, Cause};
 use crate::strategy::{causes, Strategy};
 use berth_api::registry::ResourceType;
 use berth_core::validation::{self as v, names, FieldError};
 use serde_json::{json, Value};
 
-/// The finalizer that holds a deleted CRD until its objects are gone.
-pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
+use crate::apiextensions::CLEANUP_FINALIZER;
 
 /// The strategy of `apiextensions.k8s.io/v1` `CustomResourceDefinition`.
 pub struct Definition;
@@ -319,12 +318,12 @@ fn validate_versions(versions: &Value) -> Vec<FieldError> {
                     });
                 }
                 let rules = count_rules(raw, 0);
-                if rules > super::cel::MAX_RULES {
+                if rules > crate::apiextensions::cel::MAX_RULES {
                     errs.push(FieldError::forbidden(
                         schema_path.clone(),
                         format!(
                             "at most {} x-kubernetes-validations rules per schema",
-                            super::cel::MAX_RULES
+                            crate::apiextensions::cel::MAX_RULES
                         ),
                     ));
                 }
@@ -346,7 +345,7 @@ fn validate_versions(versions: &Value) -> Vec<FieldError> {
 }
 
 fn count_rules(v: &Value, depth: usize) -> usize {
-    if depth > super::schema::MAX_SCHEMA_DEPTH {
+    if depth > crate::apiextensions::schema::MAX_SCHEMA_DEPTH {
         return 0;
     }
     let own = v["x-kubernetes-validations"].as_array().map_or(0, Vec::len);
@@ -366,7 +365,7 @@ fn count_rules(v: &Value, depth: usize) -> usize {
 /// Upstream's structural-schema rule most CRDs meet first: every specified node has a type,
 /// unless it is int-or-string or preserves unknown fields.
 fn structural(v: &Value, path: &str, errs: &mut Vec<FieldError>, depth: usize) {
-    if depth > super::schema::MAX_SCHEMA_DEPTH {
+    if depth > crate::apiextensions::schema::MAX_SCHEMA_DEPTH {
         return;
     }
     let exempt = v["x-kubernetes-int-or-string"] == true
@@ -431,7 +430,7 @@ fn junctors(
     errs: &mut Vec<FieldError>,
     depth: usize,
 ) {
-    if depth > super::schema::MAX_SCHEMA_DEPTH {
+    if depth > crate::apiextensions::schema::MAX_SCHEMA_DEPTH {
         return;
     }
     let branches = |key: &str| v[key].as_array().cloned().unwrap_or_default();
@@ -456,7 +455,7 @@ fn junctors(
 /// `validateNestedValueValidation`): what shapes or defaults a value must be said in the
 /// structural schema itself.
 fn nested(v: &Value, skip_any_of: bool, path: &str, errs: &mut Vec<FieldError>, depth: usize) {
-    if depth > super::schema::MAX_SCHEMA_DEPTH {
+    if depth > crate::apiextensions::schema::MAX_SCHEMA_DEPTH {
         return;
     }
     junctors(v, skip_any_of, false, path, errs, depth);
@@ -553,7 +552,7 @@ fn complete_junctors(
     errs: &mut Vec<FieldError>,
     depth: usize,
 ) {
-    if depth > super::schema::MAX_SCHEMA_DEPTH {
+    if depth > crate::apiextensions::schema::MAX_SCHEMA_DEPTH {
         return;
     }
     if let Some(not) = v.get("not") {
@@ -581,7 +580,7 @@ fn complete_nested(
     errs: &mut Vec<FieldError>,
     depth: usize,
 ) {
-    if depth > super::schema::MAX_SCHEMA_DEPTH {
+    if depth > crate::apiextensions::schema::MAX_SCHEMA_DEPTH {
         return;
     }
     let Some(s) = s else {
