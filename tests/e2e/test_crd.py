@@ -112,6 +112,42 @@ def test_kubectl_explain_reads_the_published_schema(berth, widgets):
         assert field in out
 
 
+def v2_definitions(berth):
+    return json.loads(berth.kubectl("get", "--raw", "/openapi/v2").stdout)["definitions"]
+
+
+def test_openapi_v2_publishes_custom_kinds_and_follows_the_crds(berth, widgets):
+    defs = v2_definitions(berth)
+    widget_def = defs["com.example.stable.v1.Widget"]
+    assert widget_def["x-kubernetes-group-version-kind"] == [
+        {"group": GROUP, "version": "v1", "kind": "Widget"}]
+    assert set(widget_def["properties"]["spec"]["properties"]) >= {"replicas", "color", "ports"}
+    assert widget_def["properties"]["apiVersion"]["type"] == "string"
+    assert "com.example.stable.v1.WidgetList" in defs
+    assert "io.k8s.api.core.v1.Pod" in defs  # the built-in kinds stay
+    # kubectl reads v2 as protobuf for this output.
+    out = berth.kubectl("explain", "widgets.spec", "--output=plaintext-openapiv2").stdout
+    assert "KIND:     Widget" in out and f"VERSION:  {GROUP}/v1" in out, out
+    for field in ("replicas", "minReplicas", "color", "ports"):
+        assert f"   {field}\t<" in out, out
+    # A CRD added appears; removed, it goes.
+    gadgets = crd(plural="gadgets", kind="Gadget")
+    berth.kubectl("apply", "-f", "-", stdin=to_yaml([gadgets]))
+    assert "com.example.stable.v1.Gadget" in v2_definitions(berth)
+    berth.kubectl("delete", "crd", f"gadgets.{GROUP}", "--timeout=60s")
+    eventually(lambda: "com.example.stable.v1.Gadget" not in v2_definitions(berth),
+               what="the Gadget definition gone from /openapi/v2")
+
+
+def test_client_side_apply_of_a_custom_resource_patches_it(berth, ns, widgets):
+    berth.kubectl("apply", "-n", ns, "-f", "-", stdin=to_yaml([widget("ca", ns, replicas=1)]))
+    obj = widget("ca", ns, replicas=3, color="green")
+    berth.kubectl("apply", "-n", ns, "-f", "-", stdin=to_yaml([obj]))
+    got = berth.kubectl_json("get", "widget", "ca", "-n", ns)
+    assert got["spec"]["replicas"] == 3 and got["spec"]["color"] == "green"
+    assert "kubectl.kubernetes.io/last-applied-configuration" in got["metadata"]["annotations"]
+
+
 def test_an_invalid_crd_is_refused_with_upstreams_words(berth):
     bad = crd(plural="gadgets", kind="Gadget")
     bad["metadata"]["name"] = "gadget.wrong.com"
@@ -222,6 +258,83 @@ def test_watch_and_selectors_on_custom_resources(berth, ns, widgets):
     while not events.empty():
         seen.append(events.get())
     assert ("ADDED", "wa") in seen and ("DELETED", "wa") in seen, seen
+
+
+def junctor_crd():
+    """A kind whose spec says which fields go together with allOf/anyOf/oneOf/not, as
+    operators' CRDs do (one of two sources, at least one target, a forbidden value)."""
+    c = crd(plural="pipes", kind="Pipe")
+    c["spec"]["names"].pop("shortNames")
+    version = c["spec"]["versions"][0]
+    version.pop("subresources")
+    version.pop("additionalPrinterColumns")
+    version["schema"]["openAPIV3Schema"] = {
+        "type": "object",
+        "properties": {"spec": {
+            "type": "object",
+            "properties": {
+                "url": {"type": "string"}, "secret": {"type": "string"},
+                "name": {"type": "string", "anyOf": [{"maxLength": 5}, {"pattern": "^x+$"}]},
+                "port": {"type": "integer", "not": {"enum": [0]},
+                         "allOf": [{"minimum": 1}, {"maximum": 100}]},
+            },
+            "oneOf": [{"required": ["url"]}, {"required": ["secret"]}],
+        }},
+    }
+    return c
+
+
+@pytest.fixture
+def pipes(berth):
+    berth.kubectl("apply", "-f", "-", stdin=to_yaml([junctor_crd()]))
+    berth.kubectl("wait", "--for", "condition=established", "--timeout=60s", f"crd/pipes.{GROUP}")
+    yield
+    berth.kubectl("delete", "crd", f"pipes.{GROUP}", "--ignore-not-found", check=False)
+
+
+def pipe(name, ns, spec):
+    return {"apiVersion": f"{GROUP}/v1", "kind": "Pipe",
+            "metadata": {"name": name, "namespace": ns}, "spec": spec}
+
+
+def test_junctors_in_a_schema_validate_objects_with_upstreams_words(berth, ns, pipes):
+    berth.kubectl("apply", "-n", ns, "-f", "-", stdin=to_yaml([pipe("ok", ns, {"url": "u", "port": 8})]))
+    for spec, want in [
+        ({}, '<nil>: Invalid value: "": "spec" must validate one and only one schema (oneOf). '
+             'Found none valid'),
+        ({"url": "u", "secret": "s"}, '"spec" must validate one and only one schema (oneOf). '
+                                      'Found 2 valid alternatives'),
+        ({"url": "u", "name": "abcdefg"},
+         '<nil>: Invalid value: "": "spec.name" must validate at least one schema (anyOf)'),
+        ({"url": "u", "port": 0}, '"spec.port" must not validate the schema (not)'),
+        ({"url": "u", "port": 200},
+         "spec.port: Invalid value: 200: spec.port in body should be less than or equal to 100"),
+        ({"url": "u", "port": 200}, '"spec.port" must validate all the schemas (allOf)'),
+    ]:
+        r = berth.kubectl("apply", "-n", ns, "-f", "-", check=False,
+                          stdin=to_yaml([pipe("bad", ns, spec)]))
+        assert r.returncode != 0, spec
+        assert 'The Pipe "bad" is invalid' in r.stderr and want in r.stderr, (spec, r.stderr)
+
+
+def test_a_crd_with_types_inside_junctors_is_refused_with_upstreams_words(berth):
+    bad = junctor_crd()
+    spec = bad["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    spec["oneOf"][0]["type"] = "object"
+    spec["anyOf"] = [{"properties": {"metadata": {"type": "object"}}}]
+    bad["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["allOf"] = [
+        {"properties": {"spec": {"properties": {"other": {"minLength": 1}}}}}]
+    r = berth.kubectl("apply", "-f", "-", stdin=to_yaml([bad]), check=False)
+    assert r.returncode != 0
+    p = "spec.versions[0].schema.openAPIV3Schema"
+    for want in [
+        f"{p}.properties[spec].oneOf[0].type: Forbidden: must be empty to be structural",
+        f"{p}.properties[spec].anyOf[0].properties[metadata]: Forbidden: "
+        "must not be specified in a nested context",
+        f"{p}.properties[spec].properties[other]: Required value: because it is defined in "
+        f"{p}.allOf[0].properties[spec].properties[other]",
+    ]:
+        assert want in r.stderr, r.stderr
 
 
 def test_deleting_the_crd_deletes_its_objects_and_stops_serving_it(berth, ns):

@@ -96,6 +96,17 @@ pub fn v2_protobuf() -> &'static Served {
     V2_PROTOBUF.get_or_init(|| Served::of(v2_proto::encode(&v2_document(&Catalog::load()))))
 }
 
+/// `GET /openapi/v2` with more in it (the custom kinds' paths and definitions): the served
+/// JSON and protobuf forms of `doc`, a Swagger 2.0 document that started as [`v2_value`].
+pub fn v2_of(doc: &Value) -> (Served, Served) {
+    (Served::new(doc), Served::of(v2_proto::encode(doc)))
+}
+
+/// The body of [`v2`] as a value, to add to.
+pub fn v2_value() -> Value {
+    serde_json::from_slice(&v2().body).unwrap_or(Value::Null)
+}
+
 /// `GET /openapi/v3`: `{"paths": {"api/v1": {"serverRelativeURL": "/openapi/v3/api/v1?hash=H"}, ...}}`.
 pub fn v3_index() -> &'static Served {
     &documents().v3_index

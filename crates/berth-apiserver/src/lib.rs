@@ -35,6 +35,7 @@ mod authz;
 mod codec;
 mod compaction;
 mod context;
+mod crd_lifecycle;
 mod deletion;
 mod error;
 mod event_view;

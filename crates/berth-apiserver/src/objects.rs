@@ -416,16 +416,14 @@ fn custom_fields(
         return Ok(warnings);
     };
     if req.target.name.is_none() {
-        crate::apiextensions::custom_resource::check_create(&custom.0)?;
+        crate::strategy::custom_resource::check_create(&custom.0)?;
     }
     let _ = ctx;
-    warnings.extend(
-        crate::apiextensions::custom_resource::settle_unknown_fields(
-            &custom.0,
-            req.query.field_validation()?,
-            obj,
-        )?,
-    );
+    warnings.extend(crate::strategy::custom_resource::settle_unknown_fields(
+        &custom.0,
+        req.query.field_validation()?,
+        obj,
+    )?);
     Ok(warnings)
 }
 
@@ -675,7 +673,7 @@ pub async fn patch(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
         let mut patched = apply_patch(&ctype, &old, &patch_doc, rt.kind)?;
         if applier.is_some() {
             if let Some(schema) = ctx.custom.of(rt).and_then(|s| s.schema.clone()) {
-                crate::apiextensions::custom_resource::merge_listed_items(
+                crate::strategy::custom_resource::merge_listed_items(
                     &schema,
                     &old,
                     &patch_doc,

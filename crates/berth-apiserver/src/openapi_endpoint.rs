@@ -7,14 +7,38 @@
 //! - v2 is JSON unless the client asks for protobuf (kubectl does, and only reads protobuf).
 //! - Every document has an `ETag`; a matching `If-None-Match` is answered 304.
 
+use axum::body::Bytes;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use berth_api::openapi::{self, Served};
 
+use crate::apiextensions::CustomKinds;
 use crate::error::ApiError;
 
 /// The response to `path`, or `None` when `path` is not an OpenAPI path.
-pub fn respond(path: &str, query: Option<&str>, headers: &HeaderMap) -> Option<Response> {
+/// `custom` supplies `/openapi/v2` while custom kinds are served.
+pub fn respond(
+    path: &str,
+    query: Option<&str>,
+    headers: &HeaderMap,
+    custom: &CustomKinds,
+) -> Option<Response> {
+    if matches!(path, "/openapi/v2" | "/openapi/v2/") {
+        if let Some(v2) = crate::apiextensions::openapi::v2(custom) {
+            let (form, content_type) = if wants_protobuf(headers) {
+                (&v2.protobuf, openapi::OPENAPI_V2_CONTENT_TYPE)
+            } else {
+                (&v2.json, JSON)
+            };
+            return Some(answer(
+                &form.hash,
+                form.body.clone(),
+                content_type,
+                headers,
+                "no-cache, private",
+            ));
+        }
+    }
     let response = match path {
         "/openapi/v2" | "/openapi/v2/" if wants_protobuf(headers) => document(
             openapi::v2_protobuf(),
@@ -51,7 +75,19 @@ fn document(
     headers: &HeaderMap,
     cache: &'static str,
 ) -> Response {
-    let etag = format!("\"{}\"", served.hash);
+    let body = Bytes::from_static(served.body.as_slice());
+    answer(&served.hash, body, content_type, headers, cache)
+}
+
+/// A document answered by its hash: 304 to a matching `If-None-Match`, else the body.
+fn answer(
+    hash: &str,
+    body: Bytes,
+    content_type: &'static str,
+    headers: &HeaderMap,
+    cache: &'static str,
+) -> Response {
+    let etag = format!("\"{hash}\"");
     let not_modified = headers
         .get(header::IF_NONE_MATCH)
         .and_then(|v| v.to_str().ok())
@@ -72,7 +108,7 @@ fn document(
             (header::ETAG, etag),
             (header::CACHE_CONTROL, cache),
         ],
-        served.body.as_slice(),
+        body,
     )
         .into_response()
 }
@@ -113,6 +149,11 @@ fn wants_protobuf(headers: &HeaderMap) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The answer with no custom kinds served.
+    fn respond(path: &str, query: Option<&str>, headers: &HeaderMap) -> Option<Response> {
+        super::respond(path, query, headers, &CustomKinds::default())
+    }
 
     fn headers(pairs: &[(header::HeaderName, &str)]) -> HeaderMap {
         let mut h = HeaderMap::new();

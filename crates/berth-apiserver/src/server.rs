@@ -498,7 +498,8 @@ async fn route(
             authorize_path(ctx, &user, &method, &path)?;
             return Ok(r);
         }
-        if let Some(r) = openapi_endpoint::respond(&path, parts.uri.query(), &headers) {
+        if let Some(r) = openapi_endpoint::respond(&path, parts.uri.query(), &headers, &ctx.custom)
+        {
             authorize_path(ctx, &user, &method, &path)?;
             return Ok(r);
         }
@@ -624,7 +625,7 @@ async fn route(
         }
     }
     if crate::apiextensions::is_definitions(rt) && method != Method::GET {
-        return crate::apiextensions::handle_definition_write(ctx, &req, &method).await;
+        return crate::crd_lifecycle::handle_definition_write(ctx, &req, &method).await;
     }
     match method {
         Method::GET if req.target.name.is_some() => objects::get(ctx, &req).await,

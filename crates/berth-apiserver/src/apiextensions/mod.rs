@@ -1,27 +1,25 @@
-//! `apiextensions.k8s.io`: CustomResourceDefinitions and the custom resources they define,
-//! as upstream's `apiextensions-apiserver` serves them.
+//! `apiextensions.k8s.io`: what the served custom kinds are, as upstream's
+//! `apiextensions-apiserver` knows them. This module sits below the request context (which
+//! holds [`CustomKinds`]) and below admission (which compiles CEL with [`cel`]), so it
+//! names neither; what acts on requests lives above:
 //!
-//! - [`crd`]: the CRD kind's strategy (validation with upstream's messages, the
-//!   `NamesAccepted`/`Established` conditions, the cleanup finalizer);
 //! - [`schema`], [`formats`], [`cel`]: a version's structural schema, what it prunes,
 //!   defaults and refuses, and its `x-kubernetes-validations` rules;
-//! - [`custom_resource`]: the strategy every custom resource is written through;
-//! - [`cleanup`]: deleting a CRD deletes its objects, then it;
-//! - [`openapi`]: their schemas in the OpenAPI v3 documents (`kubectl explain`);
+//! - [`openapi`]: their schemas in the OpenAPI v3 and v2 documents (`kubectl explain`);
 //! - this file: [`CustomKinds`], the served custom kinds, following the stored CRDs.
+//!
+//! Elsewhere: the CRD kind's strategy and the custom resources' strategy in
+//! `strategy::{custom_resource_definition, custom_resource}`; CRD writes and the deletion of
+//! a CRD's objects in `crd_lifecycle`.
 //!
 //! Built-in kinds do not pay for any of it: a request's kind is looked up in the static
 //! registry first, and here only when the registry does not serve its path.
 
 pub mod cel;
-pub mod cleanup;
-pub mod crd;
-pub mod custom_resource;
 pub mod formats;
 pub mod openapi;
 pub mod schema;
 
-use crate::follow::StoreFollower;
 use berth_api::custom::{CustomKind, PrinterColumn};
 use berth_api::registry::ResourceType;
 use berth_store::{EventKind, KeyValue};
@@ -29,6 +27,9 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, RwLock};
+
+/// The finalizer that holds a deleted CRD until its objects are gone.
+pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
 
 /// Where CRDs are stored.
 pub const CRD_PREFIX: &str = "/registry/apiextensions.k8s.io/customresourcedefinitions/";
@@ -59,6 +60,7 @@ pub struct CustomKinds {
     /// CRD name → its served versions.
     by_crd: RwLock<BTreeMap<String, Vec<Arc<Served>>>>,
     following: AtomicBool,
+    v2: openapi::V2Cache,
 }
 
 impl CustomKinds {
@@ -99,6 +101,11 @@ impl CustomKinds {
         by_crd.values().flatten().cloned().collect()
     }
 
+    /// The `/openapi/v2` document built for the kinds served now.
+    pub fn v2_cache(&self) -> &openapi::V2Cache {
+        &self.v2
+    }
+
     fn put(&self, crd: &Value) {
         let name = crd["metadata"]["name"].as_str().unwrap_or("").to_string();
         let versions = served_versions(crd);
@@ -108,6 +115,7 @@ impl CustomKinds {
         } else {
             by_crd.insert(name, versions);
         }
+        self.v2.invalidate();
     }
 }
 
@@ -127,6 +135,7 @@ impl crate::follow::StoreFollower for CustomKinds {
             }
         }
         *self.by_crd.write().unwrap_or_else(|e| e.into_inner()) = fresh;
+        self.v2.invalidate();
     }
 
     fn event(&self, kind: EventKind, kv: &KeyValue) {
@@ -137,6 +146,7 @@ impl crate::follow::StoreFollower for CustomKinds {
                     .write()
                     .unwrap_or_else(|e| e.into_inner())
                     .remove(name);
+                self.v2.invalidate();
             }
             _ => {
                 if let Ok(crd) = serde_json::from_slice::<Value>(&kv.value) {
@@ -246,53 +256,4 @@ fn served_versions(crd: &Value) -> Vec<Arc<Served>> {
 /// Whether `rt` is the CustomResourceDefinition resource.
 pub fn is_definitions(rt: &ResourceType) -> bool {
     rt.group == "apiextensions.k8s.io" && rt.plural == "customresourcedefinitions"
-}
-
-/// A write of CRDs: the generic handlers, then the served kinds read again and a deletion
-/// finished (see [`cleanup`]).
-pub async fn handle_definition_write(
-    ctx: &crate::context::Ctx,
-    req: &crate::request::ApiRequest,
-    method: &axum::http::Method,
-) -> crate::error::ApiResult<axum::response::Response> {
-    use crate::objects;
-    use axum::http::Method;
-    let answer = match *method {
-        Method::POST => objects::create(ctx, req).await,
-        Method::PUT | Method::PATCH if req.target.name.is_none() => {
-            Err(crate::error::ApiError::MethodNotAllowed(
-                "the server does not allow this method on the requested resource".to_string(),
-            ))
-        }
-        Method::PUT => objects::update(ctx, req).await,
-        Method::PATCH => objects::patch(ctx, req).await,
-        Method::DELETE if req.target.name.is_some() => objects::delete(ctx, req).await,
-        Method::DELETE => objects::delete_collection(ctx, req).await,
-        _ => Err(crate::error::ApiError::MethodNotAllowed(
-            "the server does not allow this method on the requested resource".to_string(),
-        )),
-    };
-    if answer.is_ok() && !req.query.dry_run().unwrap_or(false) {
-        match req.target.name.as_deref() {
-            Some(name) => cleanup::after_crd_write(ctx, name).await,
-            None => {
-                // A create (named by its body) or a collection delete: finish every marked one.
-                let names: Vec<String> = ctx
-                    .store
-                    .range(CRD_PREFIX, None, 0, None)
-                    .map(|r| {
-                        r.kvs
-                            .iter()
-                            .filter_map(|kv| kv.key.strip_prefix(CRD_PREFIX).map(str::to_string))
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                ctx.custom.reload(&ctx.store);
-                for name in names {
-                    cleanup::after_crd_write(ctx, &name).await;
-                }
-            }
-        }
-    }
-    answer
 }

@@ -46,6 +46,12 @@ pub struct Schema {
     pub list_map_keys: Vec<String>,
     /// `x-kubernetes-validations` (CEL rules).
     pub rules: Vec<super::cel::Rule>,
+    /// The logic junctors: value validations only (the CRD's structural rules keep types,
+    /// defaults and the rest out of them), checked on the same value as this node.
+    pub all_of: Vec<Schema>,
+    pub any_of: Vec<Schema>,
+    pub one_of: Vec<Schema>,
+    pub not: Option<Box<Schema>>,
 }
 
 impl Schema {
@@ -122,6 +128,24 @@ fn parse(v: &Value, path: &str, depth: usize) -> Result<Schema, String> {
     if let Some(items) = o.get("items") {
         let child = parse(items, &format!("{path}.items"), depth + 1)?;
         schema.items = Some(Box::new(child));
+    }
+    for (key, list) in [
+        ("allOf", &mut schema.all_of),
+        ("anyOf", &mut schema.any_of),
+        ("oneOf", &mut schema.one_of),
+    ] {
+        for (i, branch) in o
+            .get(key)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            list.push(parse(branch, &format!("{path}.{key}[{i}]"), depth + 1)?);
+        }
+    }
+    if let Some(not) = o.get("not") {
+        schema.not = Some(Box::new(parse(not, &format!("{path}.not"), depth + 1)?));
     }
     if let Some(rules) = o.get("x-kubernetes-validations").and_then(Value::as_array) {
         for (i, r) in rules.iter().enumerate() {
@@ -300,7 +324,113 @@ pub fn validate_object(obj: &Value, schema: &Schema) -> Vec<Cause> {
             validate(v, s, k, &mut causes);
         }
     }
-    causes
+    let mut junctor_causes = Vec::new();
+    validate_junctors(obj, schema, "", &mut junctor_causes);
+    junctor_causes.extend(causes);
+    junctor_causes
+}
+
+/// `path.key`, or `key` at the root.
+fn join(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+/// The errors of `v` against one junctor branch, kept apart to count and choose among them.
+fn branch_causes(v: &Value, branch: &Schema, path: &str) -> Vec<Cause> {
+    let mut out = Vec::new();
+    validate(v, branch, path, &mut out);
+    out
+}
+
+/// A junctor's own failure, as kube-openapi reports it: a composite error that
+/// apiextensions turns into `field.Invalid` at the root path (`<nil>`) with the value `""`,
+/// naming the node by its quoted path.
+fn composite(message: String) -> Cause {
+    cause(
+        "FieldValueInvalid",
+        "<nil>",
+        format!("Invalid value: \"\": {message}"),
+    )
+}
+
+/// `anyOf`, `oneOf`, `allOf` and `not` at one node, in kube-openapi's order and words
+/// (`validate/schema_props.go`): a failed `anyOf` or `oneOf` says so and adds the errors of
+/// the branch that came closest (here: the first with the fewest errors); `allOf` adds every
+/// branch's errors and then says not all validated; `not` fails when its schema validates.
+fn validate_junctors(v: &Value, schema: &Schema, path: &str, causes: &mut Vec<Cause>) {
+    let shown = berth_core::validation::names::go_quote(path);
+    if !schema.any_of.is_empty() {
+        let mut best: Option<Vec<Cause>> = None;
+        let mut matched = false;
+        for branch in &schema.any_of {
+            let errs = branch_causes(v, branch, path);
+            if errs.is_empty() {
+                matched = true;
+                best = None;
+                break;
+            }
+            if best.as_ref().is_none_or(|b| errs.len() < b.len()) {
+                best = Some(errs);
+            }
+        }
+        if !matched {
+            causes.push(composite(format!(
+                "{shown} must validate at least one schema (anyOf)"
+            )));
+        }
+        causes.extend(best.unwrap_or_default());
+    }
+    if !schema.one_of.is_empty() {
+        let mut best: Option<Vec<Cause>> = None;
+        let mut valid = 0;
+        for branch in &schema.one_of {
+            let errs = branch_causes(v, branch, path);
+            if errs.is_empty() {
+                valid += 1;
+                best = None;
+            } else if valid == 0 && best.as_ref().is_none_or(|b| errs.len() < b.len()) {
+                best = Some(errs);
+            }
+        }
+        if valid != 1 {
+            let found = if valid == 0 {
+                "Found none valid".to_string()
+            } else {
+                format!("Found {valid} valid alternatives")
+            };
+            causes.push(composite(format!(
+                "{shown} must validate one and only one schema (oneOf). {found}"
+            )));
+            causes.extend(best.unwrap_or_default());
+        }
+    }
+    if !schema.all_of.is_empty() {
+        let mut valid = 0;
+        for branch in &schema.all_of {
+            let errs = branch_causes(v, branch, path);
+            if errs.is_empty() {
+                valid += 1;
+            }
+            causes.extend(errs);
+        }
+        if valid != schema.all_of.len() {
+            let none = if valid == 0 { ". None validated" } else { "" };
+            causes.push(composite(format!(
+                "{shown} must validate all the schemas (allOf){none}"
+            )));
+        }
+    }
+    if let Some(not) = &schema.not {
+        if branch_causes(v, not, path).is_empty() {
+            causes.push(composite(format!(
+                "{shown} must not validate the schema (not)"
+            )));
+        }
+    }
 }
 
 /// The type name kube-openapi reports a value as.
@@ -402,6 +532,7 @@ fn validate(v: &Value, schema: &Schema, path: &str, causes: &mut Vec<Cause>) {
         ));
         return;
     }
+    validate_junctors(v, schema, path, causes);
     if !schema.enumeration.is_empty() && !schema.enumeration.contains(v) {
         let supported: Vec<String> = schema
             .enumeration
@@ -636,7 +767,7 @@ fn validate_map(
     }
     for r in &schema.required {
         if !o.contains_key(r) {
-            causes.push(required(&format!("{path}.{r}")));
+            causes.push(required(&join(path, r)));
         }
     }
     if schema.embedded_resource {
@@ -648,14 +779,14 @@ fn validate_map(
             {
                 causes.push(cause(
                     "FieldValueRequired",
-                    &format!("{path}.{field}"),
+                    &join(path, field),
                     "Required value: must not be empty".into(),
                 ));
             }
         }
     }
     for (k, child) in o {
-        let child_path = format!("{path}.{k}");
+        let child_path = join(path, k);
         if let Some(s) = schema.properties.get(k) {
             validate(child, s, &child_path, causes);
         } else if let Some(additional) = &schema.additional {
@@ -868,6 +999,87 @@ mod tests {
             messages(json!({"spec": {"name": "ab", "port": "http"}}), s),
             Vec::<String>::new()
         );
+    }
+
+    /// kube-openapi's junctor words (`validate/schema_messages.go`) as apiextensions reports
+    /// them: a composite error at `<nil>` with the value `""`, then the closest branch's errors.
+    #[test]
+    fn junctors_fail_with_kube_openapis_words() {
+        let s = json!({"type": "object", "properties": {"spec": {"type": "object",
+            "properties": {
+                "a": {"type": "string"}, "b": {"type": "string"},
+                "delta": {"type": "string", "anyOf": [{"maxLength": 5}, {"pattern": "^x+$"}]},
+                "port": {"type": "integer", "not": {"enum": [0]}},
+                "size": {"type": "integer", "allOf": [{"minimum": 1}, {"maximum": 10}]}},
+            "oneOf": [{"required": ["a"]}, {"required": ["b"]}]}}});
+        assert_eq!(
+            messages(json!({"spec": {"a": "x"}}), s.clone()),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            messages(json!({"spec": {}}), s.clone()),
+            [
+                "<nil>: Invalid value: \"\": \"spec\" must validate one and only one schema (oneOf). Found none valid",
+                "spec.a: Required value"
+            ]
+        );
+        assert_eq!(
+            messages(json!({"spec": {"a": "x", "b": "y"}}), s.clone()),
+            ["<nil>: Invalid value: \"\": \"spec\" must validate one and only one schema (oneOf). Found 2 valid alternatives"]
+        );
+        assert_eq!(
+            messages(json!({"spec": {"a": "x", "delta": "foobarbaz"}}), s.clone()),
+            [
+                "<nil>: Invalid value: \"\": \"spec.delta\" must validate at least one schema (anyOf)",
+                "spec.delta: Too long: may not be more than 5 bytes"
+            ]
+        );
+        assert_eq!(
+            messages(json!({"spec": {"a": "x", "delta": "xxxxxxxxx"}}), s.clone()),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            messages(json!({"spec": {"a": "x", "port": 0}}), s.clone()),
+            ["<nil>: Invalid value: \"\": \"spec.port\" must not validate the schema (not)"]
+        );
+        assert_eq!(
+            messages(json!({"spec": {"a": "x", "size": 20}}), s.clone()),
+            [
+                "spec.size: Invalid value: 20: spec.size in body should be less than or equal to 10",
+                "<nil>: Invalid value: \"\": \"spec.size\" must validate all the schemas (allOf)"
+            ]
+        );
+        assert_eq!(
+            messages(json!({"spec": {"a": "x", "size": 5}}), s),
+            Vec::<String>::new()
+        );
+    }
+
+    /// The int-or-string spelling upstream allows: each branch checks its own type.
+    #[test]
+    fn int_or_string_as_any_of_accepts_either() {
+        let s = json!({"type": "object", "properties": {"port": {
+            "x-kubernetes-int-or-string": true,
+            "anyOf": [{"type": "integer"}, {"type": "string"}]}}});
+        assert_eq!(
+            messages(json!({"port": 80}), s.clone()),
+            Vec::<String>::new()
+        );
+        assert_eq!(messages(json!({"port": "http"}), s), Vec::<String>::new());
+    }
+
+    #[test]
+    fn junctors_at_the_root_are_checked_on_the_whole_object() {
+        let s = json!({"type": "object", "properties": {"spec": {"type": "object"},
+            "status": {"type": "object"}}, "anyOf": [{"required": ["spec"]}, {"required": ["status"]}]});
+        assert_eq!(
+            messages(json!({}), s.clone()),
+            [
+                "<nil>: Invalid value: \"\": \"\" must validate at least one schema (anyOf)",
+                "spec: Required value"
+            ]
+        );
+        assert_eq!(messages(json!({"status": {}}), s), Vec::<String>::new());
     }
 
     #[test]

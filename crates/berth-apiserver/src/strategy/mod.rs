@@ -24,6 +24,8 @@ pub(crate) mod apiregistration;
 mod autoscaling;
 mod certificates;
 mod config_data;
+pub mod custom_resource;
+pub mod custom_resource_definition;
 mod defaults;
 mod deployment;
 mod flowcontrol;
@@ -180,7 +182,7 @@ static STRATEGIES: &[(&str, &str, &dyn Strategy)] = &[
     (
         "apiextensions.k8s.io",
         "CustomResourceDefinition",
-        &crate::apiextensions::crd::Definition,
+        &custom_resource_definition::Definition,
     ),
     (
         "flowcontrol.apiserver.k8s.io",
@@ -198,7 +200,7 @@ static STRATEGIES: &[(&str, &str, &dyn Strategy)] = &[
 /// CRD's schema (looked up only for kinds the registry does not have).
 pub enum Chosen {
     Builtin(&'static dyn Strategy),
-    Custom(crate::apiextensions::custom_resource::CustomResource),
+    Custom(custom_resource::CustomResource),
 }
 
 impl std::ops::Deref for Chosen {
@@ -216,9 +218,7 @@ impl std::ops::Deref for Chosen {
 pub fn for_request(ctx: &crate::context::Ctx, rt: &ResourceType) -> Chosen {
     if let berth_api::registry::TableKind::Custom(_) = rt.table {
         if let Some(served) = ctx.custom.of(rt) {
-            return Chosen::Custom(crate::apiextensions::custom_resource::CustomResource(
-                served,
-            ));
+            return Chosen::Custom(custom_resource::CustomResource(served));
         }
     }
     Chosen::Builtin(for_type(rt))

@@ -6,15 +6,14 @@
 //! and establishing controllers report them moments after the write; berth serves the kind
 //! from the write on, so it says so in the same write).
 
-use super::schema::Schema;
+use crate::apiextensions::schema::Schema;
 use crate::error::{ApiResult, Cause};
 use crate::strategy::{causes, Strategy};
 use berth_api::registry::ResourceType;
 use berth_core::validation::{self as v, names, FieldError};
 use serde_json::{json, Value};
 
-/// The finalizer that holds a deleted CRD until its objects are gone.
-pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
+use crate::apiextensions::CLEANUP_FINALIZER;
 
 /// The strategy of `apiextensions.k8s.io/v1` `CustomResourceDefinition`.
 pub struct Definition;
@@ -305,6 +304,11 @@ fn validate_versions(versions: &Value) -> Vec<FieldError> {
                     ));
                 }
                 structural(raw, &schema_path, &mut errs, 0);
+                let mut junctor_errs = Vec::new();
+                complete(raw, &schema_path, &mut junctor_errs);
+                // Upstream sorts these (its schemas are maps); so do we, for stable answers.
+                junctor_errs.sort_by_key(FieldError::message);
+                errs.extend(junctor_errs);
                 if let Err(e) = Schema::parse(raw) {
                     errs.push(FieldError {
                         field: schema_path.clone(),
@@ -314,12 +318,12 @@ fn validate_versions(versions: &Value) -> Vec<FieldError> {
                     });
                 }
                 let rules = count_rules(raw, 0);
-                if rules > super::cel::MAX_RULES {
+                if rules > crate::apiextensions::cel::MAX_RULES {
                     errs.push(FieldError::forbidden(
                         schema_path.clone(),
                         format!(
                             "at most {} x-kubernetes-validations rules per schema",
-                            super::cel::MAX_RULES
+                            crate::apiextensions::cel::MAX_RULES
                         ),
                     ));
                 }
@@ -341,7 +345,7 @@ fn validate_versions(versions: &Value) -> Vec<FieldError> {
 }
 
 fn count_rules(v: &Value, depth: usize) -> usize {
-    if depth > super::schema::MAX_SCHEMA_DEPTH {
+    if depth > crate::apiextensions::schema::MAX_SCHEMA_DEPTH {
         return 0;
     }
     let own = v["x-kubernetes-validations"].as_array().map_or(0, Vec::len);
@@ -361,7 +365,7 @@ fn count_rules(v: &Value, depth: usize) -> usize {
 /// Upstream's structural-schema rule most CRDs meet first: every specified node has a type,
 /// unless it is int-or-string or preserves unknown fields.
 fn structural(v: &Value, path: &str, errs: &mut Vec<FieldError>, depth: usize) {
-    if depth > super::schema::MAX_SCHEMA_DEPTH {
+    if depth > crate::apiextensions::schema::MAX_SCHEMA_DEPTH {
         return;
     }
     let exempt = v["x-kubernetes-int-or-string"] == true
@@ -393,6 +397,220 @@ fn structural(v: &Value, path: &str, errs: &mut Vec<FieldError>, depth: usize) {
     }
     if let Some(a) = v.get("additionalProperties").filter(|a| a.is_object()) {
         structural(a, &format!("{path}.additionalProperties"), errs, depth + 1);
+    }
+    let mut junctor_errs = Vec::new();
+    let skip_any_of = is_int_or_string_any_of(&v["anyOf"]);
+    let skip_first_all_of_any_of = is_int_or_string_any_of(&v["allOf"][0]["anyOf"]);
+    junctors(
+        v,
+        skip_any_of,
+        skip_first_all_of_any_of,
+        path,
+        &mut junctor_errs,
+        depth,
+    );
+    junctor_errs.sort_by_key(FieldError::message);
+    errs.extend(junctor_errs);
+}
+
+/// The two spellings of int-or-string upstream lets stand beside
+/// `x-kubernetes-int-or-string`: `anyOf: [{type: integer}, {type: string}]` (alone or as
+/// the first `allOf`'s `anyOf`).
+fn is_int_or_string_any_of(any_of: &Value) -> bool {
+    *any_of == json!([{"type": "integer"}, {"type": "string"}])
+}
+
+/// Walks the `anyOf`/`allOf`/`oneOf`/`not` branches of one node (upstream's
+/// `validateValueValidation`).
+fn junctors(
+    v: &Value,
+    skip_any_of: bool,
+    skip_first_all_of_any_of: bool,
+    path: &str,
+    errs: &mut Vec<FieldError>,
+    depth: usize,
+) {
+    if depth > crate::apiextensions::schema::MAX_SCHEMA_DEPTH {
+        return;
+    }
+    let branches = |key: &str| v[key].as_array().cloned().unwrap_or_default();
+    if !skip_any_of {
+        for (i, b) in branches("anyOf").iter().enumerate() {
+            nested(b, false, &format!("{path}.anyOf[{i}]"), errs, depth + 1);
+        }
+    }
+    for (i, b) in branches("allOf").iter().enumerate() {
+        let skip = skip_first_all_of_any_of && i == 0;
+        nested(b, skip, &format!("{path}.allOf[{i}]"), errs, depth + 1);
+    }
+    for (i, b) in branches("oneOf").iter().enumerate() {
+        nested(b, false, &format!("{path}.oneOf[{i}]"), errs, depth + 1);
+    }
+    if let Some(not) = v.get("not") {
+        nested(not, false, &format!("{path}.not"), errs, depth + 1);
+    }
+}
+
+/// Inside a junctor only value validations may stand (upstream's
+/// `validateNestedValueValidation`): what shapes or defaults a value must be said in the
+/// structural schema itself.
+fn nested(v: &Value, skip_any_of: bool, path: &str, errs: &mut Vec<FieldError>, depth: usize) {
+    if depth > crate::apiextensions::schema::MAX_SCHEMA_DEPTH {
+        return;
+    }
+    junctors(v, skip_any_of, false, path, errs, depth);
+    if let Some(items) = v.get("items") {
+        nested(items, false, &format!("{path}.items"), errs, depth + 1);
+    }
+    for (k, child) in v["properties"].as_object().into_iter().flatten() {
+        nested(
+            child,
+            false,
+            &format!("{path}.properties[{k}]"),
+            errs,
+            depth + 1,
+        );
+    }
+    let forbid = |errs: &mut Vec<FieldError>, field: &str, detail: &str| {
+        errs.push(FieldError::forbidden(format!("{path}.{field}"), detail));
+    };
+    let non_empty_str = |k: &str| v[k].as_str().is_some_and(|s| !s.is_empty());
+    let non_empty_list = |k: &str| v[k].as_array().is_some_and(|a| !a.is_empty());
+    if non_empty_str("type") {
+        forbid(errs, "type", "must be empty to be structural");
+    }
+    if v.get("additionalProperties").is_some() {
+        forbid(
+            errs,
+            "additionalProperties",
+            "must be undefined to be structural",
+        );
+    }
+    if v.get("default").is_some_and(|d| !d.is_null()) {
+        forbid(errs, "default", "must be undefined to be structural");
+    }
+    if non_empty_str("title") {
+        forbid(errs, "title", "must be empty to be structural");
+    }
+    if non_empty_str("description") {
+        forbid(errs, "description", "must be empty to be structural");
+    }
+    if v["nullable"] == true {
+        forbid(errs, "nullable", "must be false to be structural");
+    }
+    if v.get("externalDocs").is_some() {
+        forbid(errs, "externalDocs", "must be undefined to be structural");
+    }
+    for flag in [
+        "x-kubernetes-preserve-unknown-fields",
+        "x-kubernetes-embedded-resource",
+        "x-kubernetes-int-or-string",
+    ] {
+        if v[flag] == true {
+            forbid(errs, flag, "must be false to be structural");
+        }
+    }
+    if non_empty_list("x-kubernetes-list-map-keys") {
+        forbid(
+            errs,
+            "x-kubernetes-list-map-keys",
+            "must be empty to be structural",
+        );
+    }
+    for ext in ["x-kubernetes-list-type", "x-kubernetes-map-type"] {
+        if v.get(ext).is_some_and(|x| !x.is_null()) {
+            forbid(errs, ext, "must be undefined to be structural");
+        }
+    }
+    if non_empty_list("x-kubernetes-validations") {
+        forbid(
+            errs,
+            "x-kubernetes-validations",
+            "must be empty to be structural",
+        );
+    }
+    if v["properties"].get("metadata").is_some() {
+        forbid(
+            errs,
+            "properties[metadata]",
+            "must not be specified in a nested context",
+        );
+    }
+}
+
+/// Every field or array a junctor of the root speaks of must be specified in the structural
+/// schema too (upstream's `validateStructuralCompleteness`, which starts at the root).
+fn complete(root: &Value, path: &str, errs: &mut Vec<FieldError>) {
+    complete_junctors(root, Some(root), path, path, errs, 0);
+}
+
+fn complete_junctors(
+    v: &Value,
+    s: Option<&Value>,
+    s_path: &str,
+    v_path: &str,
+    errs: &mut Vec<FieldError>,
+    depth: usize,
+) {
+    if depth > crate::apiextensions::schema::MAX_SCHEMA_DEPTH {
+        return;
+    }
+    if let Some(not) = v.get("not") {
+        complete_nested(not, s, s_path, &format!("{v_path}.not"), errs, depth + 1);
+    }
+    for key in ["allOf", "anyOf", "oneOf"] {
+        for (i, b) in v[key].as_array().into_iter().flatten().enumerate() {
+            complete_nested(
+                b,
+                s,
+                s_path,
+                &format!("{v_path}.{key}[{i}]"),
+                errs,
+                depth + 1,
+            );
+        }
+    }
+}
+
+fn complete_nested(
+    v: &Value,
+    s: Option<&Value>,
+    s_path: &str,
+    v_path: &str,
+    errs: &mut Vec<FieldError>,
+    depth: usize,
+) {
+    if depth > crate::apiextensions::schema::MAX_SCHEMA_DEPTH {
+        return;
+    }
+    let Some(s) = s else {
+        errs.push(FieldError::required(
+            s_path,
+            format!("because it is defined in {v_path}"),
+        ));
+        return;
+    };
+    complete_junctors(v, Some(s), s_path, v_path, errs, depth);
+    if let Some(items) = v.get("items") {
+        complete_nested(
+            items,
+            s.get("items"),
+            &format!("{s_path}.items"),
+            &format!("{v_path}.items"),
+            errs,
+            depth + 1,
+        );
+    }
+    for (k, child) in v["properties"].as_object().into_iter().flatten() {
+        let s_child = format!("{s_path}.properties[{k}]");
+        let v_child = format!("{v_path}.properties[{k}]");
+        match s["properties"].get(k) {
+            None => errs.push(FieldError::required(
+                s_child,
+                format!("because it is defined in {v_child}"),
+            )),
+            Some(sf) => complete_nested(child, Some(sf), &s_child, &v_child, errs, depth + 1),
+        }
     }
 }
 
@@ -482,6 +700,68 @@ mod tests {
             let got = messages(&obj, None);
             assert!(got.iter().any(|m| m.contains(want)), "{want}\n got {got:?}");
         }
+    }
+
+    fn with_schema(schema: Value) -> Vec<String> {
+        let mut obj = crd();
+        obj["spec"]["versions"][0]["schema"]["openAPIV3Schema"] = schema;
+        messages(&obj, None)
+    }
+
+    /// Upstream's `validateNestedValueValidation`: only value validations inside junctors.
+    #[test]
+    fn junctors_hold_value_validations_only() {
+        let got = with_schema(json!({"type": "object", "properties": {
+            "spec": {"type": "object", "properties": {"a": {"type": "string"}},
+                "anyOf": [{"type": "object", "description": "d", "default": {},
+                           "nullable": true, "x-kubernetes-preserve-unknown-fields": true,
+                           "x-kubernetes-list-type": "atomic", "additionalProperties": {},
+                           "properties": {"a": {"title": "t", "minLength": 1}}}],
+                "not": {"properties": {"metadata": {}}, "x-kubernetes-validations": [{"rule": "true"}]}}}}));
+        let p = "spec.versions[0].schema.openAPIV3Schema.properties[spec]";
+        for want in [
+            format!("{p}.anyOf[0].type: Forbidden: must be empty to be structural"),
+            format!("{p}.anyOf[0].description: Forbidden: must be empty to be structural"),
+            format!("{p}.anyOf[0].default: Forbidden: must be undefined to be structural"),
+            format!("{p}.anyOf[0].nullable: Forbidden: must be false to be structural"),
+            format!("{p}.anyOf[0].x-kubernetes-preserve-unknown-fields: Forbidden: must be false to be structural"),
+            format!("{p}.anyOf[0].x-kubernetes-list-type: Forbidden: must be undefined to be structural"),
+            format!("{p}.anyOf[0].additionalProperties: Forbidden: must be undefined to be structural"),
+            format!("{p}.anyOf[0].properties[a].title: Forbidden: must be empty to be structural"),
+            format!("{p}.not.properties[metadata]: Forbidden: must not be specified in a nested context"),
+            format!("{p}.not.x-kubernetes-validations: Forbidden: must be empty to be structural"),
+        ] {
+            assert!(got.contains(&want), "{want}\n got {got:?}");
+        }
+    }
+
+    /// Upstream's `validateStructuralCompleteness`: a junctor of the root may only speak of
+    /// fields the structural schema specifies.
+    #[test]
+    fn junctors_speak_only_of_specified_fields() {
+        let got = with_schema(json!({"type": "object", "properties": {
+            "spec": {"type": "object", "properties": {"a": {"type": "string"}}}},
+            "allOf": [{"properties": {"spec": {"properties": {"a": {"minLength": 1},
+                                                             "b": {"maxLength": 3}},
+                                                "oneOf": [{"properties": {"c": {"items": {}}}}]}}}]}));
+        let p = "spec.versions[0].schema.openAPIV3Schema";
+        assert_eq!(
+            got,
+            [
+                format!("{p}.properties[spec].properties[b]: Required value: because it is defined in {p}.allOf[0].properties[spec].properties[b]"),
+                format!("{p}.properties[spec].properties[c]: Required value: because it is defined in {p}.allOf[0].properties[spec].oneOf[0].properties[c]"),
+            ]
+        );
+    }
+
+    #[test]
+    fn int_or_string_spelled_with_any_of_is_structural() {
+        let got = with_schema(json!({"type": "object", "properties": {
+            "port": {"x-kubernetes-int-or-string": true,
+                     "anyOf": [{"type": "integer"}, {"type": "string"}]},
+            "size": {"x-kubernetes-int-or-string": true,
+                     "allOf": [{"anyOf": [{"type": "integer"}, {"type": "string"}]}, {"pattern": "^[0-9]+$"}]}}}));
+        assert_eq!(got, Vec::<String>::new());
     }
 
     #[test]

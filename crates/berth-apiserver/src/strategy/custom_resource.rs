@@ -3,8 +3,8 @@
 //! defaults applied, the status kept out of a create where a status subresource exists, then
 //! the object validated against its schema and its CEL rules.
 
-use super::schema::{self, Schema};
-use super::Served;
+use crate::apiextensions::schema::{self, Schema};
+use crate::apiextensions::Served;
 use crate::error::{ApiError, ApiResult, Cause};
 use crate::strategy::{causes, Strategy};
 use crate::strict::FieldValidation;

@@ -4,8 +4,7 @@
 //! right after the write that marked the CRD, and again for any CRD found marked when a server
 //! starts following the store.
 
-use super::crd::CLEANUP_FINALIZER;
-use super::CRD_PREFIX;
+use crate::apiextensions::{CLEANUP_FINALIZER, CRD_PREFIX};
 use crate::codec::encode;
 use crate::context::Ctx;
 use crate::follow::StoreFollower;
