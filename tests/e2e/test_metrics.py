@@ -35,13 +35,13 @@ def raw_metrics(b, kubeconfig=None):
     return b.kubectl(*args)
 
 
-def sample(text, name, **labels):
-    """The value of the series `name` whose labels include `labels` (None if absent)."""
+def sample(text, metric, **labels):
+    """The value of the series `metric` whose labels include `labels` (None if absent)."""
     for line in text.splitlines():
-        if not line.startswith(name + "{") and not line.startswith(name + " "):
+        if not line.startswith(metric + "{") and not line.startswith(metric + " "):
             continue
         m = re.match(r"^([^{ ]+)(?:\{(.*)\})? (\S+)$", line)
-        if not m or m.group(1) != name:
+        if not m or m.group(1) != metric:
             continue
         have = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2) or ""))
         if all(have.get(k) == v for k, v in labels.items()):
