@@ -161,3 +161,28 @@ def test_the_controllers_work_queues_move_when_they_work(mb):
     eventually(lambda: sample(raw_metrics(b).stdout, "workqueue_depth", name="deployment") == 0,
                what="the deployment queue drained")
 
+
+def test_plugin_durations_are_sampled_in_one_cycle_of_ten(mb):
+    """Issue 32: `scheduler_plugin_execution_duration_seconds{plugin,extension_point,status}`,
+    measured as upstream in a sample of the scheduling cycles (one in ten)."""
+    b, _ = mb
+    b.create_namespace("metrics-plugins")
+    for i in range(12):
+        b.kubectl("apply", "-f", "-",
+                  stdin=pod(f"p{i}", namespace="metrics-plugins", scheduler=None))
+
+    def sampled():
+        text = raw_metrics(b).stdout
+        return sample(text, "scheduler_plugin_execution_duration_seconds_count",
+                      plugin="TaintToleration", extension_point="Filter",
+                      status="Success") and text
+
+    text = eventually(sampled, what="a sampled cycle's plugin durations")
+    assert "# TYPE scheduler_plugin_execution_duration_seconds histogram" in text
+    # Scores are sampled too (the requested-resources priorities are NodeResourcesFit's), and
+    # upstream's buckets start at 10µs.
+    assert sample(text, "scheduler_plugin_execution_duration_seconds_count",
+                  plugin="NodeResourcesFit", extension_point="Score", status="Success") >= 1
+    assert sample(text, "scheduler_plugin_execution_duration_seconds_bucket",
+                  plugin="TaintToleration", extension_point="Filter", status="Success",
+                  le="0.00001") is not None

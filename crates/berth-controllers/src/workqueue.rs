@@ -68,7 +68,8 @@ impl std::fmt::Debug for WorkQueues {
 }
 
 impl WorkQueues {
-    /// The families, registered in `registry` under upstream's names and help (BETA).
+    /// The families, registered in `registry` under upstream's names and help (BETA;
+    /// prometheus-client ends each help with its period).
     pub fn register(registry: &mut Registry) -> WorkQueues {
         let q = WorkQueues {
             depth: Family::default(),
@@ -93,24 +94,24 @@ impl WorkQueues {
         );
         registry.register(
             "workqueue_queue_duration_seconds",
-            "[BETA] How long in seconds an item stays in workqueue before being requested.",
+            "[BETA] How long in seconds an item stays in workqueue before being requested",
             q.latency.clone(),
         );
         registry.register(
             "workqueue_work_duration_seconds",
-            "[BETA] How long in seconds processing an item from workqueue takes.",
+            "[BETA] How long in seconds processing an item from workqueue takes",
             q.work.clone(),
         );
         registry.register(
             "workqueue_unfinished_work_seconds",
             "[BETA] How many seconds of work has done that is in progress and hasn't been \
              observed by work_duration. Large values indicate stuck threads. One can deduce \
-             the number of stuck threads by observing the rate at which this increases.",
+             the number of stuck threads by observing the rate at which this increases",
             q.unfinished.clone(),
         );
         registry.register(
             "workqueue_longest_running_processor_seconds",
-            "[BETA] How many seconds has the longest running processor for workqueue been running.",
+            "[BETA] How many seconds has the longest running processor for workqueue been running",
             q.longest.clone(),
         );
         registry.register(
