@@ -307,7 +307,10 @@ impl Loop {
         };
         self.ops.attempt(result, started.elapsed());
         self.cycles = self.cycles.wrapping_add(1);
-        if self.cycles % (100 / super::ops::PLUGIN_METRICS_SAMPLE_PERCENT) == 0 {
+        if self
+            .cycles
+            .is_multiple_of(100 / super::ops::PLUGIN_METRICS_SAMPLE_PERCENT)
+        {
             // After the decision and its timing: the sample is not part of the attempt.
             let clock = &self.clock;
             let elapsed = || clock.instant().saturating_duration_since(started);

@@ -204,7 +204,8 @@ mod tests {
         let samples = s.sample_plugins(&cache, &p, &elapsed);
         let fit: Vec<_> = samples
             .iter()
-            .filter(|s| &*s.plugin == "NodeResourcesFit" && s.extension_point == "Filter")
+            // The default policy's resources check: GeneralPredicates, which no plugin has.
+            .filter(|s| &*s.plugin == "GeneralPredicates" && s.extension_point == "Filter")
             .map(|s| s.status)
             .collect();
         // Insufficient cpu can be resolved by preemption: Unschedulable, not Unresolvable.
