@@ -35,13 +35,13 @@ def raw_metrics(b, kubeconfig=None):
     return b.kubectl(*args)
 
 
-def sample(text, name, **labels):
-    """The value of the series `name` whose labels include `labels` (None if absent)."""
+def sample(text, metric, **labels):
+    """The value of the series `metric` whose labels include `labels` (None if absent)."""
     for line in text.splitlines():
-        if not line.startswith(name + "{") and not line.startswith(name + " "):
+        if not line.startswith(metric + "{") and not line.startswith(metric + " "):
             continue
         m = re.match(r"^([^{ ]+)(?:\{(.*)\})? (\S+)$", line)
-        if not m or m.group(1) != name:
+        if not m or m.group(1) != metric:
             continue
         have = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2) or ""))
         if all(have.get(k) == v for k, v in labels.items()):
@@ -116,3 +116,73 @@ def test_the_store_latency_is_counted_per_operation_and_resource(mb):
     # Group resources are named as upstream's storage names them.
     assert sample(text, "etcd_request_duration_seconds_count", operation="create",
                   type="leases.coordination.k8s.io") >= 1
+
+
+WORK_QUEUES = ["deployment", "replicaset", "replicationmanager", "job", "cronjob", "daemonset",
+               "statefulset", "namespace", "horizontalpodautoscaler",
+               "garbage_collector_attempt_to_delete", "garbage_collector_attempt_to_orphan"]
+
+
+def test_the_controllers_work_queues_move_when_they_work(mb):
+    """Issue 32: upstream's `workqueue_*` series, one `name` per controller queue; a Deployment
+    rolled out is an add and a sync of the deployment and replicaset queues."""
+    b, _ = mb
+    text = raw_metrics(b).stdout
+    for name in WORK_QUEUES:
+        for series in ["workqueue_adds_total", "workqueue_depth", "workqueue_retries_total",
+                       "workqueue_unfinished_work_seconds",
+                       "workqueue_longest_running_processor_seconds",
+                       "workqueue_queue_duration_seconds_count",
+                       "workqueue_work_duration_seconds_count"]:
+            assert sample(text, series, name=name) is not None, (series, name)
+    assert "# TYPE workqueue_adds_total counter" in text
+    assert "# TYPE workqueue_work_duration_seconds histogram" in text
+    assert "# TYPE workqueue_depth gauge" in text
+    # Upstream's buckets: ten powers of ten from 1µs to 1000s, then +Inf.
+    buckets = [l for l in text.splitlines()
+               if l.startswith("workqueue_work_duration_seconds_bucket{")
+               and 'name="deployment"' in l]
+    assert len(buckets) == 11 and 'le="+Inf"' in buckets[-1], buckets
+    before = {q: (sample(text, "workqueue_adds_total", name=q),
+                  sample(text, "workqueue_work_duration_seconds_count", name=q))
+              for q in ["deployment", "replicaset"]}
+    b.create_namespace("metrics-queues")
+    b.kubectl("create", "deployment", "web", "-n", "metrics-queues", "--image=nginx",
+              "--replicas=2")
+
+    def moved():
+        now = raw_metrics(b).stdout
+        return all(sample(now, "workqueue_adds_total", name=q) > before[q][0]
+                   and sample(now, "workqueue_work_duration_seconds_count", name=q) > before[q][1]
+                   for q in before)
+
+    eventually(moved, what="the deployment and replicaset queues counted the rollout")
+    # Idle again: nothing waits in the queues once the rollout's passes are done.
+    eventually(lambda: sample(raw_metrics(b).stdout, "workqueue_depth", name="deployment") == 0,
+               what="the deployment queue drained")
+
+
+def test_plugin_durations_are_sampled_in_one_cycle_of_ten(mb):
+    """Issue 32: `scheduler_plugin_execution_duration_seconds{plugin,extension_point,status}`,
+    measured as upstream in a sample of the scheduling cycles (one in ten)."""
+    b, _ = mb
+    b.create_namespace("metrics-plugins")
+    for i in range(12):
+        b.kubectl("apply", "-f", "-",
+                  stdin=pod(f"p{i}", namespace="metrics-plugins", scheduler=None))
+
+    def sampled():
+        text = raw_metrics(b).stdout
+        return sample(text, "scheduler_plugin_execution_duration_seconds_count",
+                      plugin="TaintToleration", extension_point="Filter",
+                      status="Success") and text
+
+    text = eventually(sampled, what="a sampled cycle's plugin durations")
+    assert "# TYPE scheduler_plugin_execution_duration_seconds histogram" in text
+    # Scores are sampled too (the requested-resources priorities are NodeResourcesFit's), and
+    # upstream's buckets start at 10µs.
+    assert sample(text, "scheduler_plugin_execution_duration_seconds_count",
+                  plugin="NodeResourcesFit", extension_point="Score", status="Success") >= 1
+    assert sample(text, "scheduler_plugin_execution_duration_seconds_bucket",
+                  plugin="TaintToleration", extension_point="Filter", status="Success",
+                  le="0.00001") is not None

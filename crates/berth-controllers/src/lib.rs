@@ -68,6 +68,7 @@ pub mod taint_manager;
 pub mod update;
 pub mod volume;
 mod wait;
+pub mod workqueue;
 
 pub use berth_core::clock::Clock;
 pub use duration::parse_duration;

@@ -4,7 +4,8 @@
 //! zone) and the taint manager's `taint_eviction_controller_pod_deletions_total`. berth's
 //! `berth_control_loop_restarts_total{loop}` is counted by the loops' supervisor in a
 //! [`LoopHealth`] (one per process, shared by every component's loops) and served next to
-//! these by [`serve`] in `berth controllers`.
+//! these by [`serve`] in `berth controllers`. The controllers' passes report upstream's
+//! `workqueue_*` series, one queue per controller ([`crate::workqueue`]).
 //!
 //! The engines count nothing themselves: their drivers report what the engines decided.
 
@@ -51,6 +52,7 @@ struct Inner {
     unhealthy: Family<ZoneLabel, Gauge>,
     evictions: Family<ZoneLabel, Counter>,
     pod_deletions: Counter,
+    queues: crate::workqueue::WorkQueues,
 }
 
 /// The controllers' metrics; cloning shares them.
@@ -106,8 +108,10 @@ impl ControllerMetrics {
             "Total number of Pods deleted by TaintEvictionController since its start.",
             pod_deletions.clone(),
         );
+        let queues = crate::workqueue::WorkQueues::register(&mut registry);
         ControllerMetrics {
             inner: Arc::new(Inner {
+                queues,
                 registry,
                 zone_health,
                 zone_size,
@@ -150,8 +154,15 @@ impl ControllerMetrics {
         self.inner.pod_deletions.inc();
     }
 
+    /// The work queue named `name` (upstream's queue name), timed by `clock`: what a
+    /// controller's driver reports its passes to ([`crate::workqueue`]).
+    pub fn queue(&self, name: &str, clock: &crate::Clock) -> crate::workqueue::Queue {
+        self.inner.queues.queue(name, clock)
+    }
+
     /// The metrics in the Prometheus text format (ends with `# EOF`).
     pub fn render(&self) -> String {
+        self.inner.queues.refresh();
         let mut out = String::new();
         if encode(&mut out, &self.inner.registry).is_err() {
             out.clear();

@@ -108,7 +108,7 @@ pub fn configz(config: &NodeConfig, housekeeping: Duration, lease_renew: Duratio
         "kind": "KubeletConfiguration",
         "apiVersion": "kubelet.config.k8s.io/v1beta1",
         "enableServer": true,
-        "staticPodPath": "",
+        "staticPodPath": config.static_pod_path().unwrap_or(""),
         "syncFrequency": "1m0s",
         "fileCheckFrequency": "20s",
         "httpCheckFrequency": "20s",

@@ -58,6 +58,7 @@ pub mod running;
 pub mod share;
 pub mod sim;
 pub mod simulate;
+pub mod static_pod_files;
 pub mod static_pods;
 pub mod status;
 pub mod summary;
@@ -301,6 +302,15 @@ impl Kubelet {
                     sim.clock().clone(),
                 ));
             }
+            if let Some(dir) = config.static_pod_path() {
+                tokio::spawn(static_pod_files::run(
+                    clients.node(&config.name),
+                    config.name.clone(),
+                    dir.to_string(),
+                    sim.clock().clone(),
+                    self.housekeeping_interval,
+                ));
+            }
         }
         let leases = Arc::new(share::NodeLeases::default());
         let holder = self.sharing.as_ref().map(|s| s.replica.clone());
@@ -341,6 +351,7 @@ impl Kubelet {
             runs: Arc::default(),
             starting: Arc::default(),
             deadlines: Arc::default(),
+            housekeeping_interval: self.housekeeping_interval,
         };
         let (watching, client) = (pods.clone(), self.client.clone());
         sup.spawn("kubelet-node-watch", move || {
@@ -434,6 +445,15 @@ impl share::Host for Homes {
                     clients.node(&name),
                     config.clone(),
                     clock.clone(),
+                ));
+            }
+            if let Some(dir) = config.static_pod_path() {
+                tokio::spawn(static_pod_files::run(
+                    clients.node(&name),
+                    name.clone(),
+                    dir.to_string(),
+                    clock.clone(),
+                    pods.housekeeping_interval,
                 ));
             }
             pods.catch_up(name).await;
@@ -553,6 +573,8 @@ struct PodRunner {
     starting: pods::Starting,
     /// The `activeDeadlineSeconds` timers armed, by pod uid.
     deadlines: pods::Deadlines,
+    /// How often the kubelet syncs: its static pod directory is read again as often.
+    housekeeping_interval: Duration,
 }
 
 impl PodRunner {

@@ -41,7 +41,7 @@ pub fn check(manifest: &Value) -> Result<(), String> {
 }
 
 /// A stable hash of the manifest (upstream hashes the pod with its source; a hex of FNV-1a here).
-fn hash(manifest: &Value, node: &str) -> String {
+pub(crate) fn hash(manifest: &Value, node: &str) -> String {
     let text = format!("{node}/{manifest}");
     let h = text.bytes().fold(0xcbf29ce484222325u64, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x100000001b3)

@@ -57,7 +57,9 @@ mod testutil;
 pub mod topology_spread;
 
 pub use cache::{CacheDump, CacheError, ClusterCache};
-pub use engine::{BuildError, Decision, FitError, Nominated, Scheduler, SchedulerBuilder};
+pub use engine::{
+    BuildError, Decision, FitError, Nominated, PluginSample, Scheduler, SchedulerBuilder,
+};
 pub use events::{ClusterEvent, NodeChange};
 pub use explain::{Explanation, NodeExplanation, PriorityScore};
 pub use fits::{fits, Fit, Insufficient};

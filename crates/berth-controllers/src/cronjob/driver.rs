@@ -21,7 +21,9 @@ pub(crate) async fn run(
     client: kube::Client,
     informers: crate::informers::Informers,
     clock: Clock,
+    metrics: crate::metrics::ControllerMetrics,
 ) {
+    let queue = metrics.queue("cronjob", &clock);
     let mut cron_jobs: Informer<CronJob> = informers.shared();
     let mut jobs: Informer<Job> = informers.shared();
     if !(cron_jobs.synced().await && jobs.synced().await) {
@@ -45,7 +47,9 @@ pub(crate) async fn run(
         }
         reported.retain(|uid, _| all.iter().any(|c| c.metadata.uid.as_deref() == Some(uid)));
         let mut next: Option<DateTime<Utc>> = None;
+        let mut pass = queue.pass(all.len());
         for cron in &all {
+            let _work = pass.take();
             let uid = cron.metadata.uid.clone().unwrap_or_default();
             let mine: &[&Job] = by_owner.get(uid.as_str()).map_or(&[], |v| v.as_slice());
             let s = sync(cron, mine, now);
@@ -54,6 +58,7 @@ pub(crate) async fn run(
             }
             carry_out(&client, cron, s, &recorder, &mut reported).await;
         }
+        drop(pass);
         let until = next.map(|at| clock.instant_at(at));
         wait(&mut [&mut cron_jobs.changed, &mut jobs.changed], until).await;
     }

@@ -29,7 +29,13 @@ const FAILED_RS_CREATE: &str = "ReplicaSetCreateError";
 /// Upstream's default `progressDeadlineSeconds`.
 const DEFAULT_PROGRESS_DEADLINE: i64 = 600;
 
-pub async fn run(client: kube::Client, mut informers: Informers, clock: Clock) {
+pub async fn run(
+    client: kube::Client,
+    mut informers: Informers,
+    clock: Clock,
+    metrics: crate::metrics::ControllerMetrics,
+) {
+    let queue = metrics.queue("deployment", &clock);
     let ready = [
         informers.deployments.synced().await,
         informers.replica_sets.synced().await,
@@ -60,7 +66,9 @@ pub async fn run(client: kube::Client, mut informers: Informers, clock: Clock) {
                 .iter()
                 .any(|d| d.metadata.uid.as_deref() == Some(uid))
         });
+        let mut pass = queue.pass(deployments.len());
         for d in &deployments {
+            let work = pass.take();
             if d.metadata.deletion_timestamp.is_some() {
                 continue;
             }
@@ -90,6 +98,7 @@ pub async fn run(client: kube::Client, mut informers: Informers, clock: Clock) {
             };
             match carry_out(&client, d, &view, template, plan, scaled).await {
                 Err(refused) => {
+                    work.retry();
                     backoff.failed(&uid, version, clock.now());
                     report_refused(&client, &recorder, d, &view, refused, clock.now()).await;
                 }
@@ -97,6 +106,7 @@ pub async fn run(client: kube::Client, mut informers: Informers, clock: Clock) {
                 Ok(()) => {}
             }
         }
+        drop(pass);
         let until = [recheck, backoff.next_retry()]
             .into_iter()
             .flatten()

@@ -16,7 +16,14 @@ use std::sync::Arc;
 
 const COMPONENT: &str = "daemonset-controller";
 
-pub async fn run(client: kube::Client, mut informers: Informers, recorder: Recorder, clock: Clock) {
+pub async fn run(
+    client: kube::Client,
+    mut informers: Informers,
+    recorder: Recorder,
+    clock: Clock,
+    metrics: crate::metrics::ControllerMetrics,
+) {
+    let queue = metrics.queue("daemonset", &clock);
     let ready = [
         informers.daemon_sets.synced().await,
         informers.nodes.synced().await,
@@ -52,7 +59,9 @@ pub async fn run(client: kube::Client, mut informers: Informers, recorder: Recor
                 .into_iter()
                 .filter(|p| live.iter().any(|uid| owned_by(p, uid)))
                 .collect();
+            let mut pass = queue.pass(sets.len());
             for ds in &sets {
+                let work = pass.take();
                 let ns = ds.metadata.namespace.clone().unwrap_or_default();
                 let mine: Vec<&Pod> = pods
                     .iter()
@@ -79,6 +88,7 @@ pub async fn run(client: kube::Client, mut informers: Informers, recorder: Recor
                 let refused =
                     carry_out(&client, ds, sync, &mut expectations, &recorder, &clock).await;
                 if refused {
+                    work.retry();
                     backoff.failed(uid, version, clock.now());
                 } else if !backing_off {
                     backoff.forget(uid);

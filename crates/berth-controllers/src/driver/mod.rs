@@ -291,7 +291,8 @@ impl Controllers {
                 client = self.client_as("daemon-set-controller"),
                 informers = informers.clone(),
                 recorder = recorder_as("daemon-set-controller"),
-                clock = self.clock.clone()
+                clock = self.clock.clone(),
+                metrics = self.metrics.clone()
             );
         }
         // Endpoints and EndpointSlices of Services; a default ServiceAccount per namespace.
@@ -358,7 +359,8 @@ impl Controllers {
                 client = self.client_as("namespace-controller"),
                 reads = reads.clone(),
                 informers = informers.clone(),
-                clock = self.clock.clone()
+                clock = self.clock.clone(),
+                metrics = self.metrics.clone()
             );
         }
         if let (true, Some(root_ca)) = (
@@ -381,6 +383,7 @@ impl Controllers {
             &informers,
             &self.clock,
             self.terminated_pod_gc_threshold,
+            &self.metrics,
         );
         if on("job-controller") {
             supervise!(
@@ -390,7 +393,8 @@ impl Controllers {
                 client = self.client_as("job-controller"),
                 ttl = self.client_as("ttl-after-finished-controller"),
                 informers = informers.clone(),
-                clock = self.clock.clone()
+                clock = self.clock.clone(),
+                metrics = self.metrics.clone()
             );
         }
         if on("cronjob-controller") {
@@ -400,7 +404,8 @@ impl Controllers {
                 crate::cronjob::driver::run,
                 client = self.client_as("cronjob-controller"),
                 informers = informers.clone(),
-                clock = self.clock.clone()
+                clock = self.clock.clone(),
+                metrics = self.metrics.clone()
             );
         }
         if on("horizontal-pod-autoscaler-controller") {
@@ -411,7 +416,8 @@ impl Controllers {
                 client = self.client_as("horizontal-pod-autoscaler"),
                 informers = informers.clone(),
                 clock = self.clock.clone(),
-                config = self.autoscaler
+                config = self.autoscaler,
+                metrics = self.metrics.clone()
             );
         }
         if let (true, Some(ca)) = (
@@ -435,7 +441,8 @@ impl Controllers {
                 crate::statefulset::driver::run,
                 client = self.client_as("statefulset-controller"),
                 informers = informers.clone(),
-                clock = self.clock.clone()
+                clock = self.clock.clone(),
+                metrics = self.metrics.clone()
             );
         }
         if on("persistentvolume-binder-controller") {
@@ -480,6 +487,7 @@ fn spawn_workloads(
     informers: &crate::informers::Informers,
     clock: &crate::Clock,
     terminated_pod_gc_threshold: usize,
+    metrics: &crate::metrics::ControllerMetrics,
 ) {
     if on("replicaset-controller") {
         supervise!(
@@ -489,7 +497,8 @@ fn spawn_workloads(
             sets = client_as("replicaset-controller"),
             rcs = client_as("replication-controller"),
             informers = informers.clone(),
-            clock = clock.clone()
+            clock = clock.clone(),
+            metrics = metrics.clone()
         );
     }
     if on("garbage-collector-controller") {
@@ -498,7 +507,9 @@ fn spawn_workloads(
             "garbage-collector-controller",
             crate::garbage_collector::driver::run,
             client = client_as("generic-garbage-collector"),
-            informers = informers.clone()
+            informers = informers.clone(),
+            clock = clock.clone(),
+            metrics = metrics.clone()
         );
     }
     if on("pod-garbage-collector-controller") {
@@ -519,7 +530,8 @@ fn spawn_workloads(
             crate::deployment::driver::run,
             client = client_as("deployment-controller"),
             informers = informers.clone(),
-            clock = clock.clone()
+            clock = clock.clone(),
+            metrics = metrics.clone()
         );
     }
 }

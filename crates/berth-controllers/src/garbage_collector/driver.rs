@@ -130,7 +130,18 @@ fn graph<'a>(kinds: &'a [(ApiResource, Vec<&'a ObjectMeta>)]) -> Vec<Node<'a>> {
     nodes
 }
 
-pub async fn run(client: kube::Client, mut informers: Informers) {
+pub async fn run(
+    client: kube::Client,
+    mut informers: Informers,
+    clock: crate::Clock,
+    metrics: crate::metrics::ControllerMetrics,
+) {
+    // Upstream's two queues: objects whose owners may be gone (or that delete in the
+    // foreground), and owners deleted with the orphan finalizer.
+    let queues = Queues {
+        delete: metrics.queue("garbage_collector_attempt_to_delete", &clock),
+        orphan: metrics.queue("garbage_collector_attempt_to_orphan", &clock),
+    };
     let mut jobs: Informer<Job> = informers.shared();
     let mut revisions: Informer<ControllerRevision> = informers.shared();
     // Claims: a StatefulSet's retention policy makes the set or a pod their owner.
@@ -170,7 +181,7 @@ pub async fn run(client: kube::Client, mut informers: Informers) {
         ];
         let nodes = graph(&kinds);
         let built = scan.elapsed();
-        collect(&client, &nodes).await;
+        collect(&client, &nodes, &queues).await;
         // Every pass scans every object, and with thousands of pods changing the changes
         // never stop: pausing in proportion keeps the scans to a small share of a core. The
         // scan's cost is real CPU time, so the pause is real time, not cluster time.
@@ -194,8 +205,24 @@ pub async fn run(client: kube::Client, mut informers: Informers) {
     }
 }
 
-/// One pass over the graph.
-async fn collect(client: &kube::Client, nodes: &[Node<'_>]) {
+/// The collector's work queues.
+struct Queues {
+    delete: crate::workqueue::Queue,
+    orphan: crate::workqueue::Queue,
+}
+
+/// One pass over the graph. Each node with something to decide is one item of a work queue:
+/// an owner deleted with the orphan finalizer of `orphan`, any other deleted node or node with
+/// owners of `delete`.
+async fn collect(client: &kube::Client, nodes: &[Node<'_>], queues: &Queues) {
+    let orphaning = |n: &Node| n.deleting() && n.finalizers().iter().any(|f| f == ORPHAN);
+    let to_orphan = nodes.iter().filter(|n| orphaning(n)).count();
+    let to_delete = nodes
+        .iter()
+        .filter(|n| !orphaning(n) && (n.deleting() || n.has_owners()))
+        .count();
+    let mut orphan_pass = queues.orphan.pass(to_orphan);
+    let mut delete_pass = queues.delete.pass(to_delete);
     let by_uid: HashMap<&str, &Node> = nodes.iter().map(|n| (n.uid(), n)).collect();
     let mut dependents: HashMap<&str, Vec<&Node>> = HashMap::new();
     for n in nodes {
@@ -204,6 +231,13 @@ async fn collect(client: &kube::Client, nodes: &[Node<'_>]) {
         }
     }
     for n in nodes {
+        let _work = if orphaning(n) {
+            orphan_pass.take()
+        } else if n.deleting() || n.has_owners() {
+            delete_pass.take()
+        } else {
+            continue;
+        };
         let finalizers = n.finalizers();
         let mine = dependents.get(n.uid()).map(Vec::as_slice).unwrap_or(&[]);
         if n.deleting() {

@@ -40,7 +40,9 @@ pub(crate) async fn run(
     ttl_after_finished: kube::Client,
     informers: crate::informers::Informers,
     clock: Clock,
+    metrics: crate::metrics::ControllerMetrics,
 ) {
+    let queue = metrics.queue("job", &clock);
     let mut pods: Informer<Pod> = informers.pods.clone();
     let mut jobs: Informer<Job> = informers.shared();
     if !(jobs.synced().await && pods.synced().await) {
@@ -97,7 +99,9 @@ pub(crate) async fn run(
         let mut next: Option<DateTime<Utc>> = None;
         let mut later =
             |at: DateTime<Utc>| next = Some(next.map_or(at, |n: DateTime<Utc>| n.min(at)));
+        let mut pass = queue.pass(all_jobs.len());
         for job in &all_jobs {
+            let work = pass.take();
             let uid = job.metadata.uid.clone().unwrap_or_default();
             let owned: &[&Pod] = by_owner.get(uid.as_str()).map_or(&[], |v| v.as_slice());
             let claimed;
@@ -133,12 +137,17 @@ pub(crate) async fn run(
             if let Some(at) = s.retry_at {
                 later(at);
             }
+            let failures = backoff.failures(&uid);
             let retry = Retry {
                 backoff: &mut backoff,
                 recorder: &recorder,
             };
             carry_out(&client, job, s, waiting, now, retry).await;
+            if backoff.failures(&uid) > failures {
+                work.retry();
+            }
         }
+        drop(pass);
         let until = [next, backoff.next_retry()]
             .into_iter()
             .flatten()

@@ -58,7 +58,14 @@ enum Outcome {
     Failed,
 }
 
-pub async fn run(client: kube::Client, reads: kube::Client, informers: Informers, clock: Clock) {
+pub async fn run(
+    client: kube::Client,
+    reads: kube::Client,
+    informers: Informers,
+    clock: Clock,
+    metrics: crate::metrics::ControllerMetrics,
+) {
+    let queue = metrics.queue("namespace", &clock);
     let namespaces: Informer<Namespace> =
         Informer::start(Api::all(reads), watcher::Config::default());
     if !(namespaces.synced().await && informers.pods.synced().await) {
@@ -88,12 +95,18 @@ pub async fn run(client: kube::Client, reads: kube::Client, informers: Informers
             }
         }
         let now = clock.instant();
-        for name in &terminating {
-            let count = pods.get(name).copied().unwrap_or(0);
-            let ready = due.get(name).is_none_or(|d| now >= d.at || count < d.pods);
-            if !ready {
-                continue;
-            }
+        // The namespaces this pass syncs: those due, or whose pods went down meanwhile.
+        let ready: Vec<(&String, usize)> = terminating
+            .iter()
+            .map(|name| (name, pods.get(name).copied().unwrap_or(0)))
+            .filter(|(name, count)| {
+                due.get(*name)
+                    .is_none_or(|d| now >= d.at || *count < d.pods)
+            })
+            .collect();
+        let mut work_pass = queue.pass(ready.len());
+        for (name, count) in ready {
+            let work = work_pass.take();
             let failures = due.get(name).map_or(0, |d| d.failures);
             let (at, failures) = match pass(&client, &clock, &mut discovered, name).await {
                 Outcome::Done => (now + MAX_RETRY, 0),
@@ -102,6 +115,7 @@ pub async fn run(client: kube::Client, reads: kube::Client, informers: Informers
                     (clock.instant() + Duration::from_secs(half), 0)
                 }
                 Outcome::Failed => {
+                    work.retry();
                     let wait = FIRST_RETRY
                         .saturating_mul(1 << failures.min(16))
                         .min(MAX_RETRY);
@@ -117,6 +131,7 @@ pub async fn run(client: kube::Client, reads: kube::Client, informers: Informers
                 },
             );
         }
+        drop(work_pass);
         let next = due.values().map(|d| d.at).min();
         let timer = async {
             match next {

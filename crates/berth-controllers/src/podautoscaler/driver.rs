@@ -53,7 +53,9 @@ pub(crate) async fn run(
     informers: crate::informers::Informers,
     clock: Clock,
     config: Config,
+    metrics: crate::metrics::ControllerMetrics,
 ) {
+    let queue = metrics.queue("horizontalpodautoscaler", &clock);
     let mut hpas: Informer<HorizontalPodAutoscaler> = informers.shared();
     let pods = informers.pods.clone();
     if !(hpas.synced().await && pods.synced().await) {
@@ -73,14 +75,19 @@ pub(crate) async fn run(
         let all_pods: Vec<Arc<Pod>> = pods.store.state();
         let mut usage_by_namespace: HashMap<String, Result<BTreeMap<String, PodUsage>, String>> =
             HashMap::new();
-        for hpa in &all {
+        // The autoscalers this pass syncs: changed ones, and those a sync period old.
+        let due: Vec<&Arc<HorizontalPodAutoscaler>> = all
+            .iter()
+            .filter(|hpa| {
+                synced.get(&uid(hpa)).is_none_or(|s| {
+                    s.generation != hpa.metadata.generation || s.at + period <= clock.instant()
+                })
+            })
+            .collect();
+        let mut pass = queue.pass(due.len());
+        for hpa in due {
+            let work = pass.take();
             let id = uid(hpa);
-            let due = synced.get(&id).is_none_or(|s| {
-                s.generation != hpa.metadata.generation || s.at + period <= clock.instant()
-            });
-            if !due {
-                continue;
-            }
             let namespace = hpa.metadata.namespace.clone().unwrap_or_default();
             let read = get_scale(&client, hpa).await;
             let scale = read
@@ -126,6 +133,9 @@ pub(crate) async fn run(
                 );
             }
             let written = write_status(&client, hpa, &plan).await;
+            if !written {
+                work.retry();
+            }
             synced.insert(
                 id,
                 Synced {
@@ -139,6 +149,7 @@ pub(crate) async fn run(
                 },
             );
         }
+        drop(pass);
         let next = synced.values().map(|s| s.at + period).min();
         wait(&mut [&mut hpas.changed], next).await;
     }

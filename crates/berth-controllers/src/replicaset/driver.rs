@@ -178,7 +178,13 @@ pub async fn run(
     replication_controllers: kube::Client,
     mut informers: Informers,
     clock: Clock,
+    metrics: crate::metrics::ControllerMetrics,
 ) {
+    // Upstream's queue names: the ReplicaSet controller's and the replication manager's.
+    let queues = [
+        metrics.queue("replicaset", &clock),
+        metrics.queue("replicationmanager", &clock),
+    ];
     let ready = [
         informers.replica_sets.synced().await,
         informers.replication_controllers.synced().await,
@@ -216,12 +222,21 @@ pub async fn run(
             let pods: Vec<Arc<Pod>> = informers.pods.store.state();
             let by_ns = pods_by_namespace(&pods);
             let empty = Vec::new();
+            let rcs = sets
+                .iter()
+                .filter(|s| s.owner.kind == "ReplicationController")
+                .count();
+            let mut passes = [queues[0].pass(sets.len() - rcs), queues[1].pass(rcs)];
             for set in &sets {
                 let pods = by_ns.get(set.namespace.as_str()).unwrap_or(&empty);
-                let (client, recorder) = match set.owner.kind.as_str() {
-                    "ReplicationController" => (&replication_controllers, &recorders[1]),
-                    _ => (&replica_sets, &recorders[0]),
+                let (client, recorder, pass) = match set.owner.kind.as_str() {
+                    "ReplicationController" => {
+                        (&replication_controllers, &recorders[1], &mut passes[1])
+                    }
+                    _ => (&replica_sets, &recorders[0], &mut passes[0]),
                 };
+                let work = pass.take();
+                let failures = backoff.failures(&set.owner.uid);
                 let mut loop_state = LoopState {
                     expectations: &mut expectations,
                     backoff: &mut backoff,
@@ -229,6 +244,9 @@ pub async fn run(
                     clock: &clock,
                 };
                 sync(client, set, pods, &mut loop_state).await;
+                if backoff.failures(&set.owner.uid) > failures {
+                    work.retry();
+                }
             }
         }
         let i = &mut informers;

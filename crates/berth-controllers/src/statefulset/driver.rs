@@ -31,7 +31,9 @@ pub(crate) async fn run(
     client: kube::Client,
     informers: crate::informers::Informers,
     clock: Clock,
+    metrics: crate::metrics::ControllerMetrics,
 ) {
+    let queue = metrics.queue("statefulset", &clock);
     let mut sets: Informer<StatefulSet> = informers.stateful_sets.clone();
     let mut pods: Informer<Pod> = informers.pods.clone();
     let mut revisions: Informer<ControllerRevision> = informers.shared();
@@ -63,10 +65,12 @@ pub(crate) async fn run(
         };
         let all_revisions: Vec<Arc<ControllerRevision>> = revisions.store.state();
         let all_claims: Vec<Arc<PersistentVolumeClaim>> = claims.store.state();
-        for set in all_sets
-            .iter()
-            .filter(|s| s.metadata.deletion_timestamp.is_none())
-        {
+        let mut pass = queue.pass(all_sets.len());
+        for set in all_sets.iter() {
+            let work = pass.take();
+            if set.metadata.deletion_timestamp.is_some() {
+                continue;
+            }
             let uid = set.metadata.uid.clone().unwrap_or_default();
             let ns = set.metadata.namespace.as_deref();
             let mine: Vec<&Pod> = all_pods
@@ -94,8 +98,13 @@ pub(crate) async fn run(
             if !keep_claim_owners(&client, set, &mine, &claims_of).await {
                 continue;
             }
+            let failures = retry.backoff.failures(&uid);
             sync_set(&client, set, &mine, &owned, &claims_of, &mut retry).await;
+            if retry.backoff.failures(&uid) > failures {
+                work.retry();
+            }
         }
+        drop(pass);
         let until = retry.backoff.next_retry().map(|at| clock.instant_at(at));
         wait(
             &mut [

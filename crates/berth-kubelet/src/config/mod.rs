@@ -153,6 +153,16 @@ impl NodeConfig {
         Ok(node)
     }
 
+    /// The directory of static pod manifests (`staticPodPath`, the seed era's
+    /// `pod-manifest-path`), if the kubelet reads one ([`crate::static_pod_files`]).
+    pub fn static_pod_path(&self) -> Option<&str> {
+        self.kubelet_args
+            .get(STATIC_POD_PATH_ARG)
+            .and_then(|v| v.last())
+            .map(String::as_str)
+            .filter(|p| !p.is_empty())
+    }
+
     /// The node's memory capacity in bytes.
     pub fn memory_capacity(&self) -> i64 {
         self.capacity.get("memory").map_or(0, Quantity::value)
@@ -467,6 +477,9 @@ fn parse_reserved(
     Ok(out)
 }
 
+/// The kubelet argument of the static pod directory (`staticPodPath` in a KubeletConfiguration).
+const STATIC_POD_PATH_ARG: &str = "pod-manifest-path";
+
 /// The `KubeletConfig` form, as `kubeletArguments` entries. Accepts the inner map or a whole
 /// `kind: KubeletConfig` object (its `spec.kubeletConfig`).
 fn kubelet_config_args(
@@ -514,6 +527,7 @@ fn kubelet_config_args(
             "maxPods" => ("max-pods", vec![text(v)]),
             "featureGates" => ("feature-gates", map_entries("=")?),
             "podsPerCore" => ("pods-per-core", vec![text(v)]),
+            "staticPodPath" => (STATIC_POD_PATH_ARG, vec![text(v)]),
             _ => continue,
         };
         out.insert(arg.to_string(), values);
@@ -686,7 +700,13 @@ fn resolve_pool(
     let mut args: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for (k, v) in &raw.kubelet_arguments {
         if EVICTION_ARGS.contains(&k.as_str())
-            || ["max-pods", "pods-per-core", "feature-gates"].contains(&k.as_str())
+            || [
+                "max-pods",
+                "pods-per-core",
+                "feature-gates",
+                STATIC_POD_PATH_ARG,
+            ]
+            .contains(&k.as_str())
         {
             args.insert(k.clone(), v.list());
         } else {

@@ -42,6 +42,8 @@ struct Loop {
     leading: Option<watch::Receiver<bool>>,
     /// The KubeSchedulerConfiguration profile, if this instance runs one (1.35's messages).
     profile: Option<crate::config::CompiledProfile>,
+    /// Scheduling cycles so far: one in ten times its plugins, as upstream samples them.
+    cycles: u64,
 }
 
 /// The queue's back-off: the configuration's `podInitialBackoffSeconds`/`podMaxBackoffSeconds`
@@ -108,6 +110,7 @@ pub async fn run_with(
         synced: [false; informers::KINDS],
         leading,
         profile: cfg.profile.clone(),
+        cycles: 0,
     };
     tracing::info!(scheduler = %l.name, "scheduler started");
     loop {
@@ -303,6 +306,17 @@ impl Loop {
             Decision::Error(_) => AttemptResult::Error,
         };
         self.ops.attempt(result, started.elapsed());
+        self.cycles = self.cycles.wrapping_add(1);
+        if self
+            .cycles
+            .is_multiple_of(100 / super::ops::PLUGIN_METRICS_SAMPLE_PERCENT)
+        {
+            // After the decision and its timing: the sample is not part of the attempt.
+            let clock = &self.clock;
+            let elapsed = || clock.instant().saturating_duration_since(started);
+            let samples = self.scheduler.sample_plugins(&self.cache, &info, &elapsed);
+            self.ops.plugin_samples(&samples);
+        }
         if result == AttemptResult::Scheduled {
             self.ops
                 .scheduled_at_attempt(queued.attempts.saturating_add(1));

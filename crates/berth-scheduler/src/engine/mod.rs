@@ -6,12 +6,14 @@ pub(crate) mod filter;
 mod fit_error;
 mod incremental;
 mod memo;
+mod plugin_samples;
 #[cfg(test)]
 mod tests;
 
 pub(crate) use crate::ctx::{PodCtx, Scratch};
 pub use build::{BuildError, SchedulerBuilder};
 pub use fit_error::FitError;
+pub use plugin_samples::PluginSample;
 
 use crate::cache::ClusterCache;
 use crate::pod_info::{CVolume, PodInfo};
