@@ -99,10 +99,9 @@ fn every_node_counts(cache: &ClusterCache, pod: &PodInfo, cs: &[SpreadConstraint
     let nodes = cache.order.len() as u32;
     let own_affinity = !pod.node_selector.is_empty() || pod.required_node_terms.is_some();
     cs.iter().all(|c| {
-        !c.honor_taints
-            && !(c.honor_affinity && own_affinity)
-            && !c.selector.nothing
-            && cache.key_nodes.get(&c.key).copied().unwrap_or(0) == nodes
+        let leaves_some_out = c.honor_taints || (c.honor_affinity && own_affinity);
+        let carried_by_all = cache.key_nodes.get(&c.key).copied().unwrap_or(0) == nodes;
+        !leaves_some_out && !c.selector.nothing && carried_by_all
     })
 }
 
