@@ -70,8 +70,9 @@ pub struct Scheduler {
     pub(crate) spread_prios: Vec<(Prio, i64, String)>,
     /// PodTopologySpread's arguments (default constraints; none under a policy file).
     pub(crate) spread_args: crate::topology_spread::TopologySpreadArgs,
-    /// PodTopologySpread's domain counts kept across decisions.
-    pub(crate) spread_memo: crate::predicates::spread_domains::SpreadMemo,
+    /// PodTopologySpread's domain counts kept across decisions, for its filter (prepare) and
+    /// its score (a lock, as the score reads it through the shared decision context).
+    pub(crate) spread_memo: std::sync::Mutex<crate::predicates::spread_domains::SpreadMemo>,
     /// A profile's plugin arguments (`plugin_args.rs`; none under a policy file).
     pub(crate) plugin_args: crate::plugin_args::PluginArgs,
 }
@@ -164,7 +165,11 @@ impl Scheduler {
         let spread = if has_pred(|p| p.name == PredicateName::PodTopologySpread)
             && (!pod.spread.is_empty() || self.spread_args.has_hard_defaults())
         {
-            pod_topology_spread::prepare(cache, pod, &self.spread_args, &mut self.spread_memo)
+            let memo = self
+                .spread_memo
+                .get_mut()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            pod_topology_spread::prepare(cache, pod, &self.spread_args, memo)
         } else {
             Default::default()
         };
@@ -241,6 +246,7 @@ impl Scheduler {
             service_affinity,
             spread,
             spread_args: &self.spread_args,
+            spread_memo: &self.spread_memo,
             plugin_args: &self.plugin_args,
         })
     }

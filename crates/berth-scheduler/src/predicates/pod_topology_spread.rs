@@ -95,7 +95,11 @@ pub(crate) fn prepare(
 /// True if every node of the cluster counts for each constraint: all carry every key, and the
 /// inclusion policies leave none out (no node affinity of the pod to honour, taints ignored).
 /// Then the counts depend only on the namespace, selector and key ([`SpreadMemo`]).
-fn every_node_counts(cache: &ClusterCache, pod: &PodInfo, cs: &[SpreadConstraint]) -> bool {
+pub(crate) fn every_node_counts(
+    cache: &ClusterCache,
+    pod: &PodInfo,
+    cs: &[SpreadConstraint],
+) -> bool {
     let nodes = cache.order.len() as u32;
     let own_affinity = !pod.node_selector.is_empty() || pod.required_node_terms.is_some();
     cs.iter().all(|c| {

@@ -47,6 +47,26 @@ impl SpreadMemo {
         ns: Sym,
         c: &SpreadConstraint,
     ) -> FxMap<Sym, i64> {
+        let e = self.current(cache, ns, c);
+        e.domains.iter().map(|(&v, &(_, n))| (v, n)).collect()
+    }
+
+    /// Matching pods per node slot (0 for slots that are not nodes with the key) of
+    /// constraint `c` for pods of namespace `ns`, up to date with `cache`.
+    pub(crate) fn node_counts(
+        &mut self,
+        cache: &ClusterCache,
+        ns: Sym,
+        c: &SpreadConstraint,
+    ) -> Vec<i64> {
+        let e = self.current(cache, ns, c);
+        let mut out: Vec<i64> = e.per_node.iter().map(|x| x.map_or(0, |(_, n)| n)).collect();
+        out.resize(out.len().max(cache.nodes.len()), 0);
+        out
+    }
+
+    /// The entry of `c` for `ns`, caught up with `cache`.
+    fn current(&mut self, cache: &ClusterCache, ns: Sym, c: &SpreadConstraint) -> &Entry {
         let key = (ns, c.key, c.selector.clone());
         if !self.entries.contains_key(&key) && self.entries.len() >= MAX_ENTRIES {
             self.entries.clear();
@@ -59,7 +79,7 @@ impl SpreadMemo {
         } else {
             e.catch_up(cache, ns, c);
         }
-        e.domains.iter().map(|(&v, &(_, n))| (v, n)).collect()
+        e
     }
 }
 

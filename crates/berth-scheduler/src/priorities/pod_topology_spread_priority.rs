@@ -87,25 +87,51 @@ pub(crate) fn score_nodes(
             ((size + 2) as f64).ln()
         })
         .collect();
-    let per_node: Vec<Vec<i64>> = cs
-        .iter()
-        .map(|con| crate::predicates::spread_counts::per_node(cache, pod, con))
-        .collect();
-    for &ix in &cache.order {
-        let node = &cache.nodes[ix as usize];
-        if all_keys && !crate::predicates::spread_counts::has_all_keys(node, &cs) {
-            continue;
-        }
-        for (k, con) in cs.iter().enumerate() {
-            if con.hostname || !crate::predicates::spread_counts::includes(con, pod, node, i) {
-                continue;
+    let per_node: Vec<Vec<i64>> =
+        if crate::predicates::pod_topology_spread::every_node_counts(cache, pod, &cs) {
+            // every node counts: the counts kept across decisions serve, per domain of a
+            // feasible node and per node for the hostname key
+            let mut memo = c
+                .spread_memo
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            cs.iter()
+                .zip(domains.iter_mut())
+                .map(|(con, d)| {
+                    if con.hostname {
+                        return memo.node_counts(cache, pod.ns, con);
+                    }
+                    let kept = memo.counts(cache, pod.ns, con);
+                    for (value, n) in d.iter_mut() {
+                        *n = kept.get(value).copied().unwrap_or(0);
+                    }
+                    Vec::new()
+                })
+                .collect()
+        } else {
+            let per_node: Vec<Vec<i64>> = cs
+                .iter()
+                .map(|con| crate::predicates::spread_counts::per_node(cache, pod, con))
+                .collect();
+            for &ix in &cache.order {
+                let node = &cache.nodes[ix as usize];
+                if all_keys && !crate::predicates::spread_counts::has_all_keys(node, &cs) {
+                    continue;
+                }
+                for (k, con) in cs.iter().enumerate() {
+                    if con.hostname
+                        || !crate::predicates::spread_counts::includes(con, pod, node, i)
+                    {
+                        continue;
+                    }
+                    let value = node.labels.get(con.key).unwrap_or_default();
+                    if let Some(n) = domains[k].get_mut(&value) {
+                        *n += per_node[k][ix as usize];
+                    }
+                }
             }
-            let value = node.labels.get(con.key).unwrap_or_default();
-            if let Some(n) = domains[k].get_mut(&value) {
-                *n += per_node[k][ix as usize];
-            }
-        }
-    }
+            per_node
+        };
     // Score
     for ((o, &ix), ig) in out.iter_mut().zip(feasible).zip(&ignored) {
         if *ig {
@@ -251,5 +277,49 @@ mod tests {
         let hard = json!([{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
                            "labelSelector": {"matchLabels": {"foo": ""}}}]);
         assert_eq!(score(nodes, vec![], incoming(hard)), [0]);
+    }
+
+    /// The counts kept across decisions score as a direct count: the same pod is scored once
+    /// as is (kept counts) and once with a nodeSelector every node matches (the pod's own
+    /// affinity then makes the score count directly), on random clusters.
+    #[test]
+    fn kept_counts_score_as_a_direct_count() {
+        use rand::{Rng, SeedableRng};
+        for seed in 0..200u64 {
+            let r = &mut rand::rngs::SmallRng::seed_from_u64(seed);
+            let nodes = || {
+                let mut r = rand::rngs::SmallRng::seed_from_u64(seed);
+                (0..r.random_range(1..7))
+                    .map(|n| {
+                        let zone = ["z1", "z2", "z3"][r.random_range(0..3)];
+                        node_json(json!({"metadata": {"name": format!("n{n}"), "labels": {
+                            "zone": zone, "node": format!("n{n}"), "all": "yes"}}}))
+                    })
+                    .collect::<Vec<_>>()
+            };
+            let count = nodes().len();
+            let pods: Vec<crate::model::Pod> = (0..r.random_range(0..15))
+                .map(|k| {
+                    let labels = if r.random_bool(0.7) {
+                        json!({"foo": ""})
+                    } else {
+                        json!({})
+                    };
+                    let ns = ["default", "other"][r.random_range(0..2)];
+                    let on = format!("n{}", r.random_range(0..count));
+                    pod(
+                        json!({"metadata": {"name": format!("e{k}"), "namespace": ns,
+                                            "labels": labels},
+                               "spec": {"nodeName": on, "containers": [{"name": "c"}]}}),
+                    )
+                })
+                .collect();
+            let key = ["zone", "node"][r.random_range(0..2)];
+            let constraints = json!([soft(key, r.random_range(1..3)), soft("zone", 2)]);
+            let kept = score(nodes(), pods.clone(), incoming(constraints.clone()));
+            let mut direct = incoming(constraints);
+            direct.spec.node_selector = [("all".to_string(), "yes".to_string())].into();
+            assert_eq!(kept, score(nodes(), pods, direct), "seed {seed}");
+        }
     }
 }
