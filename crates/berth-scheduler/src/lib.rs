@@ -52,6 +52,7 @@ pub mod preemption;
 mod priorities;
 pub mod quantity;
 pub mod queue;
+pub(crate) mod spread_domains;
 #[cfg(test)]
 mod testutil;
 pub mod topology_spread;

@@ -77,7 +77,7 @@ pub(crate) struct PodCtx<'a> {
     /// PodTopologySpread's arguments (default constraints).
     pub spread_args: &'a crate::topology_spread::TopologySpreadArgs,
     /// PodTopologySpread's counts kept across decisions (its score reads them).
-    pub spread_memo: &'a std::sync::Mutex<crate::predicates::spread_domains::SpreadMemo>,
+    pub spread_memo: &'a std::sync::Mutex<crate::spread_domains::SpreadMemo>,
     /// The profile's plugin arguments (none under a policy file).
     pub plugin_args: &'a crate::plugin_args::PluginArgs,
 }

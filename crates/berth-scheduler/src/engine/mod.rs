@@ -72,7 +72,7 @@ pub struct Scheduler {
     pub(crate) spread_args: crate::topology_spread::TopologySpreadArgs,
     /// PodTopologySpread's domain counts kept across decisions, for its filter (prepare) and
     /// its score (a lock, as the score reads it through the shared decision context).
-    pub(crate) spread_memo: std::sync::Mutex<crate::predicates::spread_domains::SpreadMemo>,
+    pub(crate) spread_memo: std::sync::Mutex<crate::spread_domains::SpreadMemo>,
     /// A profile's plugin arguments (`plugin_args.rs`; none under a policy file).
     pub(crate) plugin_args: crate::plugin_args::PluginArgs,
 }

@@ -35,7 +35,6 @@ pub(crate) mod pod_tolerates_node_taints;
 pub(crate) mod pod_topology_spread;
 pub(crate) mod registry;
 pub(crate) mod spread_counts;
-pub(crate) mod spread_domains;
 pub(crate) mod unit;
 
 pub use registry::PredicateName;

@@ -7,13 +7,13 @@
 //! Not a 1.11 predicate: no policy file names it. The scheduler honours it for every pod that
 //! has such constraints, with or without a policy (see `engine/build.rs`).
 
-use super::spread_domains::SpreadMemo;
 use super::unit::{FastClass, PredicateUnit, ReasonDef, VictimsClass};
 use super::{NodeView, Pred, Reason};
 use crate::cache::ClusterCache;
 use crate::ctx::{PodCtx, SpreadState};
 use crate::intern::{FxMap, Sym};
 use crate::pod_info::PodInfo;
+use crate::spread_domains::SpreadMemo;
 use crate::topology_spread::{CriticalPaths, SpreadConstraint, TopologySpreadArgs};
 
 /// The unit (see `registry.rs`).
