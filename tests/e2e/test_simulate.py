@@ -288,6 +288,59 @@ def test_capacity_of_a_live_cluster_counts_what_is_already_bound(berth_factory, 
     assert [p["metadata"]["name"] for p in pods] == ["big"]
 
 
+def test_a_simulation_starts_from_a_live_clusters_state(berth_factory, tmp_path):
+    # The live cluster: two quick nodes of 4 cpu (node-2 cordoned), a namespace with its own
+    # PriorityClass and ServiceAccount, 3 pods of 1 cpu from a Deployment and a bound pod of
+    # 2 cpu: 5 of 8 cpu used. The simulation starts from that state, then asks for 4 more
+    # pods of 1 cpu: node-2 is cordoned, so only node-1's room counts.
+    berth = berth_factory(nodes=2)
+    berth.kubectl("wait", "--for=condition=Ready", "node", "--all", "--timeout=60s")
+    berth.kubectl("apply", "-f", "-", stdin=to_yaml([
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}},
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+         "metadata": {"name": "high"}, "value": 1000},
+        {"apiVersion": "v1", "kind": "ServiceAccount",
+         "metadata": {"name": "builder", "namespace": "shop"}},
+        {**deployment("web", 3, "1", node="node-1"), "metadata": {"name": "web", "namespace": "shop"}},
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "big", "namespace": "shop"},
+         "spec": {"nodeName": "node-2", "priorityClassName": "high", "serviceAccountName": "builder",
+                  "containers": [{"name": "c", "image": "nginx",
+                                  "resources": {"requests": {"cpu": "2"}}}]}},
+    ]))
+    berth.kubectl("rollout", "status", "-n", "shop", "deployment/web", "--timeout=60s")
+    berth.kubectl("cordon", "node-2")
+    before = sorted(p["metadata"]["name"] for p in berth.kubectl_json("get", "pods", "-A")["items"])
+
+    more = deployment("more", 4, "1")
+    more["metadata"]["namespace"] = "shop"
+    workload = tmp_path / "more.yaml"
+    workload.write_text(to_yaml([{"timeline": [{"at": "10m", "create": [more]}]}]))
+    report_dir = tmp_path / "live"
+    out = subprocess.run([str(BERTH_BIN), "simulate", "--from-kubeconfig", str(berth.kubeconfig),
+                          "--workload", str(workload), "--until", "1h", "--quiet",
+                          "--report", str(report_dir)],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr + out.stdout
+    report = json.loads((report_dir / "report.json").read_text())
+    actions = [a["what"] for a in report["actions"]]
+    assert actions[0].startswith(f"import from {berth.kubeconfig}: 2 nodes, "), actions
+    created, total = actions[0].split(", ")[1].split(" objects")[0].split(" of ")
+    assert created == total, actions
+    assert "cordon node node-2" in actions
+    assert "create Deployment shop/more" in actions
+    # The imported pods stay where they run; of the 4 new ones, node-1's 1 free cpu takes 1.
+    placements = report["placements"]
+    assert sorted(n for p, n in placements.items() if "more" not in p) == \
+        ["node-1"] * 3 + ["node-2"], placements
+    assert sorted(n for p, n in placements.items() if "more" in p) == ["node-1"], placements
+    assert report["totals"]["pending_at_end"] == 3
+    # The live cluster was only read.
+    after = sorted(p["metadata"]["name"] for p in berth.kubectl_json("get", "pods", "-A")["items"])
+    assert after == before
+    assert not berth.kubectl_json("get", "deployments", "-n", "shop", "--field-selector",
+                                  "metadata.name=more")["items"]
+
+
 def test_the_html_report_renders_its_plots_in_a_browser(tmp_path):
     # Debian's chromium (scripts/test installs it), headless: the page opens offline, its
     # plots are inline SVG, the screenshot is drawn and the console stays quiet.

@@ -162,6 +162,10 @@ pub struct ServeArgs {
     /// their sign of life (see `berth_kubelet::Kubelet::simulation`).
     #[arg(skip)]
     pub simulation: bool,
+    /// `berth simulate --from-kubeconfig`: the simulated twins of a live cluster's nodes,
+    /// instead of --cluster or --nodes.
+    #[arg(skip)]
+    pub imported_nodes: Option<Vec<berth_kubelet::NodeConfig>>,
     /// The etcd backend and, with it, the election of the replica running the control loops.
     #[command(flatten)]
     pub etcd: crate::ha::EtcdArgs,
@@ -247,6 +251,9 @@ fn raise_open_file_limit() -> Option<u64> {
 
 /// The simulated nodes: the cluster file's pools, or `--nodes N` quick nodes.
 fn simulated_nodes(args: &ServeArgs) -> anyhow::Result<Vec<berth_kubelet::NodeConfig>> {
+    if let Some(nodes) = &args.imported_nodes {
+        return Ok(nodes.clone());
+    }
     let Some(path) = &args.cluster else {
         return Ok(berth_kubelet::NodeConfig::quick(args.nodes));
     };

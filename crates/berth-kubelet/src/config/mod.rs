@@ -15,6 +15,8 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+pub mod imported;
+
 /// An invalid cluster file: which pool, which field, why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {

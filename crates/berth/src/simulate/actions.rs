@@ -139,6 +139,12 @@ impl Actor {
     }
 
     async fn create(&self, manifest: &Value) -> String {
+        let (shown, result) = self.create_object(manifest).await;
+        outcome(format!("create {shown}"), result.map_err(|r| r.message))
+    }
+
+    /// Creates one object; returns how it is named (`Pod ns/name`) and what the API answered.
+    async fn create_object(&self, manifest: &Value) -> (String, Result<(), Refusal>) {
         let kind = manifest.get("kind").and_then(Value::as_str).unwrap_or("");
         let version = manifest.get("apiVersion").and_then(Value::as_str);
         let name = manifest
@@ -151,10 +157,11 @@ impl Actor {
             .and_then(Value::as_str)
             .unwrap_or("default");
         let Some((ar, namespaced)) = self.resource(version, kind) else {
-            return format!(
-                "create {kind} {name} failed: the server doesn't have a resource type {kind:?} in {}",
+            let message = format!(
+                "the server doesn't have a resource type {kind:?} in {}",
                 version.unwrap_or("")
             );
+            return (format!("{kind} {name}"), Err(Refusal::local(message)));
         };
         let shown = if namespaced {
             format!("{kind} {ns}/{name}")
@@ -163,14 +170,44 @@ impl Actor {
         };
         let obj: DynamicObject = match serde_json::from_value(manifest.clone()) {
             Ok(o) => o,
-            Err(e) => return format!("create {shown} failed: {e}"),
+            Err(e) => return (shown, Err(Refusal::local(e.to_string()))),
         };
         let result = self
             .api(&ar, namespaced, ns)
             .create(&PostParams::default(), &obj)
             .await
-            .map(|_| ());
-        outcome(format!("create {shown}"), result.map_err(api_message))
+            .map(|_| ())
+            .map_err(Refusal::from);
+        (shown, result)
+    }
+
+    /// Creates a live cluster's objects at time 0 and cordons the nodes cordoned there. One
+    /// line says how many were created; each refusal gets its own line with the API's words.
+    /// An object that exists already (a namespace's `default` ServiceAccount, made by its
+    /// controller) counts as created.
+    pub async fn import(&self, live: &super::live::Snapshot) -> Vec<String> {
+        let mut lines = Vec::new();
+        let mut created = 0;
+        for manifest in &live.objects {
+            match self.create_object(manifest).await {
+                (_, Ok(())) => created += 1,
+                (_, Err(r)) if r.reason == "AlreadyExists" => created += 1,
+                (shown, Err(r)) => lines.push(format!("import {shown} failed: {}", r.message)),
+            }
+        }
+        lines.insert(
+            0,
+            format!(
+                "import from {}: {} nodes, {created} of {} objects created",
+                live.source,
+                live.nodes.len(),
+                live.objects.len()
+            ),
+        );
+        if !live.cordoned.is_empty() {
+            lines.extend(self.run(&Action::Cordon(live.cordoned.clone())).await);
+        }
+        lines
     }
 
     async fn patch_object(&self, obj: &ObjectRef, patch: &Value) -> Result<(), String> {
@@ -262,6 +299,35 @@ fn api_message(e: kube::Error) -> String {
     match e {
         kube::Error::Api(status) => status.message,
         other => other.to_string(),
+    }
+}
+
+/// Why the API (or the client, before asking it) did not create an object.
+struct Refusal {
+    /// The Status reason (`AlreadyExists`), empty when the API was not asked.
+    reason: String,
+    message: String,
+}
+
+impl Refusal {
+    fn local(message: String) -> Refusal {
+        Refusal {
+            reason: String::new(),
+            message,
+        }
+    }
+}
+
+impl From<kube::Error> for Refusal {
+    fn from(e: kube::Error) -> Refusal {
+        let reason = match &e {
+            kube::Error::Api(status) => status.reason.clone(),
+            _ => String::new(),
+        };
+        Refusal {
+            reason,
+            message: api_message(e),
+        }
     }
 }
 

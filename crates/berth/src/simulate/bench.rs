@@ -46,6 +46,7 @@ pub fn run(args: SimulateBenchArgs) -> anyhow::Result<()> {
     let run = RunArgs {
         cluster: None,
         nodes: args.nodes,
+        from_kubeconfig: None,
         workload: None,
         until: args.until,
         seed: 0,
@@ -70,6 +71,7 @@ pub fn run(args: SimulateBenchArgs) -> anyhow::Result<()> {
         &run,
         &SchedulerChoice::default(),
         &timeline,
+        None,
     ))?;
     let wall = watch.elapsed().as_secs_f64().max(0.001);
     runtime.shutdown_background();

@@ -16,6 +16,7 @@ pub mod capacity;
 mod deschedule;
 mod driver;
 mod html;
+pub mod live;
 mod observer;
 pub mod report;
 mod summary;
@@ -50,6 +51,11 @@ pub struct RunArgs {
     /// Without --cluster: how many default nodes (4 CPU, 16Gi).
     #[arg(long, default_value_t = 3)]
     pub nodes: usize,
+    /// Start from a live cluster's state, read (never written) through this kubeconfig: its
+    /// nodes, namespaces, PriorityClasses, storage, ServiceAccounts and pods (see
+    /// docs/simulate.md).
+    #[arg(long, value_name = "KUBECONFIG", conflicts_with_all = ["cluster", "nodes"])]
+    pub from_kubeconfig: Option<PathBuf>,
     /// The workload timeline (see docs/simulate.md).
     #[arg(long)]
     pub workload: Option<PathBuf>,
@@ -156,13 +162,18 @@ pub fn main(args: SimulateArgs) -> anyhow::Result<()> {
             config: run.config.clone(),
         }],
     };
+    // The live cluster is read once: a comparison runs both configurations on the same state.
+    let live = match &run.from_kubeconfig {
+        Some(path) => Some(live::read(path)?),
+        None => None,
+    };
     let mut reports = Vec::new();
     for choice in &choices {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .start_paused(true)
             .build()?;
-        let report = runtime.block_on(driver::simulate(&run, choice, &timeline))?;
+        let report = runtime.block_on(driver::simulate(&run, choice, &timeline, live.as_ref()))?;
         // Every component of this run stops with its runtime.
         runtime.shutdown_background();
         reports.push(report);
