@@ -76,7 +76,7 @@ pub async fn run_condition_taints(
 #[allow(clippy::too_many_arguments)]
 pub async fn run_lifecycle(
     client: kube::Client,
-    informers: Informers,
+    mut informers: Informers,
     recorder: Recorder,
     clock: Clock,
     config: LifecycleConfig,
@@ -90,8 +90,8 @@ pub async fn run_lifecycle(
         return;
     }
     let mut monitor = Monitor::new(config);
-    // `berth simulate`: the nodes as of the last pass, by name and resourceVersion.
-    let mut passed: Option<Vec<(String, String)>> = None;
+    // `berth simulate`: whether every simulated node ran at the last pass (none has run yet).
+    let mut all_ran = false;
     let first = clock.instant_after(period);
     let mut tick = tokio::time::interval_at(first, clock.tokio_duration(period));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -127,25 +127,19 @@ pub async fn run_lifecycle(
             }
             continue;
         }
+        // `berth simulate`: a pass over simulated nodes that all ran at the last pass and none
+        // of which changed since (the node store's change signal says so, in O(1)) decides
+        // nothing, and it would cost nodes x simulated time: it is skipped, and the leases are
+        // renewed in one step.
+        let changed = informers.nodes.changed.has_changed().unwrap_or(true);
+        informers.nodes.changed.borrow_and_update();
+        if simulated.active() && all_ran && !changed {
+            simulated.renew_unchanged(clock.now());
+            continue;
+        }
         let nodes = informers.nodes.store.state();
-        // `berth simulate`: a pass over simulated nodes that all run and none of which changed
-        // since the last pass decides nothing (their leases are renewed all the same), and
-        // it would cost nodes x simulated time; it is skipped.
         if simulated.active() {
-            let versions: Vec<(String, String)> = nodes
-                .iter()
-                .map(|n| {
-                    (
-                        n.metadata.name.clone().unwrap_or_default(),
-                        n.metadata.resource_version.clone().unwrap_or_default(),
-                    )
-                })
-                .collect();
-            let all_running = simulated.renew_all(nodes.iter().map(|n| n.as_ref()), clock.now());
-            if all_running && passed.as_ref() == Some(&versions) {
-                continue;
-            }
-            passed = Some(versions);
+            all_ran = simulated.renew_all(nodes.iter().map(|n| n.as_ref()), clock.now());
         }
         let leases: BTreeMap<String, _> = informers
             .leases

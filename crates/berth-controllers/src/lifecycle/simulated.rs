@@ -22,6 +22,9 @@ pub const SIMULATE_ANNOTATION: &str = "berth.io/simulate";
 pub struct SimulatedLeases {
     nodes: BTreeSet<String>,
     last_alive: BTreeMap<String, DateTime<Utc>>,
+    /// The last pass skipped because every node ran and none changed: every node was alive
+    /// then, which is recorded once instead of per node.
+    all_alive_at: Option<DateTime<Utc>>,
 }
 
 /// Whether a node whose annotation reads `value` reaches the API (the kubelet's
@@ -40,6 +43,7 @@ impl SimulatedLeases {
         SimulatedLeases {
             nodes: nodes.into_iter().collect(),
             last_alive: BTreeMap::new(),
+            all_alive_at: None,
         }
     }
 
@@ -70,6 +74,12 @@ impl SimulatedLeases {
         all
     }
 
+    /// A pass skipped at `now` because every node ran at the last pass and none changed since:
+    /// every lease is renewed at `now`, in one step rather than one per node.
+    pub fn renew_unchanged(&mut self, now: DateTime<Utc>) {
+        self.all_alive_at = Some(now);
+    }
+
     /// The renewal time of a simulated node's lease at a pass at `now`: `now` while it reaches
     /// the API, else when it last did (none if it never did).
     pub fn renew_time(&mut self, node: &Node, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
@@ -81,10 +91,19 @@ impl SimulatedLeases {
             .and_then(|a| a.get(SIMULATE_ANNOTATION))
             .map(String::as_str);
         if reaches_api(value) {
-            self.last_alive.insert(name.to_string(), now);
+            match self.last_alive.get_mut(name) {
+                Some(at) => *at = now,
+                None => {
+                    self.last_alive.insert(name.to_string(), now);
+                }
+            }
             return Some(now);
         }
-        self.last_alive.get(name).copied()
+        let own = self.last_alive.get(name).copied();
+        match (own, self.all_alive_at) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        }
     }
 }
 
@@ -118,6 +137,28 @@ mod tests {
         let other: Node = serde_json::from_value(json!({"metadata": {"name": "n2"}})).unwrap();
         assert!(!leases.renew_all([&node(None), &other], t(15)));
         assert!(!SimulatedLeases::default().active());
+    }
+
+    #[test]
+    fn skipped_passes_renew_every_lease_so_a_later_stop_counts_from_the_last_one() {
+        let mut leases = SimulatedLeases::new(["n1".to_string()]);
+        assert!(leases.renew_all([&node(None)], t(0)));
+        // An hour of skipped passes, then the node stops: its lease was last renewed at the
+        // last skipped pass, not at the last full one.
+        for s in (5..=3600).step_by(5) {
+            leases.renew_unchanged(t(s));
+        }
+        assert_eq!(
+            leases.renew_time(&node(Some("stopped")), t(3605)),
+            Some(t(3600))
+        );
+        // A node that never ran before the skips has no earlier renewal of its own.
+        let mut fresh = SimulatedLeases::new(["n1".to_string()]);
+        fresh.renew_unchanged(t(10));
+        assert_eq!(fresh.renew_time(&node(Some("stopped")), t(15)), Some(t(10)));
+        // A renewal after the skips wins over them.
+        assert_eq!(fresh.renew_time(&node(None), t(20)), Some(t(20)));
+        assert_eq!(fresh.renew_time(&node(Some("stopped")), t(25)), Some(t(20)));
     }
 
     #[test]
