@@ -128,7 +128,7 @@ WORK_QUEUES = ["deployment", "replicaset", "replicationmanager", "job", "cronjob
                "resourcequota_priority", "node_lifecycle_controller",
                "node_lifecycle_controller_pods", "noexec_taint_node", "noexec_taint_pod",
                "ClusterRoleAggregator", "root_ca_cert_publisher", "certificate", "disruption",
-               "orphaned_pods_nodes", "volumes", "claims"]
+               "orphaned_pods_nodes", "volumes", "claims", "ttl_jobs_to_delete"]
 
 
 def test_the_controllers_work_queues_move_when_they_work(mb):

@@ -486,7 +486,12 @@ impl Controllers {
                 reads = reads.clone(),
                 client = self.client_as(MACHINE_CONFIG_CONTROLLER),
                 nodes = informers.nodes.clone(),
-                clock = self.clock.clone()
+                clock = self.clock.clone(),
+                queues = crate::machineconfig::Queues {
+                    kubelet_configs: queue("machineconfigcontroller-kubeletconfigcontroller"),
+                    render: queue("machineconfigcontroller-rendercontroller"),
+                    nodes: queue("machineconfigcontroller-nodecontroller"),
+                }
             );
         }
         if on("disruption-controller") {
