@@ -477,6 +477,49 @@ mod tests {
         assert_eq!(v["evaluatedNodes"], 3);
     }
 
+    /// The lines a real `tracing` event makes, in `format`.
+    fn lines_of(format: Format, emit: impl FnOnce()) -> Vec<String> {
+        struct Capture(Arc<std::sync::Mutex<Vec<String>>>, Format);
+        impl<S: Subscriber> Layer<S> for Capture {
+            fn on_event(&self, event: &Event<'_>, _: Context<'_, S>) {
+                let line = format_line(self.1, event, at(), 1);
+                self.0.lock().unwrap().push(line);
+            }
+        }
+        let lines = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let subscriber = tracing_subscriber::registry().with(Capture(lines.clone(), format));
+        tracing::subscriber::with_default(subscriber, emit);
+        let out = lines.lock().unwrap().clone();
+        out
+    }
+
+    #[test]
+    fn an_events_v_field_is_its_verbosity_and_message_underscore_is_the_key_message() {
+        let emit = || {
+            tracing::info!(
+                v = 2,
+                pod = %"per-pod/denied",
+                reason = "NodeAffinity",
+                message_ = %"node(s) didn't match",
+                "Pod admission denied"
+            )
+        };
+        let text = lines_of(Format::Text, emit);
+        assert!(
+            text[0].ends_with(
+                "] \"Pod admission denied\" pod=\"per-pod/denied\" reason=\"NodeAffinity\" \
+                 message=\"node(s) didn't match\""
+            ),
+            "{text:?}"
+        );
+        let json = lines_of(Format::Json, emit);
+        let v: serde_json::Value = serde_json::from_str(&json[0]).unwrap();
+        assert_eq!(v["msg"], "Pod admission denied");
+        assert_eq!(v["v"], 2);
+        assert_eq!(v["message"], "node(s) didn't match");
+        assert_eq!(v["pod"]["namespace"], "per-pod");
+    }
+
     #[test]
     fn verbosity_and_berth_log_give_the_directives() {
         let cases = [
