@@ -1107,7 +1107,7 @@ async fn evict(
         {
             Ok(_) => tracing::info!(pod = %e.pod, "Eviction manager: pod is evicted successfully"),
             Err(err) => {
-                tracing::error!(pod = %e.pod, error = %err, "Eviction manager: pod failed to evict")
+                tracing::error!(error = %err, pod = %e.pod, "Eviction manager: pod failed to evict")
             }
         }
         let names: Vec<&str> = e

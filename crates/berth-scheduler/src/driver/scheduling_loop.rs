@@ -401,7 +401,8 @@ impl Loop {
                         "Unable to schedule pod; no nodes are registered to the cluster; waiting"
                     );
                 } else {
-                    tracing::error!(pod = %queued.key, err = %message, "Error scheduling pod; retrying");
+                    // klog's error lines put `err` first.
+                    tracing::error!(err = %message, pod = %queued.key, "Error scheduling pod; retrying");
                 }
                 self.recorder.failed(&pod, &message, "SchedulerError");
                 let now = self.now();
