@@ -180,9 +180,7 @@ pub async fn run(
         };
         for key in orphaned(mirrors.keys(), &current, &kept, &node) {
             if let Some(gone) = mirrors.get(&key) {
-                if delete_mirror(&client, gone).await {
-                    tracing::info!(node = %node, pod = %format!("{}/{}", key.0, key.1), "deleted an orphaned mirror pod");
-                }
+                delete_mirror(&client, gone).await;
             }
         }
         for manifest in &current {
@@ -243,7 +241,15 @@ async fn create_mirror(
 /// whether it is gone.
 async fn delete_mirror(client: &kube::Client, mirror: &Pod) -> bool {
     let name = mirror.name_any();
-    let api: Api<Pod> = Api::namespaced(client.clone(), &mirror.namespace().unwrap_or_default());
+    let ns = mirror.namespace().unwrap_or_default();
+    // The kubelet's line (its mirror client's).
+    tracing::info!(
+        v = 2,
+        pod = %format!("{ns}/{name}"),
+        podUID = %mirror.uid().unwrap_or_default(),
+        "Deleting a mirror pod"
+    );
+    let api: Api<Pod> = Api::namespaced(client.clone(), &ns);
     let params = DeleteParams {
         grace_period_seconds: Some(0),
         preconditions: Some(Preconditions {
