@@ -182,3 +182,35 @@ async fn list(
         .filter_map(|o| serde_json::to_value(o).ok())
         .collect())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn quota(spec_hard: &[(&str, &str)], status: Option<(&[(&str, &str)], &[(&str, &str)])>) -> ResourceQuota {
+        let map = |kv: &[(&str, &str)]| -> serde_json::Map<String, Value> {
+            kv.iter().map(|(k, v)| (k.to_string(), Value::from(*v))).collect()
+        };
+        let mut q = serde_json::json!({"metadata": {"name": "q"}, "spec": {"hard": map(spec_hard)}});
+        if let Some((hard, used)) = status {
+            q["status"] = serde_json::json!({"hard": map(hard), "used": map(used)});
+        }
+        serde_json::from_value(q).unwrap()
+    }
+
+    #[test]
+    fn a_quota_without_the_usage_of_what_it_limits_goes_to_the_priority_queue() {
+        // New: no status at all.
+        assert!(missing_usage(&quota(&[("pods", "5")], None)));
+        // Its spec changed: the status still shows the old limits.
+        assert!(missing_usage(&quota(
+            &[("pods", "5"), ("cpu", "2")],
+            Some((&[("pods", "5")], &[("pods", "1")]))
+        )));
+        // Counted: the primary queue.
+        assert!(!missing_usage(&quota(
+            &[("pods", "5")],
+            Some((&[("pods", "5")], &[("pods", "1")]))
+        )));
+    }
+}
