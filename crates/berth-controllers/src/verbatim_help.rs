@@ -57,16 +57,37 @@ mod tests {
         let mut registry = Registry::default();
         let c: Counter = Counter::default();
         c.inc();
-        register(&mut registry, "workqueue_adds", "[BETA] Total number of adds handled by workqueue", c);
+        register(
+            &mut registry,
+            "workqueue_adds",
+            "[BETA] Total number of adds handled by workqueue",
+            c,
+        );
         let zone: Counter = Counter::default();
-        register(&mut registry, "zone", "Gauge measuring number of registered Nodes per zones.", zone);
+        register(
+            &mut registry,
+            "zone",
+            "Gauge measuring number of registered Nodes per zones.",
+            zone,
+        );
         let empty: Family<Vec<(String, String)>, Counter> = Family::default();
         register(&mut registry, "unused", "Never shown", empty);
         let mut out = String::new();
         encode(&mut out, &registry).unwrap();
-        assert!(out.contains("# HELP workqueue_adds [BETA] Total number of adds handled by workqueue\n"), "{out}");
-        assert!(out.contains("# TYPE workqueue_adds counter\nworkqueue_adds_total 1\n"), "{out}");
-        assert!(out.contains("# HELP zone Gauge measuring number of registered Nodes per zones.\n"), "{out}");
+        assert!(
+            out.contains(
+                "# HELP workqueue_adds [BETA] Total number of adds handled by workqueue\n"
+            ),
+            "{out}"
+        );
+        assert!(
+            out.contains("# TYPE workqueue_adds counter\nworkqueue_adds_total 1\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("# HELP zone Gauge measuring number of registered Nodes per zones.\n"),
+            "{out}"
+        );
         assert!(!out.contains("unused"), "{out}");
     }
 }

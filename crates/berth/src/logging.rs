@@ -472,7 +472,10 @@ mod tests {
             serde_json::from_str(&json_line(Level::INFO, at(), "x.rs:1", &f)).unwrap();
         assert_eq!(v["v"], 2);
         // klog's JSON writes an object reference as an object.
-        assert_eq!(v["pod"], serde_json::json!({"name": "web", "namespace": "ns"}));
+        assert_eq!(
+            v["pod"],
+            serde_json::json!({"name": "web", "namespace": "ns"})
+        );
         assert_eq!(v["node"], "n1");
         assert_eq!(v["evaluatedNodes"], 3);
     }

@@ -118,7 +118,16 @@ pub async fn run(
             }
             !due
         });
-        sync(&client, &informers, &recorder, &dirty, &mut resync, now, &queue).await;
+        sync(
+            &client,
+            &informers,
+            &recorder,
+            &dirty,
+            &mut resync,
+            now,
+            &queue,
+        )
+        .await;
         dirty = Dirty::none();
 
         let until = resync

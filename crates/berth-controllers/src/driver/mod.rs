@@ -551,7 +551,7 @@ fn spawn_workloads(
             informers = informers.clone(),
             clock = clock.clone(),
             threshold = terminated_pod_gc_threshold,
-            queue = metrics.queue("orphaned_pods_nodes", clock)
+            queue = metrics.queue("orphaned_pods_nodes", &clock)
         );
     }
     if on("deployment-controller") {

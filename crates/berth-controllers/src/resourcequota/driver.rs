@@ -187,11 +187,17 @@ async fn list(
 mod tests {
     use super::*;
 
-    fn quota(spec_hard: &[(&str, &str)], status: Option<(&[(&str, &str)], &[(&str, &str)])>) -> ResourceQuota {
+    fn quota(
+        spec_hard: &[(&str, &str)],
+        status: Option<(&[(&str, &str)], &[(&str, &str)])>,
+    ) -> ResourceQuota {
         let map = |kv: &[(&str, &str)]| -> serde_json::Map<String, Value> {
-            kv.iter().map(|(k, v)| (k.to_string(), Value::from(*v))).collect()
+            kv.iter()
+                .map(|(k, v)| (k.to_string(), Value::from(*v)))
+                .collect()
         };
-        let mut q = serde_json::json!({"metadata": {"name": "q"}, "spec": {"hard": map(spec_hard)}});
+        let mut q =
+            serde_json::json!({"metadata": {"name": "q"}, "spec": {"hard": map(spec_hard)}});
         if let Some((hard, used)) = status {
             q["status"] = serde_json::json!({"hard": map(hard), "used": map(used)});
         }
