@@ -187,10 +187,10 @@ async fn list(
 mod tests {
     use super::*;
 
-    fn quota(
-        spec_hard: &[(&str, &str)],
-        status: Option<(&[(&str, &str)], &[(&str, &str)])>,
-    ) -> ResourceQuota {
+    /// Resource names and quantities.
+    type Pairs<'a> = &'a [(&'a str, &'a str)];
+
+    fn quota(spec_hard: &[(&str, &str)], status: Option<(Pairs, Pairs)>) -> ResourceQuota {
         let map = |kv: &[(&str, &str)]| -> serde_json::Map<String, Value> {
             kv.iter()
                 .map(|(k, v)| (k.to_string(), Value::from(*v)))
