@@ -120,7 +120,15 @@ def test_the_store_latency_is_counted_per_operation_and_resource(mb):
 
 WORK_QUEUES = ["deployment", "replicaset", "replicationmanager", "job", "cronjob", "daemonset",
                "statefulset", "namespace", "horizontalpodautoscaler",
-               "garbage_collector_attempt_to_delete", "garbage_collector_attempt_to_orphan"]
+               "garbage_collector_attempt_to_delete", "garbage_collector_attempt_to_orphan",
+               # Every other controller `berth serve` runs, under kube-controller-manager's
+               # queue names.
+               "endpoint", "endpoint_slice", "serviceaccount", "serviceaccount_tokens_service",
+               "serviceaccount_tokens_secret", "resourcequota_primary",
+               "resourcequota_priority", "node_lifecycle_controller",
+               "node_lifecycle_controller_pods", "noexec_taint_node", "noexec_taint_pod",
+               "ClusterRoleAggregator", "root_ca_cert_publisher", "certificate", "disruption",
+               "orphaned_pods_nodes", "volumes", "claims", "ttl_jobs_to_delete"]
 
 
 def test_the_controllers_work_queues_move_when_they_work(mb):
@@ -162,6 +170,32 @@ def test_the_controllers_work_queues_move_when_they_work(mb):
                what="the deployment queue drained")
 
 
+def test_the_endpoints_service_account_and_quota_queues_count_their_keys(mb):
+    """Issue 32: a Service is a key of the endpoint and endpoint_slice queues, a new namespace
+    one of the serviceaccount queue, a new quota (no usage yet) one of resourcequota_priority."""
+    b, _ = mb
+    queues = ["endpoint", "endpoint_slice", "serviceaccount", "resourcequota_priority",
+              "root_ca_cert_publisher", "noexec_taint_pod"]
+    text = raw_metrics(b).stdout
+    before = {q: sample(text, "workqueue_work_duration_seconds_count", name=q) for q in queues}
+    b.create_namespace("metrics-more-queues")
+    b.kubectl("create", "service", "clusterip", "web", "-n", "metrics-more-queues",
+              "--tcp=80:80")
+    b.kubectl("apply", "-f", "-", stdin=pod("p", namespace="metrics-more-queues"))
+    b.kubectl("create", "quota", "q", "-n", "metrics-more-queues", "--hard=pods=5")
+
+    def moved():
+        now = raw_metrics(b).stdout
+        late = [q for q in queues
+                if not sample(now, "workqueue_work_duration_seconds_count", name=q) > before[q]]
+        return not late
+
+    eventually(moved, what="every queue counted its new keys")
+    now = raw_metrics(b).stdout
+    for q in queues:
+        assert sample(now, "workqueue_adds_total", name=q) >= 1, q
+
+
 def test_plugin_durations_are_sampled_in_one_cycle_of_ten(mb):
     """Issue 32: `scheduler_plugin_execution_duration_seconds{plugin,extension_point,status}`,
     measured as upstream in a sample of the scheduling cycles (one in ten)."""
@@ -186,3 +220,47 @@ def test_plugin_durations_are_sampled_in_one_cycle_of_ten(mb):
     assert sample(text, "scheduler_plugin_execution_duration_seconds_bucket",
                   plugin="TaintToleration", extension_point="Filter", status="Success",
                   le="0.00001") is not None
+
+
+def test_berth_controllers_serves_the_work_queues_of_the_controllers_it_runs(mb, tmp_path):
+    """`berth controllers --metrics-bind-address` serves the same `workqueue_*` series for the
+    controllers it runs, under kube-controller-manager's queue names."""
+    import socket
+    import urllib.request
+
+    b, _ = mb
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log = open(tmp_path / "controllers.log", "wb")
+    proc = subprocess.Popen(
+        [str(BERTH_BIN), "controllers", "--kubeconfig", str(b.kubeconfig),
+         "--leader-elect=false", f"--metrics-bind-address=127.0.0.1:{port}",
+         "--controllers=endpoints-controller,serviceaccount-controller,"
+         "resourcequota-controller,clusterrole-aggregation-controller"],
+        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    try:
+        def scrape():
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+                    return r.read().decode()
+            except OSError:
+                return None
+
+        queues = ["endpoint", "endpoint_slice", "serviceaccount", "resourcequota_primary",
+                  "resourcequota_priority", "ClusterRoleAggregator"]
+        # Each has synced its first pass (every Service, namespace and aggregated role).
+        text = eventually(lambda: (t := scrape()) and all(
+            sample(t, "workqueue_adds_total", name=q) is not None for q in queues)
+            and sample(t, "workqueue_adds_total", name="serviceaccount") >= 1
+            and sample(t, "workqueue_adds_total", name="ClusterRoleAggregator") >= 1 and t,
+            what="the controllers' work queues")
+        assert sample(text, "workqueue_depth", name="endpoint") is not None
+        assert "# HELP workqueue_adds_total [BETA] Total number of adds handled by workqueue\n" \
+            in text
+        # Only the controllers it runs.
+        assert sample(text, "workqueue_adds_total", name="deployment") is None
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        log.close()

@@ -270,3 +270,69 @@ def test_the_controllers_open_one_watch_per_kind(berth_factory):
     eventually(lambda: all(lists_of(b, k) >= 1 for k in kinds), what="the controllers' lists")
     time.sleep(3)
     assert {k: lists_of(b, k) for k in kinds} == {k: 1 for k in kinds}
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_per_pod_lines_are_upstreams_at_v2(berth_factory, fmt):
+    """kube-scheduler's per-pod lines at -v=2 (`schedule_one.go`), and the kubelet's admission
+    line, with upstream's messages and keys in klog text and in JSON (`pod` is klog's object
+    reference: `ns/name` in text, `{"name","namespace"}` in JSON)."""
+    b = berth_factory(nodes=3, args=("--v=2", f"--logging-format={fmt}"))
+    b.create_namespace("per-pod")
+    b.kubectl("create", "-f", "-", stdin=pod("fits", "per-pod"))
+    b.kubectl("create", "-f", "-", stdin=pod("nofit", "per-pod", nodeSelector={"disk": "none"}))
+    node = b.kubectl_json("get", "nodes")["items"][0]["metadata"]["name"]
+    b.kubectl("create", "-f", "-", stdin=pod("denied", "per-pod", nodeName=node,
+                                              nodeSelector={"disk": "none"}))
+    wait_bound(b, "per-pod", "fits")
+
+    def failed_scheduling():
+        events = b.kubectl_json("get", "events", "-n", "per-pod",
+                                "--field-selector=reason=FailedScheduling,"
+                                "involvedObject.name=nofit")["items"]
+        return events and events[0]["message"]
+
+    message = eventually(failed_scheduling, what="the FailedScheduling event")
+    bound_node = b.kubectl_json("get", "pod", "fits", "-n", "per-pod")["spec"]["nodeName"]
+
+    if fmt == "text":
+        def line(msg, **keys):
+            text = b.log_path.read_text()
+            want = f'"{msg}"' + "".join(f" {k}={v}" for k, v in keys.items())
+            return next((l for l in text.splitlines() if want in l), None)
+
+        bound = eventually(lambda: line("Successfully bound pod to node", pod='"per-pod/fits"',
+                                        node=f'"{bound_node}"', evaluatedNodes=3,
+                                        feasibleNodes=3),
+                           what="the bound line")
+        assert KLOG.match(bound), bound
+        nofit = eventually(lambda: line("Unable to schedule pod; no fit; waiting",
+                                        pod='"per-pod/nofit"'), what="the no-fit line")
+        assert nofit.endswith(f' err="{message}"'), (nofit, message)
+        # The default policy's words (1.11's: `didn't match node selector`).
+        assert message.startswith("0/3 nodes are available: 3 node(s) didn't match"), message
+        denied = eventually(lambda: line("Pod admission denied"), what="the admission line")
+        assert 'pod="per-pod/denied" reason="NodeAffinity" message="' in denied, denied
+        return
+
+    def record(msg, pod_name):
+        for l in b.log_path.read_text().splitlines():
+            if not l.startswith("{"):
+                continue
+            x = json.loads(l)
+            if x.get("msg") == msg and x.get("pod", {}).get("name") == pod_name:
+                return x
+        return None
+
+    bound = eventually(lambda: record("Successfully bound pod to node", "fits"),
+                       what="the bound record")
+    assert bound["pod"] == {"name": "fits", "namespace": "per-pod"}, bound
+    assert bound["v"] == 2 and bound["node"] == bound_node, bound
+    assert bound["evaluatedNodes"] == 3 and bound["feasibleNodes"] == 3, bound
+    nofit = eventually(lambda: record("Unable to schedule pod; no fit; waiting", "nofit"),
+                       what="the no-fit record")
+    assert nofit["v"] == 2 and nofit["err"] == message, nofit
+    denied = eventually(lambda: record("Pod admission denied", "denied"),
+                        what="the admission record")
+    assert denied["reason"] == "NodeAffinity" and denied["message"], denied
+    assert denied["pod"] == {"name": "denied", "namespace": "per-pod"}, denied

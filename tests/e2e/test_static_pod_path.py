@@ -2,8 +2,9 @@
 in the cluster file) names a directory of pod manifests, which the node's kubelet runs as
 static pods, each mirrored in the API as `<pod>-<node>`. As upstream's file source, the
 directory is read again on every sync: a file added starts its pod, a file changed replaces
-it, a file removed stops it; hidden files are skipped and a broken file does not stop the
-others. The housekeeping interval (the kubelet's sync) is 1s here; nothing asserts on durations.
+it, a file removed stops it (also when removed while the server was down: the mirror is
+deleted at the first sync after the restart); hidden files are skipped and a broken file does
+not stop the others. The housekeeping interval (the kubelet's sync) is 1s here; nothing asserts on durations.
 """
 
 import json
@@ -113,3 +114,18 @@ def test_a_deleted_mirror_is_made_again(sp):
     eventually(lambda: (m := mirror(b, "etcd-master-1"))
                and m["metadata"]["uid"] != old["metadata"]["uid"],
                what="the mirror made again on the next sync")
+
+
+def test_a_file_removed_while_the_server_was_down_loses_its_mirror_after_the_restart(sp):
+    """Upstream's kubelet deletes the mirror pods no static pod makes on each sync
+    (`deleteOrphanedMirrorPods`), whatever it saw before it stopped."""
+    b, manifests = sp
+    (manifests / "offline.yaml").write_text(MANIFEST.format(name="offline", image="nginx"))
+    eventually(lambda: running(b, "offline-master-1"), what="the pod of offline.yaml")
+    b.stop()
+    (manifests / "offline.yaml").unlink()
+    b.launch()
+    eventually(lambda: mirror(b, "offline-master-1") is None,
+               what="the orphaned mirror deleted after the restart")
+    # The files still there keep their mirrors.
+    eventually(lambda: running(b, "etcd-master-1"), what="etcd's mirror still there")

@@ -66,6 +66,7 @@ pub mod serviceaccount_token;
 pub mod statefulset;
 pub mod taint_manager;
 pub mod update;
+mod verbatim_help;
 pub mod volume;
 mod wait;
 pub mod workqueue;

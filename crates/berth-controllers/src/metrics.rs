@@ -74,7 +74,8 @@ impl Default for ControllerMetrics {
 }
 
 impl ControllerMetrics {
-    /// Fresh metrics, registered under upstream's names.
+    /// Fresh metrics, registered under upstream's names and help texts (verbatim: see
+    /// [`crate::verbatim_help`]).
     pub fn new() -> ControllerMetrics {
         let zone_health: Family<ZoneLabel, Gauge<f64, AtomicU64>> = Family::default();
         let zone_size: Family<ZoneLabel, Gauge> = Family::default();
@@ -82,30 +83,35 @@ impl ControllerMetrics {
         let evictions: Family<ZoneLabel, Counter> = Family::default();
         let pod_deletions = Counter::default();
         let mut registry = Registry::default();
-        registry.register(
+        crate::verbatim_help::register(
+            &mut registry,
             "node_collector_zone_health",
-            "Gauge measuring percentage of healthy nodes per zone.",
+            "[ALPHA] Gauge measuring percentage of healthy nodes per zone.",
             zone_health.clone(),
         );
-        registry.register(
+        crate::verbatim_help::register(
+            &mut registry,
             "node_collector_zone_size",
-            "Gauge measuring number of registered Nodes per zones.",
+            "[ALPHA] Gauge measuring number of registered Nodes per zones.",
             zone_size.clone(),
         );
-        registry.register(
+        crate::verbatim_help::register(
+            &mut registry,
             "node_collector_unhealthy_nodes_in_zone",
-            "Gauge measuring number of not Ready Nodes per zones.",
+            "[ALPHA] Gauge measuring number of not Ready Nodes per zones.",
             unhealthy.clone(),
         );
         // prometheus-client adds `_total` to counters.
-        registry.register(
+        crate::verbatim_help::register(
+            &mut registry,
             "node_collector_evictions",
-            "Number of Node evictions that happened since current instance of NodeController started.",
+            "[STABLE] Number of Node evictions that happened since current instance of NodeController started.",
             evictions.clone(),
         );
-        registry.register(
+        crate::verbatim_help::register(
+            &mut registry,
             "taint_eviction_controller_pod_deletions",
-            "Total number of Pods deleted by TaintEvictionController since its start.",
+            "[ALPHA] Total number of Pods deleted by TaintEvictionController since its start.",
             pod_deletions.clone(),
         );
         let queues = crate::workqueue::WorkQueues::register(&mut registry);
@@ -246,6 +252,8 @@ mod tests {
             "node_collector_zone_health{zone=\"zone-a\"} 25.0",
             "node_collector_evictions_total{zone=\"zone-a\"} 1",
             "taint_eviction_controller_pod_deletions_total 1",
+            // Upstream's help, with its stability and its one period.
+            "# HELP node_collector_zone_size [ALPHA] Gauge measuring number of registered Nodes per zones.\n",
         ] {
             assert!(text.contains(line), "{line} missing in\n{text}");
         }

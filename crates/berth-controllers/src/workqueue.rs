@@ -68,8 +68,8 @@ impl std::fmt::Debug for WorkQueues {
 }
 
 impl WorkQueues {
-    /// The families, registered in `registry` under upstream's names and help (BETA;
-    /// prometheus-client ends each help with its period).
+    /// The families, registered in `registry` under upstream's names and help texts
+    /// (BETA), verbatim ([`crate::verbatim_help`]).
     pub fn register(registry: &mut Registry) -> WorkQueues {
         let q = WorkQueues {
             depth: Family::default(),
@@ -81,40 +81,47 @@ impl WorkQueues {
             retries: Family::default(),
             in_flight: Arc::default(),
         };
-        registry.register(
+        crate::verbatim_help::register(
+            registry,
             "workqueue_depth",
             "[BETA] Current depth of workqueue",
             q.depth.clone(),
         );
         // prometheus-client adds `_total` to counters.
-        registry.register(
+        crate::verbatim_help::register(
+            registry,
             "workqueue_adds",
             "[BETA] Total number of adds handled by workqueue",
             q.adds.clone(),
         );
-        registry.register(
+        crate::verbatim_help::register(
+            registry,
             "workqueue_queue_duration_seconds",
             "[BETA] How long in seconds an item stays in workqueue before being requested",
             q.latency.clone(),
         );
-        registry.register(
+        crate::verbatim_help::register(
+            registry,
             "workqueue_work_duration_seconds",
             "[BETA] How long in seconds processing an item from workqueue takes",
             q.work.clone(),
         );
-        registry.register(
+        crate::verbatim_help::register(
+            registry,
             "workqueue_unfinished_work_seconds",
             "[BETA] How many seconds of work has done that is in progress and hasn't been \
              observed by work_duration. Large values indicate stuck threads. One can deduce \
              the number of stuck threads by observing the rate at which this increases",
             q.unfinished.clone(),
         );
-        registry.register(
+        crate::verbatim_help::register(
+            registry,
             "workqueue_longest_running_processor_seconds",
             "[BETA] How many seconds has the longest running processor for workqueue been running",
             q.longest.clone(),
         );
-        registry.register(
+        crate::verbatim_help::register(
+            registry,
             "workqueue_retries",
             "[BETA] Total number of retries handled by workqueue",
             q.retries.clone(),
@@ -223,6 +230,16 @@ impl<'q> Pass<'q> {
     }
 }
 
+impl Pass<'_> {
+    /// `n` objects the pass checked without I/O and found needing nothing (the engine decided
+    /// for all of them at once): each leaves the queue as a sync of no time.
+    pub fn skip(&mut self, n: usize) {
+        for _ in 0..n.min(self.left) {
+            drop(self.take());
+        }
+    }
+}
+
 impl Drop for Pass<'_> {
     fn drop(&mut self) {
         // Objects the pass did not reach are not waiting: the next pass lists them again.
@@ -298,7 +315,7 @@ mod tests {
         ] {
             assert!(t.contains(line), "{line} missing in\n{t}");
         }
-        assert!(t.contains("# HELP workqueue_depth [BETA] Current depth of workqueue"));
+        assert!(t.contains("# HELP workqueue_depth [BETA] Current depth of workqueue\n"));
     }
 
     #[tokio::test(start_paused = true)]
@@ -338,6 +355,26 @@ mod tests {
         drop(q.pass(2));
         assert_eq!(q.depth.get(), 0);
         assert_eq!(q.adds.get(), 4);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn objects_found_current_are_synced_at_once() {
+        let (registry, queues, clock) = setup();
+        let q = queues.queue("endpoint", &clock);
+        {
+            let mut pass = q.pass(3);
+            pass.skip(2);
+            assert_eq!(q.depth.get(), 1);
+            // Never more than the pass holds.
+            pass.skip(5);
+            assert_eq!(q.depth.get(), 0);
+        }
+        assert_eq!(q.adds.get(), 3);
+        let t = text(&registry);
+        assert!(
+            t.contains("workqueue_work_duration_seconds_count{name=\"endpoint\"} 3"),
+            "{t}"
+        );
     }
 
     #[tokio::test(start_paused = true)]

@@ -307,6 +307,7 @@ impl Kubelet {
                     clients.node(&config.name),
                     config.name.clone(),
                     dir.to_string(),
+                    config.static_pods.clone(),
                     sim.clock().clone(),
                     self.housekeeping_interval,
                 ));
@@ -452,6 +453,7 @@ impl share::Host for Homes {
                     clients.node(&name),
                     name.clone(),
                     dir.to_string(),
+                    config.static_pods.clone(),
                     clock.clone(),
                     pods.housekeeping_interval,
                 ));

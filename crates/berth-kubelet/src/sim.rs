@@ -531,7 +531,14 @@ impl Sim {
         {
             tracing::debug!(pod = %pod.name_any(), error = %e, "rejecting pod failed");
         }
-        tracing::info!(pod = %pod.name_any(), node, reason = %r.reason, "pod rejected by kubelet admission");
+        // The kubelet's line (`message_`: tracing keeps `message` for the line's own).
+        tracing::info!(
+            podUID = %pod.uid().unwrap_or_default(),
+            pod = %format!("{}/{}", pod.namespace().unwrap_or_default(), pod.name_any()),
+            reason = %r.reason,
+            message_ = %r.message,
+            "Pod admission denied"
+        );
         self.pod_event(pod, node, &r.reason, &r.message, BTreeMap::new());
     }
 
@@ -724,6 +731,11 @@ impl Sim {
                 .await;
         }
         if let Some(resource) = d.reclaiming {
+            // The eviction manager's lines; `node` says which of berth's kubelets speaks.
+            tracing::info!(node, resourceName = %resource.name(), "Eviction manager: attempting to reclaim");
+            if d.eviction.is_some() {
+                tracing::info!(node, resourceName = %resource.name(), "Eviction manager: must evict pod(s) to reclaim");
+            }
             if !d.reclaim.is_empty() || d.eviction.is_some() {
                 let involved = json!({"kind": "Node", "name": node, "uid": node});
                 let msg = format!("Attempting to reclaim {}", resource.name());
@@ -1046,7 +1058,7 @@ async fn evict(
         return;
     };
     let api: Api<Pod> = Api::namespaced(client.clone(), ns);
-    tracing::info!(node = %node, pod = %e.pod, signal = %e.signal, grace = e.grace_period_seconds, "evicting pod");
+    tracing::debug!(node = %node, pod = %e.pod, signal = %e.signal, grace = e.grace_period_seconds, "evicting pod");
     if let Ok(pod) = api.get(name).await {
         let takes = pod
             .annotations()
@@ -1089,11 +1101,14 @@ async fn evict(
             "conditions": [disruption, cond("Ready"), cond("ContainersReady")],
         }});
         crate::observed::stamp(pod.metadata.generation, &mut status);
-        if let Err(err) = api
+        match api
             .patch_status(name, &PatchParams::default(), &Patch::Strategic(&status))
             .await
         {
-            tracing::warn!(pod = %e.pod, error = %err, "marking the pod evicted failed");
+            Ok(_) => tracing::info!(pod = %e.pod, "Eviction manager: pod is evicted successfully"),
+            Err(err) => {
+                tracing::error!(error = %err, pod = %e.pod, "Eviction manager: pod failed to evict")
+            }
         }
         let names: Vec<&str> = e
             .offending_containers

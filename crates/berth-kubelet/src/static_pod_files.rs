@@ -1,13 +1,18 @@
 //! The kubelet's file source (upstream's `pkg/kubelet/config/file.go`): the pod manifests in
 //! the directory a KubeletConfiguration's `staticPodPath` names run as static pods, each
 //! mirrored in the API as [`crate::static_pods`] describes. The directory is read again on
-//! every sync of the kubelet: a file added starts its pod, a file changed replaces the pod
-//! (its mirror is made again with the new manifest), a file removed stops it (its mirror is
-//! deleted). As upstream, files whose names start with `.` and subdirectories are skipped, and
-//! a file that is not one valid pod manifest (YAML or JSON) is reported and skipped; a
-//! directory that does not exist holds no pods.
+//! every sync of the kubelet (its housekeeping interval, 10 s by default; upstream re-lists
+//! every 20 s, `fileCheckFrequency`, and also watches the directory): a file added starts its
+//! pod, a file changed replaces the pod (its mirror is made again with the new manifest), a
+//! file removed stops it (its mirror is deleted). As upstream, files whose names start with
+//! `.` and subdirectories are skipped, and a file that is not one valid pod manifest (YAML or
+//! JSON) is reported and skipped; a directory that does not exist holds no pods.
 //!
-//! The decisions ([`parse`], [`removed`], [`mirror_action`]) are pure; [`run`] is the driver.
+//! A mirror is deleted when no static pod of the node makes it any more, whatever the kubelet
+//! saw before (upstream's `deleteOrphanedMirrorPods` on each sync): so a file removed while the
+//! kubelet was down loses its mirror at the first pass after the restart.
+//!
+//! The decisions ([`parse`], [`orphaned`], [`mirror_action`]) are pure; [`run`] is the driver.
 
 use crate::static_pods;
 use berth_core::clock::Clock;
@@ -40,15 +45,27 @@ pub fn mirror_key(manifest: &Value, node: &str) -> (String, String) {
     (ns.to_string(), format!("{name}-{node}"))
 }
 
-/// The mirrors of the `previous` pass's pods that `current` no longer has: their files were
-/// removed (or renamed the pod), so their pods stop.
-pub fn removed(previous: &[Value], current: &[Value], node: &str) -> Vec<(String, String)> {
-    let now: BTreeSet<_> = current.iter().map(|m| mirror_key(m, node)).collect();
-    let mut gone: Vec<_> = previous
+/// The node's `mirrors` that no static pod makes any more: neither a manifest of the
+/// directory (`current`) nor one of the node's other static pods (`kept`, from its pool's
+/// cluster file). Their files were removed (or renamed the pod), now or while the kubelet
+/// was down, so their pods stop.
+pub fn orphaned<'a>(
+    mirrors: impl IntoIterator<Item = &'a (String, String)>,
+    current: &[Value],
+    kept: &[Value],
+    node: &str,
+) -> Vec<(String, String)> {
+    let made: BTreeSet<_> = current
         .iter()
+        .chain(kept)
         .map(|m| mirror_key(m, node))
-        .filter(|k| !now.contains(k))
         .collect();
+    let mut gone: Vec<_> = mirrors
+        .into_iter()
+        .filter(|k| !made.contains(*k))
+        .cloned()
+        .collect();
+    gone.sort();
     gone.dedup();
     gone
 }
@@ -74,17 +91,15 @@ pub fn mirror_action(existing_hash: Option<&str>, manifest: &Value, node: &str) 
     }
 }
 
-/// The manifests in `dir`, in file name order, and the files that could not be read.
-async fn read_dir(dir: &str) -> (Vec<Value>, Vec<String>) {
+/// The manifests in `dir`, in file name order, and the files that could not be read; an
+/// error when the directory itself could not be read (its pods are then left as they are).
+async fn read_dir(dir: &str) -> Result<(Vec<Value>, Vec<String>), String> {
     let (mut pods, mut errors) = (Vec::new(), Vec::new());
     let mut entries = match tokio::fs::read_dir(dir).await {
         Ok(e) => e,
         // No directory, no static pods (upstream logs it and goes on).
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (pods, errors),
-        Err(e) => {
-            errors.push(format!("{dir}: {e}"));
-            return (pods, errors);
-        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((pods, errors)),
+        Err(e) => return Err(format!("{dir}: {e}")),
     };
     let mut files = Vec::new();
     while let Ok(Some(entry)) = entries.next_entry().await {
@@ -105,15 +120,22 @@ async fn read_dir(dir: &str) -> (Vec<Value>, Vec<String>) {
             Err(e) => errors.push(e),
         }
     }
-    (pods, errors)
+    Ok((pods, errors))
 }
 
 /// The file source of `node`: reads `dir` every `every` and keeps the mirror pods of its
-/// manifests as the files say, through the node's own `client`. Runs until the process ends.
-pub async fn run(client: kube::Client, node: String, dir: String, clock: Clock, every: Duration) {
+/// manifests as the files say, through the node's own `client`; `kept` are the node's other
+/// static pods, whose mirrors are not this source's to delete. Runs until the process ends.
+pub async fn run(
+    client: kube::Client,
+    node: String,
+    dir: String,
+    kept: Vec<Value>,
+    clock: Clock,
+    every: Duration,
+) {
     let nodes: Api<Node> = Api::all(client.clone());
     let pods: Api<Pod> = Api::all(client.clone());
-    let mut previous: Vec<Value> = Vec::new();
     let mut reported: Vec<String> = Vec::new();
     let mut ticks = clock.interval(every);
     loop {
@@ -125,7 +147,16 @@ pub async fn run(client: kube::Client, node: String, dir: String, clock: Clock, 
                 continue;
             }
         };
-        let (current, errors) = read_dir(&dir).await;
+        let (current, errors) = match read_dir(&dir).await {
+            Ok(read) => read,
+            Err(e) => {
+                if reported != [e.clone()] {
+                    tracing::warn!(node = %node, path = %dir, error = %e, "could not read the static pod directory");
+                    reported = vec![e];
+                }
+                continue;
+            }
+        };
         // Reported when they change, not on every pass.
         if errors != reported {
             for e in &errors {
@@ -147,7 +178,7 @@ pub async fn run(client: kube::Client, node: String, dir: String, clock: Clock, 
                 continue;
             }
         };
-        for key in removed(&previous, &current, &node) {
+        for key in orphaned(mirrors.keys(), &current, &kept, &node) {
             if let Some(gone) = mirrors.get(&key) {
                 delete_mirror(&client, gone).await;
             }
@@ -166,7 +197,6 @@ pub async fn run(client: kube::Client, node: String, dir: String, clock: Clock, 
                 create_mirror(&client, manifest, &node, &node_uid, &clock).await;
             }
         }
-        previous = current;
     }
 }
 
@@ -211,7 +241,15 @@ async fn create_mirror(
 /// whether it is gone.
 async fn delete_mirror(client: &kube::Client, mirror: &Pod) -> bool {
     let name = mirror.name_any();
-    let api: Api<Pod> = Api::namespaced(client.clone(), &mirror.namespace().unwrap_or_default());
+    let ns = mirror.namespace().unwrap_or_default();
+    // The kubelet's line (its mirror client's).
+    tracing::info!(
+        v = 2,
+        pod = %format!("{ns}/{name}"),
+        podUID = %mirror.uid().unwrap_or_default(),
+        "Deleting a mirror pod"
+    );
+    let api: Api<Pod> = Api::namespaced(client.clone(), &ns);
     let params = DeleteParams {
         grace_period_seconds: Some(0),
         preconditions: Some(Preconditions {
@@ -265,14 +303,20 @@ mod tests {
     }
 
     #[test]
-    fn a_removed_file_stops_its_pod_and_the_others_stay() {
-        let previous = [pod("a", "x"), pod("b", "x")];
+    fn a_mirror_no_static_pod_makes_is_orphaned_and_the_others_stay() {
+        let key = |name: &str| ("default".to_string(), format!("{name}-n1"));
+        // The node's mirrors as the API lists them (after a restart: whatever the kubelet
+        // saw before it stopped does not matter).
+        let mirrors = [key("a"), key("b"), key("pooled")];
         let current = [pod("b", "y")];
+        let kept = [pod("pooled", "x")];
+        assert_eq!(orphaned(&mirrors, &current, &kept, "n1"), [key("a")]);
+        // Without the pool's static pods, its mirror would go too.
         assert_eq!(
-            removed(&previous, &current, "n1"),
-            [("default".to_string(), "a-n1".to_string())]
+            orphaned(&mirrors, &current, &[], "n1"),
+            [key("a"), key("pooled")]
         );
-        assert!(removed(&current, &previous, "n1").is_empty());
+        assert!(orphaned(&[key("b")], &current, &kept, "n1").is_empty());
     }
 
     #[test]
@@ -308,11 +352,13 @@ mod tests {
         std::fs::write(dir.join(".hidden.yaml"), manifest("h")).unwrap();
         std::fs::write(dir.join("sub/c.yaml"), manifest("c")).unwrap();
         std::fs::write(dir.join("z.yaml"), "kind: Pod\n").unwrap();
-        let (pods, errors) = read_dir(dir.to_str().unwrap()).await;
+        let (pods, errors) = read_dir(dir.to_str().unwrap()).await.unwrap();
         let names: Vec<_> = pods.iter().map(|p| p["metadata"]["name"].clone()).collect();
         assert_eq!(names, [json!("a"), json!("b")]);
         assert_eq!(errors, ["z.yaml: metadata.name: Required value"]);
-        let (pods, errors) = read_dir(dir.join("missing").to_str().unwrap()).await;
+        let (pods, errors) = read_dir(dir.join("missing").to_str().unwrap())
+            .await
+            .unwrap();
         assert!(pods.is_empty() && errors.is_empty());
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -100,6 +100,7 @@ pub fn init(args: &LoggingArgs) {
         stderr,
         containers,
         pid: std::process::id(),
+        verbosity: args.v.map(u64::from),
     };
     let _ = tracing_subscriber::registry()
         .with(tracing_subscriber::Layer::with_filter(output, union))
@@ -112,6 +113,9 @@ struct Output {
     stderr: Targets,
     containers: Targets,
     pid: u32,
+    /// `-v`: a line that gives its own verbosity (`v = 2`) above it is left out, as klog's
+    /// `V(2)` lines are at `-v=1`.
+    verbosity: Option<u64>,
 }
 
 /// The container log a span routes its events to (in the span's extensions).
@@ -157,7 +161,12 @@ where
                 }
             }
             None => {
-                if self.stderr.would_enable(m.target(), m.level()) {
+                let too_verbose = self.verbosity.is_some_and(|limit| {
+                    let mut v = LineVerbosity(None);
+                    event.record(&mut v);
+                    v.0.is_some_and(|v| v > limit)
+                });
+                if !too_verbose && self.stderr.would_enable(m.target(), m.level()) {
                     let mut line = format_line(self.format, event, now, self.pid);
                     line.push('\n');
                     let _ = std::io::stderr().lock().write_all(line.as_bytes());
@@ -172,6 +181,23 @@ where
 #[allow(clippy::disallowed_methods)]
 fn wall_now() -> chrono::DateTime<chrono::Utc> {
     chrono::Utc::now()
+}
+
+/// The `v` an event gives itself, if any.
+struct LineVerbosity(Option<u64>);
+
+impl Visit for LineVerbosity {
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        if field.name() == "v" {
+            self.0 = Some(value);
+        }
+    }
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        if field.name() == "v" {
+            self.0 = u64::try_from(value).ok();
+        }
+    }
+    fn record_debug(&mut self, _: &Field, _: &dyn std::fmt::Debug) {}
 }
 
 struct LogId(Option<u64>);
@@ -196,19 +222,25 @@ enum Value {
 struct Fields {
     message: String,
     fields: Vec<(&'static str, Value)>,
+    /// klog's verbosity of the line, when the event says (`tracing::info!(v = 2, ...)`, as
+    /// upstream's `logger.V(2).Info`): JSON's `v`, and not a key of the line.
+    v: Option<u64>,
 }
 
 impl Fields {
     fn add(&mut self, field: &Field, value: Value) {
-        // klog's key for an error.
+        // klog's key for an error; a trailing `_` lets a call site use a key tracing keeps
+        // for itself (`message_` is the key `message`).
         let name = match field.name() {
             "error" => "err",
-            n => n,
+            n => n.strip_suffix('_').filter(|k| !k.is_empty()).unwrap_or(n),
         };
-        if name == "message" {
+        if field.name() == "message" {
             self.message = match value {
                 Value::Text(t) | Value::Bare(t) => t,
             };
+        } else if let ("v", Value::Bare(b)) = (name, &value) {
+            self.v = b.parse().ok();
         } else {
             self.fields.push((name, value));
         }
@@ -315,6 +347,16 @@ fn quote(s: &str) -> String {
     out
 }
 
+/// A `namespace/name` (or a bare name) as klog's JSON writes an object reference.
+fn object_ref(key: &str) -> serde_json::Value {
+    match key.split_once('/') {
+        Some((ns, name)) if !ns.is_empty() => {
+            serde_json::json!({"name": name, "namespace": ns})
+        }
+        _ => serde_json::json!({"name": key.trim_start_matches('/')}),
+    }
+}
+
 /// Upstream's JSON schema: `ts` (seconds since the epoch), `caller`, `msg`, `v` (not on
 /// errors), then the key/value pairs, in that order (written member by member: a JSON map
 /// would sort its keys unless serde_json's `preserve_order` happens to be on).
@@ -332,15 +374,17 @@ fn json_line(
     ];
     let v = match level {
         Level::ERROR => None,
-        Level::WARN | Level::INFO => Some(0),
-        Level::DEBUG => Some(4),
-        Level::TRACE => Some(6),
+        Level::WARN | Level::INFO => Some(fields.v.unwrap_or(0)),
+        Level::DEBUG => Some(fields.v.unwrap_or(4)),
+        Level::TRACE => Some(fields.v.unwrap_or(6)),
     };
     if let Some(v) = v {
         members.push(("v", v.into()));
     }
     for (k, v) in &fields.fields {
         let value = match v {
+            // klog's object reference (`klog.KObj`): `ns/name` in text, an object in JSON.
+            Value::Text(t) if *k == "pod" => object_ref(t),
             Value::Text(t) => serde_json::Value::String(t.clone()),
             Value::Bare(b) => serde_json::from_str(b).unwrap_or_else(|_| b.clone().into()),
         };
@@ -374,6 +418,7 @@ mod tests {
                 ("attempt", Value::Bare("3".into())),
                 ("err", Value::Text("a \"quoted\"\nerror".into())),
             ],
+            v: None,
         }
     }
 
@@ -403,6 +448,79 @@ mod tests {
         assert!(line.starts_with("{\"ts\":"), "{line}");
         let error = json_line(Level::ERROR, at(), "x.rs:1", &fields());
         assert!(!error.contains("\"v\""), "{error}");
+    }
+
+    #[test]
+    fn a_lines_verbosity_is_jsons_v_and_no_key() {
+        // kube-scheduler's `logger.V(2).Info("Successfully bound pod to node", ...)`.
+        let f = Fields {
+            message: "Successfully bound pod to node".into(),
+            fields: vec![
+                ("pod", Value::Text("ns/web".into())),
+                ("node", Value::Text("n1".into())),
+                ("evaluatedNodes", Value::Bare("3".into())),
+                ("feasibleNodes", Value::Bare("3".into())),
+            ],
+            v: Some(2),
+        };
+        assert_eq!(
+            klog_line(Level::INFO, at(), 1, "scheduling_loop.rs:1", &f),
+            "I1127 21:16:11.123456       1 scheduling_loop.rs:1] \"Successfully bound pod to node\" \
+             pod=\"ns/web\" node=\"n1\" evaluatedNodes=3 feasibleNodes=3"
+        );
+        let v: serde_json::Value =
+            serde_json::from_str(&json_line(Level::INFO, at(), "x.rs:1", &f)).unwrap();
+        assert_eq!(v["v"], 2);
+        // klog's JSON writes an object reference as an object.
+        assert_eq!(
+            v["pod"],
+            serde_json::json!({"name": "web", "namespace": "ns"})
+        );
+        assert_eq!(v["node"], "n1");
+        assert_eq!(v["evaluatedNodes"], 3);
+    }
+
+    /// The lines a real `tracing` event makes, in `format`.
+    fn lines_of(format: Format, emit: impl FnOnce()) -> Vec<String> {
+        struct Capture(Arc<std::sync::Mutex<Vec<String>>>, Format);
+        impl<S: Subscriber> Layer<S> for Capture {
+            fn on_event(&self, event: &Event<'_>, _: Context<'_, S>) {
+                let line = format_line(self.1, event, at(), 1);
+                self.0.lock().unwrap().push(line);
+            }
+        }
+        let lines = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let subscriber = tracing_subscriber::registry().with(Capture(lines.clone(), format));
+        tracing::subscriber::with_default(subscriber, emit);
+        let out = lines.lock().unwrap().clone();
+        out
+    }
+
+    #[test]
+    fn an_events_v_field_is_its_verbosity_and_message_underscore_is_the_key_message() {
+        let emit = || {
+            tracing::info!(
+                v = 2,
+                pod = %"per-pod/denied",
+                reason = "NodeAffinity",
+                message_ = %"node(s) didn't match",
+                "Pod admission denied"
+            )
+        };
+        let text = lines_of(Format::Text, emit);
+        assert!(
+            text[0].ends_with(
+                "] \"Pod admission denied\" pod=\"per-pod/denied\" reason=\"NodeAffinity\" \
+                 message=\"node(s) didn't match\""
+            ),
+            "{text:?}"
+        );
+        let json = lines_of(Format::Json, emit);
+        let v: serde_json::Value = serde_json::from_str(&json[0]).unwrap();
+        assert_eq!(v["msg"], "Pod admission denied");
+        assert_eq!(v["v"], 2);
+        assert_eq!(v["message"], "node(s) didn't match");
+        assert_eq!(v["pod"]["namespace"], "per-pod");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The aggregation controller's loop: after any change to ClusterRoles, write the aggregated
 //! roles whose rules are not the union they aggregate.
 
+use crate::workqueue::Queue;
 use berth_informers::Informer;
 use k8s_openapi::api::rbac::v1::ClusterRole;
 use kube::api::{Api, PostParams};
@@ -22,8 +23,9 @@ fn retry_after(failures: u32) -> Duration {
         .min(MAX_RETRY)
 }
 
-/// Watches ClusterRoles and keeps every aggregated one's rules current.
-pub async fn run(client: kube::Client) {
+/// Watches ClusterRoles and keeps every aggregated one's rules current; each aggregated role
+/// a pass checks is one key of `queue` (upstream's `ClusterRoleAggregator`).
+pub async fn run(client: kube::Client, queue: Queue) {
     let api: Api<ClusterRole> = Api::all(client);
     let roles: Informer<ClusterRole> = Informer::start(api.clone(), watcher::Config::default());
     if !roles.synced().await {
@@ -32,7 +34,7 @@ pub async fn run(client: kube::Client) {
     let mut changed = roles.changed.clone();
     let mut failures = 0u32;
     loop {
-        failures = match sync(&api, &roles).await {
+        failures = match sync(&api, &roles, &queue).await {
             true => failures.saturating_add(1),
             false => 0,
         };
@@ -52,10 +54,16 @@ pub async fn run(client: kube::Client) {
 }
 
 /// One pass; `true` when a write failed for another reason than a newer object.
-async fn sync(api: &Api<ClusterRole>, roles: &Informer<ClusterRole>) -> bool {
+async fn sync(api: &Api<ClusterRole>, roles: &Informer<ClusterRole>, queue: &Queue) -> bool {
     let all: Vec<ClusterRole> = roles.store.state().iter().map(|r| (**r).clone()).collect();
+    let aggregated = all.iter().filter(|r| r.aggregation_rule.is_some()).count();
+    let mut pass = queue.pass(aggregated);
+    let writes = super::reconcile(&all);
+    // The aggregated roles already current are synced at once; each other is one write.
+    pass.skip(aggregated.saturating_sub(writes.len()));
     let mut failed = false;
-    for (name, rules) in super::reconcile(&all) {
+    for (name, rules) in writes {
+        let work = pass.take();
         let Some(current) = all
             .iter()
             .find(|r| r.metadata.name.as_deref() == Some(&name))
@@ -71,6 +79,7 @@ async fn sync(api: &Api<ClusterRole>, roles: &Informer<ClusterRole>) -> bool {
             Err(kube::Error::Api(e)) if [404, 409].contains(&e.code) => {}
             Err(e) => {
                 tracing::warn!(role = %name, error = %e, "updating an aggregated cluster role failed");
+                work.retry();
                 failed = true;
             }
         }

@@ -3,6 +3,7 @@
 
 use super::{decide, Decision, Signer};
 use crate::wait::wait;
+use crate::workqueue::Queue;
 use crate::Clock;
 use base64::Engine;
 use berth_informers::Informer;
@@ -19,6 +20,7 @@ pub(crate) async fn run(
     informers: crate::informers::Informers,
     clock: Clock,
     signer: Signer,
+    queue: Queue,
 ) {
     let mut csrs: Informer<CertificateSigningRequest> = informers.shared();
     if !csrs.synced().await {
@@ -31,12 +33,21 @@ pub(crate) async fn run(
         let all = csrs.store.state();
         handled.retain(|uid, _| all.iter().any(|c| c.metadata.uid.as_deref() == Some(uid)));
         let mut failed = false;
+        // Each request changed since it was last handled is one key (upstream's `certificate`
+        // queue is fed by the requests' add and update events).
+        let changed = |c: &CertificateSigningRequest| {
+            let uid = c.metadata.uid.as_deref().unwrap_or_default();
+            let version = c.metadata.resource_version.as_deref().unwrap_or_default();
+            handled.get(uid).map(String::as_str) != Some(version)
+        };
+        let mut pass = queue.pass(all.iter().filter(|c| changed(c)).count());
         for csr in &all {
             let uid = csr.metadata.uid.clone().unwrap_or_default();
             let version = csr.metadata.resource_version.clone().unwrap_or_default();
             if handled.get(&uid) == Some(&version) {
                 continue;
             }
+            let work = pass.take();
             let Ok(value) = serde_json::to_value(csr.as_ref()) else {
                 continue;
             };
@@ -68,12 +79,14 @@ pub(crate) async fn run(
                 };
                 if let Err(e) = written {
                     tracing::debug!(csr = %name, error = %e, "writing a certificate signing request's status failed");
+                    work.retry();
                     failed = true;
                     continue;
                 }
             }
             handled.insert(uid, version);
         }
+        drop(pass);
         let until = failed.then(|| clock.instant_after(RETRY));
         wait(&mut [&mut csrs.changed], until).await;
     }

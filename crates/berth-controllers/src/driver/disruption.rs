@@ -80,7 +80,14 @@ impl Dirty {
     }
 }
 
-pub async fn run(client: kube::Client, informers: Informers, recorder: Recorder, clock: Clock) {
+/// `queue` is upstream's `disruption`: each budget a pass syncs is one key.
+pub async fn run(
+    client: kube::Client,
+    informers: Informers,
+    recorder: Recorder,
+    clock: Clock,
+    queue: crate::workqueue::Queue,
+) {
     // Subscribed before the stores are read: nothing falls in between.
     let mut pods = informers.pods.subscribe();
     let mut pdbs = informers.pdbs.subscribe();
@@ -111,7 +118,16 @@ pub async fn run(client: kube::Client, informers: Informers, recorder: Recorder,
             }
             !due
         });
-        sync(&client, &informers, &recorder, &dirty, &mut resync, now).await;
+        sync(
+            &client,
+            &informers,
+            &recorder,
+            &dirty,
+            &mut resync,
+            now,
+            &queue,
+        )
+        .await;
         dirty = Dirty::none();
 
         let until = resync
@@ -155,6 +171,7 @@ async fn sync(
     dirty: &Dirty,
     resync: &mut BTreeMap<String, DateTime<Utc>>,
     now: DateTime<Utc>,
+    queue: &crate::workqueue::Queue,
 ) {
     let budgets: Vec<Arc<PodDisruptionBudget>> = informers
         .pdbs
@@ -182,7 +199,9 @@ async fn sync(
         resync.remove(*ns);
     }
     let workloads = workloads(informers);
+    let mut pass = queue.pass(budgets.len());
     for pdb in budgets {
+        let _work = pass.take();
         let ns = pdb.metadata.namespace.clone().unwrap_or_default();
         let in_ns = by_namespace
             .get(ns.as_str())

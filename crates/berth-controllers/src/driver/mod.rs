@@ -244,6 +244,8 @@ impl Controllers {
         let selection = self.selection.clone();
         let on = |name: &str| selection.enabled(name);
         let node_controller = self.client_as(NODE_CONTROLLER);
+        // Each controller's work queues, under upstream's names (made once, not per restart).
+        let queue = |name: &str| self.metrics.queue(name, &self.clock);
         if on("node-lifecycle-controller") {
             supervise!(
                 sup,
@@ -252,7 +254,8 @@ impl Controllers {
                 client = node_controller.clone(),
                 informers = informers.clone(),
                 clock = self.clock.clone(),
-                resync = self.simulated_nodes.is_none()
+                resync = self.simulated_nodes.is_none(),
+                queue = queue("node_lifecycle_controller")
             );
         }
         if on("node-lifecycle-controller") {
@@ -267,7 +270,8 @@ impl Controllers {
                 lifecycle = self.lifecycle.clone(),
                 period = self.monitor_period,
                 metrics = self.metrics.clone(),
-                simulated = self.simulated_nodes.clone()
+                simulated = self.simulated_nodes.clone(),
+                pods_queue = queue("node_lifecycle_controller_pods")
             );
         }
         // As upstream's taint eviction controller, with the node controller's credentials.
@@ -280,7 +284,9 @@ impl Controllers {
                 informers = informers.clone(),
                 recorder = recorder_as(NODE_CONTROLLER),
                 clock = self.clock.clone(),
-                metrics = self.metrics.clone()
+                metrics = self.metrics.clone(),
+                node_queue = queue("noexec_taint_node"),
+                pod_queue = queue("noexec_taint_pod")
             );
         }
         if on("daemonset-controller") {
@@ -296,11 +302,13 @@ impl Controllers {
             );
         }
         // Endpoints and EndpointSlices of Services; a default ServiceAccount per namespace.
-        let endpoint_writers = crate::endpoints::Writers {
-            endpoints: self.client_as("endpoint-controller"),
-            slices: self.client_as("endpointslice-controller"),
-        };
         if on("endpoints-controller") {
+            let endpoint_writers = crate::endpoints::Writers {
+                endpoints: self.client_as("endpoint-controller"),
+                slices: self.client_as("endpointslice-controller"),
+                endpoint_queue: queue("endpoint"),
+                slice_queue: queue("endpoint_slice"),
+            };
             supervise!(
                 sup,
                 "endpoints-controller",
@@ -315,7 +323,8 @@ impl Controllers {
                 "serviceaccount-controller",
                 crate::serviceaccount::run,
                 reads = reads.clone(),
-                client = self.client_as("service-account-controller")
+                client = self.client_as("service-account-controller"),
+                queue = queue("serviceaccount")
             );
         }
         if let Some((token_signer, token_ca)) = self.service_account_tokens.clone() {
@@ -328,7 +337,11 @@ impl Controllers {
                     crate::serviceaccount_token::run,
                     reads = reads.clone(),
                     signer = token_signer,
-                    ca = token_ca
+                    ca = token_ca,
+                    queues = crate::serviceaccount_token::Queues {
+                        accounts: queue("serviceaccount_tokens_service"),
+                        secrets: queue("serviceaccount_tokens_secret"),
+                    }
                 );
             }
         }
@@ -337,7 +350,8 @@ impl Controllers {
                 sup,
                 "clusterrole-aggregation-controller",
                 crate::aggregation::run,
-                client = self.client_as("clusterrole-aggregation-controller")
+                client = self.client_as("clusterrole-aggregation-controller"),
+                queue = queue("ClusterRoleAggregator")
             );
         }
         if on("resourcequota-controller") {
@@ -347,7 +361,11 @@ impl Controllers {
                 crate::resourcequota::run,
                 reads = reads.clone(),
                 client = self.client_as("resourcequota-controller"),
-                pods = informers.pods.clone()
+                pods = informers.pods.clone(),
+                queues = crate::resourcequota::Queues {
+                    primary: queue("resourcequota_primary"),
+                    priority: queue("resourcequota_priority"),
+                }
             );
         }
         // Workloads: ReplicaSets and ReplicationControllers, Deployments, garbage collection.
@@ -373,7 +391,8 @@ impl Controllers {
                 crate::root_ca::driver::run,
                 reads = reads.clone(),
                 client = self.client_as("root-ca-cert-publisher"),
-                ca = root_ca
+                ca = root_ca,
+                queue = queue("root_ca_cert_publisher")
             );
         }
         spawn_workloads(
@@ -431,7 +450,8 @@ impl Controllers {
                 client = self.client_as("certificate-controller"),
                 informers = informers.clone(),
                 clock = self.clock.clone(),
-                signer = ca
+                signer = ca,
+                queue = queue("certificate")
             );
         }
         if on("statefulset-controller") {
@@ -451,7 +471,11 @@ impl Controllers {
                 "persistentvolume-binder-controller",
                 crate::volume::driver::run,
                 client = self.client_as("persistent-volume-binder"),
-                informers = informers.clone()
+                informers = informers.clone(),
+                queues = crate::volume::driver::Queues {
+                    volumes: queue("volumes"),
+                    claims: queue("claims"),
+                }
             );
         }
         if on("machine-config-controller") {
@@ -462,7 +486,12 @@ impl Controllers {
                 reads = reads.clone(),
                 client = self.client_as(MACHINE_CONFIG_CONTROLLER),
                 nodes = informers.nodes.clone(),
-                clock = self.clock.clone()
+                clock = self.clock.clone(),
+                queues = crate::machineconfig::Queues {
+                    kubelet_configs: queue("machineconfigcontroller-kubeletconfigcontroller"),
+                    render: queue("machineconfigcontroller-rendercontroller"),
+                    nodes: queue("machineconfigcontroller-nodecontroller"),
+                }
             );
         }
         if on("disruption-controller") {
@@ -473,7 +502,8 @@ impl Controllers {
                 client = self.client_as("disruption-controller"),
                 informers = informers,
                 recorder = recorder_as("disruption-controller"),
-                clock = self.clock.clone()
+                clock = self.clock.clone(),
+                queue = queue("disruption")
             );
         }
     }
@@ -520,7 +550,8 @@ fn spawn_workloads(
             client = client_as("pod-garbage-collector"),
             informers = informers.clone(),
             clock = clock.clone(),
-            threshold = terminated_pod_gc_threshold
+            threshold = terminated_pod_gc_threshold,
+            queue = metrics.queue("orphaned_pods_nodes", &clock)
         );
     }
     if on("deployment-controller") {

@@ -5,6 +5,7 @@ use crate::informers::{wait, Informers};
 use crate::lifecycle::simulated::SimulatedLeases;
 use crate::lifecycle::{LifecycleAction, LifecycleConfig, Monitor, NodeView};
 use crate::model::{pod_node, timestamp};
+use crate::workqueue::Queue;
 use crate::{node_taints, Clock};
 use k8s_openapi::api::core::v1::{Node, Pod, Taint};
 use kube::api::{Api, Patch, PatchParams};
@@ -42,19 +43,25 @@ async fn write_taints(
 
 /// Taints by condition: on every node change, bring each node's condition taints in line.
 /// `resync`: also every [`CONDITION_TAINTS_RESYNC`] (off in `berth simulate`, whose watches
-/// are in process and miss nothing, where it would cost nodes x simulated time).
+/// are in process and miss nothing, where it would cost nodes x simulated time). Each node a
+/// pass checks is one key of `queue` (upstream's `node_lifecycle_controller`, whose worker
+/// does this tainting).
 pub async fn run_condition_taints(
     client: kube::Client,
     mut informers: Informers,
     clock: Clock,
     resync: bool,
+    queue: Queue,
 ) {
     let api: Api<Node> = Api::all(client);
     if !informers.nodes.synced().await {
         return;
     }
     loop {
-        for node in informers.nodes.store.state() {
+        let nodes = informers.nodes.store.state();
+        let mut pass = queue.pass(nodes.len());
+        for node in nodes {
+            let _work = pass.take();
             if let Some(taints) = node_taints::reconcile(&node) {
                 let name = node.metadata.name.clone().unwrap_or_default();
                 write_taints(
@@ -66,13 +73,15 @@ pub async fn run_condition_taints(
                 .await;
             }
         }
+        drop(pass);
         // Level-triggered with a periodic resync, so a missed signal cannot leave a taint stale.
         let next = resync.then(|| clock.instant() + CONDITION_TAINTS_RESYNC);
         wait(&mut [&mut informers.nodes.changed], next).await;
     }
 }
 
-/// Node lifecycle: a monitor pass every `period`.
+/// Node lifecycle: a monitor pass every `period`. The pods it marks not ready are keys of
+/// `pods_queue` (upstream's `node_lifecycle_controller_pods`).
 #[allow(clippy::too_many_arguments)]
 pub async fn run_lifecycle(
     client: kube::Client,
@@ -83,6 +92,7 @@ pub async fn run_lifecycle(
     period: Duration,
     metrics: crate::metrics::ControllerMetrics,
     simulated: Option<SimulatedLeases>,
+    pods_queue: Queue,
 ) {
     let mut simulated = simulated.unwrap_or_default();
     let nodes_api: Api<Node> = Api::all(client.clone());
@@ -204,7 +214,8 @@ pub async fn run_lifecycle(
                     write_taints(&nodes_api, &node, resource_version.as_deref(), &taints).await;
                 }
                 LifecycleAction::MarkPodsNotReady { node } => {
-                    mark_pods_not_ready(&client, &informers, &recorder, &node, now).await;
+                    mark_pods_not_ready(&client, &informers, &recorder, &node, now, &pods_queue)
+                        .await;
                 }
                 LifecycleAction::Event(e) => recorder.record(COMPONENT, &e),
             }
@@ -219,12 +230,15 @@ async fn mark_pods_not_ready(
     recorder: &Recorder,
     node: &str,
     now: chrono::DateTime<chrono::Utc>,
+    queue: &Queue,
 ) {
     let pods: Vec<std::sync::Arc<Pod>> = informers
         .pods
         .store
         .state_filter(|p| pod_node(p) == Some(node));
+    let mut pass = queue.pass(pods.len());
     for pod in pods {
+        let _work = pass.take();
         let ready = pod
             .status
             .as_ref()

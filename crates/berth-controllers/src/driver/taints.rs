@@ -6,6 +6,7 @@
 use super::recorder::Recorder;
 use crate::informers::Informers;
 use crate::taint_manager::{TaintAction, TaintManager};
+use crate::workqueue::Queue;
 use crate::Clock;
 use berth_core::pod_conditions;
 use berth_informers::Event;
@@ -28,12 +29,16 @@ enum Wake {
     Timer,
 }
 
+/// Node and pod changes are the keys of `node_queue` and `pod_queue` (upstream's
+/// `noexec_taint_node` and `noexec_taint_pod`); a full pass adds every node and pod.
 pub async fn run(
     client: kube::Client,
     informers: Informers,
     recorder: Recorder,
     clock: Clock,
     metrics: crate::metrics::ControllerMetrics,
+    node_queue: Queue,
+    pod_queue: Queue,
 ) {
     // Subscribed before the stores are read: nothing falls in between.
     let mut node_changes = informers.nodes.subscribe();
@@ -42,7 +47,8 @@ pub async fn run(
         return;
     }
     let mut manager = TaintManager::new();
-    let mut actions = full_pass(&mut manager, &informers, &clock);
+    let queues = [&node_queue, &pod_queue];
+    let mut actions = full_pass(&mut manager, &informers, &clock, queues);
     let mut retry_at: Option<Instant> = None;
     loop {
         if !execute(&client, &recorder, &metrics, &clock, actions).await {
@@ -62,25 +68,25 @@ pub async fn run(
         let now = clock.now();
         actions = match wake {
             Wake::Node(Some(Event::Added(node) | Event::Updated { new: node, .. })) => {
-                manager.node_changed(&node, now)
+                one(&node_queue, || manager.node_changed(&node, now))
             }
-            Wake::Node(Some(Event::Deleted(node))) => {
+            Wake::Node(Some(Event::Deleted(node))) => one(&node_queue, || {
                 manager.node_deleted(node.metadata.name.as_deref().unwrap_or(""), now)
-            }
+            }),
             Wake::Pod(Some(Event::Added(pod) | Event::Updated { new: pod, .. })) => {
-                manager.pod_changed(&pod, now)
+                one(&pod_queue, || manager.pod_changed(&pod, now))
             }
-            Wake::Pod(Some(Event::Deleted(pod))) => {
+            Wake::Pod(Some(Event::Deleted(pod))) => one(&pod_queue, || {
                 manager.pod_deleted(&pod);
                 Vec::new()
-            }
+            }),
             Wake::Node(None) | Wake::Pod(None) => return,
             Wake::Node(Some(Event::Synced)) | Wake::Pod(Some(Event::Synced)) => {
-                full_pass(&mut manager, &informers, &clock)
+                full_pass(&mut manager, &informers, &clock, queues)
             }
             Wake::Timer if retry_at.is_some_and(|at| at <= clock.instant()) => {
                 retry_at = None;
-                full_pass(&mut manager, &informers, &clock)
+                full_pass(&mut manager, &informers, &clock, queues)
             }
             Wake::Timer => Vec::new(),
         };
@@ -95,13 +101,29 @@ async fn sleep_until(until: Option<Instant>) {
     }
 }
 
-/// Resynchronises the manager from the stores.
-fn full_pass(manager: &mut TaintManager, informers: &Informers, clock: &Clock) -> Vec<TaintAction> {
+/// One change handed to the engine: one key of `queue`, synced by `sync`.
+fn one<T>(queue: &Queue, sync: impl FnOnce() -> T) -> T {
+    let mut pass = queue.pass(1);
+    let _work = pass.take();
+    sync()
+}
+
+/// Resynchronises the manager from the stores: every node and pod is one key of its queue
+/// (`queues`: nodes', pods'), all synced by the one engine pass.
+fn full_pass(
+    manager: &mut TaintManager,
+    informers: &Informers,
+    clock: &Clock,
+    queues: [&Queue; 2],
+) -> Vec<TaintAction> {
     let nodes: Vec<Arc<Node>> = informers.nodes.store.state();
     let pods: Vec<Arc<Pod>> = informers.pods.store.state();
     let node_refs: Vec<&Node> = nodes.iter().map(|n| n.as_ref()).collect();
     let pod_refs: Vec<&Pod> = pods.iter().map(|p| p.as_ref()).collect();
-    manager.pass(&node_refs, &pod_refs, clock.now()).actions
+    let actions = manager.pass(&node_refs, &pod_refs, clock.now()).actions;
+    queues[0].pass(nodes.len()).skip(nodes.len());
+    queues[1].pass(pods.len()).skip(pods.len());
+    actions
 }
 
 /// Carries the actions out; returns whether every deletion went through.

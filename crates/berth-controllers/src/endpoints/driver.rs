@@ -7,6 +7,7 @@ use super::{
     endpoint_subsets, managed, slice_groups, EndpointPod, SliceContent, HEADLESS_LABEL, MANAGED_BY,
     MANAGED_BY_LABEL, SERVICE_NAME_LABEL,
 };
+use crate::workqueue::Queue;
 use berth_informers::Informer;
 use futures::future::{select_all, BoxFuture};
 use futures::FutureExt;
@@ -25,11 +26,14 @@ const GATHER: Duration = Duration::from_millis(20);
 const RETRY: Duration = Duration::from_secs(1);
 
 /// The clients the two controllers write through: the endpoint-controller's and the
-/// endpointslice-controller's.
+/// endpointslice-controller's, and the work queues they report their syncs to (upstream's
+/// `endpoint` and `endpoint_slice`).
 #[derive(Clone)]
 pub struct Writers {
     pub endpoints: kube::Client,
     pub slices: kube::Client,
+    pub endpoint_queue: Queue,
+    pub slice_queue: Queue,
 }
 
 /// Watches what the controllers read through `reads` and keeps Endpoints and EndpointSlices
@@ -127,6 +131,10 @@ async fn sync(
     let mut failed = false;
     let mut existing_services = HashSet::new();
     let mut managed_services = HashSet::new();
+    // Each managed Service is one key of each controller's queue.
+    let managed_count = services.iter().filter(|svc| managed(svc)).count();
+    let mut endpoint_pass = writers.endpoint_queue.pass(managed_count);
+    let mut slice_pass = writers.slice_queue.pass(managed_count);
     for svc in &services {
         let ns = svc.metadata.namespace.clone().unwrap_or_default();
         let name = svc.metadata.name.clone().unwrap_or_default();
@@ -136,20 +144,31 @@ async fn sync(
         }
         managed_services.insert((ns.clone(), name.clone()));
         let pods = by_namespace.get(ns.as_str()).map_or(&[][..], Vec::as_slice);
-        failed |= !sync_endpoints(
+        let work = endpoint_pass.take();
+        if !sync_endpoints(
             &writers.endpoints,
             svc,
             pods,
             endpoints.store.get(&ns, &name),
         )
-        .await;
+        .await
+        {
+            work.retry();
+            failed = true;
+        }
+        drop(work);
         let mut owned: Vec<_> = slices.store.state_filter(|s| {
             s.metadata.namespace.as_deref() == Some(ns.as_str())
                 && label(&s.metadata, SERVICE_NAME_LABEL) == Some(name.as_str())
         });
         owned.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-        failed |= !sync_slices(&writers.slices, svc, pods, &owned).await;
+        let work = slice_pass.take();
+        if !sync_slices(&writers.slices, svc, pods, &owned).await {
+            work.retry();
+            failed = true;
+        }
     }
+    drop((endpoint_pass, slice_pass));
     // Endpoints and slices whose Service is gone (upstream's leftover cleanup; slices also
     // carry an owner reference to their Service).
     for ep in endpoints.store.state() {

@@ -43,6 +43,8 @@ pub(crate) async fn run(
     metrics: crate::metrics::ControllerMetrics,
 ) {
     let queue = metrics.queue("job", &clock);
+    // Upstream's ttl-after-finished controller's: each finished Job with a TTL is one key.
+    let ttl_queue = metrics.queue("ttl_jobs_to_delete", &clock);
     let mut pods: Informer<Pod> = informers.pods.clone();
     let mut jobs: Informer<Job> = informers.shared();
     if !(jobs.synced().await && pods.synced().await) {
@@ -99,6 +101,12 @@ pub(crate) async fn run(
         let mut next: Option<DateTime<Utc>> = None;
         let mut later =
             |at: DateTime<Utc>| next = Some(next.map_or(at, |n: DateTime<Utc>| n.min(at)));
+        let with_ttl = all_jobs
+            .iter()
+            .filter(|j| is_finished(j) && j.metadata.deletion_timestamp.is_none())
+            .filter(|j| ttl_expires_at(j).is_some())
+            .count();
+        let mut ttl_pass = ttl_queue.pass(with_ttl);
         let mut pass = queue.pass(all_jobs.len());
         for job in &all_jobs {
             let work = pass.take();
@@ -118,6 +126,7 @@ pub(crate) async fn run(
                 if job.metadata.deletion_timestamp.is_some() {
                     continue;
                 }
+                let _ttl_work = ttl_expires_at(job).map(|_| ttl_pass.take());
                 match ttl_expires_at(job) {
                     Some(at) if at <= now => delete_job(&ttl_after_finished, job).await,
                     Some(at) => later(at),

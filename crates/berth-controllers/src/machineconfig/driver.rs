@@ -6,6 +6,7 @@
 use super::objects::{KubeletConfig, MachineConfig, MachineConfigPool};
 use super::rollout::NodeView;
 use super::{kubelet_config, name_of, render, rollout};
+use crate::workqueue::Queue;
 use crate::Clock;
 use berth_informers::Informer;
 use k8s_openapi::api::core::v1::Node;
@@ -18,8 +19,26 @@ use std::time::Duration;
 /// When a write failed, how soon the pass is tried again.
 const RETRY: Duration = Duration::from_secs(1);
 
+/// The work queues of the machine config operator's controllers this loop does the work of,
+/// as OpenShift names them: KubeletConfigs are the keys of
+/// `machineconfigcontroller-kubeletconfigcontroller`, pools those of
+/// `machineconfigcontroller-rendercontroller` (their configuration rendered) and of
+/// `machineconfigcontroller-nodecontroller` (their nodes moved, their status written).
+#[derive(Clone)]
+pub struct Queues {
+    pub kubelet_configs: Queue,
+    pub render: Queue,
+    pub nodes: Queue,
+}
+
 /// Watches through `reads` and writes through `client` (the controller's identity).
-pub async fn run(reads: kube::Client, client: kube::Client, nodes: Informer<Node>, clock: Clock) {
+pub async fn run(
+    reads: kube::Client,
+    client: kube::Client,
+    nodes: Informer<Node>,
+    clock: Clock,
+    queues: Queues,
+) {
     let pools: Informer<MachineConfigPool> =
         Informer::start(Api::all(reads.clone()), watcher::Config::default());
     let kcs: Informer<KubeletConfig> =
@@ -42,7 +61,7 @@ pub async fn run(reads: kube::Client, client: kube::Client, nodes: Informer<Node
             mcs: mcs.store.state().iter().map(|o| o.to_value()).collect(),
             nodes: nodes.store.state().iter().map(|n| node_view(n)).collect(),
         };
-        let failed = sync(&client, &stores, &clock).await;
+        let failed = sync(&client, &stores, &clock, &queues).await;
         let retry = failed.then(|| clock.instant_after(RETRY));
         crate::wait::wait(&mut [&mut p, &mut k, &mut m, &mut n], retry).await;
     }
@@ -93,8 +112,11 @@ fn failed(result: Result<(), kube::Error>, what: &str, name: &str) -> bool {
 }
 
 /// One pass; `true` when a write failed.
-async fn sync(client: &kube::Client, s: &Stores, clock: &Clock) -> bool {
+async fn sync(client: &kube::Client, s: &Stores, clock: &Clock, queues: &Queues) -> bool {
     let mut failures = false;
+    let mut kc_pass = queues.kubelet_configs.pass(s.kcs.len());
+    let mut render_pass = queues.render.pass(s.pools.len());
+    let mut node_pass = queues.nodes.pass(s.pools.len());
     let now = clock.timestamp();
     let kc_api: Api<KubeletConfig> = Api::all(client.clone());
     let mc_api: Api<MachineConfig> = Api::all(client.clone());
@@ -137,6 +159,7 @@ async fn sync(client: &kube::Client, s: &Stores, clock: &Clock) -> bool {
         let Some(kc) = s.kcs.iter().find(|k| name_of(k) == name) else {
             continue;
         };
+        let _work = kc_pass.take();
         if kubelet_config::status_current(kc, outcome) {
             continue;
         }
@@ -152,6 +175,10 @@ async fn sync(client: &kube::Client, s: &Stores, clock: &Clock) -> bool {
         failures |= failed(result, "writing a KubeletConfig's status", name);
     }
 
+    // The KubeletConfigs without an outcome were synced with the others' MachineConfigs.
+    kc_pass.skip(s.kcs.len());
+    drop(kc_pass);
+
     // Pools: the rendered configuration (from the MachineConfigs as they will be), then the
     // rollout over the nodes and the status.
     let mut machine_configs: Vec<Value> = s
@@ -164,6 +191,7 @@ async fn sync(client: &kube::Client, s: &Stores, clock: &Clock) -> bool {
     for pool in &s.pools {
         let name = name_of(pool);
         let mut pool = pool.clone();
+        let render_work = render_pass.take();
         if let Some(rendered) = render::render(&pool, &machine_configs) {
             if !s.mcs.iter().any(|m| name_of(m) == rendered.name) {
                 if let Ok(obj) =
@@ -185,6 +213,8 @@ async fn sync(client: &kube::Client, s: &Stores, clock: &Clock) -> bool {
                 pool["spec"]["configuration"] = configuration;
             }
         }
+        drop(render_work);
+        let _work = node_pass.take();
         let members = rollout::nodes_of(&pool, &s.pools, &s.nodes);
         for (node, annotations) in rollout::plan(&pool, &members) {
             if let Some(desired) = annotations.get(super::DESIRED_CONFIG) {
@@ -208,6 +238,7 @@ async fn sync(client: &kube::Client, s: &Stores, clock: &Clock) -> bool {
             failures |= failed(result, "writing a pool's status", name);
         }
     }
+    drop((render_pass, node_pass));
     failures
 }
 

@@ -26,7 +26,7 @@ pub mod rollout;
 #[cfg(test)]
 mod tests;
 
-pub use driver::run;
+pub use driver::{run, Queues};
 
 /// The API group and version of the machine config kinds.
 pub const API_VERSION: &str = "machineconfiguration.openshift.io/v1";

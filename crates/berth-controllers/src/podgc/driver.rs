@@ -5,12 +5,21 @@
 use super::{status_before_delete, PodInfo, Quarantine};
 use crate::informers::{wait, Informers};
 use crate::model::to_chrono;
+use crate::workqueue::Queue;
 use crate::Clock;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
 use std::collections::{HashMap, HashSet};
 
-pub async fn run(client: kube::Client, mut informers: Informers, clock: Clock, threshold: usize) {
+/// `queue` is upstream's `orphaned_pods_nodes`: the missing nodes that pods are bound to, each
+/// checked by a pass (upstream checks them, after a quarantine, against the API).
+pub async fn run(
+    client: kube::Client,
+    mut informers: Informers,
+    clock: Clock,
+    threshold: usize,
+    queue: Queue,
+) {
     if !(informers.pods.synced().await && informers.nodes.synced().await) {
         return;
     }
@@ -57,6 +66,12 @@ pub async fn run(client: kube::Client, mut informers: Informers, clock: Clock, t
                 })
             })
             .collect();
+        let orphaning: HashSet<&str> = infos
+            .iter()
+            .filter(|i| !i.node.is_empty() && !nodes.contains(i.node.as_str()))
+            .map(|i| i.node.as_str())
+            .collect();
+        queue.pass(orphaning.len()).skip(orphaning.len());
         for key in quarantine.collect(&infos, &nodes, threshold, clock.now()) {
             let Some(pod) = by_key.get(&key) else {
                 continue;

@@ -8,7 +8,7 @@
 
 mod driver;
 
-pub use driver::run;
+pub use driver::{run, Queues};
 
 use berth_core::quantity::{self, Quantity};
 use berth_core::quota::{self, Usage};

@@ -2,6 +2,7 @@
 //! ConfigMap, create or restore the missing and changed ones.
 
 use super::{decide, Published, Write, DESCRIPTION, DESCRIPTION_KEY, KEY, NAME};
+use crate::workqueue::Queue;
 use berth_informers::Informer;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -18,8 +19,9 @@ const FIRST_RETRY: Duration = Duration::from_millis(500);
 const MAX_RETRY: Duration = Duration::from_secs(60);
 
 /// Publishes `ca` (PEM) as `kube-root-ca.crt` in every namespace, reading through `reads`
-/// and writing through `client`.
-pub async fn run(reads: kube::Client, client: kube::Client, ca: String) {
+/// and writing through `client`; each namespace a pass checks is one key of `queue`
+/// (upstream's `root_ca_cert_publisher`).
+pub async fn run(reads: kube::Client, client: kube::Client, ca: String, queue: Queue) {
     let namespaces: Informer<Namespace> =
         Informer::start(Api::all(reads.clone()), watcher::Config::default());
     let maps: Informer<ConfigMap> = Informer::start(
@@ -33,7 +35,7 @@ pub async fn run(reads: kube::Client, client: kube::Client, ca: String) {
     let mut maps_changed = maps.changed.clone();
     let mut failures = 0u32;
     loop {
-        let failed = sync(&client, &namespaces, &maps, &ca).await;
+        let failed = sync(&client, &namespaces, &maps, &ca, &queue).await;
         failures = if failed { failures + 1 } else { 0 };
         let retry = async {
             if failures == 0 {
@@ -61,6 +63,7 @@ async fn sync(
     namespaces: &Informer<Namespace>,
     maps: &Informer<ConfigMap>,
     ca: &str,
+    queue: &Queue,
 ) -> bool {
     let found: HashMap<String, std::sync::Arc<ConfigMap>> = maps
         .store
@@ -70,7 +73,10 @@ async fn sync(
         .filter_map(|m| Some((m.metadata.namespace.clone()?, m)))
         .collect();
     let mut failed = false;
-    for ns in namespaces.store.state().iter() {
+    let namespaces = namespaces.store.state();
+    let mut pass = queue.pass(namespaces.len());
+    for ns in namespaces.iter() {
+        let work = pass.take();
         let Some(name) = ns.metadata.name.clone() else {
             continue;
         };
@@ -113,6 +119,7 @@ async fn sync(
             Err(kube::Error::Api(e)) if e.code == 403 && !active => {}
             Err(e) => {
                 tracing::warn!(namespace = %name, error = %e, "publishing {NAME} failed");
+                work.retry();
                 failed = true;
             }
         }

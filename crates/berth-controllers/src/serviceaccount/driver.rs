@@ -2,6 +2,7 @@
 //! create the missing `default` accounts.
 
 use super::{missing, Namespace, DEFAULT};
+use crate::workqueue::Queue;
 use berth_informers::Informer;
 use k8s_openapi::api::core::v1::{Namespace as NamespaceObject, ServiceAccount};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -16,8 +17,9 @@ const GATHER: Duration = Duration::from_millis(20);
 const RETRY: Duration = Duration::from_secs(1);
 
 /// Watches namespaces and ServiceAccounts through `reads` and keeps a `default` account in
-/// each namespace, creating it through `client`.
-pub async fn run(reads: kube::Client, client: kube::Client) {
+/// each namespace, creating it through `client`; each namespace a pass checks is one key of
+/// `queue` (upstream's `serviceaccount`, keyed by namespace).
+pub async fn run(reads: kube::Client, client: kube::Client, queue: Queue) {
     let all = watcher::Config::default;
     let namespaces: Informer<NamespaceObject> = Informer::start(Api::all(reads.clone()), all());
     let accounts: Informer<ServiceAccount> = Informer::start(Api::all(reads), all());
@@ -27,7 +29,7 @@ pub async fn run(reads: kube::Client, client: kube::Client) {
     let mut ns_changed = namespaces.changed.clone();
     let mut sa_changed = accounts.changed.clone();
     loop {
-        let failed = sync(&client, &namespaces, &accounts).await;
+        let failed = sync(&client, &namespaces, &accounts, &queue).await;
         let retry = async {
             match failed {
                 true => tokio::time::sleep(RETRY).await,
@@ -50,6 +52,7 @@ async fn sync(
     client: &kube::Client,
     namespaces: &Informer<NamespaceObject>,
     accounts: &Informer<ServiceAccount>,
+    queue: &Queue,
 ) -> bool {
     let namespaces: Vec<Namespace> = namespaces
         .store
@@ -78,8 +81,14 @@ async fn sync(
         })
         .collect();
     let mut failed = false;
-    for ns in missing(&namespaces, &accounts) {
-        let api: Api<ServiceAccount> = Api::namespaced(client.clone(), &ns);
+    let to_create: HashSet<String> = missing(&namespaces, &accounts).into_iter().collect();
+    let mut pass = queue.pass(namespaces.len());
+    for ns in namespaces.iter().map(|n| &n.name) {
+        let work = pass.take();
+        if !to_create.contains(ns) {
+            continue;
+        }
+        let api: Api<ServiceAccount> = Api::namespaced(client.clone(), ns);
         let account = ServiceAccount {
             metadata: ObjectMeta {
                 name: Some(DEFAULT.into()),
@@ -94,6 +103,7 @@ async fn sync(
             Err(kube::Error::Api(e)) if [403, 404, 409].contains(&e.code) => {}
             Err(e) => {
                 tracing::debug!(namespace = %ns, error = %e, "creating the default service account failed");
+                work.retry();
                 failed = true;
             }
         }

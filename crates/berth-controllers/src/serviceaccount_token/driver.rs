@@ -2,6 +2,7 @@
 //! Secrets that need it and delete those whose account is gone.
 
 use super::{decide, Decision, Signer, TokenSecret, ANNOTATION_NAME, ANNOTATION_UID, SECRET_TYPE};
+use crate::workqueue::Queue;
 use berth_informers::Informer;
 use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
 use kube::api::{Api, DeleteParams};
@@ -12,8 +13,16 @@ use std::time::Duration;
 const GATHER: Duration = Duration::from_millis(20);
 const RETRY: Duration = Duration::from_secs(1);
 
+/// The controller's work queues, as upstream names them: ServiceAccounts are the keys of
+/// `serviceaccount_tokens_service`, token Secrets those of `serviceaccount_tokens_secret`.
+#[derive(Clone)]
+pub struct Queues {
+    pub accounts: Queue,
+    pub secrets: Queue,
+}
+
 /// Watches Secrets and ServiceAccounts; `ca` is the cluster CA (PEM) each token Secret carries.
-pub async fn run(client: kube::Client, signer: Signer, ca: String) {
+pub async fn run(client: kube::Client, signer: Signer, ca: String, queues: Queues) {
     let all = watcher::Config::default;
     let secrets: Informer<Secret> = Informer::start(Api::all(client.clone()), all());
     let accounts: Informer<ServiceAccount> = Informer::start(Api::all(client.clone()), all());
@@ -23,7 +32,7 @@ pub async fn run(client: kube::Client, signer: Signer, ca: String) {
     let mut secret_changed = secrets.changed.clone();
     let mut sa_changed = accounts.changed.clone();
     loop {
-        let failed = sync(&client, &secrets, &accounts, &signer, &ca).await;
+        let failed = sync(&client, &secrets, &accounts, &signer, &ca, &queues).await;
         let retry = async {
             match failed {
                 true => tokio::time::sleep(RETRY).await,
@@ -64,6 +73,7 @@ async fn sync(
     accounts: &Informer<ServiceAccount>,
     signer: &Signer,
     ca: &str,
+    queues: &Queues,
 ) -> bool {
     use base64::Engine;
     let secrets: Vec<TokenSecret> = secrets
@@ -82,8 +92,15 @@ async fn sync(
         })
         .collect();
     let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+    // An account's sync is the check of its Secrets, which `decide` makes without I/O.
+    queues.accounts.pass(accounts.len()).skip(accounts.len());
+    let mut secret_pass = queues.secrets.pass(secrets.len());
+    let decisions = decide(&secrets, &accounts);
+    // The Secrets that need nothing are synced at once; each of the others is one write.
+    secret_pass.skip(secrets.len().saturating_sub(decisions.len()));
     let mut failed = false;
-    for (s, decision) in decide(&secrets, &accounts) {
+    for (s, decision) in decisions {
+        let work = secret_pass.take();
         let api: Api<Secret> = Api::namespaced(client.clone(), &s.namespace);
         let result = match decision {
             Decision::Delete => api
@@ -94,6 +111,7 @@ async fn sync(
                 match signer(&s.namespace, &s.account, &account_uid, &s.name) {
                     Err(e) => {
                         tracing::warn!(secret = %s.name, error = %e, "signing a legacy token failed");
+                        work.retry();
                         failed = true;
                         continue;
                     }
@@ -113,6 +131,7 @@ async fn sync(
             Err(kube::Error::Api(e)) if [404, 409].contains(&e.code) => {}
             Err(e) => {
                 tracing::debug!(secret = %s.name, error = %e, "updating a token secret failed");
+                work.retry();
                 failed = true;
             }
         }

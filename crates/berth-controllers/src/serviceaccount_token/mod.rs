@@ -11,7 +11,7 @@
 
 mod driver;
 
-pub use driver::run;
+pub use driver::{run, Queues};
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -6,6 +6,7 @@
 use super::{sync, Action, ClaimRef, BIND_COMPLETED, BOUND_BY_CONTROLLER};
 use crate::update::{update, update_status};
 use crate::wait::wait;
+use crate::workqueue::Queue;
 use berth_informers::Informer;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::StorageClass;
@@ -14,8 +15,20 @@ use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+/// The binder's work queues, as upstream names them: volumes are the keys of `volumes`,
+/// claims those of `claims`.
+#[derive(Clone)]
+pub(crate) struct Queues {
+    pub volumes: Queue,
+    pub claims: Queue,
+}
+
 /// The process's shared watches read; `client` writes (the `persistent-volume-binder` account).
-pub(crate) async fn run(client: kube::Client, informers: crate::informers::Informers) {
+pub(crate) async fn run(
+    client: kube::Client,
+    informers: crate::informers::Informers,
+    queues: Queues,
+) {
     let mut volumes: Informer<PersistentVolume> = informers.shared();
     let mut claims: Informer<PersistentVolumeClaim> = informers.shared();
     let mut classes: Informer<StorageClass> = informers.shared();
@@ -39,11 +52,28 @@ pub(crate) async fn run(client: kube::Client, informers: crate::informers::Infor
             .iter()
             .filter_map(|v| Some((v.metadata.name.as_deref()?, *v)))
             .collect();
-        for action in sync(&volume_refs, &claim_refs, &delayed, &BTreeSet::new()) {
+        let actions = sync(&volume_refs, &claim_refs, &delayed, &BTreeSet::new());
+        // A binding and a claim's phase are a claim's sync, the rest a volume's; the objects
+        // without an action were synced by the (pure) decision itself.
+        let for_claims = actions
+            .iter()
+            .filter(|a| matches!(a, Action::Bind { .. } | Action::ClaimPhase { .. }))
+            .count();
+        let mut claim_pass = queues.claims.pass(all_claims.len());
+        let mut volume_pass = queues.volumes.pass(all_volumes.len());
+        claim_pass.skip(all_claims.len().saturating_sub(for_claims));
+        volume_pass.skip(all_volumes.len().saturating_sub(actions.len() - for_claims));
+        for action in actions {
+            let work = match action {
+                Action::Bind { .. } | Action::ClaimPhase { .. } => claim_pass.take(),
+                _ => volume_pass.take(),
+            };
             if let Err(e) = execute(&client, &action, &by_name).await {
                 tracing::debug!(?action, error = %e, "volume binder: will retry");
+                work.retry();
             }
         }
+        drop((claim_pass, volume_pass));
         wait(
             &mut [
                 &mut volumes.changed,

@@ -28,6 +28,42 @@ fn plugin_histogram() -> Histogram {
 /// Upstream samples plugin durations in this share of its scheduling cycles (percent).
 pub const PLUGIN_METRICS_SAMPLE_PERCENT: u64 = 10;
 
+/// A metric registered with its `# HELP` text written as given: prometheus-client's registry
+/// ends every help text with a period, upstream's end as their authors wrote them (with the
+/// stability prefix component-base adds, `[STABLE] `, `[ALPHA] `). As a collector, the metric
+/// writes its own descriptor; it comes after the registry's other metrics.
+#[derive(Debug)]
+struct VerbatimHelp<M> {
+    name: &'static str,
+    help: &'static str,
+    metric: M,
+}
+
+impl<M> prometheus_client::collector::Collector for VerbatimHelp<M>
+where
+    M: prometheus_client::encoding::EncodeMetric + std::fmt::Debug + Send + Sync + 'static,
+{
+    fn encode(
+        &self,
+        mut encoder: prometheus_client::encoding::DescriptorEncoder,
+    ) -> Result<(), std::fmt::Error> {
+        if self.metric.is_empty() {
+            return Ok(());
+        }
+        let metric =
+            encoder.encode_descriptor(self.name, self.help, None, self.metric.metric_type())?;
+        self.metric.encode(metric)
+    }
+}
+
+/// Registers `metric` as `name` (a counter without `_total`) with upstream's `help`, verbatim.
+fn register<M>(registry: &mut Registry, name: &'static str, help: &'static str, metric: M)
+where
+    M: prometheus_client::encoding::EncodeMetric + std::fmt::Debug + Send + Sync + 'static,
+{
+    registry.register_collector(Box::new(VerbatimHelp { name, help, metric }));
+}
+
 fn labels(key: &str, value: &str) -> Labels {
     vec![(key.to_string(), value.to_string())]
 }
@@ -143,40 +179,53 @@ impl Ops {
             pending_by_queue,
         };
         let mut registry = Registry::default();
-        registry.register(
+        // Upstream's help texts (pkg/scheduler/metrics), verbatim.
+        register(
+            &mut registry,
             "scheduler_e2e_scheduling_duration_seconds",
-            "E2e scheduling latency in seconds (scheduling algorithm + binding)",
+            // Upstream dropped it after 1.22; its text until then.
+            "[ALPHA] E2e scheduling latency in seconds (scheduling algorithm + binding)",
             metrics.e2e.clone(),
         );
-        registry.register(
+        register(
+            &mut registry,
             "scheduler_pod_scheduling_attempts",
-            "Number of attempts to successfully schedule a pod.",
+            "[STABLE] Number of attempts to successfully schedule a pod.",
             metrics.pod_attempts.clone(),
         );
-        registry.register(
+        register(
+            &mut registry,
             "scheduler_scheduling_attempt_duration_seconds",
-            "Scheduling attempt latency in seconds (scheduling algorithm), by result",
+            "[STABLE] Scheduling attempt latency in seconds (scheduling algorithm + binding)",
             metrics.attempt.clone(),
         );
-        registry.register(
+        register(
+            &mut registry,
             "scheduler_pending_pods",
-            "Number of pending pods, by the queue type",
+            "[STABLE] Number of pending pods, by the queue type. 'active' means number of pods in \
+             activeQ; 'backoff' means number of pods in backoffQ; 'unschedulable' means number \
+             of pods in unschedulablePods that the scheduler attempted to schedule and failed; \
+             'gated' is the number of unschedulable pods that the scheduler never attempted to \
+             schedule because they are gated.",
             metrics.pending.clone(),
         );
-        registry.register(
+        register(
+            &mut registry,
             "scheduler_schedule_attempts",
-            "Number of attempts to schedule pods, by the result",
+            "[STABLE] Number of attempts to schedule pods, by the result. 'unschedulable' means \
+             a pod could not be scheduled, while 'error' means an internal scheduler problem.",
             metrics.attempts.clone(),
         );
-        registry.register(
+        register(
+            &mut registry,
             "scheduler_preemption_attempts",
-            "Total preemption attempts in the cluster till now",
+            "[STABLE] Total preemption attempts in the cluster till now",
             metrics.preemption.clone(),
         );
-        registry.register(
+        register(
+            &mut registry,
             "scheduler_plugin_execution_duration_seconds",
-            // prometheus-client ends the help with its period.
-            "Duration for running a plugin at a specific extension point",
+            "[ALPHA] Duration for running a plugin at a specific extension point.",
             metrics.plugin.clone(),
         );
         Ops {
@@ -411,7 +460,8 @@ mod tests {
         ]);
         let text = ops.render();
         for line in [
-            "# HELP scheduler_plugin_execution_duration_seconds Duration for running a plugin at a specific extension point.",
+            "# HELP scheduler_plugin_execution_duration_seconds [ALPHA] Duration for running a plugin at a specific extension point.\n",
+            "# HELP scheduler_preemption_attempts [STABLE] Total preemption attempts in the cluster till now\n",
             "scheduler_plugin_execution_duration_seconds_count{plugin=\"NodeResourcesFit\",extension_point=\"Filter\",status=\"Success\"} 2",
             "scheduler_plugin_execution_duration_seconds_count{plugin=\"TaintToleration\",extension_point=\"Filter\",status=\"UnschedulableAndUnresolvable\"} 1",
             "scheduler_plugin_execution_duration_seconds_count{plugin=\"NodeResourcesFit\",extension_point=\"Score\",status=\"Success\"} 1",

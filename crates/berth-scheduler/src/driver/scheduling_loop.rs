@@ -322,7 +322,12 @@ impl Loop {
                 .scheduled_at_attempt(queued.attempts.saturating_add(1));
         }
         match decision {
-            Decision::Scheduled { node, .. } => {
+            Decision::Scheduled {
+                node,
+                evaluated_nodes,
+                feasible_nodes,
+                ..
+            } => {
                 if let Err(e) = self.cache.assume(info, &node) {
                     tracing::warn!(pod = %queued.key, error = %e, "assume failed");
                     let now = self.now();
@@ -337,6 +342,15 @@ impl Loop {
                     let _pending = pending;
                     let result = recorder.bind(&pod, &node).await.map_err(|e| e.to_string());
                     if result.is_ok() {
+                        // kube-scheduler's line, at its verbosity (2).
+                        tracing::info!(
+                            v = 2,
+                            pod = %queued.key,
+                            node = %node,
+                            evaluatedNodes = evaluated_nodes,
+                            feasibleNodes = feasible_nodes,
+                            "Successfully bound pod to node"
+                        );
                         recorder.scheduled(&pod, &node);
                     }
                     let _ = tx.send(Bound {
@@ -362,11 +376,11 @@ impl Loop {
                         preemption_failed: profile.preemption && !preempted,
                     };
                     let message = crate::config::messages::fit_message(&fit, post);
-                    tracing::debug!(pod = %queued.key, %message, "unschedulable");
+                    tracing::info!(v = 2, pod = %queued.key, err = %message, "{NO_FIT}");
                     self.recorder.failed(&pod, &message, "Unschedulable");
                 } else {
                     let message = fit.message();
-                    tracing::debug!(pod = %queued.key, %message, "unschedulable");
+                    tracing::info!(v = 2, pod = %queued.key, err = %message, "{NO_FIT}");
                     self.recorder.failed(&pod, &message, "Unschedulable");
                     self.preemption.on_unschedulable(
                         &mut self.scheduler,
@@ -380,6 +394,16 @@ impl Loop {
                 self.queue.add_unschedulable(queued, now);
             }
             Decision::Error(message) => {
+                if message == crate::engine::NO_NODES_AVAILABLE {
+                    tracing::info!(
+                        v = 2,
+                        pod = %queued.key,
+                        "Unable to schedule pod; no nodes are registered to the cluster; waiting"
+                    );
+                } else {
+                    // klog's error lines put `err` first.
+                    tracing::error!(err = %message, pod = %queued.key, "Error scheduling pod; retrying");
+                }
                 self.recorder.failed(&pod, &message, "SchedulerError");
                 let now = self.now();
                 self.queue.add_backoff(queued, now);
@@ -402,6 +426,9 @@ impl Loop {
         }
     }
 }
+
+/// kube-scheduler's per-pod line for a pod no node fits (`err` is the event's message).
+const NO_FIT: &str = "Unable to schedule pod; no fit; waiting";
 
 /// Resolves when leadership flips (never without leader election, or once the sender is gone).
 async fn leadership_changed(leading: &mut Option<watch::Receiver<bool>>) {

@@ -35,12 +35,20 @@ pub enum Decision {
         node: String,
         /// Weighted score.
         score: i64,
+        /// Nodes the filters ran on (fewer than all under `percentageOfNodesToScore`):
+        /// upstream's `evaluatedNodes`.
+        evaluated_nodes: usize,
+        /// Nodes that passed them: upstream's `feasibleNodes`.
+        feasible_nodes: usize,
     },
     /// No node fits.
     Unschedulable(FitError),
     /// The decision could not be made (no nodes, a predicate error); not a FitError, no preemption.
     Error(String),
 }
+
+/// The error when the cluster has no nodes (upstream's `ErrNoNodesAvailable`).
+pub const NO_NODES_AVAILABLE: &str = "no nodes available to schedule pods";
 
 /// A scheduler: a policy plus selection state (tie-breaking RNG, filtering start index) and
 /// reusable buffers. Build with [`Scheduler::builder`].
@@ -264,7 +272,7 @@ impl Scheduler {
         nominated: &[Nominated],
     ) -> Decision {
         if cache.order.is_empty() {
-            return Decision::Error("no nodes available to schedule pods".into());
+            return Decision::Error(NO_NODES_AVAILABLE.into());
         }
         let n = cache.order.len();
         let to_find = self.num_feasible_nodes_to_find(n);
@@ -295,12 +303,13 @@ impl Scheduler {
                             &mut rng,
                         )
                         .map_err(Decision::Error)?;
+                        let feasible = n.saturating_sub(r.failed.len());
                         return match chosen {
                             None => {
                                 Err(Decision::Unschedulable(FitError::new(cache, n, &r.failed)))
                             }
-                            Some((ix, true)) => Ok((ix, 0, n)),
-                            Some((ix, false)) => Ok((ix, r.max + constant, n)),
+                            Some((ix, true)) => Ok((ix, 0, n, feasible)),
+                            Some((ix, false)) => Ok((ix, r.max + constant, n, feasible)),
                         };
                     }
                     let r = memo::run(&ctx, preds, always, plan, weights, &mut memo)
@@ -309,7 +318,7 @@ impl Scheduler {
                         return Err(Decision::Unschedulable(FitError::new(cache, n, &r.failed)));
                     }
                     if memo.feasible.len() == 1 {
-                        return Ok((memo.feasible[0], 0, n));
+                        return Ok((memo.feasible[0], 0, n, 1));
                     }
                     let k = if r.ties > 1 {
                         rng.random_range(0..r.ties)
@@ -323,7 +332,7 @@ impl Scheduler {
                         .filter(|(_, s)| **s == r.max)
                         .nth(k)
                         .map_or(0, |(j, _)| j);
-                    return Ok((memo.feasible[pos], r.max + constant, n));
+                    return Ok((memo.feasible[pos], r.max + constant, n, memo.feasible.len()));
                 }
             }
             let f = filter::run(&ctx, preds, always, nominated, start, to_find, parallel)
@@ -332,24 +341,27 @@ impl Scheduler {
                 return Err(Decision::Unschedulable(FitError::new(cache, n, &f.failed)));
             }
             if f.feasible.len() == 1 {
-                return Ok((f.feasible[0], 0, f.visited));
+                return Ok((f.feasible[0], 0, f.visited, 1));
             }
             let totals = score_all(&ctx, prios, &f.feasible, &mut counts);
             let max = totals.iter().copied().max().unwrap_or(0);
-            Ok((pick(&mut rng, &f.feasible, &totals, max), max, f.visited))
+            let chosen = pick(&mut rng, &f.feasible, &totals, max);
+            Ok((chosen, max, f.visited, f.feasible.len()))
         })();
         self.put_units(units);
         self.counts = counts;
         self.memo = memo;
         self.rng = rng;
         match result {
-            Ok((node, score, visited)) => {
+            Ok((node, score, visited, feasible)) => {
                 if to_find < n {
                     self.next_start = (start + visited) % n;
                 }
                 Decision::Scheduled {
                     node: cache.nodes[node as usize].name.clone(),
                     score,
+                    evaluated_nodes: visited,
+                    feasible_nodes: feasible,
                 }
             }
             Err(d) => d,

@@ -100,9 +100,30 @@ fn single_feasible_node_scores_zero_and_no_nodes_is_an_error() {
         s.schedule(&cache, &p),
         Decision::Scheduled {
             node: "only".into(),
-            score: 0
+            score: 0,
+            evaluated_nodes: 1,
+            feasible_nodes: 1
         }
     );
+}
+
+#[test]
+fn a_decision_counts_the_nodes_evaluated_and_feasible_as_upstreams_log_line() {
+    // kube-scheduler's `evaluatedNodes` and `feasibleNodes`.
+    let mut cache = ClusterCache::new();
+    cache.upsert_node(&simple_node("a", "1", "1Gi", 10));
+    cache.upsert_node(&simple_node("b", "1", "1Gi", 10));
+    cache.upsert_node(&simple_node("small", "100m", "1Gi", 10));
+    let p = cache.compile_pod(&cpu_pod("p", 0, "500m"));
+    let mut s = Scheduler::builder().build().unwrap();
+    match s.schedule(&cache, &p) {
+        Decision::Scheduled {
+            evaluated_nodes,
+            feasible_nodes,
+            ..
+        } => assert_eq!((evaluated_nodes, feasible_nodes), (3, 2)),
+        d => panic!("{d:?}"),
+    }
 }
 
 #[test]
