@@ -1,8 +1,8 @@
 """CertificateSigningRequests signed by the cluster CA (issue 37): a request for
 `kubernetes.io/kube-apiserver-client` made with a key of the test's own, approved with
 `kubectl certificate approve`, gets its certificate, and the certificate authenticates its
-subject (CN = user, O = group) to the server; a request its signer refuses gets the `Failed`
-condition in upstream's words.
+subject (CN = user, O = group, every O of several) to the server; a request its signer
+refuses gets the `Failed` condition in upstream's words.
 """
 
 import base64
@@ -21,11 +21,18 @@ from cryptography.hazmat.primitives.asymmetric import ec  # noqa: E402
 from cryptography.x509.oid import NameOID  # noqa: E402
 
 
-def make_request(cn, org):
+def make_request(cn, org, *more_orgs, one_rdn=False):
+    """A request for CN=cn with O=org (and each of `more_orgs`): one RDN per attribute as
+    openssl writes them, or with `one_rdn` every O in one multi-valued RDN as Go writes them."""
     key = ec.generate_private_key(ec.SECP256R1())
-    csr = (x509.CertificateSigningRequestBuilder()
-           .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn),
-                                    x509.NameAttribute(NameOID.ORGANIZATION_NAME, org)]))
+    orgs = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in (org, *more_orgs)]
+    common_name = x509.NameAttribute(NameOID.COMMON_NAME, cn)
+    if one_rdn:
+        name = x509.Name([x509.RelativeDistinguishedName(orgs),
+                          x509.RelativeDistinguishedName([common_name])])
+    else:
+        name = x509.Name([common_name, *orgs])
+    csr = (x509.CertificateSigningRequestBuilder().subject_name(name)
            .sign(key, hashes.SHA256()))
     key_pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                 serialization.NoEncryption())
@@ -72,6 +79,36 @@ def test_an_approved_request_becomes_a_client_certificate_of_the_server(berth, t
     user = json.loads(r.stdout)["status"]["userInfo"]
     assert user["username"] == "csr-bob"
     assert "csr-qa" in user["groups"]
+
+
+def whoami(berth, tmp_path, cert_pem, key_pem):
+    (tmp_path / "user.crt").write_bytes(cert_pem)
+    (tmp_path / "user.key").write_bytes(key_pem)
+    r = subprocess.run(
+        ["kubectl", "--kubeconfig", "/dev/null", "--server", berth.url,
+         "--certificate-authority", str(berth.data_dir / "ca.crt"),
+         "--client-certificate", str(tmp_path / "user.crt"),
+         "--client-key", str(tmp_path / "user.key"), "auth", "whoami", "-o", "json"],
+        capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)["status"]["userInfo"]
+
+
+@pytest.mark.parametrize("one_rdn", [False, True], ids=["rdn-per-o", "multi-valued-rdn"])
+def test_a_certificate_keeps_every_organization_of_the_request(berth, tmp_path, one_rdn):
+    name = f"csr-dana-{int(one_rdn)}"
+    request_pem, key_pem = make_request(name, "csr-devs", "csr-ops", one_rdn=one_rdn)
+    berth.kubectl("apply", "-f", "-", stdin=[csr_object(name, request_pem, ["client auth"])])
+    berth.kubectl("certificate", "approve", name)
+    cert_pem = base64.b64decode(eventually(
+        lambda: berth.kubectl_json("get", "csr", name).get("status", {}).get("certificate"),
+        what="certificate issued"))
+    cert = x509.load_pem_x509_certificate(cert_pem)
+    orgs = sorted(a.value for a in cert.subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME))
+    assert orgs == ["csr-devs", "csr-ops"]
+    user = whoami(berth, tmp_path, cert_pem, key_pem)
+    assert user["username"] == name
+    assert {"csr-devs", "csr-ops", "system:authenticated"} <= set(user["groups"])
 
 
 def test_a_request_for_server_auth_from_the_client_signer_fails(berth):

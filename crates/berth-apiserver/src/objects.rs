@@ -352,6 +352,10 @@ pub async fn create(ctx: &Ctx, req: &ApiRequest) -> ApiResult<Response> {
     crate::rbac::escalation::check(ctx, &req.user, rt, "", &obj, None)?;
     let mut warnings = warnings;
     warnings.extend(strategy::admit_create(ctx, req, &*strategy, rt, &mut obj).await?);
+    // Last, as upstream runs ResourceQuota: the object is charged to its quotas.
+    ctx.admission
+        .charge_create(rt, &obj, req.query.dry_run()?)
+        .await?;
     // Held until the object is stored: what it allocated stays reserved until then.
     let _allocation = strategy::service::allocate(&ctx.services, &ctx.store, rt, &mut obj, None)?;
     let name = meta_str(&obj, "name").to_string();

@@ -14,7 +14,9 @@
 //! - **resourcequota**: each ResourceQuota's `status.hard` and `status.used`;
 //! - **podautoscaler**: each HorizontalPodAutoscaler scales its target on `metrics.k8s.io`;
 //! - **certificates**: approved CertificateSigningRequests of the `kubernetes.io/*` signers
-//!   are signed by the cluster CA.
+//!   are signed by the cluster CA;
+//! - **credentials**: the controllers' ServiceAccount tokens under
+//!   `--use-service-account-credentials`, renewed before they expire.
 //!
 //! Each controller is a pure engine — state and `now` in, decisions out, no I/O and no clock
 //! ([`disruption::reconcile`], [`node_taints::reconcile`], [`lifecycle::Monitor`],
@@ -37,6 +39,7 @@ pub mod certificates;
 pub mod claim;
 pub mod controller_revision;
 pub mod create_backoff;
+pub mod credentials;
 pub mod cronjob;
 pub mod daemonset;
 pub mod deployment;

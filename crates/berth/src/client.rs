@@ -39,6 +39,74 @@ pub fn build(mut config: kube::Config, program: &str) -> anyhow::Result<kube::Cl
         .build())
 }
 
+/// A client of `config` for `program` that authenticates with `token`'s bearer token as it is
+/// at each request (renewed in place by [`berth_controllers::credentials::keep_renewed`]);
+/// the credentials `config` names are not used.
+pub fn build_with_token(
+    mut config: kube::Config,
+    program: &str,
+    token: berth_controllers::credentials::SharedToken,
+) -> anyhow::Result<kube::Client> {
+    config.auth_info = kube::config::AuthInfo::default();
+    let host = config
+        .cluster_url
+        .authority()
+        .map(|a| a.to_string())
+        .unwrap_or_default();
+    let agent = http::HeaderValue::from_str(&user_agent(program))?;
+    config
+        .headers
+        .retain(|(name, _)| *name != http::header::USER_AGENT);
+    config.headers.push((http::header::USER_AGENT, agent));
+    Ok(kube::client::ClientBuilder::try_from(config)?
+        .with_layer(&BearerLayer(token))
+        .with_layer(&CountedLayer::new(&host))
+        .build())
+}
+
+/// Sets `Authorization: Bearer <token>` on each request, from the token as it is then.
+#[derive(Clone)]
+pub struct BearerLayer(berth_controllers::credentials::SharedToken);
+
+impl<S> tower::Layer<S> for BearerLayer {
+    type Service = Bearer<S>;
+    fn layer(&self, inner: S) -> Bearer<S> {
+        Bearer {
+            inner,
+            token: self.0.clone(),
+        }
+    }
+}
+
+/// The service of [`BearerLayer`].
+#[derive(Clone)]
+pub struct Bearer<S> {
+    inner: S,
+    token: berth_controllers::credentials::SharedToken,
+}
+
+impl<S, B> tower::Service<http::Request<B>> for Bearer<S>
+where
+    S: tower::Service<http::Request<B>>,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut req: http::Request<B>) -> Self::Future {
+        if let Ok(mut value) = http::HeaderValue::from_str(&format!("Bearer {}", self.token.get()))
+        {
+            value.set_sensitive(true);
+            req.headers_mut().insert(http::header::AUTHORIZATION, value);
+        }
+        self.inner.call(req)
+    }
+}
+
 /// Counts each request of the service it wraps in `rest_client_requests_total`.
 #[derive(Clone)]
 pub struct Counted<S> {

@@ -193,62 +193,32 @@ async fn config(args: &ControllersArgs) -> anyhow::Result<kube::Config> {
     })
 }
 
-/// How long the controllers' ServiceAccount tokens are asked for: a restart asks again.
-const TOKEN_SECONDS: i64 = 365 * 24 * 3600;
-
 /// A client per controller ServiceAccount of `kube-system` (made if missing), each with a
-/// token of its own from the TokenRequest API, as kube-controller-manager's
-/// `--use-service-account-credentials` does.
+/// token of its own from the TokenRequest API, renewed before it expires, as
+/// kube-controller-manager's `--use-service-account-credentials` does
+/// ([`berth_controllers::credentials`]).
 async fn service_account_clients(
     client: &kube::Client,
     config: &kube::Config,
+    clock: &Clock,
 ) -> anyhow::Result<berth_controllers::ServiceAccountCredentials> {
-    use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
-    use k8s_openapi::api::core::v1::ServiceAccount;
-    use kube::api::{Api, PostParams};
-    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), "kube-system");
+    use berth_controllers::credentials::{self, SharedToken};
     let mut clients = std::collections::HashMap::new();
-    for account in berth_controllers::SERVICE_ACCOUNTS {
-        let sa = ServiceAccount {
-            metadata: kube::api::ObjectMeta {
-                name: Some(account.to_string()),
-                ..Default::default()
-            },
-            ..Default::default()
-        };
-        match accounts.create(&PostParams::default(), &sa).await {
-            Ok(_) => {}
-            Err(kube::Error::Api(s)) if s.code == 409 => {}
-            Err(e) => {
-                return Err(e)
-                    .with_context(|| format!("creating ServiceAccount kube-system/{account}"))
-            }
-        }
-        let request = TokenRequest {
-            spec: TokenRequestSpec {
-                audiences: Vec::new(),
-                expiration_seconds: Some(TOKEN_SECONDS),
-                ..Default::default()
-            },
-            ..Default::default()
-        };
-        let token = accounts
-            .create_token_request(account, &PostParams::default(), &request)
-            .await
-            .with_context(|| {
-                format!("requesting a token for ServiceAccount kube-system/{account}")
-            })?
-            .status
-            .map(|s| s.token)
-            .unwrap_or_default();
-        let mut config = config.clone();
-        config.auth_info = kube::config::AuthInfo {
-            token: Some(token.into()),
-            ..Default::default()
-        };
+    for &account in berth_controllers::SERVICE_ACCOUNTS {
+        let issue = token_issuer(client.clone(), account);
+        let issued = issue().await.map_err(anyhow::Error::msg)?;
+        let token = SharedToken::new(issued.token);
+        let due = credentials::renew_at(clock.now(), issued.expires);
+        tokio::spawn(credentials::keep_renewed(
+            clock.clone(),
+            account.to_string(),
+            token.clone(),
+            due,
+            issue,
+        ));
         clients.insert(
             account.to_string(),
-            crate::client::build(config, "kube-controller-manager")?,
+            crate::client::build_with_token(config.clone(), "kube-controller-manager", token)?,
         );
     }
     let fallback = client.clone();
@@ -258,6 +228,73 @@ async fn service_account_clients(
             .cloned()
             .unwrap_or_else(|| fallback.clone())
     }))
+}
+
+/// Issues tokens for ServiceAccount `kube-system/<account>` through `client`: a TokenRequest
+/// for upstream's hour, the account created first when it is missing (as upstream's token
+/// source gets or creates it before each request).
+fn token_issuer(
+    client: kube::Client,
+    account: &'static str,
+) -> berth_controllers::credentials::Issue {
+    use berth_controllers::credentials::{Issued, EXPIRATION_SECONDS};
+    use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+    use k8s_openapi::api::core::v1::ServiceAccount;
+    use kube::api::{Api, PostParams};
+    std::sync::Arc::new(
+        move || -> futures::future::BoxFuture<'static, Result<Issued, String>> {
+            let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), "kube-system");
+            Box::pin(async move {
+                let request = TokenRequest {
+                    spec: TokenRequestSpec {
+                        audiences: Vec::new(),
+                        expiration_seconds: Some(EXPIRATION_SECONDS),
+                        ..Default::default()
+                    },
+                    ..Default::default()
+                };
+                let pp = PostParams::default();
+                let mut answer = accounts.create_token_request(account, &pp, &request).await;
+                if matches!(&answer, Err(kube::Error::Api(s)) if s.code == 404) {
+                    let sa = ServiceAccount {
+                        metadata: kube::api::ObjectMeta {
+                            name: Some(account.to_string()),
+                            ..Default::default()
+                        },
+                        ..Default::default()
+                    };
+                    match accounts.create(&pp, &sa).await {
+                        Ok(_) => {}
+                        Err(kube::Error::Api(s)) if s.code == 409 => {}
+                        Err(e) => {
+                            return Err(format!(
+                                "creating ServiceAccount kube-system/{account}: {e}"
+                            ))
+                        }
+                    }
+                    answer = accounts.create_token_request(account, &pp, &request).await;
+                }
+                let status = answer
+                .map_err(|e| {
+                    format!("requesting a token for ServiceAccount kube-system/{account}: {e}")
+                })?
+                .status
+                .ok_or_else(|| {
+                    format!("the token request for ServiceAccount kube-system/{account} has no status")
+                })?;
+                // The expiry as the API server wrote it (RFC 3339), whatever type the client uses.
+                let expires = serde_json::to_value(&status.expiration_timestamp)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .and_then(|t| chrono::DateTime::parse_from_rfc3339(&t).ok())
+                    .map(|t| t.with_timezone(&chrono::Utc));
+                Ok(Issued {
+                    token: status.token,
+                    expires,
+                })
+            })
+        },
+    )
 }
 
 /// The CA to publish: `--root-ca-file`, else the kubeconfig's certificate authority.
@@ -339,7 +376,7 @@ pub async fn run(args: ControllersArgs) -> anyhow::Result<()> {
     if args.use_service_account_credentials {
         let config = config(&args).await?;
         controllers = controllers
-            .service_account_credentials(service_account_clients(&client, &config).await?);
+            .service_account_credentials(service_account_clients(&client, &config, &clock).await?);
     }
     if !args.leader_elect {
         controllers.spawn();

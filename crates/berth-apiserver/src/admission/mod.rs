@@ -15,6 +15,8 @@
 use berth_api::registry::ResourceType;
 use berth_store::Store;
 use serde_json::Value;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
@@ -52,7 +54,8 @@ pub use priority::{
 /// namespace selectors in OpenShift 3.11's order (PodNodeSelector among kube's plugins,
 /// OriginPodNodeEnvironment after them).
 /// LimitRanger runs right after NamespaceLifecycle and ResourceQuota last, as upstream orders
-/// them, so quota counts the requests and limits LimitRanger defaulted.
+/// them, so quota counts the requests and limits LimitRanger defaulted (ResourceQuota checks
+/// and charges in its [`Plugin::charge_create`], after validation).
 pub const PLUGINS: &[Registration] = &[
     namespace_lifecycle::REGISTRATION,
     limit_ranger::REGISTRATION,
@@ -66,6 +69,9 @@ pub const PLUGINS: &[Registration] = &[
     resource_quota::REGISTRATION,
 ];
 
+/// A plugin's write that settles a create (ResourceQuota charging its quotas).
+pub type Charging<'a> = Pin<Box<dyn Future<Output = ApiResult<()>> + Send + 'a>>;
+
 /// One admission plugin: it may change the object on its way in, or refuse it. A plugin looks
 /// at the resource type itself and lets through what it does not handle. `user` is who asks
 /// (upstream's `Attributes.GetUserInfo()`).
@@ -78,6 +84,19 @@ pub trait Plugin: Send + Sync {
         _obj: &mut Value,
     ) -> ApiResult<()> {
         Ok(())
+    }
+
+    /// The last step of a create's admission, after validation and the validating webhooks,
+    /// where upstream runs ResourceQuota: a plugin that must write to admit the object (charge
+    /// a quota) returns the write; `None` (the default) when it has nothing to write, so the
+    /// common case allocates nothing. `dry_run`: check, write nothing.
+    fn charge_create<'a>(
+        &'a self,
+        _rt: &'a ResourceType,
+        _obj: &'a Value,
+        _dry_run: bool,
+    ) -> Option<Charging<'a>> {
+        None
     }
 
     /// Admission of an update of `old` to `new`.
@@ -204,6 +223,22 @@ impl Chain {
     ) -> ApiResult<()> {
         for (_, plugin) in &self.plugins {
             plugin.admit_create(user, rt, obj)?;
+        }
+        Ok(())
+    }
+
+    /// Runs every plugin's last step of a create ([`Plugin::charge_create`]), after
+    /// validation; the first refusal wins.
+    pub async fn charge_create(
+        &self,
+        rt: &ResourceType,
+        obj: &Value,
+        dry_run: bool,
+    ) -> ApiResult<()> {
+        for (_, plugin) in &self.plugins {
+            if let Some(charging) = plugin.charge_create(rt, obj, dry_run) {
+                charging.await?;
+            }
         }
         Ok(())
     }

@@ -2,12 +2,19 @@
 //! `pkg/controller/certificates/signer`): an approved, not failed request for one of the
 //! `kubernetes.io/*` signers gets its certificate, signed by the cluster CA, in
 //! `status.certificate`; a request its signer refuses gets the `Failed` condition
-//! (`SignerValidationFailure`) instead.
+//! (`SignerValidationFailure`) instead. A request that cannot be parsed, or that the CA fails
+//! to sign, is neither: upstream's signer returns the error and its work queue tries the request
+//! again with back-off (`Sync <name> failed with : unable to parse csr ...` in its log), and
+//! so does berth's ([`driver`]).
+//!
+//! The certificate's subject is the request's, every attribute as written, so a user with
+//! several groups (several `O=`) keeps them all ([`subject`]).
 //!
 //! The engine ([`decide`], [`Signer::sign`]) is pure: the signer takes `now` and signs with
 //! the key it was given; the driver ([`driver`]) watches requests and writes their status.
 
 pub(crate) mod driver;
+mod subject;
 mod validation;
 
 use chrono::{DateTime, TimeDelta, Utc};
@@ -35,6 +42,9 @@ pub enum Decision {
     Skip,
     /// Refused by its signer: the `Failed` condition's message.
     Fail(String),
+    /// Not readable (not base64, not a PEM `CERTIFICATE REQUEST`, a bad signature): no
+    /// condition, tried again later with back-off, as upstream's signer does; the error.
+    Retry(String),
     /// To sign: the request (PEM), its usages and the validity it asks for.
     Sign {
         request_pem: String,
@@ -66,12 +76,19 @@ pub fn decide(csr: &Value) -> Decision {
     }
     use base64::Engine;
     let request = csr["spec"]["request"].as_str().unwrap_or("");
+    let name = csr["metadata"]["name"].as_str().unwrap_or("");
     let Some(request_pem) = base64::engine::general_purpose::STANDARD
         .decode(request)
         .ok()
         .and_then(|b| String::from_utf8(b).ok())
     else {
-        return Decision::Fail("unable to parse csr: request is not base64 PEM".into());
+        return Decision::Retry(format!(
+            "unable to parse csr \"{name}\": request is not base64 PEM"
+        ));
+    };
+    let request = match validation::parse(&request_pem) {
+        Ok(r) => r,
+        Err(e) => return Decision::Retry(format!("unable to parse csr \"{name}\": {e}")),
     };
     let usages: Vec<String> = csr["spec"]["usages"]
         .as_array()
@@ -79,7 +96,7 @@ pub fn decide(csr: &Value) -> Decision {
         .flatten()
         .filter_map(|u| u.as_str().map(str::to_string))
         .collect();
-    if let Err(message) = validation::validate(signer, &request_pem, &usages) {
+    if let Err(message) = validation::validate(signer, &request, &usages) {
         return Decision::Fail(message);
     }
     Decision::Sign {
@@ -127,19 +144,30 @@ impl Signer {
         now: DateTime<Utc>,
     ) -> Result<String, String> {
         use rcgen::{
-            CertificateSigningRequestParams, ExtendedKeyUsagePurpose as E, IsCa, Issuer, KeyPair,
+            CertificateParams, ExtendedKeyUsagePurpose as E, IsCa, Issuer, KeyPair,
             KeyUsagePurpose as K,
         };
+        use x509_parser::prelude::FromDer;
         let key = KeyPair::from_pem(&self.ca_key_pem).map_err(|e| format!("the CA key: {e}"))?;
         let issuer = Issuer::from_ca_cert_pem(&self.ca_pem, key)
             .map_err(|e| format!("the CA certificate: {e}"))?;
-        let mut csr = CertificateSigningRequestParams::from_pem(request_pem)
+        let (_, pem) = x509_parser::pem::parse_x509_pem(request_pem.as_bytes())
             .map_err(|e| format!("unable to parse csr: {e}"))?;
+        let (_, request) =
+            x509_parser::certification_request::X509CertificationRequest::from_der(&pem.contents)
+                .map_err(|e| format!("unable to parse csr: {e}"))?;
+        let info = &request.certification_request_info;
+        let public_key = rcgen::SubjectPublicKeyInfo::from_der(info.subject_pki.raw)
+            .map_err(|e| format!("the request's public key: {e}"))?;
         let at = |t: DateTime<Utc>| {
             time::OffsetDateTime::from_unix_timestamp(t.timestamp())
                 .map_err(|e| format!("validity out of range: {e}"))
         };
-        let p = &mut csr.params;
+        // Upstream copies the request's subject and its DNS, IP, email and URI names; the
+        // subject is put in once signed (see `subject`), rcgen writing a placeholder first.
+        let mut p = CertificateParams::default();
+        p.distinguished_name = subject::placeholder(info.subject.as_raw());
+        p.subject_alt_names = validation::subject_alt_names(&request)?;
         p.not_before = at(now - BACKDATE)?;
         p.not_after = at(now + self.validity(expiration_seconds))?;
         p.is_ca = IsCa::ExplicitNoCa;
@@ -172,11 +200,25 @@ impl Signer {
             })
             .collect();
         p.use_authority_key_identifier_extension = true;
-        let cert = csr
-            .signed_by(&issuer)
+        let cert = p
+            .signed_by(&public_key, &issuer)
             .map_err(|e| format!("signing: {e}"))?;
-        Ok(cert.pem())
+        let der = subject::with_subject(cert.der(), info.subject.as_raw(), issuer.key())?;
+        Ok(pem_certificate(&der))
     }
+}
+
+/// A DER certificate as PEM.
+fn pem_certificate(der: &[u8]) -> String {
+    use base64::Engine;
+    let body = base64::engine::general_purpose::STANDARD.encode(der);
+    let mut out = String::from("-----BEGIN CERTIFICATE-----\n");
+    for line in body.as_bytes().chunks(64) {
+        out.push_str(&String::from_utf8_lossy(line));
+        out.push('\n');
+    }
+    out.push_str("-----END CERTIFICATE-----\n");
+    out
 }
 
 #[cfg(test)]

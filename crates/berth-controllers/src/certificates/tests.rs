@@ -196,3 +196,153 @@ fn serving_requests_need_a_dns_or_ip_name() {
         Decision::Sign { .. }
     ));
 }
+
+/// A request whose subject has exactly the RDNs given (each a list of attributes, so a
+/// multi-valued RDN as Go writes several O's is possible), signed with a P-256 key:
+/// rcgen's own request builder keeps one value per attribute type.
+fn request_with_subject(rdns: &[&[(&[u64], &str)]]) -> String {
+    use rcgen::{PublicKeyData, SigningKey};
+    use yasna::models::ObjectIdentifier;
+    let key = KeyPair::generate().unwrap();
+    let info = yasna::construct_der(|w| {
+        w.write_sequence(|w| {
+            w.next().write_u8(0);
+            w.next().write_sequence_of(|w| {
+                for rdn in rdns {
+                    w.next().write_set_of(|w| {
+                        for (oid, value) in *rdn {
+                            w.next().write_sequence(|w| {
+                                w.next().write_oid(&ObjectIdentifier::from_slice(oid));
+                                w.next().write_utf8_string(value);
+                            });
+                        }
+                    });
+                }
+            });
+            w.next().write_der(&key.subject_public_key_info());
+            w.next()
+                .write_tagged_implicit(yasna::Tag::context(0), |w| w.write_set(|_| {}));
+        })
+    });
+    let signature = key.sign(&info).unwrap();
+    // ecdsa-with-SHA256
+    let algorithm = [
+        0x30, 0x0a, 0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x04, 0x03, 0x02,
+    ];
+    let der = yasna::construct_der(|w| {
+        w.write_sequence(|w| {
+            w.next().write_der(&info);
+            w.next().write_der(&algorithm);
+            w.next().write_bitvec_bytes(&signature, signature.len() * 8);
+        })
+    });
+    let body = base64::engine::general_purpose::STANDARD.encode(der);
+    let lines: Vec<&str> = body
+        .as_bytes()
+        .chunks(64)
+        .map(|l| std::str::from_utf8(l).unwrap())
+        .collect();
+    format!(
+        "-----BEGIN CERTIFICATE REQUEST-----\n{}\n-----END CERTIFICATE REQUEST-----\n",
+        lines.join("\n")
+    )
+}
+
+const CN: &[u64] = &[2, 5, 4, 3];
+const O: &[u64] = &[2, 5, 4, 10];
+
+/// Signs `pem` for the client signer; the certificate's CN, O's, and whether the CA's key
+/// verifies it.
+fn signed_subject(pem: &str) -> (Vec<String>, Vec<String>, bool) {
+    let c = csr(
+        "kubernetes.io/kube-apiserver-client",
+        pem,
+        &["client auth"],
+        approved(),
+    );
+    let Decision::Sign {
+        request_pem,
+        usages,
+        expiration_seconds,
+    } = decide(&c)
+    else {
+        panic!("not signed: {:?}", decide(&c));
+    };
+    let signer = ca();
+    let cert = signer
+        .sign(&request_pem, &usages, expiration_seconds, now())
+        .unwrap();
+    let (_, pem) = x509_parser::pem::parse_x509_pem(cert.as_bytes()).unwrap();
+    let x = pem.parse_x509().unwrap();
+    let (_, ca_pem) = x509_parser::pem::parse_x509_pem(signer.ca_pem.as_bytes()).unwrap();
+    let ca = ca_pem.parse_x509().unwrap();
+    let verified = x.verify_signature(Some(ca.public_key())).is_ok();
+    let cn = sorted(
+        x.subject()
+            .iter_common_name()
+            .map(|a| a.as_str().unwrap().to_string()),
+    );
+    let o = sorted(
+        x.subject()
+            .iter_organization()
+            .map(|a| a.as_str().unwrap().to_string()),
+    );
+    (cn, o, verified)
+}
+
+/// Sorted: a multi-valued RDN's values are in DER's order, not the writer's.
+fn sorted(it: impl Iterator<Item = String>) -> Vec<String> {
+    let mut v: Vec<String> = it.collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn every_organization_of_the_request_is_in_the_certificate() {
+    // One RDN per O, as `openssl req -subj "/CN=alice/O=devs/O=ops"` writes them.
+    let pem = request_with_subject(&[&[(CN, "alice")], &[(O, "devs")], &[(O, "ops")]]);
+    assert_eq!(
+        signed_subject(&pem),
+        (
+            vec!["alice".into()],
+            vec!["devs".into(), "ops".into()],
+            true
+        )
+    );
+    // Both O's in one multi-valued RDN, as Go's x509 writes a pkix.Name.
+    let pem = request_with_subject(&[&[(O, "devs"), (O, "ops")], &[(CN, "alice")]]);
+    assert_eq!(
+        signed_subject(&pem),
+        (
+            vec!["alice".into()],
+            vec!["devs".into(), "ops".into()],
+            true
+        )
+    );
+}
+
+#[test]
+fn a_request_that_cannot_be_read_is_tried_again_not_failed() {
+    let client = "kubernetes.io/kube-apiserver-client";
+    let mut garbage = csr(client, "not a request", &["client auth"], approved());
+    garbage["metadata"] = json!({"name": "junk"});
+    let Decision::Retry(error) = decide(&garbage) else {
+        panic!("not retried: {:?}", decide(&garbage));
+    };
+    assert!(
+        error.starts_with("unable to parse csr \"junk\": "),
+        "{error}"
+    );
+    let certificate = ca().ca_pem;
+    let wrong_label = csr(client, &certificate, &["client auth"], approved());
+    assert_eq!(
+        decide(&wrong_label),
+        Decision::Retry(
+            "unable to parse csr \"\": PEM block type must be CERTIFICATE REQUEST, not CERTIFICATE"
+                .into()
+        )
+    );
+    let not_base64 = json!({"spec": {"signerName": client, "usages": ["client auth"],
+        "request": "%%%"}, "status": {"conditions": approved()}});
+    assert!(matches!(decide(&not_base64), Decision::Retry(_)));
+}

@@ -7,7 +7,7 @@ use x509_parser::prelude::FromDer;
 
 /// The parts of a request the signers check.
 #[derive(Debug, Default)]
-struct Request {
+pub struct Request {
     common_name: String,
     organizations: Vec<String>,
     dns: usize,
@@ -16,18 +16,22 @@ struct Request {
     uris: usize,
 }
 
-fn parse(pem_text: &str) -> Result<Request, String> {
-    let (_, pem) = x509_parser::pem::parse_x509_pem(pem_text.as_bytes())
-        .map_err(|e| format!("unable to parse csr: {e}"))?;
+/// Reads a PEM `CERTIFICATE REQUEST` and checks its signature (upstream's `ParseCSR`); `Err`
+/// says why it cannot be read.
+pub fn parse(pem_text: &str) -> Result<Request, String> {
+    let (_, pem) =
+        x509_parser::pem::parse_x509_pem(pem_text.as_bytes()).map_err(|e| e.to_string())?;
     if pem.label != "CERTIFICATE REQUEST" {
         return Err(format!(
-            "unable to parse csr: PEM block type must be CERTIFICATE REQUEST, not {}",
+            "PEM block type must be CERTIFICATE REQUEST, not {}",
             pem.label
         ));
     }
     let (_, csr) =
         x509_parser::certification_request::X509CertificationRequest::from_der(&pem.contents)
-            .map_err(|e| format!("unable to parse csr: {e}"))?;
+            .map_err(|e| e.to_string())?;
+    csr.verify_signature()
+        .map_err(|e| format!("the request's signature: {e}"))?;
     let info = &csr.certification_request_info;
     let mut r = Request {
         common_name: info
@@ -44,26 +48,74 @@ fn parse(pem_text: &str) -> Result<Request, String> {
             .collect(),
         ..Request::default()
     };
-    for ext in csr.requested_extensions().into_iter().flatten() {
-        if let x509_parser::extensions::ParsedExtension::SubjectAlternativeName(san) = ext {
-            for name in &san.general_names {
-                match name {
-                    GeneralName::DNSName(_) => r.dns += 1,
-                    GeneralName::IPAddress(_) => r.ips += 1,
-                    GeneralName::RFC822Name(_) => r.emails += 1,
-                    GeneralName::URI(_) => r.uris += 1,
-                    _ => {}
-                }
-            }
+    for name in general_names(&csr) {
+        match name {
+            GeneralName::DNSName(_) => r.dns += 1,
+            GeneralName::IPAddress(_) => r.ips += 1,
+            GeneralName::RFC822Name(_) => r.emails += 1,
+            GeneralName::URI(_) => r.uris += 1,
+            _ => {}
         }
     }
     Ok(r)
 }
 
-/// Whether `signer` accepts the request `pem` with `usages`; `Err` with the `Failed`
+/// The subject alternative names the request asks for.
+fn general_names<'a>(
+    csr: &'a x509_parser::certification_request::X509CertificationRequest<'a>,
+) -> impl Iterator<Item = &'a GeneralName<'a>> {
+    csr.requested_extensions()
+        .into_iter()
+        .flatten()
+        .filter_map(|ext| match ext {
+            x509_parser::extensions::ParsedExtension::SubjectAlternativeName(san) => {
+                Some(san.general_names.iter())
+            }
+            _ => None,
+        })
+        .flatten()
+}
+
+/// The request's DNS, IP, email and URI names, as the certificate carries them (upstream's
+/// signer copies these four kinds).
+pub fn subject_alt_names(
+    csr: &x509_parser::certification_request::X509CertificationRequest<'_>,
+) -> Result<Vec<rcgen::SanType>, String> {
+    use rcgen::SanType;
+    let bad = |kind: &str, e: rcgen::Error| format!("the request's {kind} name: {e}");
+    let mut out = Vec::new();
+    for name in general_names(csr) {
+        match name {
+            GeneralName::DNSName(d) => out.push(SanType::DnsName(
+                (*d).try_into().map_err(|e| bad("DNS", e))?,
+            )),
+            GeneralName::RFC822Name(m) => out.push(SanType::Rfc822Name(
+                (*m).try_into().map_err(|e| bad("email", e))?,
+            )),
+            GeneralName::URI(u) => {
+                out.push(SanType::URI((*u).try_into().map_err(|e| bad("URI", e))?))
+            }
+            GeneralName::IPAddress(bytes) => {
+                let ip = match bytes.len() {
+                    4 => <[u8; 4]>::try_from(*bytes).map(std::net::IpAddr::from).ok(),
+                    16 => <[u8; 16]>::try_from(*bytes)
+                        .map(std::net::IpAddr::from)
+                        .ok(),
+                    _ => None,
+                };
+                out.push(SanType::IpAddress(ip.ok_or_else(|| {
+                    "the request's IP name is not 4 or 16 bytes".to_string()
+                })?));
+            }
+            _ => {}
+        }
+    }
+    Ok(out)
+}
+
+/// Whether `signer` accepts the request `req` with `usages`; `Err` with the `Failed`
 /// condition's message.
-pub fn validate(signer: &str, pem: &str, usages: &[String]) -> Result<(), String> {
-    let req = parse(pem)?;
+pub fn validate(signer: &str, req: &Request, usages: &[String]) -> Result<(), String> {
     let set: BTreeSet<&str> = usages.iter().map(String::as_str).collect();
     match signer {
         "kubernetes.io/kube-apiserver-client" => {
@@ -81,19 +133,19 @@ pub fn validate(signer: &str, pem: &str, usages: &[String]) -> Result<(), String
             Ok(())
         }
         "kubernetes.io/kube-apiserver-client-kubelet" => {
-            nodes_organization(&req)?;
-            no_sans(&req, true)?;
-            node_common_name(&req)?;
+            nodes_organization(req)?;
+            no_sans(req, true)?;
+            node_common_name(req)?;
             usages_match(&set, "client auth")
         }
         "kubernetes.io/kubelet-serving" => {
-            nodes_organization(&req)?;
+            nodes_organization(req)?;
             if req.dns == 0 && req.ips == 0 {
                 return Err("DNS or IP subjectAltName is required".into());
             }
-            no_sans(&req, false)?;
+            no_sans(req, false)?;
             usages_match(&set, "server auth")?;
-            node_common_name(&req)
+            node_common_name(req)
         }
         _ => Ok(()),
     }
