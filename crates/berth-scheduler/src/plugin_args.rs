@@ -470,8 +470,8 @@ mod tests {
         .into_iter()
         .map(|(_, s)| s)
         .collect();
-        // raw 1, 3, 4 normalised to 0..10
-        assert_eq!(scores, [Some(2), Some(7), Some(10)]);
+        // raw 1, 3, 4 normalised to 0..100, as upstream expects
+        assert_eq!(scores, [Some(25), Some(75), Some(100)]);
     }
 
     /// After upstream's fit_test.go `ignoredResources` / `ignoredResourceGroups` cases.

@@ -426,7 +426,7 @@ fn pod_ref(pod: &Pod) -> PodRef {
 
 /// The PodTopologySpread arguments of a KubeSchedulerConfiguration profile (upstream's
 /// `System` defaults unless it says `List`), or none under a Policy file.
-fn spread_args(
+pub(crate) fn spread_args(
     profile: Option<&crate::config::CompiledProfile>,
 ) -> crate::topology_spread::TopologySpreadArgs {
     use crate::topology_spread::{DefaultingType, TopologySpreadArgs};
