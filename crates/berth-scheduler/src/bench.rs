@@ -278,7 +278,10 @@ fn run_with(
         .policy(profile.map_or_else(|| policy(w), |p| p.policy.clone()))
         .framework_profile(profile.is_some())
         .plugin_args(plugin_args.clone())
-        .topology_spread_args(crate::driver::scheduling_loop::spread_args(profile))
+        .topology_spread_args(profile.map_or_else(
+            crate::topology_spread::TopologySpreadArgs::none,
+            crate::config::CompiledProfile::topology_spread_args,
+        ))
         .seed(cfg.seed)
         .percentage_of_nodes_to_score(cfg.percentage_of_nodes_to_score)
         .reuse_across_pods(tuning.reuse);

@@ -552,13 +552,14 @@ mod tests {
             .map(|(_, s)| s)
             .collect()
         };
-        assert_eq!(score(false, incoming()), [Some(10), Some(0)]);
+        // a profile's scheduler: 0..100
+        assert_eq!(score(false, incoming()), [Some(100), Some(0)]);
         assert_eq!(score(true, incoming()), [Some(0), Some(0)]);
         // with a preferred term of its own the existing pods' terms count again
         let mut own = incoming();
         own["spec"] = json!({"affinity": {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
             {"weight": 1, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname",
                 "labelSelector": {"matchLabels": {"app": "none"}}}}]}}});
-        assert_eq!(score(true, own), [Some(10), Some(0)]);
+        assert_eq!(score(true, own), [Some(100), Some(0)]);
     }
 }

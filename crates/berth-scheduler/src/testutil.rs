@@ -189,7 +189,7 @@ pub fn plugin_scores_of(
     let info = profile.plugin_args.compile_pod(&mut cache, &p);
     let mut s = Scheduler::builder()
         .policy(profile.policy.clone())
-        .topology_spread_args(crate::driver::scheduling_loop::spread_args(Some(&profile)))
+        .topology_spread_args(profile.topology_spread_args())
         .framework_profile(true)
         .plugin_args(profile.plugin_args.clone())
         .build()

@@ -56,6 +56,29 @@ pub struct CompiledProfile {
     pub plugins: Vec<ProfilePlugin>,
 }
 
+impl CompiledProfile {
+    /// PodTopologySpread's arguments for the engine (none when the profile does not enable it;
+    /// a Policy has none either: only pods' own constraints).
+    pub fn topology_spread_args(&self) -> crate::topology_spread::TopologySpreadArgs {
+        use crate::topology_spread::{DefaultingType, TopologySpreadArgs};
+        let Some(wiring) = &self.topology_spread else {
+            return TopologySpreadArgs::none();
+        };
+        TopologySpreadArgs {
+            default_constraints: wiring
+                .default_constraints
+                .iter()
+                .filter_map(|c| serde_json::from_value(c.clone()).ok())
+                .collect(),
+            defaulting_type: if wiring.defaulting_type == "List" {
+                DefaultingType::List
+            } else {
+                DefaultingType::System
+            },
+        }
+    }
+}
+
 /// PodTopologySpread's configuration, for the engine's PodTopologySpread units.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TopologySpreadWiring {

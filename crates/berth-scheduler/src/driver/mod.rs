@@ -15,7 +15,7 @@ pub use berth_events::outstanding;
 mod preemption;
 pub mod published_policy;
 mod recorder;
-pub(crate) mod scheduling_loop;
+mod scheduling_loop;
 
 pub use berth_events::{flush_events, EVENT_FLUSH_LIMIT};
 pub use leader::{LeaderElectionConfig, LeaderElector, LeaderError};
