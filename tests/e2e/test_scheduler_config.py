@@ -109,6 +109,48 @@ def test_a_pending_pods_failed_scheduling_message_is_worded_as_1_35(berth_factor
                and "didn't match Pod's node affinity/selector" in c["message"] for c in cond)
 
 
+def test_nodes_within_a_decile_are_told_apart_as_kube_scheduler_does(berth_factory, tmp_path):
+    """Scores are 1.35's 0..100, not 3.11's 0..10 times ten. A profile scoring with
+    NodeResourcesFit (LeastAllocated) alone; three nodes with 4000m cpu and 16284Mi memory
+    allocatable (16Gi less the 100Mi eviction threshold), fillers bound to them, and a pod of
+    100m and 256Mi. Requested on each node with the pod, and the free share per resource,
+    `(allocatable - requested) * 100 / allocatable` (integer division):
+
+    - node 1: cpu 440m -> 3560*100/4000 = 89, memory 3400Mi -> 12884*100/16284 = 79:
+      (89 + 79) / 2 = 84
+    - node 2: cpu 1200m -> 2800*100/4000 = 70, memory 1600Mi -> 14684*100/16284 = 90:
+      (70 + 90) / 2 = 80
+    - node 3: cpu 3100m -> 900*100/4000 = 22, memory 8448Mi -> 7836*100/16284 = 48: 35
+
+    kube-scheduler binds the pod to node 1 (84 against 80). 3.11's formula scores the free
+    tenths, node 1 (8 + 7) / 2 = 7 and node 2 (7 + 9) / 2 = 8, so 0..10 times ten would bind
+    it to node 2."""
+    config = write_config(tmp_path, [{
+        "schedulerName": "default-scheduler",
+        "plugins": {"score": {"disabled": [{"name": "*"}],
+                              "enabled": [{"name": "NodeResourcesFit"}]}},
+    }])
+    berth = berth_factory(args=("--scheduler-config", config))
+    nodes = sorted(n["metadata"]["name"] for n in berth.kubectl_json("get", "nodes")["items"])
+    assert len(nodes) == 3, nodes
+    for n in nodes:
+        alloc = berth.kubectl_json("get", "node", n)["status"]["allocatable"]
+        assert alloc["cpu"] == "4" and alloc["memory"] in {"16284Mi", str(16284 * 2**20)}, alloc
+    placed = berth.kubectl_json("get", "pods", "-A")["items"]
+    assert not [p for p in placed if p["spec"].get("nodeName")], "the nodes start empty"
+    berth.create_namespace("decile")
+    fillers = {nodes[0]: ("340m", "3144Mi"), nodes[1]: ("1100m", "1344Mi"),
+               nodes[2]: ("3000m", "8192Mi")}
+    for i, (node, (cpu, memory)) in enumerate(fillers.items()):
+        create(berth, cpu_pod(f"filler-{i}", "decile", "default-scheduler", cpu=cpu,
+                              memory=memory, nodeName=node))
+    for i in range(3):
+        eventually(lambda i=i: berth.kubectl_json("get", "pod", f"filler-{i}", "-n", "decile")
+                   ["status"].get("phase") == "Running", what=f"filler-{i} to run")
+    create(berth, cpu_pod("placed", "decile", "default-scheduler", cpu="100m", memory="256Mi"))
+    assert wait_bound(berth, "decile", "placed") == nodes[0]
+
+
 def run_berth(*args):
     return subprocess.run([str(conftest.BERTH_BIN), *map(str, args)], capture_output=True,
                           text=True, timeout=60, stdin=subprocess.DEVNULL)

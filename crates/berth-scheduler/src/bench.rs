@@ -231,6 +231,24 @@ impl Default for Tuning {
 
 /// Runs a workload with explicit engine knobs.
 pub fn run_tuned(cfg: &BenchConfig, tuning: Tuning) -> Result<BenchReport, String> {
+    run_with(cfg, tuning, None)
+}
+
+/// Runs a workload under a KubeSchedulerConfiguration profile (its plugins, 0..100 scores and
+/// weights, plugin args) instead of the workload's Policy; `percentageOfNodesToScore` is still
+/// `cfg`'s.
+pub fn run_profile(
+    cfg: &BenchConfig,
+    profile: &crate::config::CompiledProfile,
+) -> Result<BenchReport, String> {
+    run_with(cfg, Tuning::default(), Some(profile))
+}
+
+fn run_with(
+    cfg: &BenchConfig,
+    tuning: Tuning,
+    profile: Option<&crate::config::CompiledProfile>,
+) -> Result<BenchReport, String> {
     let parallel_threshold = tuning.parallel_threshold;
     let w = cfg.workload.as_str();
     if !WORKLOADS.contains(&w) {
@@ -255,8 +273,15 @@ pub fn run_tuned(cfg: &BenchConfig, tuning: Tuning) -> Result<BenchReport, Strin
             cache.upsert_service(&svc);
         }
     }
+    let plugin_args = profile.map(|p| p.plugin_args.clone()).unwrap_or_default();
     let sched = Scheduler::builder()
-        .policy(policy(w))
+        .policy(profile.map_or_else(|| policy(w), |p| p.policy.clone()))
+        .framework_profile(profile.is_some())
+        .plugin_args(plugin_args.clone())
+        .topology_spread_args(profile.map_or_else(
+            crate::topology_spread::TopologySpreadArgs::none,
+            crate::config::CompiledProfile::topology_spread_args,
+        ))
         .seed(cfg.seed)
         .percentage_of_nodes_to_score(cfg.percentage_of_nodes_to_score)
         .reuse_across_pods(tuning.reuse);
@@ -269,7 +294,7 @@ pub fn run_tuned(cfg: &BenchConfig, tuning: Tuning) -> Result<BenchReport, Strin
     let mut placed: Vec<(Pod, String)> = Vec::with_capacity(init + cfg.pods);
     let mut place =
         |cache: &mut ClusterCache, sched: &mut Scheduler, p: Pod| -> Result<bool, String> {
-            let info = cache.compile_pod(&p);
+            let info = plugin_args.compile_pod(cache, &p);
             match sched.schedule(cache, &info) {
                 Decision::Scheduled { node, .. } => {
                     cache.assume(info, &node).map_err(|e| e.to_string())?;

@@ -12,7 +12,7 @@ use serde::Serialize;
 pub struct PriorityScore {
     /// Priority name as configured.
     pub name: String,
-    /// Raw score 0..10.
+    /// Raw score: 0..10 under a policy file, 0..100 under a profile.
     pub score: i64,
     /// Weight.
     pub weight: i64,

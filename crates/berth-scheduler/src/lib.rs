@@ -68,4 +68,5 @@ pub use node_info::NodeInfo;
 pub use plugin_args::PluginArgs;
 pub use pod_info::PodInfo;
 pub use predicates::{PredicateResult, Reason};
+pub use priorities::ScoreScale;
 pub use topology_spread::{DefaultingType, TopologySpreadArgs};

@@ -470,8 +470,8 @@ mod tests {
         .into_iter()
         .map(|(_, s)| s)
         .collect();
-        // raw 1, 3, 4 normalised to 0..10
-        assert_eq!(scores, [Some(2), Some(7), Some(10)]);
+        // raw 1, 3, 4 normalised to 0..100, as upstream expects
+        assert_eq!(scores, [Some(25), Some(75), Some(100)]);
     }
 
     /// After upstream's fit_test.go `ignoredResources` / `ignoredResourceGroups` cases.
@@ -552,13 +552,14 @@ mod tests {
             .map(|(_, s)| s)
             .collect()
         };
-        assert_eq!(score(false, incoming()), [Some(10), Some(0)]);
+        // a profile's scheduler: 0..100
+        assert_eq!(score(false, incoming()), [Some(100), Some(0)]);
         assert_eq!(score(true, incoming()), [Some(0), Some(0)]);
         // with a preferred term of its own the existing pods' terms count again
         let mut own = incoming();
         own["spec"] = json!({"affinity": {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
             {"weight": 1, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname",
                 "labelSelector": {"matchLabels": {"app": "none"}}}}]}}});
-        assert_eq!(score(true, own), [Some(10), Some(0)]);
+        assert_eq!(score(true, own), [Some(100), Some(0)]);
     }
 }

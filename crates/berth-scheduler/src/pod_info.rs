@@ -131,6 +131,8 @@ pub struct PodInfo {
     pub volumes: Vec<CVolume>,
     /// Container images (regular containers).
     pub images: Vec<Sym>,
+    /// Init container images (1.35's ImageLocality counts them beside the regular ones).
+    pub init_images: Vec<Sym>,
     /// Controller (kind, uid).
     pub controller: Option<(String, String)>,
     /// Has a deletion timestamp.
@@ -440,6 +442,11 @@ impl PodInfo {
             preferred_anti_affinity: pref(paa, i),
             volumes,
             images: spec.containers.iter().map(|c| i.intern(&c.image)).collect(),
+            init_images: spec
+                .init_containers
+                .iter()
+                .map(|c| i.intern(&c.image))
+                .collect(),
             controller: pod
                 .metadata
                 .controller_ref()

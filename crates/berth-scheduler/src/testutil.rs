@@ -163,3 +163,47 @@ pub fn fit_scores_of(
 pub fn scores_of(kind: PriorityKind, nodes: Vec<Node>, pods: Vec<Pod>, p: Pod) -> Vec<i64> {
     scores_in(kind, &mut cache_of(nodes, pods), p)
 }
+
+/// The scores of score plugin `plugin` of a compiled KubeSchedulerConfiguration profile whose
+/// only score plugin it is (every filter disabled, so every node is scored), with its
+/// `pluginConfig` given as YAML lines under the profile (`""` for none), per node in name order.
+pub fn plugin_scores_of(
+    plugin: &str,
+    plugin_config: &str,
+    nodes: Vec<Node>,
+    pods: Vec<Pod>,
+    p: Pod,
+) -> Vec<i64> {
+    let yaml = format!(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n\
+         profiles:\n- plugins:\n    filter:\n      disabled: [{{name: '*'}}]\n    \
+         score:\n      disabled: [{{name: '*'}}]\n      enabled: [{{name: {plugin}}}]\n\
+         {plugin_config}"
+    );
+    let profile = crate::config::SchedulerConfiguration::from_str(&yaml)
+        .unwrap_or_else(|e| panic!("{yaml}\n{e}"))
+        .compile()
+        .unwrap()
+        .remove(0);
+    let mut cache = cache_of(nodes, pods);
+    let info = profile.plugin_args.compile_pod(&mut cache, &p);
+    let mut s = Scheduler::builder()
+        .policy(profile.policy.clone())
+        .topology_spread_args(profile.topology_spread_args())
+        .framework_profile(true)
+        .plugin_args(profile.plugin_args.clone())
+        .build()
+        .unwrap();
+    assert_eq!(s.score_scale(), crate::priorities::ScoreScale::Plugin);
+    s.explain(&cache, &info)
+        .nodes
+        .into_iter()
+        .map(|n| {
+            n.priorities
+                .iter()
+                .find(|x| x.name == plugin)
+                .unwrap_or_else(|| panic!("{plugin} did not score {}", n.node))
+                .score
+        })
+        .collect()
+}

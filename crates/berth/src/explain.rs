@@ -96,7 +96,7 @@ pub async fn run(cmd: ExplainCommand) -> anyhow::Result<()> {
     let mut ex = scheduler.explain(&cache, &info);
     let policy_note = match &profile {
         Some(p) => {
-            as_plugins(&mut ex, p.plugin_args.resource_scoring.is_some());
+            as_plugins(&mut ex);
             format!("{policy_note}\n{}", plugin_lines(p))
         }
         None => policy_note,
@@ -186,20 +186,11 @@ async fn policy_for(
     }
 }
 
-/// A profile's explanation in its plugins' terms: each score plugin's score on upstream's
-/// 0..100 scale with the plugin's own weight, and 1.35's reasons.
-pub(crate) fn as_plugins(ex: &mut Explanation, configured_fit: bool) {
+/// A profile's explanation in its plugins' terms: 1.35's reasons. (Its scores are already the
+/// plugins' own, 0..100 with the profile's weights.)
+pub(crate) fn as_plugins(ex: &mut Explanation) {
     use berth_scheduler::config::messages;
-    const SCALE: i64 = berth_scheduler::config::SCORE_SCALE;
     for n in &mut ex.nodes {
-        for p in &mut n.priorities {
-            // A configured NodeResourcesFit strategy scores 0..100 with the plugin's weight.
-            if configured_fit && p.name == "NodeResourcesFit" {
-                continue;
-            }
-            p.score *= SCALE;
-            p.weight /= SCALE;
-        }
         if let PredicateResult::Unschedulable { reasons, .. } = &mut n.result {
             *reasons = reasons
                 .iter()
@@ -297,7 +288,8 @@ where
         .collect()
 }
 
-/// The explanation as a table: one row per node, one column per priority (raw score 0..10;
+/// The explanation as a table: one row per node, one column per priority (raw score 0..10
+/// under a policy, 0..100 under a profile;
 /// the header gives the weight), the weighted total, and the failed predicates' reasons.
 pub(crate) fn table(ex: &Explanation, bound_to: Option<&str>) -> String {
     let mut out = String::new();

@@ -112,6 +112,9 @@ pub struct ClusterCache {
     pub(crate) key_nodes: FxMap<Sym, u32>,
     /// Nodes with PreferNoSchedule taints.
     pub(crate) soft_taint_nodes: usize,
+    /// Per image name a node reports: the number of nodes reporting it (1.35's ImageLocality
+    /// scales an image's size by the share of nodes that have it).
+    pub(crate) image_nodes: FxMap<Sym, u32>,
     /// Compact per-node-slot data read by the filter's fast path.
     pub(crate) hot: Vec<crate::node_info::NodeHot>,
     /// Cache generation at which each slot's `hot` entry last changed.
@@ -289,6 +292,20 @@ impl ClusterCache {
         }
     }
 
+    /// Counts the node's images in (or out of) `image_nodes`.
+    fn images_update(&mut self, ix: u32, add: bool) {
+        for &(name, _) in &self.nodes[ix as usize].images {
+            if add {
+                *self.image_nodes.entry(name).or_insert(0) += 1;
+            } else if let Some(c) = self.image_nodes.get_mut(&name) {
+                *c = c.saturating_sub(1);
+                if *c == 0 {
+                    self.image_nodes.remove(&name);
+                }
+            }
+        }
+    }
+
     fn order_insert(&mut self, ix: u32) {
         let name = &self.nodes[ix as usize].name;
         let nodes = &self.nodes;
@@ -315,9 +332,11 @@ impl ClusterCache {
         let old = self.nodes[ix as usize].clone();
         if old.exists {
             self.topo_update(ix, false);
+            self.images_update(ix, false);
         }
         self.nodes[ix as usize].set_node(node, &mut self.interner);
         self.topo_update(ix, true);
+        self.images_update(ix, true);
         self.refresh_hot(ix);
         let soft = self.nodes[ix as usize].soft_taints;
         if soft != (old.exists && old.soft_taints) {
@@ -358,6 +377,7 @@ impl ClusterCache {
         }
         self.bump();
         self.topo_update(ix, false);
+        self.images_update(ix, false);
         self.order.retain(|&o| o != ix);
         self.order_changed();
         if self.nodes[ix as usize].soft_taints {

@@ -2,9 +2,16 @@
 //! score plugins its weighted priorities, in the engine's existing static dispatch (no per-node
 //! dynamic calls). Compiled once when the scheduler starts.
 //!
-//! Scores: upstream's score plugins return 0..100 and the legacy priorities 0..10 with the same
-//! formulas, so each plugin's weight is multiplied by [`SCORE_SCALE`]: totals have upstream's
-//! magnitude and the ranking of nodes is the one the weights give.
+//! Scores: a profile's scheduler scores on [`ScoreScale::Plugin`] (the engine is built with
+//! `framework_profile(true)`): each score plugin returns 0..100 with 1.35's own integer
+//! arithmetic (`LeastAllocated`'s `(allocatable - requested) * 100 / allocatable`, the standard
+//! deviation of BalancedAllocation, `DefaultNormalizeScore(100, ..)` of NodeAffinity and
+//! TaintToleration, ...), and its weight is the profile's. Nothing is scaled from 1.11's 0..10,
+//! which would lose precision and tie nodes upstream tells apart (a node of 4000m with 1300m
+//! requested scores 67, not 60). A seed Policy keeps 1.11's 0..10 ([`ScoreScale::Priority`]).
+//!
+//! [`ScoreScale::Plugin`]: crate::ScoreScale::Plugin
+//! [`ScoreScale::Priority`]: crate::ScoreScale::Priority
 
 use super::field::{child, index, Errors};
 use super::plugins::{self, Filter, Point, Score};
@@ -14,16 +21,17 @@ use crate::policy::{
     Policy, PredicateConfig, PredicateKind, PriorityConfig, PriorityKind, PriorityName,
 };
 
-/// Upstream's `MaxNodeScore` (100) over the legacy `MaxPriority` (10).
-pub const SCORE_SCALE: i64 = 10;
+/// RequestedToCapacityRatio's shape scores are 0..10 in the file and 0..100 in the score:
+/// upstream's `MaxNodeScore` (100) over `MaxCustomPriorityScore` (10).
+pub const SHAPE_SCORE_SCALE: i64 = 10;
 
 /// One profile, ready for the engine and the driver.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CompiledProfile {
     /// Pods whose `spec.schedulerName` is this are scheduled by this profile.
     pub scheduler_name: String,
-    /// The filter plugins as predicates and the score plugins as priorities (weights scaled by
-    /// [`SCORE_SCALE`]); every name is the plugin's.
+    /// The filter plugins as predicates and the score plugins as priorities (scoring 0..100,
+    /// weighted by the profile's weights); every name is the plugin's.
     pub policy: Policy,
     /// `percentageOfNodesToScore` (0: upstream's adaptive rule).
     pub percentage_of_nodes_to_score: u32,
@@ -46,6 +54,29 @@ pub struct CompiledProfile {
     pub backoff_seconds: (i64, i64),
     /// The profile's plugins per extension point, for `berth explain` and the published profile.
     pub plugins: Vec<ProfilePlugin>,
+}
+
+impl CompiledProfile {
+    /// PodTopologySpread's arguments for the engine (none when the profile does not enable it;
+    /// a Policy has none either: only pods' own constraints).
+    pub fn topology_spread_args(&self) -> crate::topology_spread::TopologySpreadArgs {
+        use crate::topology_spread::{DefaultingType, TopologySpreadArgs};
+        let Some(wiring) = &self.topology_spread else {
+            return TopologySpreadArgs::none();
+        };
+        TopologySpreadArgs {
+            default_constraints: wiring
+                .default_constraints
+                .iter()
+                .filter_map(|c| serde_json::from_value(c.clone()).ok())
+                .collect(),
+            defaulting_type: if wiring.defaulting_type == "List" {
+                DefaultingType::List
+            } else {
+                DefaultingType::System
+            },
+        }
+    }
 }
 
 /// PodTopologySpread's configuration, for the engine's PodTopologySpread units.
@@ -164,15 +195,13 @@ pub(crate) fn profile(
         let Some(plugin) = plugins::lookup(&pp.name) else {
             continue;
         };
-        let mut weight = pp.weight * SCORE_SCALE;
+        let weight = pp.weight;
         let prio = match plugin.score {
             Some(Score::Priority(prio)) => prio,
             Some(Score::ResourcesFit) => match resources_fit_priority(args_of(&pp.name)) {
                 Ok(prio) => prio,
-                // Scores 0..100 itself: the weight is the profile's.
                 Err(scoring) => {
                     resource_scoring = Some(scoring);
-                    weight = pp.weight;
                     PriorityName::NodeResourcesFit
                 }
             },
@@ -277,9 +306,10 @@ fn spread(args: Option<(String, &Args)>) -> TopologySpreadWiring {
     }
 }
 
-/// NodeResourcesFit's score: the legacy priority of its strategy when that computes it (cpu and
-/// memory with equal weights, LeastAllocated or MostAllocated: the engine's fused resource
-/// scores), else the strategy over its weighted resources for the `NodeResourcesFit` priority.
+/// NodeResourcesFit's score: the engine's fused resource score of its strategy when that computes
+/// it (cpu and memory with equal weights, LeastAllocated or MostAllocated, which the fused pass
+/// scores with 1.35's formulas on a profile's scale), else the strategy over its weighted
+/// resources for the `NodeResourcesFit` priority.
 fn resources_fit_priority(args: Option<(String, &Args)>) -> Result<PriorityName, ResourceScoring> {
     let Some((
         _,
@@ -305,7 +335,7 @@ fn resources_fit_priority(args: Option<(String, &Args)>) -> Result<PriorityName,
             s.shape
                 .iter()
                 .flatten()
-                .map(|p| (p.utilization, p.score * SCORE_SCALE))
+                .map(|p| (p.utilization, p.score * SHAPE_SCORE_SCALE))
                 .collect(),
         ),
         _ => Strategy::LeastAllocated,

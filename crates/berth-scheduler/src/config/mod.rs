@@ -41,7 +41,7 @@ mod validate;
 #[cfg(test)]
 mod tests;
 
-pub use compile::{CompiledProfile, ProfilePlugin, TopologySpreadWiring, SCORE_SCALE};
+pub use compile::{CompiledProfile, ProfilePlugin, TopologySpreadWiring, SHAPE_SCORE_SCALE};
 pub use field::{FieldError, FieldErrorKind};
 pub use plugins::Point;
 

@@ -105,7 +105,7 @@ pub enum Filter {
 /// What runs a plugin's score in berth's engine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Score {
-    /// A legacy priority (0..10, scaled to upstream's 0..100 by the weight).
+    /// A legacy priority's unit, which scores 0..100 with 1.35's formulas under a profile.
     Priority(PriorityName),
     /// NodeResourcesFit: the priority its `scoringStrategy` names.
     ResourcesFit,

@@ -314,7 +314,7 @@ fn plugins_merge_with_the_defaults_as_upstream() {
 }
 
 #[test]
-fn the_default_profile_compiles_to_the_framework_predicates_and_scaled_weights() {
+fn the_default_profile_compiles_to_the_framework_predicates_and_its_own_weights() {
     let p = load("").unwrap().compile().unwrap().remove(0);
     let preds: Vec<&str> = p
         .policy
@@ -348,13 +348,13 @@ fn the_default_profile_compiles_to_the_framework_predicates_and_scaled_weights()
     assert_eq!(
         prios,
         [
-            ("TaintToleration", 30),
-            ("NodeAffinity", 20),
-            ("NodeResourcesFit", 10),
-            ("PodTopologySpread", 20),
-            ("InterPodAffinity", 20),
-            ("NodeResourcesBalancedAllocation", 10),
-            ("ImageLocality", 10)
+            ("TaintToleration", 3),
+            ("NodeAffinity", 2),
+            ("NodeResourcesFit", 1),
+            ("PodTopologySpread", 2),
+            ("InterPodAffinity", 2),
+            ("NodeResourcesBalancedAllocation", 1),
+            ("ImageLocality", 1)
         ]
     );
     assert!(p.preemption && p.scheduling_gates && p.dynamic_resources);
@@ -426,7 +426,7 @@ fn plugin_args_reach_the_engine() {
             resources: vec![("cpu".into(), 2), ("example.com/gpu".into(), 3)],
         })
     );
-    // The configured scorer scores 0..100 itself: its weight is the profile's (default 1).
+    // Every plugin scores 0..100: its weight is the profile's (default 1).
     let fit = profile
         .policy
         .priorities

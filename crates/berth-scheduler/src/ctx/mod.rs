@@ -80,6 +80,8 @@ pub(crate) struct PodCtx<'a> {
     pub spread_memo: &'a std::sync::Mutex<crate::spread_domains::SpreadMemo>,
     /// The profile's plugin arguments (none under a policy file).
     pub plugin_args: &'a crate::plugin_args::PluginArgs,
+    /// The priorities' scale: 0..10 under a policy file, 0..100 under a profile.
+    pub scale: crate::priorities::ScoreScale,
 }
 
 impl PodCtx<'_> {

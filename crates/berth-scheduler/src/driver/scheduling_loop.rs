@@ -456,20 +456,8 @@ fn pod_ref(pod: &Pod) -> PodRef {
 fn spread_args(
     profile: Option<&crate::config::CompiledProfile>,
 ) -> crate::topology_spread::TopologySpreadArgs {
-    use crate::topology_spread::{DefaultingType, TopologySpreadArgs};
-    let Some(wiring) = profile.and_then(|p| p.topology_spread.as_ref()) else {
-        return TopologySpreadArgs::none();
-    };
-    TopologySpreadArgs {
-        default_constraints: wiring
-            .default_constraints
-            .iter()
-            .filter_map(|c| serde_json::from_value(c.clone()).ok())
-            .collect(),
-        defaulting_type: if wiring.defaulting_type == "List" {
-            DefaultingType::List
-        } else {
-            DefaultingType::System
-        },
-    }
+    profile.map_or_else(
+        crate::topology_spread::TopologySpreadArgs::none,
+        crate::config::CompiledProfile::topology_spread_args,
+    )
 }

@@ -4,7 +4,7 @@ use super::Scheduler;
 use crate::plugin_args::PluginArgs;
 use crate::policy::{Policy, PredicateKind, PriorityKind};
 use crate::predicates::{Pred, PredicateName};
-use crate::priorities::{pod_topology_spread_priority, Prio, PriorityName};
+use crate::priorities::{pod_topology_spread_priority, Prio, PriorityName, ScoreScale};
 use crate::topology_spread::TopologySpreadArgs;
 use rand::SeedableRng;
 use thiserror::Error;
@@ -110,7 +110,9 @@ impl SchedulerBuilder {
 
     /// Runs a KubeSchedulerConfiguration profile (`config::CompiledProfile::policy`) instead of
     /// a seed Policy: no mandatory `CheckNodeCondition` (1.35 filters not-ready nodes by their
-    /// taints), and `hardPodAffinityWeight` may be 0 as InterPodAffinityArgs allow.
+    /// taints), `hardPodAffinityWeight` may be 0 as InterPodAffinityArgs allow, and the
+    /// priorities score 0..100 with 1.35's plugin formulas ([`ScoreScale::Plugin`]); the
+    /// weights are the profile's own.
     pub fn framework_profile(mut self, on: bool) -> Self {
         self.framework = on;
         self
@@ -198,6 +200,11 @@ impl SchedulerBuilder {
             spread_args: self.spread_args,
             spread_memo: Default::default(),
             plugin_args: self.plugin_args,
+            scale: if self.framework {
+                ScoreScale::Plugin
+            } else {
+                ScoreScale::Priority
+            },
             preds,
             prios,
             arg_labels,

@@ -159,7 +159,8 @@ pub(crate) fn run(
     rng: &mut rand::rngs::SmallRng,
 ) -> Result<(MemoRun, Option<(u32, bool)>), String> {
     let cache = c.cache;
-    let max_score = (10 * (w.0 + w.1 + w.2)).max(0) as usize;
+    // one bucket per possible fused score: the scale's maximum times the summed weights
+    let max_score = (c.scale.max() * (w.0 + w.1 + w.2)).max(0) as usize;
     let stamp = (key, cache.order_epoch, cache.log_epoch);
     if st.valid != Some(stamp)
         || st.vals.len() != cache.nodes.len()

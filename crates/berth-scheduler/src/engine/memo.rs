@@ -7,7 +7,10 @@
 use super::filter::{check_node, fast_ok, FastPlan};
 use super::PodCtx;
 use crate::predicates::{match_inter_pod_affinity, Pred, Reason};
-use crate::priorities::{balanced, least_requested, most_requested};
+use crate::priorities::{
+    balanced, balanced_allocation, least_allocated, least_requested, most_allocated,
+    most_requested, ScoreScale,
+};
 
 /// What a memoised result depends on besides the node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,6 +19,7 @@ pub(crate) struct MemoKey {
     nonzero: (i64, i64),
     plan: FastPlan,
     weights: (i64, i64, i64),
+    scale: ScoreScale,
 }
 
 impl MemoKey {
@@ -31,6 +35,7 @@ impl MemoKey {
                 ..plan
             },
             weights,
+            scale: c.scale,
         }
     }
 }
@@ -58,17 +63,34 @@ pub(crate) struct MemoRun {
 
 const AFF_EXISTING: u8 = 1;
 
+/// The weighted resource scores of one node, `w` = (least, most, balanced) weights, on the
+/// decision's scale: 1.11's priorities under a policy file, 1.35's plugins under a profile.
 #[inline]
 pub(crate) fn fused(c: &PodCtx, w: (i64, i64, i64), h: &crate::node_info::NodeHot) -> i64 {
     let mut s = 0;
-    if w.0 != 0 {
-        s += w.0 * least_requested(c.pod, h);
-    }
-    if w.1 != 0 {
-        s += w.1 * most_requested(c.pod, h);
-    }
-    if w.2 != 0 {
-        s += w.2 * balanced(c.pod, h);
+    match c.scale {
+        ScoreScale::Priority => {
+            if w.0 != 0 {
+                s += w.0 * least_requested(c.pod, h);
+            }
+            if w.1 != 0 {
+                s += w.1 * most_requested(c.pod, h);
+            }
+            if w.2 != 0 {
+                s += w.2 * balanced(c.pod, h);
+            }
+        }
+        ScoreScale::Plugin => {
+            if w.0 != 0 {
+                s += w.0 * least_allocated(c.pod, h);
+            }
+            if w.1 != 0 {
+                s += w.1 * most_allocated(c.pod, h);
+            }
+            if w.2 != 0 {
+                s += w.2 * balanced_allocation(c.pod, h);
+            }
+        }
     }
     s
 }

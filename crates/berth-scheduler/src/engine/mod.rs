@@ -83,6 +83,8 @@ pub struct Scheduler {
     pub(crate) spread_memo: std::sync::Mutex<crate::spread_domains::SpreadMemo>,
     /// A profile's plugin arguments (`plugin_args.rs`; none under a policy file).
     pub(crate) plugin_args: crate::plugin_args::PluginArgs,
+    /// The priorities' scale (0..10 under a policy file, 0..100 under a profile).
+    pub(crate) scale: crate::priorities::ScoreScale,
 }
 
 /// The predicates and priorities one decision runs, taken out of the scheduler and put back
@@ -106,6 +108,11 @@ impl Scheduler {
     /// A builder with defaults.
     pub fn builder() -> SchedulerBuilder {
         SchedulerBuilder::default()
+    }
+
+    /// The scale its priorities score on (0..10 under a policy file, 0..100 under a profile).
+    pub fn score_scale(&self) -> crate::priorities::ScoreScale {
+        self.scale
     }
 
     /// The profile's plugin arguments; compile the pods it schedules with
@@ -256,6 +263,7 @@ impl Scheduler {
             spread_args: &self.spread_args,
             spread_memo: &self.spread_memo,
             plugin_args: &self.plugin_args,
+            scale: self.scale,
         })
     }
 
@@ -439,20 +447,9 @@ pub(crate) fn score_all(
     // the resource priorities in one pass over the dense node data
     if least != 0 || most != 0 || balanced != 0 {
         let hot = &ctx.cache.hot;
-        let pod = ctx.pod;
+        let w = (least, most, balanced);
         for (t, &ix) in totals.iter_mut().zip(feasible) {
-            let h = &hot[ix as usize];
-            let mut s = constant;
-            if least != 0 {
-                s += least * crate::priorities::least_requested(pod, h);
-            }
-            if balanced != 0 {
-                s += balanced * crate::priorities::balanced(pod, h);
-            }
-            if most != 0 {
-                s += most * crate::priorities::most_requested(pod, h);
-            }
-            *t += s;
+            *t += constant + memo::fused(ctx, w, &hot[ix as usize]);
         }
     } else if constant != 0 {
         totals.iter_mut().for_each(|t| *t += constant);

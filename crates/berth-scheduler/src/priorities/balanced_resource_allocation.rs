@@ -1,8 +1,15 @@
 //! BalancedResourceAllocation: favours nodes whose cpu and memory fractions are close.
+//!
+//! Two releases' formulas, by the scheduler's [`ScoreScale`]: 1.11's priority (a seed Policy)
+//! scores `(1 - |f_cpu - f_mem|) * 10` over non-zero requests, 0 when either fraction reaches 1;
+//! 1.35's NodeResourcesBalancedAllocation plugin (a profile) scores `(1 - std) * 100`, the
+//! standard deviation of the fractions of actual requests (`useRequested`), each fraction capped
+//! at 1 and a resource the node does not offer left out, and skips best-effort pods (every node
+//! 0, upstream's PreScore `Skip`).
 
 use super::unit::{Hot, PriorityUnit};
-use super::Prio;
-use super::{requested, MAX_PRIORITY};
+use super::{requested, requested_actual, MAX_NODE_SCORE, MAX_PRIORITY};
+use super::{Prio, ScoreScale};
 use crate::ctx::PodCtx;
 use crate::node_info::NodeHot;
 use crate::pod_info::PodInfo;
@@ -14,12 +21,19 @@ pub(crate) const UNIT: PriorityUnit = PriorityUnit {
     hot: Some(Hot::Balanced),
 };
 
-/// The score every node gets when it does not depend on the node, if so.
-pub(crate) fn uniform(_c: &PodCtx, _p: &Prio) -> Option<i64> {
-    None
+/// The score every node gets when it does not depend on the node, if so: under a profile, 0 for a
+/// best-effort pod (1.35 skips the plugin for it).
+pub(crate) fn uniform(c: &PodCtx, _p: &Prio) -> Option<i64> {
+    (c.scale == ScoreScale::Plugin && best_effort(c.pod)).then_some(0)
 }
 
-/// The registry's entry point: 0..10 per feasible node.
+/// upstream's `isBestEffortPod` over cpu and memory: the pod requests neither.
+#[inline]
+fn best_effort(pod: &PodInfo) -> bool {
+    pod.request.cpu == 0 && pod.request.memory == 0
+}
+
+/// The registry's entry point: 0..10 (policy) or 0..100 (profile) per feasible node.
 pub(crate) fn score_nodes(
     c: &PodCtx,
     _p: &Prio,
@@ -28,8 +42,12 @@ pub(crate) fn score_nodes(
     out: &mut [i64],
 ) {
     let hot = &c.cache.hot;
+    let f = match c.scale {
+        ScoreScale::Priority => score,
+        ScoreScale::Plugin => plugin_score,
+    };
     for (o, &ix) in out.iter_mut().zip(feasible) {
-        *o = score(c.pod, &hot[ix as usize]);
+        *o = f(c.pod, &hot[ix as usize]);
     }
 }
 
@@ -51,6 +69,31 @@ pub(crate) fn score(pod: &PodInfo, n: &NodeHot) -> i64 {
         return 0;
     }
     ((1.0 - (fc - fm).abs()) * MAX_PRIORITY as f64) as i64
+}
+
+/// 1.35's fraction of one resource: `None` when the node does not offer it, else
+/// `requested / allocatable` capped at 1.
+#[inline]
+fn capped_fraction(req: i64, cap: i64) -> Option<f64> {
+    (cap != 0).then(|| (req as f64 / cap as f64).min(1.0))
+}
+
+/// 1.35's `balancedResourceScorer` over cpu and memory: `int64((1 - std) * 100)`, with
+/// `std = |f_cpu - f_mem| / 2` for two fractions and 0 for fewer; 0 for a best-effort pod.
+#[inline]
+pub(crate) fn plugin_score(pod: &PodInfo, n: &NodeHot) -> i64 {
+    if best_effort(pod) {
+        return 0;
+    }
+    let (cpu, mem) = requested_actual(pod, n);
+    let std = match (
+        capped_fraction(cpu, n.alloc_cpu),
+        capped_fraction(mem, n.alloc_mem),
+    ) {
+        (Some(a), Some(b)) => ((a - b) / 2.0).abs(),
+        _ => 0.0,
+    };
+    ((1.0 - std) * MAX_NODE_SCORE as f64) as i64
 }
 
 #[cfg(test)]

@@ -1,8 +1,15 @@
-//! ImageLocalityPriority (1.11): sum of the sizes of the pod's images present on the node, bucketed.
+//! ImageLocalityPriority: favours nodes that already have the pod's images.
+//!
+//! Under a seed Policy it is 1.11's priority: the sizes of the pod's (regular containers')
+//! images present on the node, summed and bucketed onto 0..10. Under a profile it is 1.35's
+//! ImageLocality plugin ([`plugin_scores`]): each image of the pod (init containers included, a
+//! name without a tag read as `:latest`) present on the node counts its size times the share of
+//! all nodes that have it, and the sum is spread over 0..100 between 23 MB and 1000 MB per
+//! container. berth takes the size the node reports (upstream keeps the first node's).
 
 use super::unit::PriorityUnit;
 use super::Prio;
-use super::MAX_PRIORITY;
+use super::{ScoreScale, MAX_NODE_SCORE, MAX_PRIORITY};
 use crate::ctx::PodCtx;
 use crate::node_info::NodeInfo;
 use crate::pod_info::PodInfo;
@@ -14,12 +21,13 @@ pub(crate) const UNIT: PriorityUnit = PriorityUnit {
     hot: None,
 };
 
-/// The score every node gets when it does not depend on the node, if so.
-pub(crate) fn uniform(_c: &PodCtx, _p: &Prio) -> Option<i64> {
-    None
+/// The score every node gets when it does not depend on the node, if so: 0 when no node reports
+/// any image (both releases score a node without the pod's images 0).
+pub(crate) fn uniform(c: &PodCtx, _p: &Prio) -> Option<i64> {
+    c.cache.image_nodes.is_empty().then_some(0)
 }
 
-/// The registry's entry point: 0..10 per feasible node.
+/// The registry's entry point: 0..10 (policy) or 0..100 (profile) per feasible node.
 pub(crate) fn score_nodes(
     c: &PodCtx,
     _p: &Prio,
@@ -27,6 +35,9 @@ pub(crate) fn score_nodes(
     _counts: &mut Vec<i64>,
     out: &mut [i64],
 ) {
+    if c.scale == ScoreScale::Plugin {
+        return plugin_scores(c, feasible, out);
+    }
     let nodes = &c.cache.nodes;
     for (o, &ix) in out.iter_mut().zip(feasible) {
         *o = score(c.pod, &nodes[ix as usize]);
@@ -51,6 +62,64 @@ pub(crate) fn score(pod: &PodInfo, n: &NodeInfo) -> i64 {
     } else {
         MAX_PRIORITY * (sum - MIN) / (MAX - MIN) + 1
     }
+}
+
+/// upstream's `normalizedImageName`: a name whose last `:` is not after its last `/` has no
+/// tag and means `:latest`.
+fn normalized(name: &str) -> std::borrow::Cow<'_, str> {
+    let colon = name.rfind(':').map_or(-1, |x| x as i64);
+    let slash = name.rfind('/').map_or(-1, |x| x as i64);
+    if colon <= slash {
+        format!("{name}:latest").into()
+    } else {
+        name.into()
+    }
+}
+
+/// 1.35's ImageLocality over the feasible nodes: `sumImageScores` then `calculatePriority`.
+fn plugin_scores(c: &PodCtx, feasible: &[u32], out: &mut [i64]) {
+    let pod = c.pod;
+    let total = c.cache.order.len().max(1) as f64;
+    // each image of the pod the cluster has: its symbol and the share of nodes having it
+    let images: Vec<(crate::intern::Sym, f64)> = pod
+        .init_images
+        .iter()
+        .chain(&pod.images)
+        .filter_map(|&img| {
+            let sym = c.i.get(&normalized(c.i.resolve(img)))?;
+            let nodes = *c.cache.image_nodes.get(&sym)?;
+            Some((sym, nodes as f64 / total))
+        })
+        .collect();
+    let containers = (pod.init_images.len() + pod.images.len()) as i64;
+    let max_threshold = MAX * containers;
+    for (o, &ix) in out.iter_mut().zip(feasible) {
+        let n = &c.cache.nodes[ix as usize];
+        let mut sum = 0i64;
+        for &(img, spread) in &images {
+            if let Ok(k) = n.images.binary_search_by_key(&img, |(name, _)| *name) {
+                sum += (n.images[k].1 as f64 * spread) as i64;
+            }
+        }
+        *o = plugin_priority(sum, max_threshold);
+    }
+}
+
+/// upstream's `calculatePriority`: the sum clamped to `[23 MB, 1000 MB × containers]`, spread
+/// linearly over 0..100 (integer division).
+fn plugin_priority(sum: i64, max_threshold: i64) -> i64 {
+    let sum = if sum < MIN {
+        MIN
+    } else if sum > max_threshold {
+        max_threshold
+    } else {
+        sum
+    };
+    let span = max_threshold - MIN;
+    if span == 0 {
+        return 0;
+    }
+    MAX_NODE_SCORE * (sum - MIN) / span
 }
 
 #[cfg(test)]

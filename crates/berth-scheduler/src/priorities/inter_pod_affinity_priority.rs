@@ -1,10 +1,12 @@
 //! InterPodAffinityPriority: preferred (anti-)affinity of the pod, and the symmetric terms of
 //! placed pods (required affinity × hardPodAffinitySymmetricWeight, preferred ±weight), summed
-//! per topology domain and normalised to 0..10 over the feasible nodes.
+//! per topology domain and normalised over the feasible nodes: to 0..10 from 0 as 1.11 does
+//! (policy), or to 0..100 between the lowest and highest sums as 1.35's InterPodAffinity does
+//! (profile).
 
 use super::unit::PriorityUnit;
 use super::Prio;
-use super::MAX_PRIORITY;
+use super::ScoreScale;
 use crate::cache::TermKind;
 use crate::ctx::PodCtx;
 
@@ -35,7 +37,7 @@ pub(crate) fn uniform(c: &PodCtx, _p: &Prio) -> Option<i64> {
     .then_some(0)
 }
 
-/// The registry's entry point: 0..10 per feasible node.
+/// The registry's entry point: 0..10 (policy) or 0..100 (profile) per feasible node.
 pub(crate) fn score_nodes(
     c: &PodCtx,
     _p: &Prio,
@@ -110,14 +112,20 @@ pub(crate) fn score(c: &PodCtx, feasible: &[u32], counts: &mut Vec<i64>, out: &m
         out.fill(0);
         return;
     }
-    let (mut max, mut min) = (0i64, 0i64);
+    // NormalizeScore. 1.11 starts the range at 0 (min ≤ 0 ≤ max); 1.35 spans the feasible
+    // nodes' own scores (kubernetes#98096), so a node with the lowest positive sum scores 0.
+    let (mut max, mut min) = match c.scale {
+        ScoreScale::Priority => (0i64, 0i64),
+        ScoreScale::Plugin => (i64::MIN, i64::MAX),
+    };
     for &ix in feasible {
         max = max.max(counts[ix as usize]);
         min = min.min(counts[ix as usize]);
     }
+    let top = c.scale.max() as f64;
     for (o, &ix) in out.iter_mut().zip(feasible) {
-        *o = if max - min > 0 {
-            (MAX_PRIORITY as f64 * ((counts[ix as usize] - min) as f64 / (max - min) as f64)) as i64
+        *o = if max > min {
+            (top * ((counts[ix as usize] - min) as f64 / (max - min) as f64)) as i64
         } else {
             0
         };

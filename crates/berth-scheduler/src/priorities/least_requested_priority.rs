@@ -1,8 +1,10 @@
-//! LeastRequestedPriority: favours nodes with more unrequested cpu and memory.
+//! LeastRequestedPriority: favours nodes with more unrequested cpu and memory. Under a profile it
+//! is NodeResourcesFit's default `LeastAllocated` strategy (cpu and memory, weight 1 each) at
+//! 1.35's 0..100 (see [`plugin_score`]).
 
 use super::requested;
 use super::unit::{Hot, PriorityUnit};
-use super::Prio;
+use super::{Prio, ScoreScale};
 use crate::ctx::PodCtx;
 use crate::node_info::NodeHot;
 use crate::pod_info::PodInfo;
@@ -19,7 +21,7 @@ pub(crate) fn uniform(_c: &PodCtx, _p: &Prio) -> Option<i64> {
     None
 }
 
-/// The registry's entry point: 0..10 per feasible node.
+/// The registry's entry point: 0..10 (policy) or 0..100 (profile) per feasible node.
 pub(crate) fn score_nodes(
     c: &PodCtx,
     _p: &Prio,
@@ -28,8 +30,12 @@ pub(crate) fn score_nodes(
     out: &mut [i64],
 ) {
     let hot = &c.cache.hot;
+    let f = match c.scale {
+        ScoreScale::Priority => score,
+        ScoreScale::Plugin => plugin_score,
+    };
     for (o, &ix) in out.iter_mut().zip(feasible) {
-        *o = score(c.pod, &hot[ix as usize]);
+        *o = f(c.pod, &hot[ix as usize]);
     }
 }
 
@@ -47,6 +53,42 @@ fn unused(req: i64, cap: i64) -> i64 {
 pub(crate) fn score(pod: &PodInfo, n: &NodeHot) -> i64 {
     let (cpu, mem) = requested(pod, n);
     (unused(cpu, n.alloc_cpu) + unused(mem, n.alloc_mem)) / 2
+}
+
+/// 1.35's `leastRequestedScore`: `(allocatable - requested) * 100 / allocatable`, 0 when the
+/// request exceeds it; `None` for a resource the node does not offer (left out of the mean).
+#[inline]
+fn unused_of_100(req: i64, cap: i64) -> Option<i64> {
+    if cap == 0 {
+        None
+    } else if req > cap {
+        Some(0)
+    } else {
+        Some(super::div100(cap - req, cap))
+    }
+}
+
+/// 1.35's LeastAllocated over cpu and memory with weight 1 each (`leastResourceScorer`): the
+/// mean of the resources the node offers (integer division), 0 if it offers neither. Requested
+/// counts non-zero requests (100m and 200Mi for a container without any).
+#[inline]
+pub(crate) fn plugin_score(pod: &PodInfo, n: &NodeHot) -> i64 {
+    let (cpu, mem) = requested(pod, n);
+    mean_of_offered(
+        unused_of_100(cpu, n.alloc_cpu),
+        unused_of_100(mem, n.alloc_mem),
+    )
+}
+
+/// The mean of the per-resource scores of the resources a node offers, as
+/// `resourceAllocationScorer` divides `Σ score × weight` by `Σ weight` (weights 1).
+#[inline]
+pub(crate) fn mean_of_offered(cpu: Option<i64>, mem: Option<i64>) -> i64 {
+    match (cpu, mem) {
+        (Some(a), Some(b)) => (a + b) / 2,
+        (Some(a), None) | (None, Some(a)) => a,
+        (None, None) => 0,
+    }
 }
 
 #[cfg(test)]

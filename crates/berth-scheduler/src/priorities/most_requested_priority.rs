@@ -1,8 +1,10 @@
-//! MostRequestedPriority: favours nodes with more requested cpu and memory (bin packing).
+//! MostRequestedPriority: favours nodes with more requested cpu and memory (bin packing). Under a
+//! profile it is NodeResourcesFit's `MostAllocated` strategy over cpu and memory with equal
+//! weights at 1.35's 0..100 (see [`plugin_score`]).
 
 use super::requested;
 use super::unit::{Hot, PriorityUnit};
-use super::Prio;
+use super::{Prio, ScoreScale};
 use crate::ctx::PodCtx;
 use crate::node_info::NodeHot;
 use crate::pod_info::PodInfo;
@@ -19,7 +21,7 @@ pub(crate) fn uniform(_c: &PodCtx, _p: &Prio) -> Option<i64> {
     None
 }
 
-/// The registry's entry point: 0..10 per feasible node.
+/// The registry's entry point: 0..10 (policy) or 0..100 (profile) per feasible node.
 pub(crate) fn score_nodes(
     c: &PodCtx,
     _p: &Prio,
@@ -28,8 +30,12 @@ pub(crate) fn score_nodes(
     out: &mut [i64],
 ) {
     let hot = &c.cache.hot;
+    let f = match c.scale {
+        ScoreScale::Priority => score,
+        ScoreScale::Plugin => plugin_score,
+    };
     for (o, &ix) in out.iter_mut().zip(feasible) {
-        *o = score(c.pod, &hot[ix as usize]);
+        *o = f(c.pod, &hot[ix as usize]);
     }
 }
 
@@ -47,6 +53,24 @@ fn used(req: i64, cap: i64) -> i64 {
 pub(crate) fn score(pod: &PodInfo, n: &NodeHot) -> i64 {
     let (cpu, mem) = requested(pod, n);
     (used(cpu, n.alloc_cpu) + used(mem, n.alloc_mem)) / 2
+}
+
+/// 1.35's `mostRequestedScore`: `requested * 100 / allocatable` with the request capped at
+/// allocatable (pods without requests count the non-zero defaults, which may exceed it);
+/// `None` for a resource the node does not offer.
+#[inline]
+fn used_of_100(req: i64, cap: i64) -> Option<i64> {
+    (cap != 0).then(|| super::div100(req.min(cap), cap))
+}
+
+/// 1.35's MostAllocated over cpu and memory with equal weights (`mostResourceScorer`).
+#[inline]
+pub(crate) fn plugin_score(pod: &PodInfo, n: &NodeHot) -> i64 {
+    let (cpu, mem) = requested(pod, n);
+    super::least_requested_priority::mean_of_offered(
+        used_of_100(cpu, n.alloc_cpu),
+        used_of_100(mem, n.alloc_mem),
+    )
 }
 
 #[cfg(test)]

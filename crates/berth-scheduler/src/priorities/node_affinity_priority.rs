@@ -1,8 +1,8 @@
-//! NodeAffinityPriority: weights of matching preferred node-affinity terms, normalised to 0..10.
+//! NodeAffinityPriority: weights of matching preferred node-affinity terms, normalised to 0..10
+//! (policy) or, as 1.35's NodeAffinity plugin, to 0..100 (profile).
 
 use super::unit::PriorityUnit;
 use super::Prio;
-use super::MAX_PRIORITY;
 use crate::ctx::PodCtx;
 
 /// The unit (see `registry.rs`).
@@ -17,7 +17,7 @@ pub(crate) fn uniform(c: &PodCtx, _p: &Prio) -> Option<i64> {
     c.pod.preferred_node_terms.is_empty().then_some(0)
 }
 
-/// The registry's entry point: 0..10 per feasible node.
+/// The registry's entry point: 0..10 (policy) or 0..100 (profile) per feasible node.
 pub(crate) fn score_nodes(
     c: &PodCtx,
     _p: &Prio,
@@ -35,7 +35,6 @@ pub(crate) fn score(c: &PodCtx, feasible: &[u32], out: &mut [i64]) {
         out.fill(0);
         return;
     }
-    let mut max = 0;
     for (o, &ix) in out.iter_mut().zip(feasible) {
         let n = &c.cache.nodes[ix as usize];
         *o = terms
@@ -43,13 +42,9 @@ pub(crate) fn score(c: &PodCtx, feasible: &[u32], out: &mut [i64]) {
             .filter(|(_, t)| t.matches(&n.labels, n.name_sym, c.i))
             .map(|(w, _)| *w)
             .sum();
-        max = max.max(*o);
     }
-    if max > 0 {
-        for o in out.iter_mut() {
-            *o = MAX_PRIORITY * *o / max;
-        }
-    }
+    // NormalizeScore: 0..10 under a policy, 0..100 under a profile
+    super::default_normalize(c.scale.max(), false, out);
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! NodeResourcesFit (score) with a configured `scoringStrategy` (1.35's `resourceAllocationScorer`):
 //! LeastAllocated, MostAllocated or RequestedToCapacityRatio over any weighted resources,
-//! extended ones included, scoring 0..100 (upstream's scale; the profile's weight is not
-//! multiplied by `SCORE_SCALE`).
+//! extended ones included, scoring 0..100 (upstream's scale, as every priority does under a
+//! profile).
 //!
 //! Per resource: cpu and memory count the non-zero requests of the node's pods and of the pod
 //! (100m and 200Mi for a container without requests); other resources count real requests. A

@@ -2,8 +2,9 @@
 //! default constraints for a pod without any of its own (upstream's PodTopologySpread plugin,
 //! 1.35). Each feasible node scores, per constraint whose key it carries,
 //! `matching × ln(domains + 2) + (maxSkew − 1)` (matching pods in its domain; per node for the
-//! hostname key), rounded; the sums are then reversed onto 0..10 as
-//! `10 × (max + min − s) / max`, so the emptiest domains score highest. A node missing one of the
+//! hostname key), rounded; the sums are then reversed onto 0..M as
+//! `M × (max + min − s) / max`, so the emptiest domains score highest (M = 100, upstream's
+//! `MaxNodeScore`, under a profile; 10 when a policy file's scheduler applies it). A node missing one of the
 //! pod's own topology keys scores 0 (with system defaults, nodes without a zone still spread by
 //! hostname).
 //!
@@ -12,7 +13,7 @@
 //! `engine/build.rs`).
 
 use super::unit::{Argument, PriorityUnit};
-use super::{Prio, MAX_PRIORITY};
+use super::Prio;
 use crate::ctx::PodCtx;
 use crate::intern::{FxMap, Sym};
 use crate::topology_spread::DefaultingType;
@@ -43,7 +44,7 @@ pub(crate) fn uniform(c: &PodCtx, _p: &Prio) -> Option<i64> {
     cs.is_empty().then_some(0)
 }
 
-/// The registry's entry point: 0..10 per feasible node.
+/// The registry's entry point: 0..10 (policy) or 0..100 (profile) per feasible node.
 pub(crate) fn score_nodes(
     c: &PodCtx,
     _p: &Prio,
@@ -157,13 +158,14 @@ pub(crate) fn score_nodes(
     let valid = || out.iter().copied().filter(|s| *s >= 0);
     let min = valid().min().unwrap_or(0);
     let max = valid().max().unwrap_or(0);
+    let top = c.scale.max();
     for o in out.iter_mut() {
         *o = if *o < 0 {
             0
         } else if max == 0 {
-            MAX_PRIORITY
+            top
         } else {
-            MAX_PRIORITY * (max + min - *o) / max
+            top * (max + min - *o) / max
         };
     }
 }

@@ -2,7 +2,6 @@
 
 use super::unit::PriorityUnit;
 use super::Prio;
-use super::MAX_PRIORITY;
 use crate::compiled::Effect;
 use crate::ctx::PodCtx;
 
@@ -15,10 +14,10 @@ pub(crate) const UNIT: PriorityUnit = PriorityUnit {
 
 /// The score every node gets when it does not depend on the node, if so.
 pub(crate) fn uniform(c: &PodCtx, _p: &Prio) -> Option<i64> {
-    (c.cache.soft_taint_nodes == 0).then_some(MAX_PRIORITY)
+    (c.cache.soft_taint_nodes == 0).then_some(c.scale.max())
 }
 
-/// The registry's entry point: 0..10 per feasible node.
+/// The registry's entry point: 0..10 (policy) or 0..100 (profile) per feasible node.
 pub(crate) fn score_nodes(
     c: &PodCtx,
     _p: &Prio,
@@ -37,7 +36,6 @@ pub(crate) fn score(c: &PodCtx, feasible: &[u32], out: &mut [i64]) {
         .iter()
         .filter(|t| t.effect.is_none_or(|e| e == Effect::PreferNoSchedule))
         .collect();
-    let mut max = 0;
     for (o, &ix) in out.iter_mut().zip(feasible) {
         let n = &c.cache.nodes[ix as usize];
         *o = if !n.soft_taints {
@@ -50,15 +48,9 @@ pub(crate) fn score(c: &PodCtx, feasible: &[u32], out: &mut [i64]) {
                 })
                 .count() as i64
         };
-        max = max.max(*o);
     }
-    for o in out.iter_mut() {
-        *o = if max == 0 {
-            MAX_PRIORITY
-        } else {
-            MAX_PRIORITY - MAX_PRIORITY * *o / max
-        };
-    }
+    // NormalizeScore: reversed, 0..10 under a policy, 0..100 under a profile
+    super::default_normalize(c.scale.max(), true, out);
 }
 
 #[cfg(test)]

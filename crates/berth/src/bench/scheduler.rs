@@ -28,10 +28,18 @@ pub struct SchedulerBenchArgs {
     /// Print one JSON object per run.
     #[arg(long)]
     json: bool,
+    /// Schedule with the first profile of this KubeSchedulerConfiguration (1.35's plugins,
+    /// scoring 0..100) instead of the workload's `kind: Policy`.
+    #[arg(long, value_name = "FILE")]
+    scheduler_config: Option<std::path::PathBuf>,
 }
 
 pub fn run(args: SchedulerBenchArgs) -> anyhow::Result<()> {
     if args.workload == "preemption" {
+        anyhow::ensure!(
+            args.scheduler_config.is_none(),
+            "--scheduler-config is not supported with --workload preemption"
+        );
         return preemption(&args);
     }
     let cfg = BenchConfig {
@@ -42,7 +50,17 @@ pub fn run(args: SchedulerBenchArgs) -> anyhow::Result<()> {
         percentage_of_nodes_to_score: args.percentage_of_nodes_to_score,
         seed: args.seed,
     };
-    let report = bench::run(&cfg).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let report = match &args.scheduler_config {
+        None => bench::run(&cfg),
+        Some(path) => {
+            let (profiles, _) = crate::scheduler::load_configuration(path)?;
+            let first = profiles.first().ok_or_else(|| {
+                anyhow::anyhow!("{}: the configuration has no profile", path.display())
+            })?;
+            bench::run_profile(&cfg, first)
+        }
+    }
+    .map_err(|e| anyhow::anyhow!("{e}"))?;
     if args.json {
         println!("{}", serde_json::to_string(&report)?);
     } else {

@@ -74,7 +74,7 @@ impl Why {
             super::capacity::scheduler(self.policy.as_deref(), self.config.as_deref(), self.seed)?;
         let mut ex = scheduler.explain(&cache, &info);
         if self.config.is_some() {
-            crate::explain::as_plugins(&mut ex, false);
+            crate::explain::as_plugins(&mut ex);
         }
         Ok(ex)
     }
