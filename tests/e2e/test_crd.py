@@ -447,7 +447,7 @@ def test_a_tightened_schema_does_not_block_updates_of_values_left_as_they_were(b
         r = berth.kubectl("patch", "ratchet", "old", "-n", ns, "--type=merge",
                           "-p", '{"spec": {"name": "still-too-long"}}', check=False)
         assert r.returncode != 0
-        assert (f'Ratchet.{GROUP} "old" is invalid: spec.name: Too long: '
+        assert ('The Ratchet "old" is invalid: spec.name: Too long: '
                 'may not be more than 5 bytes') in r.stderr, r.stderr
         r = berth.kubectl("patch", "ratchet", "old", "-n", ns, "--type=merge",
                           "-p", '{"spec": {"size": 8}}', check=False)
