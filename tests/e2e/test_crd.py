@@ -394,3 +394,68 @@ def test_a_crd_on_etcd_is_served_by_every_replica(tmp_path):
         for r in replicas:
             r.stop()
         cluster.stop()
+
+
+def ratchet_crd(name_schema, size_schema):
+    """A kind whose spec's name and size rules a test tightens after objects exist."""
+    c = crd(plural="ratchets", kind="Ratchet")
+    c["spec"]["names"].pop("shortNames")
+    version = c["spec"]["versions"][0]
+    version.pop("subresources")
+    version.pop("additionalPrinterColumns")
+    version["schema"]["openAPIV3Schema"] = {
+        "type": "object",
+        "properties": {"spec": {"type": "object", "properties": {
+            "name": name_schema, "size": size_schema, "note": {"type": "string"}}}},
+    }
+    return c
+
+
+def test_a_tightened_schema_does_not_block_updates_of_values_left_as_they_were(berth, ns):
+    """CRD validation ratcheting (upstream's CRDValidationRatcheting, GA in 1.33): an object
+    written under an older schema keeps its now-invalid values through unrelated updates;
+    changing such a value to another invalid one is refused with the schema's words."""
+    loose = ratchet_crd({"type": "string"}, {"type": "integer"})
+    berth.kubectl("apply", "-f", "-", stdin=to_yaml([loose]))
+    berth.kubectl("wait", "--for", "condition=established", "--timeout=60s",
+                  f"crd/ratchets.{GROUP}")
+    try:
+        obj = {"apiVersion": f"{GROUP}/v1", "kind": "Ratchet",
+               "metadata": {"name": "old", "namespace": ns},
+               "spec": {"name": "much-too-long", "size": 9, "note": "a"}}
+        berth.kubectl("apply", "-f", "-", stdin=to_yaml([obj]))
+        tight = ratchet_crd(
+            {"type": "string", "maxLength": 5},
+            {"type": "integer", "x-kubernetes-validations": [
+                {"rule": "self <= 5", "message": "size must be at most 5"}]})
+        berth.kubectl("apply", "-f", "-", stdin=to_yaml([tight]))
+
+        def refuses_new_objects():
+            fresh = dict(obj, metadata={"name": "new", "namespace": ns})
+            r = berth.kubectl("create", "-f", "-", stdin=to_yaml([fresh]), check=False)
+            if r.returncode == 0:  # the old schema still served it: try again
+                berth.kubectl("delete", "ratchet", "new", "-n", ns, check=False)
+            return r.returncode != 0 and "Too long" in r.stderr
+
+        eventually(refuses_new_objects, timeout=30, what="the tightened schema in force")
+        # Another field changes: the old values are not judged again.
+        berth.kubectl("patch", "ratchet", "old", "-n", ns, "--type=merge",
+                      "-p", '{"spec": {"note": "b"}}')
+        got = berth.kubectl_json("get", "ratchet", "old", "-n", ns)
+        assert got["spec"] == {"name": "much-too-long", "size": 9, "note": "b"}
+        # Changing a bad value to another bad value is judged, with the schema's words.
+        r = berth.kubectl("patch", "ratchet", "old", "-n", ns, "--type=merge",
+                          "-p", '{"spec": {"name": "still-too-long"}}', check=False)
+        assert r.returncode != 0
+        assert ('The Ratchet "old" is invalid: spec.name: Too long: '
+                'may not be more than 5 bytes') in r.stderr, r.stderr
+        r = berth.kubectl("patch", "ratchet", "old", "-n", ns, "--type=merge",
+                          "-p", '{"spec": {"size": 8}}', check=False)
+        assert r.returncode != 0
+        assert ('spec.size: Invalid value: "integer": size must be at most 5'
+                in r.stderr), r.stderr
+        # A good value is taken, and from then on it is held to the schema.
+        berth.kubectl("patch", "ratchet", "old", "-n", ns, "--type=merge",
+                      "-p", '{"spec": {"name": "short", "size": 5}}')
+    finally:
+        berth.kubectl("delete", "crd", f"ratchets.{GROUP}", "--ignore-not-found", check=False)

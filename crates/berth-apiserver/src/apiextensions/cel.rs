@@ -114,13 +114,17 @@ impl Rule {
     }
 
     /// The rule's verdict on `value` (and `old`, its value before an update): `None` when it
-    /// holds or does not apply, else the cause's (reason, field path, message).
+    /// holds or does not apply, else the cause's (reason, field path, message). When
+    /// `unchanged` (the value, or its nearest ancestor with an old value, equals its old
+    /// value), a rule that does not read `oldSelf` and fails is not reported (upstream's
+    /// ratcheting, `shouldRatchetError`); a rule that cannot be evaluated still is.
     pub fn check(
         &self,
         value: &Value,
         old: Option<&Value>,
         path: &str,
         type_name: &str,
+        unchanged: bool,
     ) -> Option<(String, String, String)> {
         if self.transition && old.is_none() && !self.optional_old_self {
             return None;
@@ -141,6 +145,7 @@ impl Rule {
         }));
         match outcome {
             Ok(Ok(cel_interpreter::Value::Bool(true))) => None,
+            Ok(Ok(cel_interpreter::Value::Bool(false))) if unchanged && !self.transition => None,
             Ok(Ok(cel_interpreter::Value::Bool(false))) => {
                 let message = self.message(&context);
                 let body = match self.reason.as_str() {
@@ -211,7 +216,8 @@ mod tests {
                 &json!({"minReplicas": 1, "replicas": 3}),
                 None,
                 "spec",
-                "object"
+                "object",
+                false
             )
             .is_none());
         let (reason, field, body) = r
@@ -220,6 +226,7 @@ mod tests {
                 None,
                 "spec",
                 "object",
+                false,
             )
             .unwrap();
         assert_eq!(reason, "FieldValueInvalid");
@@ -233,7 +240,9 @@ mod tests {
     #[test]
     fn without_a_message_the_failed_rule_is_named() {
         let r = rule(json!({"rule": "self > 0"}));
-        let (_, _, body) = r.check(&json!(-1), None, "spec.x", "integer").unwrap();
+        let (_, _, body) = r
+            .check(&json!(-1), None, "spec.x", "integer", false)
+            .unwrap();
         assert_eq!(body, "Invalid value: \"integer\": failed rule: self > 0");
     }
 
@@ -242,7 +251,9 @@ mod tests {
         let r = rule(json!({"rule": "self.x < 10",
             "messageExpression": "'x is ' + string(self.x) + ', over the limit'",
             "reason": "FieldValueForbidden", "fieldPath": ".x"}));
-        let (reason, field, body) = r.check(&json!({"x": 12}), None, "spec", "object").unwrap();
+        let (reason, field, body) = r
+            .check(&json!({"x": 12}), None, "spec", "object", false)
+            .unwrap();
         assert_eq!(reason, "FieldValueForbidden");
         assert_eq!(field, "spec.x");
         assert_eq!(body, "Forbidden: x is 12, over the limit");
@@ -251,12 +262,14 @@ mod tests {
     #[test]
     fn transition_rules_run_only_on_update() {
         let r = rule(json!({"rule": "self == oldSelf", "message": "Value is immutable"}));
-        assert!(r.check(&json!("a"), None, "spec.name", "string").is_none());
         assert!(r
-            .check(&json!("a"), Some(&json!("a")), "spec.name", "string")
+            .check(&json!("a"), None, "spec.name", "string", false)
+            .is_none());
+        assert!(r
+            .check(&json!("a"), Some(&json!("a")), "spec.name", "string", false)
             .is_none());
         let (_, _, body) = r
-            .check(&json!("b"), Some(&json!("a")), "spec.name", "string")
+            .check(&json!("b"), Some(&json!("a")), "spec.name", "string", false)
             .unwrap();
         assert_eq!(body, "Invalid value: \"string\": Value is immutable");
     }

@@ -18,6 +18,7 @@
 pub mod cel;
 pub mod formats;
 pub mod openapi;
+pub mod ratcheting;
 pub mod schema;
 
 use berth_api::custom::{CustomKind, PrinterColumn};

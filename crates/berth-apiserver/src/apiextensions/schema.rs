@@ -305,8 +305,10 @@ pub fn default(v: &mut Value, schema: &Schema) {
 }
 
 /// Every field error of a custom resource against its schema (`metadata`, `apiVersion` and
-/// `kind` are checked elsewhere).
-pub fn validate_object(obj: &Value, schema: &Schema) -> Vec<Cause> {
+/// `kind` are checked elsewhere). On an update from `old`, errors of values left as they were
+/// are not reported (upstream's `CRDValidationRatcheting`, see [`super::ratcheting`]), so a
+/// CRD that tightens its schema does not block unrelated updates of the objects it holds.
+pub fn validate_object(obj: &Value, old: Option<&Value>, schema: &Schema) -> Vec<Cause> {
     let mut causes = Vec::new();
     let Some(o) = obj.as_object() else {
         return causes;
@@ -321,7 +323,7 @@ pub fn validate_object(obj: &Value, schema: &Schema) -> Vec<Cause> {
             continue;
         }
         if let Some(s) = schema.properties.get(k) {
-            validate(v, s, k, &mut causes);
+            validate(v, s, k, &mut causes, old.and_then(|o| o.get(k)));
         }
     }
     let mut junctor_causes = Vec::new();
@@ -342,7 +344,8 @@ fn join(path: &str, key: &str) -> String {
 /// The errors of `v` against one junctor branch, kept apart to count and choose among them.
 fn branch_causes(v: &Value, branch: &Schema, path: &str) -> Vec<Cause> {
     let mut out = Vec::new();
-    validate(v, branch, path, &mut out);
+    // Junctors are not ratcheted inside (upstream's neither): their node ratchets as a whole.
+    validate(v, branch, path, &mut out, None);
     out
 }
 
@@ -499,7 +502,23 @@ fn invalid(path: &str, value: &Value, detail: String) -> Cause {
     )
 }
 
-fn validate(v: &Value, schema: &Schema, path: &str, causes: &mut Vec<Cause>) {
+/// The errors of `v` (whose value before the update is `old`, when one correlates) and what
+/// it holds; none when it is unchanged, as upstream ratchets a node's errors.
+fn validate(v: &Value, schema: &Schema, path: &str, causes: &mut Vec<Cause>, old: Option<&Value>) {
+    let start = causes.len();
+    validate_node(v, schema, path, causes, old);
+    if causes.len() > start && old.is_some_and(|o| super::ratcheting::unchanged(v, o, schema)) {
+        causes.truncate(start);
+    }
+}
+
+fn validate_node(
+    v: &Value,
+    schema: &Schema,
+    path: &str,
+    causes: &mut Vec<Cause>,
+    old: Option<&Value>,
+) {
     if v.is_null() {
         if schema.nullable || (schema.ty.is_empty() && !schema.int_or_string) {
             return;
@@ -555,8 +574,8 @@ fn validate(v: &Value, schema: &Schema, path: &str, causes: &mut Vec<Cause>) {
     match v {
         Value::Number(n) => validate_number(v, n.as_f64().unwrap_or(0.0), schema, path, causes),
         Value::String(s) => validate_string(v, s, schema, path, causes),
-        Value::Array(items) => validate_array(v, items, schema, path, causes),
-        Value::Object(o) => validate_map(v, o, schema, path, causes),
+        Value::Array(items) => validate_array(v, items, schema, path, causes, old),
+        Value::Object(o) => validate_map(v, o, schema, path, causes, old),
         _ => {}
     }
 }
@@ -666,6 +685,7 @@ fn validate_array(
     schema: &Schema,
     path: &str,
     causes: &mut Vec<Cause>,
+    old: Option<&Value>,
 ) {
     let n = items.len() as u64;
     if let Some(max) = schema.max_items {
@@ -734,7 +754,8 @@ fn validate_array(
     }
     if let Some(item_schema) = &schema.items {
         for (i, item) in items.iter().enumerate() {
-            validate(item, item_schema, &format!("{path}[{i}]"), causes);
+            let old_item = old.and_then(|o| super::ratcheting::old_item(schema, o, item));
+            validate(item, item_schema, &format!("{path}[{i}]"), causes, old_item);
         }
     }
 }
@@ -745,6 +766,7 @@ fn validate_map(
     schema: &Schema,
     path: &str,
     causes: &mut Vec<Cause>,
+    old: Option<&Value>,
 ) {
     let n = o.len() as u64;
     if let Some(max) = schema.max_properties {
@@ -787,10 +809,11 @@ fn validate_map(
     }
     for (k, child) in o {
         let child_path = join(path, k);
+        let old_child = old.and_then(|o| o.get(k));
         if let Some(s) = schema.properties.get(k) {
-            validate(child, s, &child_path, causes);
+            validate(child, s, &child_path, causes, old_child);
         } else if let Some(additional) = &schema.additional {
-            validate(child, additional, &child_path, causes);
+            validate(child, additional, &child_path, causes, old_child);
         }
     }
 }
@@ -935,7 +958,7 @@ mod tests {
     }
 
     fn messages(obj: Value, s: Value) -> Vec<String> {
-        validate_object(&obj, &schema(s))
+        validate_object(&obj, None, &schema(s))
             .into_iter()
             .map(|c| format!("{}: {}", c.field, c.message))
             .collect()

@@ -3,6 +3,7 @@
 //! defaults applied, the status kept out of a create where a status subresource exists, then
 //! the object validated against its schema and its CEL rules.
 
+use crate::apiextensions::ratcheting;
 use crate::apiextensions::schema::{self, Schema};
 use crate::apiextensions::Served;
 use crate::error::{ApiError, ApiResult, Cause};
@@ -44,9 +45,9 @@ impl Strategy for CustomResource {
     fn validate(&self, rt: &ResourceType, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
         let mut out = causes(berth_core::validation::validate_generic(obj, rt.namespaced));
         if let Some(schema) = self.schema() {
-            out.extend(schema::validate_object(obj, schema));
+            out.extend(schema::validate_object(obj, old, schema));
             if out.is_empty() {
-                check_rules(obj, old, schema, "", &mut out);
+                check_rules(obj, old, schema, "", false, &mut out);
             }
         }
         out
@@ -59,7 +60,19 @@ impl Strategy for CustomResource {
 
 /// Runs every `x-kubernetes-validations` rule of `schema` on the node it sits at, with the
 /// node's old value on update (object members by name, `map` list items by their keys).
-fn check_rules(v: &Value, old: Option<&Value>, schema: &Schema, path: &str, out: &mut Vec<Cause>) {
+/// A node that is `unchanged` (or whose old value equals it) ratchets the rules that do not
+/// read `oldSelf`, as upstream's `CRDValidationRatcheting`.
+fn check_rules(
+    v: &Value,
+    old: Option<&Value>,
+    schema: &Schema,
+    path: &str,
+    unchanged: bool,
+    out: &mut Vec<Cause>,
+) {
+    // The root holds the server-owned metadata, so it is never unchanged itself.
+    let unchanged =
+        unchanged || (!path.is_empty() && old.is_some_and(|o| ratcheting::unchanged(v, o, schema)));
     let type_name = if schema.ty.is_empty() {
         "object"
     } else {
@@ -67,7 +80,7 @@ fn check_rules(v: &Value, old: Option<&Value>, schema: &Schema, path: &str, out:
     };
     // The root's rules see the object without its server-owned metadata, as upstream's do.
     for rule in &schema.rules {
-        if let Some((reason, field, message)) = rule.check(v, old, path, type_name) {
+        if let Some((reason, field, message)) = rule.check(v, old, path, type_name, unchanged) {
             out.push(Cause {
                 reason,
                 message,
@@ -89,25 +102,16 @@ fn check_rules(v: &Value, old: Option<&Value>, schema: &Schema, path: &str, out:
                         format!("{path}.{k}")
                     };
                     let old_child = old.and_then(|o| o.get(k));
-                    check_rules(child, old_child, s, &child_path, out);
+                    check_rules(child, old_child, s, &child_path, unchanged, out);
                 }
             }
         }
         Value::Array(items) => {
             if let Some(item_schema) = &schema.items {
                 for (i, item) in items.iter().enumerate() {
-                    let old_item = match schema.list_type.as_str() {
-                        "map" => old.and_then(Value::as_array).and_then(|olds| {
-                            olds.iter().find(|o| {
-                                schema
-                                    .list_map_keys
-                                    .iter()
-                                    .all(|key| o.get(key) == item.get(key))
-                            })
-                        }),
-                        _ => None,
-                    };
-                    check_rules(item, old_item, item_schema, &format!("{path}[{i}]"), out);
+                    let old_item = old.and_then(|o| ratcheting::old_item(schema, o, item));
+                    let item_path = format!("{path}[{i}]");
+                    check_rules(item, old_item, item_schema, &item_path, unchanged, out);
                 }
             }
         }
@@ -224,7 +228,7 @@ mod tests {
 
     fn rule_messages(v: &Value, old: Option<&Value>) -> Vec<String> {
         let mut out = Vec::new();
-        check_rules(v, old, &schema(), "", &mut out);
+        check_rules(v, old, &schema(), "", false, &mut out);
         out.into_iter()
             .map(|c| format!("{}: {}", c.field, c.message))
             .collect()
@@ -243,6 +247,50 @@ mod tests {
         assert_eq!(
             rule_messages(&renamed, Some(&ok)),
             ["spec.name: Invalid value: \"string\": Value is immutable"]
+        );
+    }
+
+    // Upstream's CEL ratcheting (cel/validation.go `shouldRatchetError`): a rule failing on a
+    // value left as it was is not reported; one failing on a changed value, or reading
+    // `oldSelf`, is.
+    #[test]
+    fn rules_ratchet_on_values_left_as_they_were() {
+        let s = Schema::parse(&json!({"type": "object", "properties": {"spec": {"type": "object",
+            "properties": {
+                "size": {"type": "integer",
+                    "x-kubernetes-validations": [{"rule": "self <= 5", "message": "too big"}]},
+                "tags": {"type": "array", "items": {"type": "string",
+                    "x-kubernetes-validations": [{"rule": "self.size() <= 3", "message": "too long"}]}},
+                "note": {"type": "string"},
+                "frozen": {"type": "integer", "x-kubernetes-validations": [
+                    {"rule": "self == oldSelf && self <= 5", "message": "frozen"}]}}}}}))
+        .unwrap();
+        let messages = |v: Value, old: Value| {
+            let mut out = Vec::new();
+            check_rules(&v, Some(&old), &s, "", false, &mut out);
+            out.into_iter()
+                .map(|c| format!("{}: {}", c.field, c.message))
+                .collect::<Vec<_>>()
+        };
+        let old = json!({"spec": {"size": 9, "tags": ["longer"], "note": "a", "frozen": 9}});
+        // The note changes; size and tags stay as they were; the transition rule still runs.
+        assert_eq!(
+            messages(
+                json!({"spec": {"size": 9, "tags": ["longer"], "note": "b", "frozen": 9}}),
+                old.clone()
+            ),
+            ["spec.frozen: Invalid value: \"integer\": frozen"]
+        );
+        assert_eq!(
+            messages(
+                json!({"spec": {"size": 8, "tags": ["longer", "x"], "frozen": 9}}),
+                old
+            ),
+            [
+                "spec.frozen: Invalid value: \"integer\": frozen",
+                "spec.size: Invalid value: \"integer\": too big",
+                "spec.tags[0]: Invalid value: \"string\": too long"
+            ]
         );
     }
 

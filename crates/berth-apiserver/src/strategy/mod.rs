@@ -334,6 +334,15 @@ fn pod_security(
     old: Option<&Value>,
 ) -> ApiResult<Vec<String>> {
     let rt = req.target.rt;
+    if rt.group.is_empty() && rt.plural == "namespaces" && req.target.subresource.is_none() {
+        let Some(config) = &ctx.admission.pod_security else {
+            return Ok(Vec::new());
+        };
+        pod_security_labels(obj, old)?;
+        return Ok(old.map_or_else(Vec::new, |old| {
+            crate::admission::pod_security::namespace_update_warnings(config, &ctx.store, obj, old)
+        }));
+    }
     if !crate::admission::pod_security::judges(rt.kind)
         || !matches!(rt.group, "" | "apps" | "batch")
         || req.target.subresource.is_some()
@@ -366,6 +375,36 @@ fn pod_security(
         resource: rt.plural.to_string(),
         name: meta_str(obj, "name").to_string(),
         reason,
+    })
+}
+
+/// A namespace whose Pod Security labels cannot be read is refused (422) when created, or
+/// when an update changes what cannot be read, as upstream's `ValidateNamespace`.
+fn pod_security_labels(ns: &Value, old: Option<&Value>) -> ApiResult<()> {
+    let invalid = |o: &Value| {
+        o.pointer("/metadata/labels")
+            .and_then(Value::as_object)
+            .map(crate::admission::pod_security::invalid_labels)
+            .unwrap_or_default()
+    };
+    let errors = invalid(ns);
+    if errors.is_empty() || old.is_some_and(|o| invalid(o) == errors) {
+        return Ok(());
+    }
+    Err(ApiError::Invalid {
+        kind: "Namespace".into(),
+        name: meta_str(ns, "name").to_string(),
+        causes: errors
+            .into_iter()
+            .map(|(label, value, detail)| Cause {
+                reason: "FieldValueInvalid".into(),
+                message: format!(
+                    "Invalid value: {}: {detail}",
+                    berth_core::validation::names::go_quote(&value)
+                ),
+                field: format!("metadata.labels[{label}]"),
+            })
+            .collect(),
     })
 }
 

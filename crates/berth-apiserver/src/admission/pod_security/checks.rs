@@ -27,18 +27,21 @@ const BASELINE_CAPABILITIES: &[&str] = &[
     "SYS_CHROOT",
 ];
 
-/// Sysctls the baseline level allows.
-const SAFE_SYSCTLS: &[&str] = &[
-    "kernel.shm_rmid_forced",
-    "net.ipv4.ip_local_port_range",
-    "net.ipv4.ip_unprivileged_port_start",
-    "net.ipv4.tcp_syncookies",
-    "net.ipv4.ping_group_range",
-    "net.ipv4.ip_local_reserved_ports",
-    "net.ipv4.tcp_keepalive_time",
-    "net.ipv4.tcp_fin_timeout",
-    "net.ipv4.tcp_keepalive_intvl",
-    "net.ipv4.tcp_keepalive_probes",
+/// Sysctls the baseline level allows, each with the policy version that first allowed it
+/// (upstream's `sysctlsAllowedV1Dot0` ... `sysctlsAllowedV1Dot32`): newer versions allow more.
+const SAFE_SYSCTLS: &[(&str, u32)] = &[
+    ("kernel.shm_rmid_forced", 0),
+    ("net.ipv4.ip_local_port_range", 0),
+    ("net.ipv4.ip_unprivileged_port_start", 0),
+    ("net.ipv4.tcp_syncookies", 0),
+    ("net.ipv4.ping_group_range", 0),
+    ("net.ipv4.ip_local_reserved_ports", 27),
+    ("net.ipv4.tcp_keepalive_time", 29),
+    ("net.ipv4.tcp_fin_timeout", 29),
+    ("net.ipv4.tcp_keepalive_intvl", 29),
+    ("net.ipv4.tcp_keepalive_probes", 29),
+    ("net.ipv4.tcp_rmem", 32),
+    ("net.ipv4.tcp_wmem", 32),
 ];
 
 /// Volume types the restricted level allows.
@@ -48,6 +51,7 @@ const RESTRICTED_VOLUMES: &[&str] = &[
     "downwardAPI",
     "emptyDir",
     "ephemeral",
+    "image",
     "persistentVolumeClaim",
     "projected",
     "secret",
@@ -102,14 +106,9 @@ fn security(c: &Value) -> &Value {
 /// The annotation prefix of the deprecated per-container AppArmor profiles.
 const APPARMOR_ANNOTATION_PREFIX: &str = "container.apparmor.security.beta.kubernetes.io/";
 
-/// SELinux types the baseline level allows (upstream's 1.31 list).
-const SELINUX_TYPES: &[&str] = &[
-    "",
-    "container_t",
-    "container_init_t",
-    "container_kvm_t",
-    "container_engine_t",
-];
+/// SELinux types the baseline level allows (upstream's 1.0 list; policy v1.31 added
+/// `container_engine_t`).
+const SELINUX_TYPES: &[&str] = &["", "container_t", "container_init_t", "container_kvm_t"];
 
 /// `pod`, `containers "a", "b"`, or both joined by ` and `: who set a forbidden value.
 fn setters(pod: bool, containers: &[&str]) -> Vec<String> {
@@ -186,8 +185,18 @@ pub fn app_armor(meta: &Value, spec: &Value) -> Option<Violation> {
     })
 }
 
-/// Baseline: SELinux options: a type of [`SELINUX_TYPES`], no user, no role.
+/// Baseline from policy v1.31: SELinux options: a type of [`SELINUX_TYPES`] or
+/// `container_engine_t`, no user, no role.
 pub fn se_linux_options(spec: &Value) -> Option<Violation> {
+    se_linux_options_allowing(spec, &["container_engine_t"])
+}
+
+/// Baseline before policy v1.31: SELinux options: a type of [`SELINUX_TYPES`], no user, no role.
+pub fn se_linux_options_v1_0(spec: &Value) -> Option<Violation> {
+    se_linux_options_allowing(spec, &[])
+}
+
+fn se_linux_options_allowing(spec: &Value, more_types: &[&str]) -> Option<Violation> {
     let mut types = std::collections::BTreeSet::new();
     let (mut user, mut role) = (false, false);
     let mut valid = |sc: &Value| -> bool {
@@ -196,7 +205,7 @@ pub fn se_linux_options(spec: &Value) -> Option<Violation> {
         };
         let mut ok = true;
         let t = o["type"].as_str().unwrap_or("");
-        if !SELINUX_TYPES.contains(&t) {
+        if !SELINUX_TYPES.contains(&t) && !more_types.contains(&t) {
             types.insert(t.to_string());
             ok = false;
         }
@@ -382,7 +391,29 @@ pub fn host_ports(spec: &Value) -> Option<Violation> {
     })
 }
 
-/// Baseline: `procMount` other than `Default`.
+/// Baseline from policy v1.35: as [`proc_mount`], but a pod in its own user namespace
+/// (`hostUsers: false`) may unmask `/proc`.
+pub fn proc_mount_unless_user_namespaced(spec: &Value) -> Option<Violation> {
+    if user_namespaced(spec) {
+        return None;
+    }
+    proc_mount(spec)
+}
+
+/// Whether the pod runs in its own user namespace (`hostUsers: false`), which relaxes some
+/// checks from policy v1.35 (upstream's `relaxPolicyForUserNamespacePod`).
+fn user_namespaced(spec: &Value) -> bool {
+    spec["hostUsers"].as_bool() == Some(false)
+}
+
+/// Whether the pod declares itself a Windows pod (`os.name: windows`), which the restricted
+/// checks of Linux-only fields exempt from policy v1.25.
+fn windows(spec: &Value) -> bool {
+    spec["os"]["name"].as_str() == Some("windows")
+}
+
+/// Baseline before policy v1.35, and restricted (`procMount_restricted`) from it: `procMount`
+/// other than `Default`.
 pub fn proc_mount(spec: &Value) -> Option<Violation> {
     let mut bad = Vec::new();
     let mut mounts: Vec<&str> = Vec::new();
@@ -397,6 +428,7 @@ pub fn proc_mount(spec: &Value) -> Option<Violation> {
             }
         }
     }
+    mounts.sort_unstable();
     (!bad.is_empty()).then(|| Violation {
         reason: "procMount",
         detail: format!(
@@ -407,39 +439,123 @@ pub fn proc_mount(spec: &Value) -> Option<Violation> {
     })
 }
 
-fn seccomp_type(v: &Value) -> Option<&str> {
-    v["seccompProfile"]["type"].as_str()
+/// The annotations through which pods chose a seccomp profile before the field existed.
+const SECCOMP_POD_ANNOTATION: &str = "seccomp.security.alpha.kubernetes.io/pod";
+const SECCOMP_CONTAINER_ANNOTATION_PREFIX: &str = "container.seccomp.security.alpha.kubernetes.io/";
+
+/// Baseline before policy v1.19: the seccomp annotations may name only `runtime/default`,
+/// `docker/default` or a `localhost/` profile.
+pub fn seccomp_annotations(meta: &Value, spec: &Value) -> Option<Violation> {
+    let valid =
+        |v: &str| v == "runtime/default" || v == "docker/default" || v.starts_with("localhost/");
+    let annotations = &meta["annotations"];
+    let mut forbidden = std::collections::BTreeSet::new();
+    let mut judge = |key: String| {
+        if let Some(v) = annotations[key.as_str()].as_str() {
+            if !valid(v) {
+                forbidden.insert(format!("{key}={}", go_quote(v)));
+            }
+        }
+    };
+    judge(SECCOMP_POD_ANNOTATION.to_string());
+    for c in containers(spec) {
+        judge(format!("{SECCOMP_CONTAINER_ANNOTATION_PREFIX}{}", name(c)));
+    }
+    let forbidden: Vec<String> = forbidden.into_iter().collect();
+    (!forbidden.is_empty()).then(|| Violation {
+        reason: "seccompProfile",
+        detail: format!(
+            "forbidden {} {}",
+            pluralize("annotation", "annotations", forbidden.len()),
+            forbidden.join(", ")
+        ),
+    })
 }
 
-/// Baseline: no `Unconfined` seccomp profile.
+/// A seccomp profile type the standards allow.
+fn valid_seccomp(t: &str) -> bool {
+    matches!(t, "RuntimeDefault" | "Localhost")
+}
+
+/// The type of a security context's seccomp profile, when it sets one (`""` when the profile
+/// names none).
+fn seccomp_profile(sc: &Value) -> Option<&str> {
+    sc.get("seccompProfile")
+        .filter(|p| p.is_object())
+        .map(|p| p["type"].as_str().unwrap_or(""))
+}
+
+/// Baseline from policy v1.19: a seccomp profile, where set, is `RuntimeDefault` or
+/// `Localhost`.
 pub fn seccomp_baseline(spec: &Value) -> Option<Violation> {
-    let mut details = Vec::new();
-    if seccomp_type(&spec["securityContext"]) == Some("Unconfined") {
-        details.push(
-            "pod must not set securityContext.seccompProfile.type to \"Unconfined\"".to_string(),
-        );
+    let mut setters = Vec::new();
+    let mut values = std::collections::BTreeSet::new();
+    if let Some(t) = seccomp_profile(&spec["securityContext"]).filter(|t| !valid_seccomp(t)) {
+        setters.push("pod".to_string());
+        values.insert(t);
     }
     let bad: Vec<&str> = containers(spec)
-        .filter(|c| seccomp_type(security(c)) == Some("Unconfined"))
+        .filter(|c| match seccomp_profile(security(c)) {
+            Some(t) if !valid_seccomp(t) => {
+                values.insert(t);
+                true
+            }
+            _ => false,
+        })
         .map(name)
         .collect();
     if !bad.is_empty() {
-        details.push(format!(
-            "{} must not set securityContext.seccompProfile.type to \"Unconfined\"",
-            container_list(&bad)
-        ));
+        setters.push(container_list(&bad));
     }
-    violation("seccompProfile", details)
+    let values: Vec<&str> = values.into_iter().collect();
+    (!setters.is_empty()).then(|| Violation {
+        reason: "seccompProfile",
+        detail: format!(
+            "{} must not set securityContext.seccompProfile.type to {}",
+            setters.join(" and "),
+            join_quote(&values)
+        ),
+    })
 }
 
-/// Baseline: only the safe sysctls.
+/// Go's `%q` of a string.
+fn go_quote(s: &str) -> String {
+    berth_core::validation::names::go_quote(s)
+}
+
+/// Baseline from policy v1.32: only the safe sysctls.
 pub fn sysctls(spec: &Value) -> Option<Violation> {
+    sysctls_at(spec, 32)
+}
+
+/// Baseline from policy v1.29 to v1.31.
+pub fn sysctls_v1_29(spec: &Value) -> Option<Violation> {
+    sysctls_at(spec, 29)
+}
+
+/// Baseline at policy v1.27 and v1.28.
+pub fn sysctls_v1_27(spec: &Value) -> Option<Violation> {
+    sysctls_at(spec, 27)
+}
+
+/// Baseline before policy v1.27.
+pub fn sysctls_v1_0(spec: &Value) -> Option<Violation> {
+    sysctls_at(spec, 0)
+}
+
+/// The sysctls that are not safe at policy version `v1.<minor>`.
+fn sysctls_at(spec: &Value, minor: u32) -> Option<Violation> {
+    let safe = |s: &str| {
+        SAFE_SYSCTLS
+            .iter()
+            .any(|(n, since)| *n == s && *since <= minor)
+    };
     let bad: Vec<&str> = spec["securityContext"]["sysctls"]
         .as_array()
         .into_iter()
         .flatten()
         .filter_map(|s| s["name"].as_str())
-        .filter(|s| !SAFE_SYSCTLS.contains(s))
+        .filter(|&s| !safe(s))
         .collect();
     (!bad.is_empty()).then(|| Violation {
         reason: "forbidden sysctls",
@@ -458,6 +574,89 @@ pub fn allow_privilege_escalation(spec: &Value) -> Option<Violation> {
         detail: format!(
             "{} must set securityContext.allowPrivilegeEscalation=false",
             container_list(&bad)
+        ),
+    })
+}
+
+/// Restricted from policy v1.25: as [`allow_privilege_escalation`], Windows pods exempt.
+pub fn allow_privilege_escalation_v1_25(spec: &Value) -> Option<Violation> {
+    if windows(spec) {
+        return None;
+    }
+    allow_privilege_escalation(spec)
+}
+
+/// Restricted from policy v1.25: as [`capabilities_restricted`], Windows pods exempt.
+pub fn capabilities_restricted_v1_25(spec: &Value) -> Option<Violation> {
+    if windows(spec) {
+        return None;
+    }
+    capabilities_restricted(spec)
+}
+
+/// Restricted from policy v1.25: as [`seccomp_restricted`], Windows pods exempt.
+pub fn seccomp_restricted_v1_25(spec: &Value) -> Option<Violation> {
+    if windows(spec) {
+        return None;
+    }
+    seccomp_restricted(spec)
+}
+
+/// Restricted from policy v1.35: as [`run_as_non_root`], pods in their own user namespace
+/// exempt (their root is not the node's).
+pub fn run_as_non_root_v1_35(spec: &Value) -> Option<Violation> {
+    if user_namespaced(spec) {
+        return None;
+    }
+    run_as_non_root(spec)
+}
+
+/// Restricted from policy v1.35: as [`run_as_user`], pods in their own user namespace exempt.
+pub fn run_as_user_v1_35(spec: &Value) -> Option<Violation> {
+    if user_namespaced(spec) {
+        return None;
+    }
+    run_as_user(spec)
+}
+
+/// Baseline from policy v1.34: probes and lifecycle handlers may not name a `host` (they would
+/// reach the node's or another host's network from the kubelet).
+pub fn host_probes_and_lifecycle(spec: &Value) -> Option<Violation> {
+    let mut bad = std::collections::BTreeSet::new();
+    let mut hosts = std::collections::BTreeSet::new();
+    for c in containers(spec) {
+        let handlers = ["livenessProbe", "readinessProbe", "startupProbe"]
+            .into_iter()
+            .map(|p| &c[p])
+            .chain(
+                ["postStart", "preStop"]
+                    .into_iter()
+                    .map(|h| &c["lifecycle"][h]),
+            );
+        for handler in handlers {
+            for action in ["httpGet", "tcpSocket"] {
+                if let Some(host) = handler[action]["host"].as_str().filter(|h| !h.is_empty()) {
+                    bad.insert(name(c));
+                    hosts.insert(host);
+                }
+            }
+        }
+    }
+    let bad: Vec<&str> = bad.into_iter().collect();
+    let hosts: Vec<&str> = hosts.into_iter().collect();
+    (!bad.is_empty()).then(|| Violation {
+        reason: "probe or lifecycle host",
+        detail: format!(
+            "{} {} {} {} {}",
+            pluralize("container", "containers", bad.len()),
+            join_quote(&bad),
+            pluralize("uses", "use", bad.len()),
+            pluralize(
+                "probe or lifecycle host",
+                "probe or lifecycle hosts",
+                hosts.len()
+            ),
+            join_quote(&hosts)
         ),
     })
 }
@@ -598,11 +797,11 @@ pub fn run_as_user(spec: &Value) -> Option<Violation> {
 /// Restricted: a `RuntimeDefault` or `Localhost` seccomp profile for every container.
 /// Explicit bad profiles are told first, and alone.
 pub fn seccomp_restricted(spec: &Value) -> Option<Violation> {
-    let allowed = |t: &str| matches!(t, "RuntimeDefault" | "Localhost");
+    let allowed = valid_seccomp;
     let mut bad_setters = Vec::new();
     let mut bad_values: Vec<&str> = Vec::new();
     let mut pod_set = false;
-    if let Some(t) = seccomp_type(&spec["securityContext"]) {
+    if let Some(t) = seccomp_profile(&spec["securityContext"]) {
         if allowed(t) {
             pod_set = true;
         } else {
@@ -613,7 +812,7 @@ pub fn seccomp_restricted(spec: &Value) -> Option<Violation> {
     let mut explicit = Vec::new();
     let mut unset = Vec::new();
     for c in containers(spec) {
-        match seccomp_type(security(c)) {
+        match seccomp_profile(security(c)) {
             Some(t) if !allowed(t) => {
                 explicit.push(name(c));
                 bad_values.push(t);
@@ -792,5 +991,106 @@ mod tests {
             windows_host_process(&json!({"securityContext": &not})),
             None
         );
+    }
+
+    // Upstream's check_hostProbesAndhostLifecycle_test.go.
+    #[test]
+    fn host_probes_and_lifecycle_vectors() {
+        let probe = |kind: &str, action: &str, host: &str| json!({kind: {action: {"host": host}}});
+        for (c, want) in [
+            (
+                json!({"name": "a", "livenessProbe": {"httpGet": {"host": "invalid.host"}}}),
+                r#"container "a" uses probe or lifecycle host "invalid.host""#,
+            ),
+            (
+                json!({"name": "b", "readinessProbe": {"tcpSocket": {"host": "invalid.host"}}}),
+                r#"container "b" uses probe or lifecycle host "invalid.host""#,
+            ),
+            (
+                json!({"name": "d", "lifecycle": {"postStart": {"tcpSocket": {"host": "invalid.host"}}}}),
+                r#"container "d" uses probe or lifecycle host "invalid.host""#,
+            ),
+            (
+                json!({"name": "e", "lifecycle": {"preStop": {"httpGet": {"host": "another.invalid.host"}}}}),
+                r#"container "e" uses probe or lifecycle host "another.invalid.host""#,
+            ),
+        ] {
+            let spec = json!({"containers": [c]});
+            assert_eq!(
+                detail(host_probes_and_lifecycle(&spec)),
+                ("probe or lifecycle host".to_string(), want.to_string())
+            );
+        }
+        let mut invalid2 = probe("startupProbe", "httpGet", "a.com");
+        invalid2["name"] = json!("invalid2");
+        invalid2["lifecycle"] = json!({"preStop": {"tcpSocket": {"host": "b.com"}}});
+        let mut invalid1 = probe("livenessProbe", "httpGet", "a.com");
+        invalid1["name"] = json!("invalid1");
+        let spec = json!({"containers": [{"name": "valid"}, invalid1, invalid2]});
+        assert_eq!(
+            detail(host_probes_and_lifecycle(&spec)).1,
+            r#"containers "invalid1", "invalid2" use probe or lifecycle hosts "a.com", "b.com""#
+        );
+        let init = json!({"initContainers": [{"name": "init",
+            "livenessProbe": {"httpGet": {"host": "invalid.init.host"}}}]});
+        assert_eq!(
+            detail(host_probes_and_lifecycle(&init)).1,
+            r#"container "init" uses probe or lifecycle host "invalid.init.host""#
+        );
+        let empty =
+            json!({"containers": [{"name": "a", "livenessProbe": {"httpGet": {"host": ""}}}]});
+        assert_eq!(host_probes_and_lifecycle(&empty), None);
+    }
+
+    // Upstream's check_seccompProfile_baseline_test.go: one detail naming every setter.
+    #[test]
+    fn seccomp_baseline_names_the_pod_and_containers_together() {
+        let unconfined = json!({"seccompProfile": {"type": "Unconfined"}});
+        let spec = json!({"securityContext": &unconfined, "containers": [
+            container("a", &unconfined), container("b", &json!({})),
+            container("c", &json!({"seccompProfile": {"type": "RuntimeDefault"}})),
+            container("d", &unconfined)]});
+        assert_eq!(
+            detail(seccomp_baseline(&spec)),
+            (
+                "seccompProfile".into(),
+                r#"pod and containers "a", "d" must not set securityContext.seccompProfile.type to "Unconfined""#.into()
+            )
+        );
+        let ok = json!({"containers": [container("a", &json!({"seccompProfile": {"type": "Localhost"}}))]});
+        assert_eq!(seccomp_baseline(&ok), None);
+        let meta = json!({"annotations": {
+            "seccomp.security.alpha.kubernetes.io/pod": "runtime/default",
+            "container.seccomp.security.alpha.kubernetes.io/a": "unconfined",
+            "container.seccomp.security.alpha.kubernetes.io/b": "localhost/p",
+            "container.seccomp.security.alpha.kubernetes.io/c": "bogus"}});
+        let spec = json!({"containers": [{"name": "a"}, {"name": "b"}, {"name": "c"}]});
+        assert_eq!(
+            detail(seccomp_annotations(&meta, &spec)).1,
+            r#"forbidden annotations container.seccomp.security.alpha.kubernetes.io/a="unconfined", container.seccomp.security.alpha.kubernetes.io/c="bogus""#
+        );
+    }
+
+    // Upstream's check_procMount_test.go: the forbidden types sorted.
+    #[test]
+    fn proc_mount_names_sorted_types() {
+        let spec = json!({"containers": [
+            container("a", &json!({"procMount": "Unmasked"})),
+            container("b", &json!({"procMount": "Default"})),
+            container("c", &json!({"procMount": "Other"}))]});
+        assert_eq!(
+            detail(proc_mount(&spec)).1,
+            r#"containers "a", "c" must not set securityContext.procMount to "Other", "Unmasked""#
+        );
+        let mut userns = spec.clone();
+        userns["hostUsers"] = json!(false);
+        assert_eq!(proc_mount_unless_user_namespaced(&userns), None);
+        assert!(proc_mount_unless_user_namespaced(&spec).is_some());
+    }
+
+    #[test]
+    fn image_volumes_are_allowed_at_restricted() {
+        let spec = json!({"volumes": [{"name": "i", "image": {"reference": "x"}}]});
+        assert_eq!(restricted_volumes(&spec), None);
     }
 }

@@ -5,9 +5,11 @@
 //! with a warning. Without labels every namespace is `privileged` (upstream's default).
 //!
 //! The checks are pure functions of a pod spec ([`checks`]); [`evaluate`] runs those of a
-//! level in upstream's order, a restricted check taking the place of its baseline sibling.
+//! level in force at a policy version (a namespace's `*-version` label, `latest` by default)
+//! in upstream's order, a restricted check taking the place of its baseline sibling.
 
 pub mod checks;
+mod registry;
 
 use checks::Violation;
 use serde_json::{Map, Value};
@@ -23,12 +25,12 @@ pub enum Level {
 }
 
 impl Level {
-    fn parse(s: &str) -> Level {
+    fn parse(s: &str) -> Option<Level> {
         match s {
-            "privileged" => Level::Privileged,
-            "baseline" => Level::Baseline,
-            // An unknown level is the most restrictive, as upstream's.
-            _ => Level::Restricted,
+            "privileged" => Some(Level::Privileged),
+            "baseline" => Some(Level::Baseline),
+            "restricted" => Some(Level::Restricted),
+            _ => None,
         }
     }
 
@@ -41,69 +43,10 @@ impl Level {
     }
 }
 
-/// A check of the pod spec, or of the pod's metadata and spec (AppArmor's annotations).
-#[derive(Clone, Copy)]
-enum Check {
-    Spec(fn(&Value) -> Option<Violation>),
-    Pod(fn(&Value, &Value) -> Option<Violation>),
-}
-
-impl Check {
-    fn run(self, meta: &Value, spec: &Value) -> Option<Violation> {
-        match self {
-            Check::Spec(c) => c(spec),
-            Check::Pod(c) => c(meta, spec),
-        }
-    }
-}
-
-/// The baseline checks in upstream's order (its checks' IDs in alphabetical order), each with
-/// whether it overlaps a restricted check (capabilities, hostPath volumes, seccomp): those
-/// run only at the baseline level, after the others, as upstream's `overlappingBaselineChecks`.
-const BASELINE: &[(Check, bool)] = &[
-    (Check::Pod(checks::app_armor), false),
-    (Check::Spec(checks::host_namespaces), false),
-    (Check::Spec(checks::host_ports), false),
-    (Check::Spec(checks::privileged), false),
-    (Check::Spec(checks::proc_mount), false),
-    (Check::Spec(checks::se_linux_options), false),
-    (Check::Spec(checks::sysctls), false),
-    (Check::Spec(checks::windows_host_process), false),
-    (Check::Spec(checks::capabilities_baseline), true),
-    (Check::Spec(checks::host_path_volumes), true),
-    (Check::Spec(checks::seccomp_baseline), true),
-];
-
-/// The restricted level's own checks.
-const RESTRICTED: &[fn(&Value) -> Option<Violation>] = &[
-    checks::allow_privilege_escalation,
-    checks::capabilities_restricted,
-    checks::restricted_volumes,
-    checks::run_as_non_root,
-    checks::run_as_user,
-    checks::seccomp_restricted,
-];
-
-/// Every broken check of `level` for a pod's `meta`data and `spec`, in upstream's order.
-pub fn evaluate(level: Level, meta: &Value, spec: &Value) -> Vec<Violation> {
-    let mut out = Vec::new();
-    if level == Level::Privileged {
-        return out;
-    }
-    let restricted = level == Level::Restricted;
-    for (check, replaced) in BASELINE {
-        if !(restricted && *replaced) {
-            out.extend(check.run(meta, spec));
-        }
-    }
-    if restricted {
-        out.extend(RESTRICTED.iter().filter_map(|c| c(spec)));
-    }
-    out
-}
+pub use registry::{evaluate, Version};
 
 /// `violates PodSecurity "restricted:latest": reason (detail), ...` without its verb.
-fn describe(level: Level, version: &str, violations: &[Violation]) -> String {
+fn describe(level: Level, version: Version, violations: &[Violation]) -> String {
     let list: Vec<String> = violations
         .iter()
         .map(|v| format!("{} ({})", v.reason, v.detail))
@@ -116,27 +59,147 @@ fn describe(level: Level, version: &str, violations: &[Violation]) -> String {
 }
 
 /// A namespace's mode (`enforce`, `warn`, `audit`): its level and version, from its labels,
-/// else from the configuration's `defaults` (`None`: privileged, nothing to judge).
-fn mode(labels: &Map<String, Value>, config: &Config, mode: &str) -> Option<(Level, String)> {
-    let label = |k: String| {
-        labels
-            .get(&k)
-            .and_then(Value::as_str)
-            .filter(|v| !v.is_empty())
-            .map(str::to_string)
-    };
-    let default = config.defaults.get(mode);
+/// else from the configuration's `defaults` (`None`: privileged, nothing to judge). As
+/// upstream's `PolicyToEvaluate`: a label that cannot be read enforces `restricted` but turns
+/// `warn` and `audit` off, and a version that cannot be read is `latest`.
+fn mode(labels: &Map<String, Value>, config: &Config, mode: &str) -> Option<(Level, Version)> {
+    let label = |k: String| labels.get(&k).map(|v| v.as_str().unwrap_or(""));
+    let default = config.defaults.get(mode).copied();
     let level = match label(format!("{LABEL_PREFIX}{mode}")) {
-        Some(l) => Level::parse(&l),
+        Some(l) => Level::parse(l).unwrap_or(if mode == "enforce" {
+            Level::Restricted
+        } else {
+            Level::Privileged
+        }),
         None => default.map(|d| d.0)?,
     };
     if level == Level::Privileged {
         return None;
     }
-    let version = label(format!("{LABEL_PREFIX}{mode}-version"))
-        .or_else(|| default.map(|d| d.1.clone()))
-        .unwrap_or_else(|| "latest".to_string());
+    let version = match label(format!("{LABEL_PREFIX}{mode}-version")) {
+        Some(v) => Version::parse(v).unwrap_or(Version::Latest),
+        None => default.map_or(Version::Latest, |d| d.1),
+    };
     Some((level, version))
+}
+
+/// The Pod Security labels of a namespace that cannot be read, as (label, value, detail) in
+/// upstream's order: a namespace is refused with them on create, and on an update that
+/// changes them (upstream's `PolicyToEvaluate` errors, answered by `ValidateNamespace`).
+pub fn invalid_labels(labels: &Map<String, Value>) -> Vec<(String, String, &'static str)> {
+    let mut out = Vec::new();
+    for mode in ["enforce", "audit", "warn"] {
+        let level = format!("{LABEL_PREFIX}{mode}");
+        if let Some(v) = labels.get(&level).map(|v| v.as_str().unwrap_or("")) {
+            if Level::parse(v).is_none() {
+                let detail = "must be one of privileged, baseline, restricted";
+                out.push((level, v.to_string(), detail));
+            }
+        }
+        let version = format!("{LABEL_PREFIX}{mode}-version");
+        if let Some(v) = labels.get(&version).map(|v| v.as_str().unwrap_or("")) {
+            if Version::parse(v).is_none() {
+                out.push((version, v.to_string(), "must be \"latest\" or \"v1.x\""));
+            }
+        }
+    }
+    out
+}
+
+/// Existing pods a namespace update checks against a new enforce level (upstream's
+/// `namespaceMaxPodsToCheck`): a namespace's update stays bounded whatever it holds.
+const MAX_PODS_TO_CHECK: usize = 3000;
+
+/// The warnings of an update of namespace `namespace` from `old_labels` to `new_labels` that
+/// tightens its enforce level or changes its version: which of its `pods` the new level would
+/// refuse, grouped by reasons (upstream's `EvaluatePodsInNamespace`). Nothing when the enforce
+/// level is unchanged, privileged, or relaxed at the same version, or the namespace is exempt.
+pub fn existing_pod_warnings(
+    config: &Config,
+    namespace: &str,
+    old_labels: &Map<String, Value>,
+    new_labels: &Map<String, Value>,
+    pods: &[Value],
+) -> Vec<String> {
+    let Some((level, version)) = mode(new_labels, config, "enforce") else {
+        return Vec::new();
+    };
+    let old = mode(old_labels, config, "enforce");
+    let relaxed = old.is_some_and(|(l, v)| v == version && level <= l);
+    if old == Some((level, version)) || relaxed || config.namespaces.iter().any(|n| n == namespace)
+    {
+        return Vec::new();
+    }
+    // reasons → (how many pods, the first pod's name)
+    let mut groups: std::collections::BTreeMap<String, (usize, &str)> = Default::default();
+    let checked = pods.len().min(MAX_PODS_TO_CHECK);
+    for pod in &pods[..checked] {
+        let spec = &pod["spec"];
+        if config.exempt("", "", spec) {
+            continue;
+        }
+        let violations = evaluate(level, version, &pod["metadata"], spec);
+        if violations.is_empty() {
+            continue;
+        }
+        let reasons: Vec<&str> = violations.iter().map(|v| v.reason).collect();
+        let name = pod["metadata"]["name"].as_str().unwrap_or("");
+        let group = groups.entry(reasons.join(", ")).or_insert((0, name));
+        group.0 += 1;
+        group.1 = group.1.min(name);
+    }
+    let mut warnings = Vec::new();
+    if checked < pods.len() {
+        warnings.push(format!(
+            "new PodSecurity enforce level only checked against the first {checked} of {} existing pods",
+            pods.len()
+        ));
+    }
+    if groups.is_empty() {
+        return warnings;
+    }
+    warnings.push(format!(
+        "existing pods in namespace {} violate the new PodSecurity enforce level \"{}:{version}\"",
+        berth_core::validation::names::go_quote(namespace),
+        level.as_str()
+    ));
+    let mut per_pods: Vec<String> = groups
+        .into_iter()
+        .map(|(reasons, (count, name))| match count {
+            1 => format!("{name}: {reasons}"),
+            2 => format!("{name} (and 1 other pod): {reasons}"),
+            n => format!("{name} (and {} other pods): {reasons}", n - 1),
+        })
+        .collect();
+    per_pods.sort();
+    warnings.extend(per_pods);
+    warnings
+}
+
+/// [`existing_pod_warnings`] for an update of namespace object `ns` from `old`, its pods read
+/// from the store.
+pub fn namespace_update_warnings(
+    config: &Config,
+    store: &berth_store::Store,
+    ns: &Value,
+    old: &Value,
+) -> Vec<String> {
+    let empty = Map::new();
+    let labels = |o: &Value| {
+        o.pointer("/metadata/labels")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_else(|| empty.clone())
+    };
+    let (new_labels, old_labels) = (labels(ns), labels(old));
+    let name = ns["metadata"]["name"].as_str().unwrap_or("");
+    if mode(&new_labels, config, "enforce") == mode(&old_labels, config, "enforce") {
+        return Vec::new();
+    }
+    match super::namespace_objects::list(store, "", "pods", name) {
+        Ok(pods) => existing_pod_warnings(config, name, &old_labels, &new_labels, &pods),
+        Err(_) => vec!["failed to list pods while checking new PodSecurity enforce level".into()],
+    }
 }
 
 /// The PodSecurity admission plugin's configuration (upstream's
@@ -145,7 +208,7 @@ fn mode(labels: &Map<String, Value>, config: &Config, mode: &str) -> Option<(Lev
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Config {
     /// `enforce`, `audit`, `warn` → (level, version).
-    defaults: std::collections::BTreeMap<String, (Level, String)>,
+    defaults: std::collections::BTreeMap<String, (Level, Version)>,
     usernames: Vec<String>,
     namespaces: Vec<String>,
     runtime_classes: Vec<String>,
@@ -192,17 +255,16 @@ impl Config {
                     ))
                 }
             };
-            let version = defaults[format!("{mode}-version")]
+            let text = defaults[format!("{mode}-version")]
                 .as_str()
-                .unwrap_or("latest")
-                .to_string();
-            if !valid_version(&version) {
+                .unwrap_or("latest");
+            let Some(version) = Version::parse(text) else {
                 return Err(ConfigError::new(
                     PLUGIN,
                     &format!("defaults.{mode}-version"),
-                    format!("Invalid value: {version:?}: must be 'latest' or of the form 'v1.x'"),
+                    format!("Invalid value: {text:?}: must be 'latest' or of the form 'v1.x'"),
                 ));
-            }
+            };
             config.defaults.insert(mode.to_string(), (level, version));
         }
         let exemptions = &v["exemptions"];
@@ -258,13 +320,6 @@ impl Config {
                 .as_str()
                 .is_some_and(|rc| self.runtime_classes.iter().any(|c| c == rc))
     }
-}
-
-/// `latest` or `v1.<minor>`.
-fn valid_version(v: &str) -> bool {
-    v == "latest"
-        || v.strip_prefix("v1.")
-            .is_some_and(|m| !m.is_empty() && m.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// Whether objects of `kind` carry a pod spec Pod Security judges.
@@ -372,29 +427,29 @@ pub fn admit_with(
     }
     if kind == "Pod" {
         if let Some((level, version)) = mode(labels, config, "enforce") {
-            let violations = evaluate(level, meta, spec);
+            let violations = evaluate(level, version, meta, spec);
             if !violations.is_empty() {
                 return Err(format!(
                     "violates {}",
-                    describe(level, &version, &violations)
+                    describe(level, version, &violations)
                 ));
             }
         }
     }
     let mut warnings = Vec::new();
     if let Some((level, version)) = mode(labels, config, "warn") {
-        let violations = evaluate(level, meta, spec);
+        let violations = evaluate(level, version, meta, spec);
         if !violations.is_empty() {
             warnings.push(format!(
                 "would violate {}",
-                describe(level, &version, &violations)
+                describe(level, version, &violations)
             ));
         }
     }
     if let Some((level, version)) = mode(labels, config, "audit") {
-        let violations = evaluate(level, meta, spec);
+        let violations = evaluate(level, version, meta, spec);
         if !violations.is_empty() {
-            tracing::info!(audit = %describe(level, &version, &violations), "pod security audit");
+            tracing::info!(audit = %describe(level, version, &violations), "pod security audit");
         }
     }
     Ok(warnings)
@@ -488,7 +543,7 @@ mod tests {
             "containers": [{"name": "a", "securityContext": {"allowPrivilegeEscalation": false,
                 "capabilities": {"drop": ["ALL"], "add": ["NET_ADMIN"]}}}],
         });
-        let v = evaluate(Level::Restricted, &Value::Null, &spec);
+        let v = evaluate(Level::Restricted, Version::Latest, &Value::Null, &spec);
         let reasons: Vec<&str> = v.iter().map(|v| v.reason).collect();
         assert_eq!(
             reasons,
@@ -507,7 +562,7 @@ mod tests {
             "volume \"host\" uses restricted volume type \"hostPath\""
         );
         assert_eq!(v[2].detail, "pod must not set runAsUser=0");
-        let b = evaluate(Level::Baseline, &Value::Null, &spec);
+        let b = evaluate(Level::Baseline, Version::Latest, &Value::Null, &spec);
         let reasons: Vec<&str> = b.iter().map(|v| v.reason).collect();
         assert_eq!(reasons, ["non-default capabilities", "hostPath volumes"]);
     }
@@ -607,5 +662,135 @@ mod tests {
         annotated["metadata"]["annotations"] =
             json!({"container.apparmor.security.beta.kubernetes.io/nginx": "unconfined"});
         assert!(admit(&l, "Pod", &annotated, Some(&plain)).is_err());
+    }
+
+    fn with_sysctl(name: &str) -> Value {
+        let mut p = pod(json!({}));
+        p["spec"]["securityContext"] = json!({"sysctls": [{"name": name, "value": "1"}]});
+        p
+    }
+
+    #[test]
+    fn a_namespace_is_judged_by_the_version_its_labels_pin() {
+        let at = |version: &str| {
+            labels(json!({"pod-security.kubernetes.io/enforce": "baseline",
+                          "pod-security.kubernetes.io/enforce-version": version}))
+        };
+        // net.ipv4.ip_local_reserved_ports became safe in v1.27.
+        let p = with_sysctl("net.ipv4.ip_local_reserved_ports");
+        assert_eq!(
+            admit(&at("v1.26"), "Pod", &p, None).unwrap_err(),
+            "violates PodSecurity \"baseline:v1.26\": forbidden sysctls (net.ipv4.ip_local_reserved_ports)"
+        );
+        assert_eq!(admit(&at("v1.27"), "Pod", &p, None), Ok(vec![]));
+        assert_eq!(admit(&at("latest"), "Pod", &p, None), Ok(vec![]));
+        // A version newer than berth's checks is judged as the newest, and named as given.
+        let newer = with_sysctl("kernel.msgmax");
+        assert_eq!(
+            admit(&at("v1.99"), "Pod", &newer, None).unwrap_err(),
+            "violates PodSecurity \"baseline:v1.99\": forbidden sysctls (kernel.msgmax)"
+        );
+        // A version that cannot be read is `latest`.
+        assert_eq!(
+            admit(&at("1.26"), "Pod", &newer, None).unwrap_err(),
+            "violates PodSecurity \"baseline:latest\": forbidden sysctls (kernel.msgmax)"
+        );
+        // warn and audit carry their own versions.
+        let w = labels(json!({"pod-security.kubernetes.io/warn": "baseline",
+                              "pod-security.kubernetes.io/warn-version": "v1.26"}));
+        assert_eq!(
+            admit(&w, "Pod", &p, None).unwrap(),
+            vec!["would violate PodSecurity \"baseline:v1.26\": forbidden sysctls (net.ipv4.ip_local_reserved_ports)".to_string()]
+        );
+    }
+
+    #[test]
+    fn unreadable_levels_enforce_restricted_but_turn_warnings_off() {
+        let l = labels(json!({"pod-security.kubernetes.io/enforce": "strict"}));
+        assert!(admit(&l, "Pod", &pod(json!({})), None)
+            .unwrap_err()
+            .starts_with("violates PodSecurity \"restricted:latest\""));
+        let l = labels(json!({"pod-security.kubernetes.io/warn": "strict"}));
+        let privileged = pod(json!({"securityContext": {"privileged": true}}));
+        assert_eq!(admit(&l, "Pod", &privileged, None), Ok(vec![]));
+    }
+
+    #[test]
+    fn the_configuration_defaults_carry_versions() {
+        let config = Config::parse(&json!({
+            "defaults": {"enforce": "baseline", "enforce-version": "v1.26"}}))
+        .unwrap();
+        let p = with_sysctl("net.ipv4.ip_local_reserved_ports");
+        assert_eq!(
+            admit_with(&config, "alice", "demo", &Map::new(), "Pod", &p, None).unwrap_err(),
+            "violates PodSecurity \"baseline:v1.26\": forbidden sysctls (net.ipv4.ip_local_reserved_ports)"
+        );
+        // A namespace's own version label wins over the default's.
+        let l = labels(json!({"pod-security.kubernetes.io/enforce-version": "v1.27"}));
+        assert_eq!(
+            admit_with(&config, "alice", "demo", &l, "Pod", &p, None),
+            Ok(vec![])
+        );
+        assert!(Config::parse(&json!({"defaults": {"audit-version": "v1.026"}})).is_err());
+    }
+
+    #[test]
+    fn unreadable_namespace_labels_are_named_in_upstreams_order() {
+        let l = labels(json!({"pod-security.kubernetes.io/warn-version": "1.26",
+                              "pod-security.kubernetes.io/enforce": "strict",
+                              "pod-security.kubernetes.io/audit-version": "v1.27",
+                              "other": "x"}));
+        assert_eq!(
+            invalid_labels(&l),
+            vec![
+                (
+                    "pod-security.kubernetes.io/enforce".to_string(),
+                    "strict".to_string(),
+                    "must be one of privileged, baseline, restricted"
+                ),
+                (
+                    "pod-security.kubernetes.io/warn-version".to_string(),
+                    "1.26".to_string(),
+                    "must be \"latest\" or \"v1.x\""
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn tightening_a_namespace_warns_of_its_pods_the_new_level_refuses() {
+        let old = labels(json!({}));
+        let new = labels(json!({"pod-security.kubernetes.io/enforce": "baseline",
+                                "pod-security.kubernetes.io/enforce-version": "v1.26"}));
+        let named = |name: &str, mut p: Value| {
+            p["metadata"]["name"] = json!(name);
+            p
+        };
+        let privileged = pod(json!({"securityContext": {"privileged": true}}));
+        let pods = vec![
+            named("b", privileged.clone()),
+            named("a", privileged),
+            named("c", with_sysctl("net.ipv4.ip_local_reserved_ports")),
+            named("ok", pod(json!({}))),
+        ];
+        let config = Config::default();
+        assert_eq!(
+            existing_pod_warnings(&config, "demo", &old, &new, &pods),
+            [
+                "existing pods in namespace \"demo\" violate the new PodSecurity enforce level \"baseline:v1.26\"",
+                "a (and 1 other pod): privileged",
+                "c: forbidden sysctls",
+            ]
+        );
+        // Relaxing, or keeping the level, says nothing.
+        assert!(existing_pod_warnings(&config, "demo", &new, &old, &pods).is_empty());
+        assert!(existing_pod_warnings(&config, "demo", &new, &new, &pods).is_empty());
+        // A new version at the same level is checked again.
+        let v27 = labels(json!({"pod-security.kubernetes.io/enforce": "baseline",
+                                "pod-security.kubernetes.io/enforce-version": "v1.27"}));
+        assert_eq!(
+            existing_pod_warnings(&config, "demo", &new, &v27, &pods)[1..],
+            ["a (and 1 other pod): privileged"]
+        );
     }
 }
