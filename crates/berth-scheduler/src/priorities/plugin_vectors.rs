@@ -538,7 +538,7 @@ fn least_and_balanced_allocation_agree_with_upstreams_formulas_on_random_nodes()
                     .collect();
                 let (alloc_cpu, alloc_mem) = allocs[k];
                 let nz = on.iter().fold(nonzero(&incoming), |acc, q| {
-                    let v = nonzero(*q);
+                    let v = nonzero(q);
                     (acc.0 + v.0, acc.1 + v.1)
                 });
                 let scores: Vec<i64> = [least(nz.0, alloc_cpu), least(nz.1, alloc_mem)]
@@ -555,7 +555,7 @@ fn least_and_balanced_allocation_agree_with_upstreams_formulas_on_random_nodes()
                     0
                 } else {
                     let sum = on.iter().fold(pod_actual, |acc, q| {
-                        let v = actual(*q);
+                        let v = actual(q);
                         (acc.0 + v.0, acc.1 + v.1)
                     });
                     let f: Vec<f64> = [fraction(sum.0, alloc_cpu), fraction(sum.1, alloc_mem)]
