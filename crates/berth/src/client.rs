@@ -21,9 +21,9 @@ pub fn user_agent(program: &str) -> String {
     )
 }
 
-/// A client of `config` for `program`: its User-Agent (unless the kubeconfig names one) and
-/// its requests counted.
-pub fn build(mut config: kube::Config, program: &str) -> anyhow::Result<kube::Client> {
+/// Sets `program`'s User-Agent on `config` (replacing any other); returns the server's
+/// `host:port`, by which its requests are counted.
+fn identify(config: &mut kube::Config, program: &str) -> anyhow::Result<String> {
     let host = config
         .cluster_url
         .authority()
@@ -34,6 +34,13 @@ pub fn build(mut config: kube::Config, program: &str) -> anyhow::Result<kube::Cl
         .headers
         .retain(|(name, _)| *name != http::header::USER_AGENT);
     config.headers.push((http::header::USER_AGENT, agent));
+    Ok(host)
+}
+
+/// A client of `config` for `program`: its User-Agent (unless the kubeconfig names one) and
+/// its requests counted.
+pub fn build(mut config: kube::Config, program: &str) -> anyhow::Result<kube::Client> {
+    let host = identify(&mut config, program)?;
     Ok(kube::client::ClientBuilder::try_from(config)?
         .with_layer(&CountedLayer::new(&host))
         .build())
@@ -48,16 +55,7 @@ pub fn build_with_token(
     token: berth_controllers::credentials::SharedToken,
 ) -> anyhow::Result<kube::Client> {
     config.auth_info = kube::config::AuthInfo::default();
-    let host = config
-        .cluster_url
-        .authority()
-        .map(|a| a.to_string())
-        .unwrap_or_default();
-    let agent = http::HeaderValue::from_str(&user_agent(program))?;
-    config
-        .headers
-        .retain(|(name, _)| *name != http::header::USER_AGENT);
-    config.headers.push((http::header::USER_AGENT, agent));
+    let host = identify(&mut config, program)?;
     Ok(kube::client::ClientBuilder::try_from(config)?
         .with_layer(&BearerLayer(token))
         .with_layer(&CountedLayer::new(&host))

@@ -305,22 +305,12 @@ async fn root_ca(args: &ControllersArgs) -> anyhow::Result<Option<String>> {
         return Ok(Some(pem));
     }
     let config = config(args).await?;
-    Ok(config
-        .root_cert
-        .map(|certs| certs.iter().map(|der| pem(der)).collect()))
-}
-
-/// A DER certificate as PEM.
-fn pem(der: &[u8]) -> String {
-    use base64::Engine;
-    let body = base64::engine::general_purpose::STANDARD.encode(der);
-    let mut out = String::from("-----BEGIN CERTIFICATE-----\n");
-    for line in body.as_bytes().chunks(64) {
-        out.push_str(&String::from_utf8_lossy(line));
-        out.push('\n');
-    }
-    out.push_str("-----END CERTIFICATE-----\n");
-    out
+    Ok(config.root_cert.map(|certs| {
+        certs
+            .iter()
+            .map(|der| berth_controllers::certificates::pem_certificate(der))
+            .collect()
+    }))
 }
 
 pub async fn run(args: ControllersArgs) -> anyhow::Result<()> {

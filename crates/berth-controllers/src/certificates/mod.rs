@@ -209,7 +209,7 @@ impl Signer {
 }
 
 /// A DER certificate as PEM.
-fn pem_certificate(der: &[u8]) -> String {
+pub fn pem_certificate(der: &[u8]) -> String {
     use base64::Engine;
     let body = base64::engine::general_purpose::STANDARD.encode(der);
     let mut out = String::from("-----BEGIN CERTIFICATE-----\n");
