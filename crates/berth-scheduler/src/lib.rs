@@ -52,6 +52,7 @@ pub mod preemption;
 mod priorities;
 pub mod quantity;
 pub mod queue;
+mod score_scale;
 pub(crate) mod spread_domains;
 #[cfg(test)]
 mod testutil;
@@ -68,5 +69,5 @@ pub use node_info::NodeInfo;
 pub use plugin_args::PluginArgs;
 pub use pod_info::PodInfo;
 pub use predicates::{PredicateResult, Reason};
-pub use priorities::ScoreScale;
+pub use score_scale::ScoreScale;
 pub use topology_spread::{DefaultingType, TopologySpreadArgs};

@@ -81,7 +81,7 @@ pub(crate) struct PodCtx<'a> {
     /// The profile's plugin arguments (none under a policy file).
     pub plugin_args: &'a crate::plugin_args::PluginArgs,
     /// The priorities' scale: 0..10 under a policy file, 0..100 under a profile.
-    pub scale: crate::priorities::ScoreScale,
+    pub scale: crate::score_scale::ScoreScale,
 }
 
 impl PodCtx<'_> {
