@@ -164,6 +164,16 @@ pub fn scores_of(kind: PriorityKind, nodes: Vec<Node>, pods: Vec<Pod>, p: Pod) -
     scores_in(kind, &mut cache_of(nodes, pods), p)
 }
 
+/// The first profile a KubeSchedulerConfiguration YAML compiles to (tests outside `config`
+/// reach the compiler through here).
+pub fn compiled_profile(yaml: &str) -> crate::config::CompiledProfile {
+    crate::config::SchedulerConfiguration::from_str(yaml)
+        .unwrap_or_else(|e| panic!("{yaml}\n{e}"))
+        .compile()
+        .unwrap()
+        .remove(0)
+}
+
 /// The scores of score plugin `plugin` of a compiled KubeSchedulerConfiguration profile whose
 /// only score plugin it is (every filter disabled, so every node is scored), with its
 /// `pluginConfig` given as YAML lines under the profile (`""` for none), per node in name order.

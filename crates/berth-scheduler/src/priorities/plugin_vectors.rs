@@ -482,11 +482,7 @@ fn least_and_balanced_allocation_agree_with_upstreams_formulas_on_random_nodes()
          disabled: [{{name: '*'}}]\n      enabled: [{{name: NodeResourcesFit, weight: 2}}, \
          {{name: NodeResourcesBalancedAllocation, weight: 3}}]\n{profile}"
     );
-    let compiled = crate::config::SchedulerConfiguration::from_str(&yaml)
-        .unwrap()
-        .compile()
-        .unwrap()
-        .remove(0);
+    let compiled = crate::testutil::compiled_profile(&yaml);
     for seed in 0..300u64 {
         let r = &mut rand::rngs::SmallRng::seed_from_u64(seed);
         let req = |r: &mut rand::rngs::SmallRng| -> Req {
