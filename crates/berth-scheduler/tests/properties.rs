@@ -212,6 +212,17 @@ fn run(
     (out, cache)
 }
 
+/// Each decision without the counts of nodes evaluated and found feasible.
+fn placements(decisions: &[Decision]) -> Vec<String> {
+    decisions
+        .iter()
+        .map(|d| match d {
+            Decision::Scheduled { node, score, .. } => format!("{node} {score}"),
+            other => format!("{other:?}"),
+        })
+        .collect()
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 48, .. ProptestConfig::default() })]
 
@@ -229,8 +240,10 @@ proptest! {
         let (reference, _) = run(&nodes, &order, &pods, &mut build(false, false), true);
         let (memo, _) = run(&nodes, &order, &pods, &mut build(true, false), false);
         let (inc, _) = run(&nodes, &order, &pods, &mut build(true, true), false);
-        prop_assert_eq!(&reference, &memo);
-        prop_assert_eq!(&reference, &inc);
+        // The same node and score on every path; how many nodes each path evaluated and
+        // found feasible (the log line's counts) is its own.
+        prop_assert_eq!(placements(&reference), placements(&memo));
+        prop_assert_eq!(placements(&reference), placements(&inc));
     }
 
     #[test]
