@@ -241,7 +241,9 @@ def test_a_third_replica_joining_takes_only_some_nodes_handed_over_cleanly(tmp_p
     c = replica(tmp_path / "c", cluster, "replica-c")
     cleanup(c)
     want = expected(["replica-a", "replica-b", "replica-c"])
-    eventually(lambda: holders(b) == want, timeout=60,
+    # A third replica starts, registers and takes its nodes over while the suite's other
+    # worker runs: under that load the handover took more than a minute once in CI.
+    eventually(lambda: holders(b) == want, timeout=120,
                what="the nodes rendezvous hashing gives replica-c moved to it")
     moved = {n for n in want if want[n] != before[n]}
     print(f"replica-c took {len(moved)} of {NODES} nodes: {sorted(moved)}")
